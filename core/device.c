@@ -1,0 +1,165 @@
+/* device.c - see include/hybridfs/device.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hybridfs/device.h"
+
+static ssize_t file_read(struct hy_device *dev, int64_t object, void *buf, size_t len, off_t off)
+{
+	ssize_t n = pread((int)object, buf, len, off);
+
+	return n < 0 ? -errno : n;
+}
+
+static ssize_t file_write(struct hy_device *dev, int64_t object, const void *buf, size_t len,
+			  off_t off)
+{
+	ssize_t n = pwrite((int)object, buf, len, off);
+
+	return n < 0 ? -errno : n;
+}
+
+static int file_sync(struct hy_device *dev, int64_t object, bool data_only)
+{
+	int rc = data_only ? fdatasync((int)object) : fsync((int)object);
+
+	return rc < 0 ? -errno : 0;
+}
+
+static int file_truncate(struct hy_device *dev, int64_t object, off_t size)
+{
+	return ftruncate((int)object, size) < 0 ? -errno : 0;
+}
+
+static int file_allocate(struct hy_device *dev, int64_t object, int mode, off_t off, off_t len)
+{
+	return fallocate((int)object, mode, off, len) < 0 ? -errno : 0;
+}
+
+static const struct hy_device_ops file_ops = {
+	.allocate = file_allocate,
+	.read = file_read,
+	.write = file_write,
+	.sync = file_sync,
+	.truncate = file_truncate,
+};
+
+int hy_device_new(const char *name, const struct hy_device_ops *ops, void *priv,
+		  struct hy_device **out)
+{
+	struct hy_device *dev = calloc(1, sizeof(*dev));
+
+	*out = NULL;
+	if (!dev)
+		return -ENOMEM;
+	dev->ops = ops;
+	dev->priv = priv;
+	snprintf(dev->name, sizeof(dev->name), "%s", name);
+	*out = dev;
+	return 0;
+}
+
+int hy_device_file_new(const char *name, struct hy_device **out)
+{
+	return hy_device_new(name, &file_ops, NULL, out);
+}
+
+void hy_device_free(struct hy_device *dev)
+{
+	if (!dev)
+		return;
+	if (dev->ops->destroy)
+		dev->ops->destroy(dev);
+	free(dev);
+}
+
+ssize_t hy_device_read(struct hy_device *dev, int64_t object, void *buf, size_t len, off_t off)
+{
+	size_t done = 0;
+
+	atomic_fetch_add_explicit(&dev->reads, 1, memory_order_relaxed);
+	while (done < len) {
+		ssize_t n = dev->ops->read(dev, object, (char *)buf + done, len - done,
+					   off + (off_t)done);
+
+		if (n == -EINTR)
+			continue;
+		if (n < 0) {
+			atomic_fetch_add_explicit(&dev->errors, 1, memory_order_relaxed);
+			if (done)
+				break;
+			return n;
+		}
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	atomic_fetch_add_explicit(&dev->bytes_read, done, memory_order_relaxed);
+	return (ssize_t)done;
+}
+
+ssize_t hy_device_write(struct hy_device *dev, int64_t object, const void *buf, size_t len,
+			off_t off)
+{
+	size_t done = 0;
+
+	atomic_fetch_add_explicit(&dev->writes, 1, memory_order_relaxed);
+	while (done < len) {
+		ssize_t n = dev->ops->write(dev, object, (const char *)buf + done, len - done,
+					    off + (off_t)done);
+
+		if (n == -EINTR)
+			continue;
+		if (n <= 0) {
+			atomic_fetch_add_explicit(&dev->errors, 1, memory_order_relaxed);
+			if (done)
+				break;
+			return n < 0 ? n : -EIO;
+		}
+		done += (size_t)n;
+	}
+	atomic_fetch_add_explicit(&dev->bytes_written, done, memory_order_relaxed);
+	return (ssize_t)done;
+}
+
+int hy_device_sync(struct hy_device *dev, int64_t object, bool data_only)
+{
+	int rc = dev->ops->sync(dev, object, data_only);
+
+	atomic_fetch_add_explicit(&dev->syncs, 1, memory_order_relaxed);
+	if (rc < 0)
+		atomic_fetch_add_explicit(&dev->errors, 1, memory_order_relaxed);
+	return rc;
+}
+
+int hy_device_truncate(struct hy_device *dev, int64_t object, off_t size)
+{
+	int rc = dev->ops->truncate(dev, object, size);
+
+	if (rc < 0)
+		atomic_fetch_add_explicit(&dev->errors, 1, memory_order_relaxed);
+	return rc;
+}
+
+int hy_device_allocate(struct hy_device *dev, int64_t object, int mode, off_t off, off_t len)
+{
+	int rc = dev->ops->allocate ? dev->ops->allocate(dev, object, mode, off, len) : -EOPNOTSUPP;
+
+	if (rc < 0 && rc != -EOPNOTSUPP)
+		atomic_fetch_add_explicit(&dev->errors, 1, memory_order_relaxed);
+	return rc;
+}
+
+void hy_device_get_stats(struct hy_device *dev, struct hy_device_stats *out)
+{
+	out->reads = atomic_load_explicit(&dev->reads, memory_order_relaxed);
+	out->writes = atomic_load_explicit(&dev->writes, memory_order_relaxed);
+	out->bytes_read = atomic_load_explicit(&dev->bytes_read, memory_order_relaxed);
+	out->bytes_written = atomic_load_explicit(&dev->bytes_written, memory_order_relaxed);
+	out->syncs = atomic_load_explicit(&dev->syncs, memory_order_relaxed);
+	out->errors = atomic_load_explicit(&dev->errors, memory_order_relaxed);
+}

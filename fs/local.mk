@@ -1,0 +1,17 @@
+noinst_LIBRARIES += fs/libhyfs.a
+fs_libhyfs_a_SOURCES = fs/inode.c fs/ops.c
+fs_libhyfs_a_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS)
+
+bin_PROGRAMS += hybridfs
+hybridfs_SOURCES = fs/main.c
+hybridfs_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS)
+hybridfs_LDADD = fs/libhyfs.a core/libhycore.a lib/libhycommon.a $(FUSE_LIBS) $(SQLITE_LIBS)
+
+# mount(8) runs /sbin/mount.TYPE for `mount -t hybridfs` and fstab lines.
+install-exec-hook:
+	$(MKDIR_P) "$(DESTDIR)$(mounthelperdir)"
+	rm -f "$(DESTDIR)$(mounthelperdir)/mount.hybridfs"
+	$(LN_S) "$(bindir)/hybridfs" "$(DESTDIR)$(mounthelperdir)/mount.hybridfs"
+
+uninstall-hook:
+	rm -f "$(DESTDIR)$(mounthelperdir)/mount.hybridfs"

@@ -1,0 +1,1236 @@
+/* ops.c - the FUSE low-level operations; see include/hybridfs/fs.h. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/fsuid.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <fuse_lowlevel.h>
+
+#include "hybridfs/device.h"
+#include "hybridfs/engine.h"
+#include "hybridfs/fs.h"
+#include "hybridfs/inode.h"
+#include "hybridfs/log.h"
+
+/* An open file: owned by fi->fh from open/create to release. */
+struct hy_file {
+	struct hy_engine_file engine; /* engine.backing_fd is fd */
+	int fd;
+};
+
+/* An open directory: owned by fi->fh from opendir to releasedir. */
+struct hy_dir {
+	DIR *dp;
+	off_t offset;          /* where dp is, as telldir() values */
+	struct dirent *entry;  /* read but not yet returned, or NULL */
+};
+
+static struct hy_fs *fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static struct hy_inode *inode_of(struct hy_fs *fs, fuse_ino_t ino)
+{
+	if (ino == FUSE_ROOT_ID)
+		return fs->inodes->root;
+	return (struct hy_inode *)(uintptr_t)ino;
+}
+
+static fuse_ino_t ino_of(struct hy_fs *fs, struct hy_inode *inode)
+{
+	return inode == fs->inodes->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)inode;
+}
+
+static struct hy_file *file_of(struct fuse_file_info *fi)
+{
+	return (struct hy_file *)(uintptr_t)fi->fh;
+}
+
+static struct hy_dir *dir_of(struct fuse_file_info *fi)
+{
+	return (struct hy_dir *)(uintptr_t)fi->fh;
+}
+
+static bool is_state_entry(struct hy_fs *fs, struct hy_inode *parent, const char *name)
+{
+	return parent->ino == fs->state_parent_ino && parent->dev == fs->state_parent_dev &&
+	       strcmp(name, fs->state_name) == 0;
+}
+
+/* ---- credentials for creating calls ---------------------------------- */
+
+/* The caller's identity, taken on by this thread for one creating call,
+ * so that new nodes are the caller's (and a setgid directory's group
+ * rule, with the caller's groups, is applied by the backing filesystem).
+ * Raw syscalls: glibc's setgroups() would change every thread. */
+struct creds_saved {
+	bool switched;
+};
+
+static int creds_enter(struct hy_fs *fs, fuse_req_t req, struct creds_saved *saved)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	gid_t groups[64];
+	int n;
+
+	saved->switched = false;
+	if (!fs->switch_creds || (ctx->uid == 0 && ctx->gid == 0))
+		return 0;
+	n = fuse_req_getgroups(req, 64, groups);
+	if (n < 0)
+		n = 0; /* groups unknown: the primary group still applies */
+	if (n > 64)
+		n = 64;
+	if (syscall(SYS_setgroups, (size_t)n, groups) < 0)
+		return -errno;
+	setfsgid(ctx->gid);
+	setfsuid(ctx->uid);
+	saved->switched = true;
+	return 0;
+}
+
+static void creds_leave(struct creds_saved *saved)
+{
+	if (!saved->switched)
+		return;
+	setfsuid(0);
+	setfsgid(0);
+	if (syscall(SYS_setgroups, (size_t)0, NULL) < 0)
+		hy_log(LOG_ERR, "fs: cannot restore the daemon's groups: %s", strerror(errno));
+}
+
+/* ---- lookup ------------------------------------------------------------ */
+
+static void entry_fill(struct hy_fs *fs, struct fuse_entry_param *e, struct hy_inode *inode,
+		       const struct stat *st)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = ino_of(fs, inode);
+	e->attr = *st;
+	e->attr_timeout = fs->attr_timeout;
+	e->entry_timeout = fs->entry_timeout;
+}
+
+/* Looks @name up in @parent (already pinned as @pref) and adds a lookup. */
+static int do_lookup_at(struct hy_fs *fs, struct hy_inode *parent, int parent_fd, const char *name,
+			struct fuse_entry_param *e)
+{
+	struct hy_inode *inode;
+	struct stat st;
+	int rc;
+
+	if (is_state_entry(fs, parent, name))
+		return -ENOENT;
+	if (fstatat(parent_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	rc = hy_inode_add_lookup(fs->inodes, parent, name, &st, -1, &inode);
+	if (rc)
+		return rc;
+	entry_fill(fs, e, inode, &st);
+	return 0;
+}
+
+static int do_lookup(struct hy_fs *fs, struct hy_inode *parent, const char *name,
+		     struct fuse_entry_param *e)
+{
+	struct hy_inode_ref pref;
+	int rc = hy_inode_pin(fs->inodes, parent, true, &pref);
+
+	if (rc)
+		return rc;
+	rc = do_lookup_at(fs, parent, pref.dirfd, name, e);
+	hy_inode_unpin(fs->inodes, &pref);
+	return rc;
+}
+
+static void hy_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct hy_fs *fs = fs_of(req);
+	struct fuse_entry_param e;
+	int rc = do_lookup(fs, inode_of(fs, parent), name, &e);
+
+	if (rc == -ENOENT && fs->negative_timeout > 0) {
+		memset(&e, 0, sizeof(e));
+		e.entry_timeout = fs->negative_timeout;
+		fuse_reply_entry(req, &e);
+	} else if (rc) {
+		fuse_reply_err(req, -rc);
+	} else {
+		fuse_reply_entry(req, &e);
+	}
+}
+
+static void hy_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	struct hy_fs *fs = fs_of(req);
+
+	hy_inode_forget(fs->inodes, inode_of(fs, ino), nlookup);
+	fuse_reply_none(req);
+}
+
+static void hy_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	struct hy_fs *fs = fs_of(req);
+
+	for (size_t i = 0; i < count; i++)
+		hy_inode_forget(fs->inodes, inode_of(fs, forgets[i].ino), forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+/* ---- attributes -------------------------------------------------------- */
+
+/* fstat of an inode reached by name checks that the name still leads to
+ * it: the backing directory may have changed behind the mount. */
+static int stat_ref(const struct hy_inode_ref *ref, const struct hy_inode *inode, struct stat *st)
+{
+	if (fstatat(ref->dirfd, ref->name, st, ref->self ? AT_EMPTY_PATH : AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if (st->st_ino != inode->ino || st->st_dev != inode->dev)
+		return -ESTALE;
+	return 0;
+}
+
+static int do_getattr(struct hy_fs *fs, struct hy_inode *inode, struct fuse_file_info *fi,
+		      struct stat *st)
+{
+	struct hy_inode_ref ref;
+	int rc;
+
+	if (fi && fi->fh)
+		return fstat(file_of(fi)->fd, st) < 0 ? -errno : 0;
+	rc = hy_inode_pin(fs->inodes, inode, false, &ref);
+	if (rc)
+		return rc;
+	rc = stat_ref(&ref, inode, st);
+	hy_inode_unpin(fs->inodes, &ref);
+	return rc;
+}
+
+static void hy_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct hy_fs *fs = fs_of(req);
+	struct stat st;
+	int rc = do_getattr(fs, inode_of(fs, ino), fi, &st);
+
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_attr(req, &st, fs->attr_timeout);
+}
+
+static int set_times(const struct hy_inode_ref *ref, struct fuse_file_info *fi,
+		     const struct stat *attr, int to_set)
+{
+	struct timespec tv[2];
+
+	tv[0].tv_sec = tv[1].tv_sec = 0;
+	tv[0].tv_nsec = tv[1].tv_nsec = UTIME_OMIT;
+	if (to_set & FUSE_SET_ATTR_ATIME_NOW)
+		tv[0].tv_nsec = UTIME_NOW;
+	else if (to_set & FUSE_SET_ATTR_ATIME)
+		tv[0] = attr->st_atim;
+	if (to_set & FUSE_SET_ATTR_MTIME_NOW)
+		tv[1].tv_nsec = UTIME_NOW;
+	else if (to_set & FUSE_SET_ATTR_MTIME)
+		tv[1] = attr->st_mtim;
+	if (fi && fi->fh)
+		return futimens(file_of(fi)->fd, tv) < 0 ? -errno : 0;
+	if (ref->self)
+		return utimensat(AT_FDCWD, ref->path, tv, 0) < 0 ? -errno : 0;
+	return utimensat(ref->dirfd, ref->name, tv, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+}
+
+static int set_size(struct hy_fs *fs, const struct hy_inode_ref *ref, struct fuse_file_info *fi,
+		    off_t size)
+{
+	struct hy_engine_file file;
+	int fd, rc;
+
+	if (fi && fi->fh)
+		return hy_engine_truncate(fs->engine, &file_of(fi)->engine, size);
+	if (ref->self)
+		fd = open(ref->path, O_WRONLY | O_CLOEXEC);
+	else
+		fd = openat(ref->dirfd, ref->name, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	hy_engine_file_init(fs->engine, &file, fd);
+	rc = hy_engine_truncate(fs->engine, &file, size);
+	close(fd);
+	return rc;
+}
+
+static int do_setattr(struct hy_fs *fs, struct hy_inode *inode, const struct stat *attr,
+		      int to_set, struct fuse_file_info *fi, struct stat *out)
+{
+	struct hy_inode_ref ref;
+	int rc, fd = fi && fi->fh ? file_of(fi)->fd : -1;
+
+	rc = hy_inode_pin(fs->inodes, inode, false, &ref);
+	if (rc)
+		return rc;
+	if (to_set & FUSE_SET_ATTR_MODE) {
+		if (fd >= 0)
+			rc = fchmod(fd, attr->st_mode);
+		else if (ref.self)
+			rc = fchmodat(AT_FDCWD, ref.path, attr->st_mode, 0);
+		else
+			rc = fchmodat(ref.dirfd, ref.name, attr->st_mode, 0);
+		if (rc < 0) {
+			rc = -errno;
+			goto out;
+		}
+	}
+	if (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
+		uid_t uid = (to_set & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1;
+		gid_t gid = (to_set & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1;
+
+		if (fd >= 0)
+			rc = fchown(fd, uid, gid);
+		else
+			rc = fchownat(ref.dirfd, ref.name, uid, gid,
+				      AT_SYMLINK_NOFOLLOW | (ref.self ? AT_EMPTY_PATH : 0));
+		if (rc < 0) {
+			rc = -errno;
+			goto out;
+		}
+	}
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		rc = set_size(fs, &ref, fi, attr->st_size);
+		if (rc)
+			goto out;
+	}
+	if (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
+		      FUSE_SET_ATTR_MTIME_NOW)) {
+		rc = set_times(&ref, fi, attr, to_set);
+		if (rc)
+			goto out;
+	}
+	if (fd >= 0)
+		rc = fstat(fd, out) < 0 ? -errno : 0;
+	else
+		rc = stat_ref(&ref, inode, out);
+out:
+	hy_inode_unpin(fs->inodes, &ref);
+	return rc;
+}
+
+static void hy_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		       struct fuse_file_info *fi)
+{
+	struct hy_fs *fs = fs_of(req);
+	struct stat st;
+	int rc = do_setattr(fs, inode_of(fs, ino), attr, to_set, fi, &st);
+
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_attr(req, &st, fs->attr_timeout);
+}
+
+static int do_access(struct hy_fs *fs, struct hy_inode *inode, int mask)
+{
+	struct hy_inode_ref ref;
+	int rc = hy_inode_pin(fs->inodes, inode, false, &ref);
+
+	if (rc)
+		return rc;
+	if (ref.self)
+		rc = faccessat(AT_FDCWD, ref.path, mask, 0);
+	else
+		rc = faccessat(ref.dirfd, ref.name, mask, AT_SYMLINK_NOFOLLOW);
+	rc = rc < 0 ? -errno : 0;
+	hy_inode_unpin(fs->inodes, &ref);
+	return rc;
+}
+
+static void hy_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+	struct hy_fs *fs = fs_of(req);
+
+	fuse_reply_err(req, -do_access(fs, inode_of(fs, ino), mask));
+}
+
+static int do_readlink(struct hy_fs *fs, struct hy_inode *inode, char *buf, size_t size)
+{
+	struct hy_inode_ref ref;
+	ssize_t n;
+	int rc = hy_inode_pin(fs->inodes, inode, false, &ref);
+
+	if (rc)
+		return rc;
+	n = readlinkat(ref.dirfd, ref.name, buf, size - 1);
+	rc = n < 0 ? -errno : 0;
+	hy_inode_unpin(fs->inodes, &ref);
+	if (rc)
+		return rc;
+	if ((size_t)n >= size - 1)
+		return -ENAMETOOLONG;
+	buf[n] = '\0';
+	return 0;
+}
+
+static void hy_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct hy_fs *fs = fs_of(req);
+	char buf[PATH_MAX + 1];
+	int rc = do_readlink(fs, inode_of(fs, ino), buf, sizeof(buf));
+
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_readlink(req, buf);
+}
+
+/* ---- creating and removing names -------------------------------------- */
+
+enum make_kind { MAKE_NODE, MAKE_DIR, MAKE_SYMLINK };
+
+static int do_make(struct hy_fs *fs, fuse_req_t req, struct hy_inode *parent, const char *name,
+		   enum make_kind kind, mode_t mode, dev_t rdev, const char *target,
+		   struct fuse_entry_param *e)
+{
+	struct creds_saved saved;
+	struct hy_inode_ref pref;
+	int rc, made;
+
+	if (is_state_entry(fs, parent, name))
+		return -EEXIST;
+	rc = hy_inode_pin(fs->inodes, parent, true, &pref);
+	if (rc)
+		return rc;
+	rc = creds_enter(fs, req, &saved);
+	if (rc)
+		goto out;
+	if (kind == MAKE_DIR)
+		made = mkdirat(pref.dirfd, name, mode);
+	else if (kind == MAKE_SYMLINK)
+		made = symlinkat(target, pref.dirfd, name);
+	else
+		made = mknodat(pref.dirfd, name, mode, rdev);
+	rc = made < 0 ? -errno : 0;
+	creds_leave(&saved);
+	if (rc == 0)
+		rc = do_lookup_at(fs, parent, pref.dirfd, name, e);
+out:
+	hy_inode_unpin(fs->inodes, &pref);
+	return rc;
+}
+
+static void reply_entry_or_err(fuse_req_t req, int rc, const struct fuse_entry_param *e)
+{
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_entry(req, e);
+}
+
+static void hy_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+	struct hy_fs *fs = fs_of(req);
+	struct fuse_entry_param e;
+	int rc = do_make(fs, req, inode_of(fs, parent), name, MAKE_NODE, mode, rdev, NULL, &e);
+
+	reply_entry_or_err(req, rc, &e);
+}
+
+static void hy_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	struct hy_fs *fs = fs_of(req);
+	struct fuse_entry_param e;
+	int rc = do_make(fs, req, inode_of(fs, parent), name, MAKE_DIR, mode, 0, NULL, &e);
+
+	reply_entry_or_err(req, rc, &e);
+}
+
+static void hy_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	struct hy_fs *fs = fs_of(req);
+	struct fuse_entry_param e;
+	int rc = do_make(fs, req, inode_of(fs, parent), name, MAKE_SYMLINK, 0, 0, link, &e);
+
+	reply_entry_or_err(req, rc, &e);
+}
+
+static int do_link(struct hy_fs *fs, struct hy_inode *inode, struct hy_inode *new_parent,
+		   const char *new_name, struct fuse_entry_param *e)
+{
+	struct hy_inode_ref ref, pref;
+	int rc;
+
+	if (is_state_entry(fs, new_parent, new_name))
+		return -EEXIST;
+	rc = hy_inode_pin(fs->inodes, inode, false, &ref);
+	if (rc)
+		return rc;
+	rc = hy_inode_pin(fs->inodes, new_parent, true, &pref);
+	if (rc)
+		goto out;
+	/* linkat(fd, "", AT_EMPTY_PATH) needs CAP_DAC_READ_SEARCH; the
+	 * /proc link with AT_SYMLINK_FOLLOW does the same without it. */
+	if (ref.self)
+		rc = linkat(AT_FDCWD, ref.path, pref.dirfd, new_name, AT_SYMLINK_FOLLOW);
+	else
+		rc = linkat(ref.dirfd, ref.name, pref.dirfd, new_name, 0);
+	rc = rc < 0 ? -errno : 0;
+	if (rc == 0)
+		rc = do_lookup_at(fs, new_parent, pref.dirfd, new_name, e);
+	hy_inode_unpin(fs->inodes, &pref);
+out:
+	hy_inode_unpin(fs->inodes, &ref);
+	return rc;
+}
+
+static void hy_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t new_parent, const char *new_name)
+{
+	struct hy_fs *fs = fs_of(req);
+	struct fuse_entry_param e;
+	int rc = do_link(fs, inode_of(fs, ino), inode_of(fs, new_parent), new_name, &e);
+
+	reply_entry_or_err(req, rc, &e);
+}
+
+static int do_unlink(struct hy_fs *fs, struct hy_inode *parent, const char *name, int flags)
+{
+	struct hy_inode_ref pref;
+	struct hy_inode *victim;
+	int rc;
+
+	if (is_state_entry(fs, parent, name))
+		return -ENOENT;
+	rc = hy_inode_pin(fs->inodes, parent, true, &pref);
+	if (rc)
+		return rc;
+	victim = hy_inode_pin_child(fs->inodes, parent, name);
+	rc = unlinkat(pref.dirfd, name, flags) < 0 ? -errno : 0;
+	hy_inode_unpin_child(fs->inodes, victim, rc == 0);
+	hy_inode_unpin(fs->inodes, &pref);
+	return rc;
+}
+
+static void hy_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct hy_fs *fs = fs_of(req);
+
+	fuse_reply_err(req, -do_unlink(fs, inode_of(fs, parent), name, 0));
+}
+
+static void hy_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct hy_fs *fs = fs_of(req);
+
+	fuse_reply_err(req, -do_unlink(fs, inode_of(fs, parent), name, AT_REMOVEDIR));
+}
+
+static int do_rename(struct hy_fs *fs, struct hy_inode *parent, const char *name,
+		     struct hy_inode *new_parent, const char *new_name, unsigned flags)
+{
+	struct hy_inode_ref pref, npref;
+	struct hy_inode *moved, *victim;
+	int rc;
+
+	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE))
+		return -EINVAL;
+	if (is_state_entry(fs, parent, name))
+		return -ENOENT;
+	if (is_state_entry(fs, new_parent, new_name))
+		return -EEXIST;
+	rc = hy_inode_pin(fs->inodes, parent, true, &pref);
+	if (rc)
+		return rc;
+	rc = hy_inode_pin(fs->inodes, new_parent, true, &npref);
+	if (rc) {
+		hy_inode_unpin(fs->inodes, &pref);
+		return rc;
+	}
+	moved = hy_inode_pin_child(fs->inodes, parent, name);
+	victim = hy_inode_pin_child(fs->inodes, new_parent, new_name);
+	if (victim == moved) {
+		/* two names of one inode: rename(2) does nothing */
+		hy_inode_unpin_child(fs->inodes, victim, false);
+		victim = NULL;
+	}
+	rc = syscall(SYS_renameat2, pref.dirfd, name, npref.dirfd, new_name, flags) < 0 ? -errno
+										       : 0;
+	if (rc == 0 && moved && moved->name)
+		rc = hy_inode_moved(fs->inodes, moved, new_parent, new_name);
+	if (rc == 0 && victim && (flags & RENAME_EXCHANGE))
+		rc = hy_inode_moved(fs->inodes, victim, parent, name);
+	hy_inode_unpin_child(fs->inodes, moved, false);
+	hy_inode_unpin_child(fs->inodes, victim, rc == 0 && !(flags & RENAME_EXCHANGE));
+	hy_inode_unpin(fs->inodes, &npref);
+	hy_inode_unpin(fs->inodes, &pref);
+	return rc;
+}
+
+static void hy_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t new_parent,
+		      const char *new_name, unsigned int flags)
+{
+	struct hy_fs *fs = fs_of(req);
+
+	fuse_reply_err(req, -do_rename(fs, inode_of(fs, parent), name, inode_of(fs, new_parent),
+				       new_name, flags));
+}
+
+/* ---- files ------------------------------------------------------------- */
+
+/* What the backing file is opened with, and what FUSE is told. */
+static int backing_flags(struct hy_fs *fs, struct fuse_file_info *fi)
+{
+	int flags = fi->flags & ~(O_NOFOLLOW | O_DIRECT);
+
+	if (fi->flags & O_DIRECT)
+		fi->direct_io = 1; /* FUSE bypasses the page cache for us */
+	else
+		fi->keep_cache = 1; /* changes are noticed by auto_inval_data */
+	if (fs->writeback_cache) {
+		/* The kernel reads pages to fill partial writes, and places
+		 * O_APPEND writes itself. */
+		if ((flags & O_ACCMODE) == O_WRONLY)
+			flags = (flags & ~O_ACCMODE) | O_RDWR;
+		flags &= ~O_APPEND;
+	}
+	return flags | O_CLOEXEC;
+}
+
+static int file_new(struct hy_fs *fs, int fd, struct fuse_file_info *fi)
+{
+	struct hy_file *file = calloc(1, sizeof(*file));
+
+	if (!file)
+		return -ENOMEM;
+	file->fd = fd;
+	hy_engine_file_init(fs->engine, &file->engine, fd);
+	fi->fh = (uint64_t)(uintptr_t)file;
+	return 0;
+}
+
+static int do_open(struct hy_fs *fs, struct hy_inode *inode, struct fuse_file_info *fi)
+{
+	struct hy_inode_ref ref;
+	struct stat st;
+	int fd, rc, flags = backing_flags(fs, fi);
+
+	rc = hy_inode_pin(fs->inodes, inode, false, &ref);
+	if (rc)
+		return rc;
+	if (ref.self)
+		fd = open(ref.path, flags);
+	else
+		fd = openat(ref.dirfd, ref.name, flags | O_NOFOLLOW);
+	rc = fd < 0 ? -errno : 0;
+	hy_inode_unpin(fs->inodes, &ref);
+	if (rc)
+		return rc;
+	if (fstat(fd, &st) < 0 || st.st_ino != inode->ino || st.st_dev != inode->dev) {
+		close(fd);
+		return -ESTALE;
+	}
+	rc = file_new(fs, fd, fi);
+	if (rc)
+		close(fd);
+	return rc;
+}
+
+static void hy_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct hy_fs *fs = fs_of(req);
+	int rc = do_open(fs, inode_of(fs, ino), fi);
+
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else if (fuse_reply_open(req, fi) == -ENOENT)
+		close(file_of(fi)->fd), free(file_of(fi)); /* the caller was interrupted */
+}
+
+static int do_create(struct hy_fs *fs, fuse_req_t req, struct hy_inode *parent, const char *name,
+		     mode_t mode, struct fuse_file_info *fi, struct fuse_entry_param *e)
+{
+	struct creds_saved saved;
+	struct hy_inode_ref pref;
+	struct hy_inode *inode;
+	struct stat st;
+	int fd = -1, rc;
+
+	if (is_state_entry(fs, parent, name))
+		return -EEXIST;
+	rc = hy_inode_pin(fs->inodes, parent, true, &pref);
+	if (rc)
+		return rc;
+	rc = creds_enter(fs, req, &saved);
+	if (rc)
+		goto out;
+	fd = openat(pref.dirfd, name, backing_flags(fs, fi) | O_CREAT | O_NOFOLLOW, mode);
+	rc = fd < 0 ? -errno : 0;
+	creds_leave(&saved);
+	if (rc)
+		goto out;
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	rc = hy_inode_add_lookup(fs->inodes, parent, name, &st, -1, &inode);
+	if (rc)
+		goto out;
+	entry_fill(fs, e, inode, &st);
+	rc = file_new(fs, fd, fi);
+	if (rc) {
+		hy_inode_forget(fs->inodes, inode, 1);
+		goto out;
+	}
+	fd = -1;
+out:
+	if (fd >= 0)
+		close(fd);
+	hy_inode_unpin(fs->inodes, &pref);
+	return rc;
+}
+
+static void hy_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	struct hy_fs *fs = fs_of(req);
+	struct fuse_entry_param e;
+	int rc = do_create(fs, req, inode_of(fs, parent), name, mode, fi, &e);
+
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else if (fuse_reply_create(req, &e, fi) == -ENOENT)
+		close(file_of(fi)->fd), free(file_of(fi));
+}
+
+/* One buffer per worker thread, grown to the largest request seen: a read
+ * costs no allocation once the thread has warmed up. */
+static __thread char *read_buf;
+static __thread size_t read_buf_size;
+
+static void hy_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct hy_fs *fs = fs_of(req);
+	ssize_t n;
+
+	if (size > read_buf_size) {
+		char *grown = realloc(read_buf, size);
+
+		if (!grown) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+		read_buf = grown;
+		read_buf_size = size;
+	}
+	n = hy_engine_read(fs->engine, &file_of(fi)->engine, read_buf, size, off);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_buf(req, read_buf, (size_t)n);
+}
+
+static void hy_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	struct hy_fs *fs = fs_of(req);
+	ssize_t n = hy_engine_write(fs->engine, &file_of(fi)->engine, buf, size, off);
+
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_write(req, (size_t)n);
+}
+
+static void hy_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	/* Data is in the backing file once written; nothing is held back
+	 * here for close(2) to report. */
+	fuse_reply_err(req, 0);
+}
+
+static void hy_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct hy_file *file = file_of(fi);
+
+	if (close(file->fd) < 0)
+		hy_log(LOG_WARNING, "fs: closing a backing file: %s", strerror(errno));
+	free(file);
+	fuse_reply_err(req, 0);
+}
+
+static void hy_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	struct hy_fs *fs = fs_of(req);
+
+	fuse_reply_err(req, -hy_engine_fsync(fs->engine, &file_of(fi)->engine, datasync != 0));
+}
+
+static void hy_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+			 struct fuse_file_info *fi)
+{
+	struct hy_fs *fs = fs_of(req);
+
+	fuse_reply_err(req, -hy_engine_fallocate(fs->engine, &file_of(fi)->engine, mode, offset,
+						 length));
+}
+
+static void hy_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		     struct fuse_file_info *fi)
+{
+	off_t res = lseek(file_of(fi)->fd, off, whence);
+
+	if (res < 0)
+		fuse_reply_err(req, errno);
+	else
+		fuse_reply_lseek(req, res);
+}
+
+static void hy_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			       struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
+			       struct fuse_file_info *fi_out, size_t len, int flags)
+{
+	struct hy_fs *fs = fs_of(req);
+	ssize_t n = hy_engine_copy_range(fs->engine, &file_of(fi_in)->engine, off_in,
+					 &file_of(fi_out)->engine, off_out, len, flags);
+
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_write(req, (size_t)n);
+}
+
+/* ---- directories ------------------------------------------------------- */
+
+static int do_opendir(struct hy_fs *fs, struct hy_inode *inode, struct fuse_file_info *fi)
+{
+	struct hy_inode_ref ref;
+	struct hy_dir *dir;
+	int fd, rc = hy_inode_pin(fs->inodes, inode, true, &ref);
+
+	if (rc)
+		return rc;
+	fd = openat(ref.dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	rc = fd < 0 ? -errno : 0;
+	hy_inode_unpin(fs->inodes, &ref);
+	if (rc)
+		return rc;
+	dir = calloc(1, sizeof(*dir));
+	if (!dir) {
+		close(fd);
+		return -ENOMEM;
+	}
+	dir->dp = fdopendir(fd);
+	if (!dir->dp) {
+		rc = -errno;
+		close(fd);
+		free(dir);
+		return rc;
+	}
+	fi->fh = (uint64_t)(uintptr_t)dir;
+	return 0;
+}
+
+static void hy_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct hy_fs *fs = fs_of(req);
+	int rc = do_opendir(fs, inode_of(fs, ino), fi);
+
+	if (rc) {
+		fuse_reply_err(req, -rc);
+	} else if (fuse_reply_open(req, fi) == -ENOENT) {
+		closedir(dir_of(fi)->dp);
+		free(dir_of(fi));
+	}
+}
+
+static bool is_dot_or_dotdot(const char *name)
+{
+	return name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
+}
+
+/* Fills @buf with entries from @offset; with @plus, each entry is also
+ * looked up (readdirplus), and a lookup whose entry does not fit is undone. */
+static int do_readdir(struct hy_fs *fs, struct hy_inode *inode, fuse_req_t req, struct hy_dir *dir,
+		      char *buf, size_t size, off_t offset, bool plus, size_t *filled)
+{
+	struct hy_inode_ref ref = {.holder = NULL};
+	size_t pos = 0;
+	int rc = 0;
+
+	if (offset != dir->offset) {
+		seekdir(dir->dp, offset);
+		dir->entry = NULL;
+		dir->offset = offset;
+	}
+	if (plus) {
+		rc = hy_inode_pin(fs->inodes, inode, true, &ref);
+		if (rc)
+			return rc;
+	}
+	for (;;) {
+		struct fuse_entry_param e;
+		struct stat st;
+		size_t len;
+		off_t next;
+		const char *name;
+
+		if (!dir->entry) {
+			errno = 0;
+			dir->entry = readdir(dir->dp);
+			if (!dir->entry) {
+				if (errno && pos == 0)
+					rc = -errno;
+				break;
+			}
+		}
+		name = dir->entry->d_name;
+		next = dir->entry->d_off;
+		if (is_state_entry(fs, inode, name)) {
+			dir->entry = NULL;
+			dir->offset = next;
+			continue;
+		}
+		if (plus) {
+			if (is_dot_or_dotdot(name)) {
+				memset(&e, 0, sizeof(e));
+				e.attr.st_ino = dir->entry->d_ino;
+				e.attr.st_mode = (mode_t)dir->entry->d_type << 12;
+			} else {
+				rc = do_lookup_at(fs, inode, ref.dirfd, name, &e);
+				if (rc == -ENOENT) { /* removed since readdir saw it */
+					rc = 0;
+					dir->entry = NULL;
+					dir->offset = next;
+					continue;
+				}
+				if (rc)
+					break;
+			}
+			len = fuse_add_direntry_plus(req, buf + pos, size - pos, name, &e, next);
+			if (len > size - pos) {
+				if (e.ino)
+					hy_inode_forget(fs->inodes, inode_of(fs, e.ino), 1);
+				break;
+			}
+		} else {
+			memset(&st, 0, sizeof(st));
+			st.st_ino = dir->entry->d_ino;
+			st.st_mode = (mode_t)dir->entry->d_type << 12;
+			len = fuse_add_direntry(req, buf + pos, size - pos, name, &st, next);
+			if (len > size - pos)
+				break;
+		}
+		pos += len;
+		dir->entry = NULL;
+		dir->offset = next;
+	}
+	if (plus)
+		hy_inode_unpin(fs->inodes, &ref);
+	*filled = pos;
+	/* entries already in the buffer are returned; the error comes next time */
+	return pos ? 0 : rc;
+}
+
+static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
+			   struct fuse_file_info *fi, bool plus)
+{
+	struct hy_fs *fs = fs_of(req);
+	char *buf = malloc(size);
+	size_t filled = 0;
+	int rc;
+
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	rc = do_readdir(fs, inode_of(fs, ino), req, dir_of(fi), buf, size, offset, plus, &filled);
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_buf(req, buf, filled);
+	free(buf);
+}
+
+static void hy_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
+		       struct fuse_file_info *fi)
+{
+	readdir_common(req, ino, size, offset, fi, false);
+}
+
+static void hy_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
+			   struct fuse_file_info *fi)
+{
+	readdir_common(req, ino, size, offset, fi, true);
+}
+
+static void hy_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct hy_dir *dir = dir_of(fi);
+
+	closedir(dir->dp);
+	free(dir);
+	fuse_reply_err(req, 0);
+}
+
+static void hy_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	int fd = dirfd(dir_of(fi)->dp);
+	int rc = datasync ? fdatasync(fd) : fsync(fd);
+
+	fuse_reply_err(req, rc < 0 ? errno : 0);
+}
+
+static void hy_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct hy_fs *fs = fs_of(req);
+	struct hy_inode_ref ref;
+	struct statvfs sv;
+	int rc = hy_inode_pin(fs->inodes, fs->inodes->root, true, &ref);
+
+	if (rc) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	rc = fstatvfs(ref.dirfd, &sv) < 0 ? errno : 0;
+	hy_inode_unpin(fs->inodes, &ref);
+	if (rc)
+		fuse_reply_err(req, rc);
+	else
+		fuse_reply_statfs(req, &sv);
+}
+
+/* ---- extended attributes ----------------------------------------------- */
+
+/* The xattr calls have no *at form: they go through the /proc/self/fd path
+ * of the pinned descriptor. A path through the parent ("/proc/self/fd/N/name")
+ * is used with the l-variants so a symlink's own attributes are read; an
+ * inode's own descriptor of a symlink has no race-free path, as in libfuse's
+ * passthrough_ll, and is refused. */
+static int xattr_ref(struct hy_fs *fs, struct hy_inode *inode, struct hy_inode_ref *ref)
+{
+	int rc = hy_inode_pin(fs->inodes, inode, false, ref);
+
+	if (rc)
+		return rc;
+	if (ref->self && S_ISLNK(inode->type)) {
+		hy_inode_unpin(fs->inodes, ref);
+		return -EPERM;
+	}
+	return 0;
+}
+
+static void hy_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	struct hy_fs *fs = fs_of(req);
+	struct hy_inode_ref ref;
+	char *buf = NULL;
+	ssize_t n;
+	int rc = xattr_ref(fs, inode_of(fs, ino), &ref);
+
+	if (rc) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	if (size) {
+		buf = malloc(size);
+		if (!buf) {
+			hy_inode_unpin(fs->inodes, &ref);
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+	}
+	n = ref.self ? getxattr(ref.path, name, buf, size) : lgetxattr(ref.path, name, buf, size);
+	rc = n < 0 ? errno : 0;
+	hy_inode_unpin(fs->inodes, &ref);
+	if (rc)
+		fuse_reply_err(req, rc);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+	free(buf);
+}
+
+static void hy_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct hy_fs *fs = fs_of(req);
+	struct hy_inode_ref ref;
+	char *buf = NULL;
+	ssize_t n;
+	int rc = xattr_ref(fs, inode_of(fs, ino), &ref);
+
+	if (rc) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	if (size) {
+		buf = malloc(size);
+		if (!buf) {
+			hy_inode_unpin(fs->inodes, &ref);
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+	}
+	n = ref.self ? listxattr(ref.path, buf, size) : llistxattr(ref.path, buf, size);
+	rc = n < 0 ? errno : 0;
+	hy_inode_unpin(fs->inodes, &ref);
+	if (rc)
+		fuse_reply_err(req, rc);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+	free(buf);
+}
+
+static void hy_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			size_t size, int flags)
+{
+	struct hy_fs *fs = fs_of(req);
+	struct hy_inode_ref ref;
+	int rc = xattr_ref(fs, inode_of(fs, ino), &ref);
+
+	if (rc) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	rc = ref.self ? setxattr(ref.path, name, value, size, flags)
+		      : lsetxattr(ref.path, name, value, size, flags);
+	rc = rc < 0 ? errno : 0;
+	hy_inode_unpin(fs->inodes, &ref);
+	fuse_reply_err(req, rc);
+}
+
+static void hy_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	struct hy_fs *fs = fs_of(req);
+	struct hy_inode_ref ref;
+	int rc = xattr_ref(fs, inode_of(fs, ino), &ref);
+
+	if (rc) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	rc = ref.self ? removexattr(ref.path, name) : lremovexattr(ref.path, name);
+	rc = rc < 0 ? errno : 0;
+	hy_inode_unpin(fs->inodes, &ref);
+	fuse_reply_err(req, rc);
+}
+
+/* ---- session ----------------------------------------------------------- */
+
+static void hy_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct hy_fs *fs = userdata;
+
+	/* One request for O_TRUNC instead of open plus setattr. */
+	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	if (fs->writeback_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
+		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+	else
+		fs->writeback_cache = false;
+	if (conn->capable & FUSE_CAP_READDIRPLUS)
+		conn->want |= FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO;
+	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
+		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+	if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
+		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
+	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
+		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+	/* Locks stay in the kernel, local to this mount (see fs.h). */
+	conn->want &= ~(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS | FUSE_CAP_HANDLE_KILLPRIV);
+}
+
+const struct fuse_lowlevel_ops hy_fs_operations = {
+	.init = hy_init,
+	.lookup = hy_lookup,
+	.forget = hy_forget,
+	.forget_multi = hy_forget_multi,
+	.getattr = hy_getattr,
+	.setattr = hy_setattr,
+	.access = hy_access,
+	.readlink = hy_readlink,
+	.mknod = hy_mknod,
+	.mkdir = hy_mkdir,
+	.symlink = hy_symlink,
+	.link = hy_link,
+	.unlink = hy_unlink,
+	.rmdir = hy_rmdir,
+	.rename = hy_rename,
+	.open = hy_open,
+	.create = hy_create,
+	.read = hy_read,
+	.write = hy_write,
+	.flush = hy_flush,
+	.release = hy_release,
+	.fsync = hy_fsync,
+	.fallocate = hy_fallocate,
+	.lseek = hy_lseek,
+	.copy_file_range = hy_copy_file_range,
+	.opendir = hy_opendir,
+	.readdir = hy_readdir,
+	.readdirplus = hy_readdirplus,
+	.releasedir = hy_releasedir,
+	.fsyncdir = hy_fsyncdir,
+	.statfs = hy_statfs,
+	.getxattr = hy_getxattr,
+	.listxattr = hy_listxattr,
+	.setxattr = hy_setxattr,
+	.removexattr = hy_removexattr,
+};
+
+int hy_fs_init(struct hy_fs *fs, int root_fd, size_t fd_cap, const char *state_dir)
+{
+	char *copy, *parent;
+	struct stat st;
+	int rc;
+
+	rc = hy_inode_table_new(root_fd, fd_cap, &fs->inodes);
+	if (rc)
+		return rc;
+	rc = hy_device_file_new("backing", &fs->backing);
+	if (rc == 0)
+		rc = hy_engine_new(fs->backing, &fs->engine);
+	if (rc) {
+		hy_fs_destroy(fs);
+		return rc;
+	}
+	fs->switch_creds = geteuid() == 0;
+	copy = strdup(state_dir);
+	if (!copy) {
+		hy_fs_destroy(fs);
+		return -ENOMEM;
+	}
+	snprintf(fs->state_name, sizeof(fs->state_name), "%s", basename(copy));
+	strcpy(copy, state_dir);
+	parent = dirname(copy);
+	if (stat(parent, &st) == 0) {
+		fs->state_parent_dev = st.st_dev;
+		fs->state_parent_ino = st.st_ino;
+	}
+	free(copy);
+	return 0;
+}
+
+void hy_fs_destroy(struct hy_fs *fs)
+{
+	hy_engine_free(fs->engine);
+	hy_device_free(fs->backing);
+	hy_inode_table_free(fs->inodes);
+	fs->engine = NULL;
+	fs->backing = NULL;
+	fs->inodes = NULL;
+}

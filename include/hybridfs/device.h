@@ -1,0 +1,87 @@
+/*
+ * device.h - the device layer: every byte hybridfs stores goes through one.
+ *
+ * What it is for: the engine (core/engine.h) never calls pread(2) itself; it
+ * asks a struct hy_device, whose operations table is either real (the
+ * backing directory's files here; the BOPT and the SSD cache store later) or
+ * a model that keeps time instead of data (the simulator's HDD, SSD and SMR,
+ * later). The same table is where fault injection plugs in. Each device
+ * counts the requests and bytes it served.
+ *
+ * Addresses: a request names an @object and a byte offset in it. For the
+ * backing device the object is the file descriptor of an open backing file;
+ * for single-region devices (a BOPT file, a cache store) it is 0.
+ *
+ * Who calls it: the engine; the daemon creates the backing device at mount;
+ * `hybridctl status` reads the counters through the daemon later.
+ *
+ * Memory: hy_device_*_new() allocate; hy_device_free() calls the table's
+ * destroy and frees the device. Locks: none; the counters are atomics and
+ * the operations are as thread-safe as pread(2) and pwrite(2).
+ */
+#ifndef HYBRIDFS_DEVICE_H
+#define HYBRIDFS_DEVICE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct hy_device;
+
+struct hy_device_ops {
+	/* Reads up to @len bytes at @off; returns the count (short only at the
+	 * end of the object) or a negative errno. */
+	ssize_t (*read)(struct hy_device *dev, int64_t object, void *buf, size_t len, off_t off);
+	/* Writes up to @len bytes; returns the count or a negative errno. */
+	ssize_t (*write)(struct hy_device *dev, int64_t object, const void *buf, size_t len,
+			 off_t off);
+	/* Makes what was written to @object durable; 0 or a negative errno. */
+	int (*sync)(struct hy_device *dev, int64_t object, bool data_only);
+	/* Sets @object's size; 0 or a negative errno. */
+	int (*truncate)(struct hy_device *dev, int64_t object, off_t size);
+	/* fallocate(2) on @object, any mode the medium takes; may be NULL
+	 * (then -EOPNOTSUPP). */
+	int (*allocate)(struct hy_device *dev, int64_t object, int mode, off_t off, off_t len);
+	/* Releases the device's private data (may be NULL). */
+	void (*destroy)(struct hy_device *dev);
+};
+
+struct hy_device_stats {
+	uint64_t reads;
+	uint64_t writes;
+	uint64_t bytes_read;
+	uint64_t bytes_written;
+	uint64_t syncs;
+	uint64_t errors;
+};
+
+struct hy_device {
+	const struct hy_device_ops *ops;
+	char name[64]; /* for messages: "backing", "bopt", "cache" */
+	void *priv;    /* owned by ops->destroy */
+	_Atomic uint64_t reads, writes, bytes_read, bytes_written, syncs, errors;
+};
+
+/* A device over open files: the object is a file descriptor. */
+int hy_device_file_new(const char *name, struct hy_device **out);
+
+/* Wraps an operations table (a model, a fault injector). @priv goes to
+ * ops->destroy when the device is freed. */
+int hy_device_new(const char *name, const struct hy_device_ops *ops, void *priv,
+		  struct hy_device **out);
+
+void hy_device_free(struct hy_device *dev);
+
+/* The counted entry points. hy_device_read() and hy_device_write() loop
+ * until @len bytes are done, the object ends (read) or an error. */
+ssize_t hy_device_read(struct hy_device *dev, int64_t object, void *buf, size_t len, off_t off);
+ssize_t hy_device_write(struct hy_device *dev, int64_t object, const void *buf, size_t len,
+			off_t off);
+int hy_device_sync(struct hy_device *dev, int64_t object, bool data_only);
+int hy_device_truncate(struct hy_device *dev, int64_t object, off_t size);
+int hy_device_allocate(struct hy_device *dev, int64_t object, int mode, off_t off, off_t len);
+
+void hy_device_get_stats(struct hy_device *dev, struct hy_device_stats *out);
+
+#endif

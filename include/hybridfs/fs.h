@@ -1,0 +1,69 @@
+/*
+ * fs.h - the daemon's FUSE low-level filesystem: passthrough over the backing
+ * directory, with file data routed through the engine.
+ *
+ * What it is for: fs/ops.c implements struct fuse_lowlevel_ops. Each
+ * operation is a thin handler that makes exactly one fuse_reply_* call over
+ * a worker that returns 0 or a negative errno (libfuse's passthrough_ll
+ * habit). Names are reached through the inode table (inode.h) with the *at
+ * system calls; file data goes through the engine (engine.h); everything
+ * else (names, attributes, directories, xattrs) goes to the backing
+ * filesystem directly.
+ *
+ * Semantics kept as the plain directory has them: new nodes belong to the
+ * caller (the daemon, when root, takes the caller's fsuid, fsgid and
+ * supplementary groups for the creating call, per thread); permissions are
+ * checked by the kernel (default_permissions, always on); setuid and setgid
+ * bits are cleared by the kernel on a write by a non-owner (we do not claim
+ * FUSE_CAP_HANDLE_KILLPRIV); POSIX and flock locks are handled by the FUSE
+ * kernel module for the mount, which is correct for everything that goes
+ * through the mount; O_DIRECT is honoured by FUSE's direct_io (the backing
+ * file is opened without it, since request buffers are not aligned).
+ *
+ * The state folder, when it lies inside the backing directory, is hidden:
+ * lookups of it fail with ENOENT and directory listings skip it.
+ *
+ * Who calls it: fs/main.c creates a struct hy_fs, hands hy_fs_operations
+ * to fuse_session_new() with it as userdata, and frees it after unmount.
+ *
+ * Memory: struct hy_fs owns its inode table, device and engine. Open files
+ * and directories are owned by their FUSE handle (fi->fh) from open to
+ * release. Locks: see inode.h; nothing here is held across a reply.
+ */
+#ifndef HYBRIDFS_FS_H
+#define HYBRIDFS_FS_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct fuse_lowlevel_ops;
+struct hy_inode_table;
+struct hy_engine;
+struct hy_device;
+
+struct hy_fs {
+	struct hy_inode_table *inodes;
+	struct hy_device *backing;
+	struct hy_engine *engine;
+
+	/* The state folder's place, to hide it: its parent's identity and its
+	 * name in that parent. */
+	dev_t state_parent_dev;
+	ino_t state_parent_ino;
+	char state_name[256];
+
+	double attr_timeout;
+	double entry_timeout;
+	double negative_timeout;
+	bool writeback_cache;
+	bool switch_creds; /* the daemon is root: create as the caller */
+};
+
+extern const struct fuse_lowlevel_ops hy_fs_operations;
+
+/* Sets up @fs over the backing root @root_fd (taken over) with at most
+ * @fd_cap cached descriptors; @state_dir is hidden if it is inside. */
+int hy_fs_init(struct hy_fs *fs, int root_fd, size_t fd_cap, const char *state_dir);
+void hy_fs_destroy(struct hy_fs *fs);
+
+#endif

@@ -1,0 +1,128 @@
+/*
+ * inode.h - the daemon's table of backing inodes the kernel knows about.
+ *
+ * What it is for: the FUSE kernel module names files by node id; this table
+ * maps each node id to a backing inode, keyed by (st_dev, st_ino) so that
+ * every hard link of a file is one node and a rename never changes it.
+ * An entry lives while the kernel's lookup count is above zero (FUSE's
+ * forget protocol) or while a child entry or a running request holds it.
+ *
+ * Reaching the backing inode without a descriptor per inode: this machine's
+ * open-file limit is 20,000, and a home directory has far more files, so an
+ * entry does not keep a file descriptor for its life, as libfuse's
+ * passthrough_ll does. Each entry records its parent entry and its name
+ * there; a request reaches the inode as (parent descriptor, name), with
+ * the *at system calls, so paths never grow towards PATH_MAX. Directories
+ * keep an O_PATH descriptor in a cache bounded by `fd_cap` and evicted in
+ * least-recently-used order; an evicted directory is reopened from its own
+ * parent on the next use, and its identity checked. An entry whose name is
+ * gone while the kernel still knows it (unlinked while open, or the name
+ * moved away by rename) keeps a pinned descriptor instead, taken before
+ * the unlink or rename.
+ *
+ * Who calls it: fs/ops.c, on every FUSE request that names a node; the
+ * unit tests (it has no FUSE dependency).
+ *
+ * Memory: the table owns its entries, their names and their descriptors.
+ * hy_inode_pin() gives a struct hy_inode_ref that holds a descriptor open
+ * until hy_inode_unpin().
+ *
+ * Locks: one mutex, table->lock, protects the hash, the lookup counts,
+ * names, parent links, descriptors and the LRU. It is never held across a
+ * system call that can block on a disk: openat(2) and fstat(2) run with it
+ * released, and a descriptor is closed only after the lock is dropped.
+ */
+#ifndef HYBRIDFS_INODE_H
+#define HYBRIDFS_INODE_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+struct hy_inode {
+	dev_t dev;   /* with ino: the key; never change */
+	ino_t ino;
+	mode_t type; /* S_IFMT bits; never change */
+
+	/* protected by table->lock: */
+	uint64_t nlookup;         /* the kernel's lookup count */
+	uint64_t refs;            /* children naming this as parent, running requests */
+	struct hy_inode *parent;  /* holds a reference; NULL for the root */
+	char *name;               /* name in parent; NULL once unlinked or replaced */
+	int fd;                   /* O_PATH descriptor, or -1 */
+	unsigned fd_users;        /* requests using fd now: it may not be closed */
+	struct hy_inode *hash_next;
+	struct hy_inode *lru_prev, *lru_next; /* in the LRU iff fd is evictable */
+	bool in_lru;
+};
+
+struct hy_inode_table {
+	pthread_mutex_t lock;
+	struct hy_inode **buckets; /* protected by lock */
+	size_t nbuckets, count;    /* protected by lock */
+	struct hy_inode *root;     /* never freed before the table */
+	struct hy_inode lru;       /* sentinel: lru.lru_next is the most recent */
+	size_t fds_cached;         /* entries with fd >= 0, root excluded */
+	size_t fd_cap;             /* the most descriptors kept for the cache */
+	uint64_t fd_evictions;     /* statistics */
+	uint64_t fd_reopens;
+};
+
+/* How a request reaches an inode: `dirfd` and `name` for the *at calls,
+ * or `name` "" with `dirfd` the inode itself (AT_EMPTY_PATH). `path` is
+ * a /proc/self/fd path to the same inode for calls without an *at form
+ * (xattrs, opening an O_PATH descriptor). Valid until hy_inode_unpin(). */
+struct hy_inode_ref {
+	int dirfd;
+	const char *name;
+	char name_buf[NAME_MAX + 1];
+	char path[64 + NAME_MAX];
+	struct hy_inode *holder; /* whose descriptor is pinned */
+	bool self;               /* dirfd is the inode's own descriptor */
+};
+
+/* Takes ownership of @root_fd, an O_PATH or directory descriptor of the
+ * backing root. @fd_cap bounds the cached descriptors (at least 16). */
+int hy_inode_table_new(int root_fd, size_t fd_cap, struct hy_inode_table **out);
+void hy_inode_table_free(struct hy_inode_table *table);
+
+/* Records that the kernel learned of (@parent, @name) with attributes @st:
+ * finds or adds the entry, adds one to its lookup count, and makes
+ * (@parent, @name) its name. @fd (or -1) is an O_PATH descriptor of it that
+ * the table takes over. Returns 0 or -ENOMEM. */
+int hy_inode_add_lookup(struct hy_inode_table *table, struct hy_inode *parent, const char *name,
+			const struct stat *st, int fd, struct hy_inode **out);
+
+/* The kernel forgets @n lookups; the entry may be freed. */
+void hy_inode_forget(struct hy_inode_table *table, struct hy_inode *inode, uint64_t n);
+
+/* Finds an entry by identity, or NULL. No reference is taken: for tests. */
+struct hy_inode *hy_inode_find(struct hy_inode_table *table, dev_t dev, ino_t ino);
+
+/* Gives the way to reach @inode (see struct hy_inode_ref). With @want_fd
+ * the inode's own descriptor is opened (O_PATH) when it has none, as
+ * directories need for use as a dirfd. Returns 0, -ESTALE when the name
+ * now leads to another inode, or the error of reopening. */
+int hy_inode_pin(struct hy_inode_table *table, struct hy_inode *inode, bool want_fd,
+		 struct hy_inode_ref *ref);
+void hy_inode_unpin(struct hy_inode_table *table, struct hy_inode_ref *ref);
+
+/* Unlink and rename support. hy_inode_pin_child() finds the entry that
+ * (@parent, @name) names, if the table has it and records that very name,
+ * and makes sure it holds its own descriptor, so that it stays reachable
+ * once the name is gone. Returns the entry (to hand to
+ * hy_inode_unpin_child()) or NULL. */
+struct hy_inode *hy_inode_pin_child(struct hy_inode_table *table, struct hy_inode *parent,
+				    const char *name);
+/* After the operation: @gone says the name no longer leads to the entry
+ * (unlink or rename succeeded). Accepts NULL. */
+void hy_inode_unpin_child(struct hy_inode_table *table, struct hy_inode *child, bool gone);
+
+/* A rename of @child succeeded: it is now (@new_parent, @new_name). */
+int hy_inode_moved(struct hy_inode_table *table, struct hy_inode *child, struct hy_inode *new_parent,
+		   const char *new_name);
+
+#endif

@@ -1,0 +1,44 @@
+/*
+ * log.h - the one logging module of hybridfs.
+ *
+ * Every module logs through hy_log() with a syslog level; the level is
+ * tested before anything is formatted, so a debug message on the I/O path
+ * costs one comparison when debugging is off. Messages are lowercase, with
+ * no full stop, and quote their subject: `state: "/x" is not a directory`.
+ *
+ * Who calls it: everyone. The daemon calls hy_log_init() once at start-up
+ * (to stderr while in the foreground, to syslog once daemonized); tests and
+ * hybridctl keep the default (stderr, LOG_NOTICE).
+ *
+ * Locks: the sink writes each message with one write(2) or syslog(3) call,
+ * so lines from different threads never interleave; no lock is taken.
+ * Memory: nothing is allocated.
+ */
+#ifndef HYBRIDFS_LOG_H
+#define HYBRIDFS_LOG_H
+
+#include <stdarg.h>
+#include <syslog.h>
+
+enum hy_log_sink {
+	HY_LOG_STDERR, /* "hybridfs: message" on standard error */
+	HY_LOG_SYSLOG, /* syslog(3) with the daemon facility */
+};
+
+/* Sets the sink, the lowest level that is printed (LOG_DEBUG prints all),
+ * and the program name that prefixes each line. @ident is not copied. */
+void hy_log_init(enum hy_log_sink sink, int max_level, const char *ident);
+
+/* The lowest level that is printed now. */
+int hy_log_level(void);
+
+void hy_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void hy_vlog(int level, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+
+#define hy_log_debug(...)                                                                          \
+	do {                                                                                       \
+		if (hy_log_level() >= LOG_DEBUG)                                                   \
+			hy_log(LOG_DEBUG, __VA_ARGS__);                                            \
+	} while (0)
+
+#endif

@@ -1,0 +1,83 @@
+/*
+ * options.h - the daemon's command line and mount options.
+ *
+ * What it is for: turning `hybridfs BACKING MOUNTPOINT [-o OPTS] [-f] [-d]`
+ * (or mount(8)'s `mount.hybridfs BACKING MOUNTPOINT [-sfnv] [-o OPTS]`) into
+ * a checked struct hy_options, and turning that into the argument vector
+ * that libfuse's fuse_session_new() takes. Every unknown or malformed
+ * option and every bad path is reported in words that name it; the daemon
+ * then exits with status 2.
+ *
+ * Who calls it: fs/main.c at start-up; the unit tests.
+ *
+ * Memory: struct hy_options owns every string in it; hy_options_free()
+ * releases them (and accepts a zeroed struct). hy_options_fuse_args() gives
+ * an argument vector that the caller frees with fuse_opt_free_args().
+ * Locks: none; nothing here is shared between threads.
+ */
+#ifndef HYBRIDFS_OPTIONS_H
+#define HYBRIDFS_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#define HY_STATE_DIR_NAME ".hybridfs" /* default state folder, inside BACKING */
+
+struct hy_options {
+	char *program;     /* basename of argv[0] */
+	bool mount_helper; /* invoked as mount.hybridfs: -f means fake, -s sloppy */
+	char *backing;     /* as given on the command line */
+	char *mountpoint;  /* as given */
+	char *backing_real;    /* absolute, symlinks resolved (hy_options_check) */
+	char *mountpoint_real; /* absolute, symlinks resolved (hy_options_check) */
+	char *state_dir;       /* absolute; default BACKING/.hybridfs */
+
+	bool foreground; /* -f (not in helper mode) or -d */
+	bool debug;      /* -d: libfuse's debug output, and LOG_DEBUG */
+	bool single_threaded; /* -s (not in helper mode) */
+	bool fake;       /* mount -f: check everything, mount nothing */
+	bool sloppy;     /* mount -s: unknown options are ignored */
+	bool show_help;
+	bool show_version;
+
+	bool allow_other; /* implies default_permissions, which is always on */
+	bool read_only;
+	bool writeback_cache; /* kernel write-back page cache (on by default) */
+	double attr_timeout;  /* seconds the kernel may keep attributes */
+	double entry_timeout; /* seconds the kernel may keep a name */
+	double negative_timeout; /* seconds the kernel may keep "no such name" */
+	unsigned max_threads;    /* FUSE worker threads at most */
+
+	/* Mount options passed to the kernel unchanged, comma separated
+	 * (nosuid, nodev, noexec, noatime, ...). Owned. */
+	char *kernel_options;
+};
+
+/* Parses argv into @opts (zeroed by the caller or not: it is reset here).
+ * Returns 0, or -EINVAL with a message naming the bad word in @why. Paths
+ * are not looked at here; see hy_options_check(). */
+int hy_options_parse(int argc, char **argv, struct hy_options *opts, char *why, size_t why_size);
+
+/* Parses one comma-separated -o list into @opts, as hy_options_parse() does
+ * for each -o. Commas inside a value are written as "\,". */
+int hy_options_parse_list(struct hy_options *opts, const char *list, char *why, size_t why_size);
+
+/* Checks the paths: BACKING must be a directory, MOUNTPOINT a directory that
+ * is neither BACKING, inside it, nor holding it; the state folder must not be
+ * inside the mountpoint. Fills backing_real, mountpoint_real and state_dir.
+ * Returns 0 or a negative errno with a message in @why. */
+int hy_options_check(struct hy_options *opts, char *why, size_t why_size);
+
+/* Builds the argument vector for fuse_session_new(): program name, -o with
+ * fsname, subtype, default_permissions and the kernel options, -d when
+ * debugging. Returns 0 or -ENOMEM. @args is a struct fuse_args. */
+struct fuse_args;
+int hy_options_fuse_args(const struct hy_options *opts, struct fuse_args *args);
+
+/* The usage text, for -h and for errors. */
+void hy_options_usage(const char *program, FILE *out);
+
+void hy_options_free(struct hy_options *opts);
+
+#endif

@@ -1,0 +1,66 @@
+/*
+ * state.h - the state folder and its SQLite database.
+ *
+ * What it is for: hybridfs keeps what it learns (the mount's identity now;
+ * file ids, the access log, the master access graph, plans and the
+ * indirection map in later schema versions) in one SQLite database in a
+ * folder of mode 0700 that only the mounting user can read (DESIGN.md
+ * invariant 8). This module creates the folder, opens the database in WAL
+ * mode, and brings its schema to the current version through forward
+ * migrations keyed by PRAGMA user_version.
+ *
+ * Schema, version 1:
+ *
+ *   table        column      type     meaning
+ *   -----------  ----------  -------  --------------------------------------
+ *   mount_info   key         TEXT PK  "uuid", "backing", "created",
+ *                value       TEXT     "hybridfs_version" (that created it)
+ *
+ * Errors: a database that is not SQLite, is damaged, or was made by a newer
+ * hybridfs (user_version above HY_STATE_SCHEMA_VERSION) is refused with a
+ * message that names the file and what is wrong; nothing is changed in it.
+ *
+ * Who calls it: the daemon at mount (to check, then again after it has
+ * become a daemon, since a SQLite connection must not cross fork), hybridctl
+ * (read-only), and the unit tests.
+ *
+ * Memory: struct hy_state is owned by the caller of hy_state_open() and
+ * freed by hy_state_close(). Locks: a struct hy_state is used by one thread
+ * at a time; later modules open their own connections.
+ */
+#ifndef HYBRIDFS_STATE_H
+#define HYBRIDFS_STATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define HY_STATE_SCHEMA_VERSION 1
+#define HY_STATE_DB_NAME "hybridfs.db"
+
+struct sqlite3;
+
+struct hy_state {
+	char *dir;            /* the state folder, absolute */
+	char *db_path;        /* dir/hybridfs.db */
+	struct sqlite3 *db;   /* open, schema current */
+	char uuid[37];        /* the mount's identity, made at creation */
+	int64_t created;      /* seconds since the epoch */
+	bool created_now;     /* this open made the database */
+};
+
+/* Creates @dir (mode 0700; the parent must exist) when missing, refuses a
+ * @dir that is not a directory or is owned by another user, opens or creates
+ * the database and migrates it. @backing is stored at creation, and updated
+ * (with a notice) when the backing directory has moved. With @read_only,
+ * nothing is created or migrated. Returns 0, or a negative errno with a
+ * message in @why. */
+int hy_state_open(const char *dir, const char *backing, bool read_only, struct hy_state **out,
+		  char *why, size_t why_size);
+
+/* Reads one mount_info value into @buf. Returns 0, -ENOENT or -EIO. */
+int hy_state_get_info(struct hy_state *state, const char *key, char *buf, size_t size);
+
+void hy_state_close(struct hy_state *state);
+
+#endif

@@ -1,0 +1,503 @@
+/* options.c - see include/hybridfs/options.h. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fuse_lowlevel.h>
+
+#include "hybridfs/options.h"
+
+#define HY_DEFAULT_MAX_THREADS 16
+
+static int say(char *why, size_t why_size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int say(char *why, size_t why_size, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why && why_size) {
+		va_start(ap, fmt);
+		vsnprintf(why, why_size, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+/* Options handed to the kernel as they are. */
+static const char *const kernel_flags[] = {
+	"dev",	      "nodev",	    "suid",	   "nosuid",	  "exec",	 "noexec",
+	"atime",      "noatime",    "diratime",	   "nodiratime",  "relatime",	 "norelatime",
+	"strictatime", "lazytime",  "nolazytime", "sync",	  "async",	 "dirsync",
+	NULL,
+};
+
+/* Options that mount(8) and fstab(5) use for themselves: accepted and
+ * ignored, so an fstab line works. */
+static const char *const mount_flags[] = {
+	"defaults", "auto", "noauto", "user", "nouser", "users", "owner", "group", "_netdev", "nofail",
+	NULL,
+};
+
+static bool in_list(const char *const *list, const char *word)
+{
+	for (; *list; list++)
+		if (strcmp(*list, word) == 0)
+			return true;
+	return false;
+}
+
+static int parse_seconds(const char *name, const char *value, double *out, char *why,
+			 size_t why_size)
+{
+	char *end;
+	double v;
+
+	if (!value || !*value)
+		return say(why, why_size, "option \"%s\" needs a number of seconds", name);
+	errno = 0;
+	v = strtod(value, &end);
+	if (errno || *end || !isfinite(v) || v < 0 || v > 86400.0 * 365)
+		return say(why, why_size,
+			   "option \"%s=%s\": not a number of seconds between 0 and a year", name,
+			   value);
+	*out = v;
+	return 0;
+}
+
+static int parse_uint(const char *name, const char *value, unsigned min, unsigned max,
+		      unsigned *out, char *why, size_t why_size)
+{
+	char *end;
+	unsigned long v;
+
+	if (!value || !*value || *value == '-')
+		return say(why, why_size, "option \"%s\" needs a whole number", name);
+	errno = 0;
+	v = strtoul(value, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return say(why, why_size, "option \"%s=%s\": not a whole number from %u to %u", name,
+			   value, min, max);
+	*out = (unsigned)v;
+	return 0;
+}
+
+static int parse_bool(const char *name, const char *value, bool *out, char *why, size_t why_size)
+{
+	if (!value || strcmp(value, "on") == 0 || strcmp(value, "1") == 0 ||
+	    strcmp(value, "yes") == 0) {
+		*out = true;
+		return 0;
+	}
+	if (strcmp(value, "off") == 0 || strcmp(value, "0") == 0 || strcmp(value, "no") == 0) {
+		*out = false;
+		return 0;
+	}
+	return say(why, why_size, "option \"%s=%s\": expected on or off", name, value);
+}
+
+static int append_kernel_option(struct hy_options *opts, const char *word)
+{
+	size_t old = opts->kernel_options ? strlen(opts->kernel_options) : 0;
+	char *grown = realloc(opts->kernel_options, old + strlen(word) + 2);
+
+	if (!grown)
+		return -ENOMEM;
+	if (old)
+		grown[old++] = ',';
+	strcpy(grown + old, word);
+	opts->kernel_options = grown;
+	return 0;
+}
+
+static int set_string(char **field, const char *value)
+{
+	char *copy = strdup(value);
+
+	if (!copy)
+		return -ENOMEM;
+	free(*field);
+	*field = copy;
+	return 0;
+}
+
+/* One "name" or "name=value" from a -o list. */
+static int parse_one(struct hy_options *opts, char *word, char *why, size_t why_size)
+{
+	char *value = strchr(word, '=');
+	const char *name = word;
+
+	if (value)
+		*value++ = '\0';
+	if (!*name)
+		return 0; /* "a,,b" and a trailing comma are harmless */
+
+	if (strcmp(name, "state") == 0) {
+		if (!value || !*value)
+			return say(why, why_size, "option \"state\" needs a directory: state=DIR");
+		return set_string(&opts->state_dir, value);
+	}
+	if (strcmp(name, "allow_other") == 0 && !value) {
+		opts->allow_other = true;
+		return 0;
+	}
+	if (strcmp(name, "default_permissions") == 0 && !value)
+		return 0; /* always on */
+	if (strcmp(name, "ro") == 0 && !value) {
+		opts->read_only = true;
+		return 0;
+	}
+	if (strcmp(name, "rw") == 0 && !value) {
+		opts->read_only = false;
+		return 0;
+	}
+	if (strcmp(name, "writeback_cache") == 0)
+		return parse_bool(name, value, &opts->writeback_cache, why, why_size);
+	if (strcmp(name, "attr_timeout") == 0)
+		return parse_seconds(name, value, &opts->attr_timeout, why, why_size);
+	if (strcmp(name, "entry_timeout") == 0)
+		return parse_seconds(name, value, &opts->entry_timeout, why, why_size);
+	if (strcmp(name, "negative_timeout") == 0)
+		return parse_seconds(name, value, &opts->negative_timeout, why, why_size);
+	if (strcmp(name, "max_threads") == 0)
+		return parse_uint(name, value, 1, 256, &opts->max_threads, why, why_size);
+	if (!value && in_list(kernel_flags, name))
+		return append_kernel_option(opts, name);
+	if (!value && in_list(mount_flags, name))
+		return 0;
+	if (strncmp(name, "x-", 2) == 0 || strcmp(name, "comment") == 0)
+		return 0; /* fstab annotations for other programs */
+	if (opts->sloppy)
+		return 0;
+	if (value)
+		return say(why, why_size, "unknown option \"%s=%s\"", name, value);
+	return say(why, why_size, "unknown option \"%s\"", name);
+}
+
+int hy_options_parse_list(struct hy_options *opts, const char *list, char *why, size_t why_size)
+{
+	size_t len = strlen(list);
+	char *word = malloc(len + 1);
+	size_t in, out = 0;
+	int rc = 0;
+
+	if (!word)
+		return -ENOMEM;
+	for (in = 0; in <= len && rc == 0; in++) {
+		char c = list[in];
+
+		if (c == '\\' && (list[in + 1] == ',' || list[in + 1] == '\\')) {
+			word[out++] = list[++in];
+			continue;
+		}
+		if (c == ',' || c == '\0') {
+			word[out] = '\0';
+			rc = parse_one(opts, word, why, why_size);
+			out = 0;
+			continue;
+		}
+		word[out++] = c;
+	}
+	free(word);
+	return rc;
+}
+
+static void options_reset(struct hy_options *opts)
+{
+	memset(opts, 0, sizeof(*opts));
+	opts->writeback_cache = true;
+	opts->attr_timeout = 1.0;
+	opts->entry_timeout = 1.0;
+	opts->negative_timeout = 0.0;
+	opts->max_threads = HY_DEFAULT_MAX_THREADS;
+}
+
+int hy_options_parse(int argc, char **argv, struct hy_options *opts, char *why, size_t why_size)
+{
+	const char *base;
+	int i, rc;
+
+	options_reset(opts);
+	base = argc > 0 && argv[0] ? strrchr(argv[0], '/') : NULL;
+	base = base ? base + 1 : (argc > 0 && argv[0] ? argv[0] : "hybridfs");
+	if (set_string(&opts->program, base))
+		return -ENOMEM;
+	opts->mount_helper = strncmp(base, "mount.", 6) == 0;
+
+	/* -s changes what later -o words mean (sloppy), so flags go first. */
+	for (i = 1; i < argc; i++)
+		if (opts->mount_helper && strcmp(argv[i], "-s") == 0)
+			opts->sloppy = true;
+
+	for (i = 1; i < argc; i++) {
+		const char *arg = argv[i];
+
+		if (strcmp(arg, "-o") == 0) {
+			if (i + 1 >= argc)
+				return say(why, why_size, "option \"-o\" needs a list of options");
+			rc = hy_options_parse_list(opts, argv[++i], why, why_size);
+			if (rc)
+				return rc;
+		} else if (strncmp(arg, "-o", 2) == 0) {
+			rc = hy_options_parse_list(opts, arg + 2, why, why_size);
+			if (rc)
+				return rc;
+		} else if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+			opts->show_help = true;
+		} else if (strcmp(arg, "-V") == 0 || strcmp(arg, "--version") == 0) {
+			opts->show_version = true;
+		} else if (strcmp(arg, "-d") == 0) {
+			opts->debug = opts->foreground = true;
+		} else if (strcmp(arg, "-f") == 0) {
+			if (opts->mount_helper)
+				opts->fake = true;
+			else
+				opts->foreground = true;
+		} else if (strcmp(arg, "-s") == 0) {
+			if (!opts->mount_helper)
+				opts->single_threaded = true;
+		} else if (opts->mount_helper && (strcmp(arg, "-n") == 0 || strcmp(arg, "-v") == 0)) {
+			/* no mtab to write; verbosity is the default */
+		} else if (opts->mount_helper && strcmp(arg, "-t") == 0) {
+			if (i + 1 >= argc)
+				return say(why, why_size, "option \"-t\" needs a type");
+			i++;
+		} else if (arg[0] == '-' && arg[1] != '\0') {
+			return say(why, why_size, "unknown option \"%s\"", arg);
+		} else if (!opts->backing) {
+			if (set_string(&opts->backing, arg))
+				return -ENOMEM;
+		} else if (!opts->mountpoint) {
+			if (set_string(&opts->mountpoint, arg))
+				return -ENOMEM;
+		} else {
+			return say(why, why_size, "unexpected argument \"%s\": give BACKING and MOUNTPOINT only", arg);
+		}
+	}
+	if (opts->show_help || opts->show_version)
+		return 0;
+	if (!opts->backing)
+		return say(why, why_size, "missing BACKING directory and MOUNTPOINT");
+	if (!opts->mountpoint)
+		return say(why, why_size, "missing MOUNTPOINT after \"%s\"", opts->backing);
+	return 0;
+}
+
+/* True when @inner is @outer or a path below it (both absolute, resolved). */
+static bool path_within(const char *inner, const char *outer)
+{
+	size_t n = strlen(outer);
+
+	if (strcmp(outer, "/") == 0)
+		return true;
+	return strncmp(inner, outer, n) == 0 && (inner[n] == '\0' || inner[n] == '/');
+}
+
+static int resolve_dir(const char *what, const char *path, char **out, char *why, size_t why_size)
+{
+	struct stat st;
+	char *real;
+
+	if (stat(path, &st) < 0) {
+		int err = errno;
+
+		snprintf(why, why_size, "%s \"%s\": %s", what, path, strerror(err));
+		return -err;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(why, why_size, "%s \"%s\" is not a directory", what, path);
+		return -ENOTDIR;
+	}
+	real = realpath(path, NULL);
+	if (!real) {
+		int err = errno;
+
+		snprintf(why, why_size, "%s \"%s\": %s", what, path, strerror(err));
+		return -err;
+	}
+	*out = real;
+	return 0;
+}
+
+/* The state folder may not exist yet: resolve its nearest existing parent. */
+static char *resolve_maybe_missing(const char *path)
+{
+	char *copy, *slash, *real, *joined;
+
+	real = realpath(path, NULL);
+	if (real)
+		return real;
+	if (errno != ENOENT)
+		return NULL;
+	copy = strdup(path);
+	if (!copy)
+		return NULL;
+	slash = strrchr(copy, '/');
+	if (!slash) {
+		real = realpath(".", NULL);
+		slash = copy - 1;
+	} else if (slash == copy) {
+		real = strdup("/");
+	} else {
+		*slash = '\0';
+		real = resolve_maybe_missing(copy);
+	}
+	if (!real) {
+		free(copy);
+		return NULL;
+	}
+	if (asprintf(&joined, "%s/%s", strcmp(real, "/") == 0 ? "" : real, slash + 1) < 0)
+		joined = NULL;
+	free(real);
+	free(copy);
+	return joined;
+}
+
+int hy_options_check(struct hy_options *opts, char *why, size_t why_size)
+{
+	int rc;
+
+	free(opts->backing_real);
+	free(opts->mountpoint_real);
+	opts->backing_real = opts->mountpoint_real = NULL;
+	rc = resolve_dir("backing directory", opts->backing, &opts->backing_real, why, why_size);
+	if (rc)
+		return rc;
+	rc = resolve_dir("mountpoint", opts->mountpoint, &opts->mountpoint_real, why, why_size);
+	if (rc)
+		return rc;
+	if (strcmp(opts->backing_real, opts->mountpoint_real) == 0) {
+		snprintf(why, why_size, "backing directory \"%s\" is the mountpoint itself",
+			 opts->backing);
+		return -EINVAL;
+	}
+	if (path_within(opts->backing_real, opts->mountpoint_real)) {
+		snprintf(why, why_size, "backing directory \"%s\" is inside the mountpoint \"%s\"",
+			 opts->backing, opts->mountpoint);
+		return -EINVAL;
+	}
+	if (path_within(opts->mountpoint_real, opts->backing_real)) {
+		snprintf(why, why_size,
+			 "mountpoint \"%s\" is inside the backing directory \"%s\": the filesystem "
+			 "would contain itself",
+			 opts->mountpoint, opts->backing);
+		return -EINVAL;
+	}
+	if (!opts->state_dir) {
+		if (asprintf(&opts->state_dir, "%s/%s", opts->backing_real, HY_STATE_DIR_NAME) < 0) {
+			opts->state_dir = NULL;
+			return -ENOMEM;
+		}
+	} else {
+		char *real = resolve_maybe_missing(opts->state_dir);
+
+		if (!real) {
+			int err = errno;
+
+			snprintf(why, why_size, "state folder \"%s\": %s", opts->state_dir,
+				 strerror(err));
+			return -err;
+		}
+		free(opts->state_dir);
+		opts->state_dir = real;
+	}
+	if (path_within(opts->state_dir, opts->mountpoint_real)) {
+		snprintf(why, why_size, "state folder \"%s\" is inside the mountpoint \"%s\"",
+			 opts->state_dir, opts->mountpoint);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* fsname is shown by mount(8) and df(1); commas in it must be escaped for
+ * libfuse's own option parser. */
+static char *escape_commas(const char *s)
+{
+	char *out = malloc(strlen(s) * 2 + 1), *p = out;
+
+	if (!out)
+		return NULL;
+	for (; *s; s++) {
+		if (*s == ',' || *s == '\\')
+			*p++ = '\\';
+		*p++ = *s;
+	}
+	*p = '\0';
+	return out;
+}
+
+int hy_options_fuse_args(const struct hy_options *opts, struct fuse_args *args)
+{
+	char *fsname = escape_commas(opts->backing_real ? opts->backing_real : opts->backing);
+	char *list = NULL;
+	int rc = -ENOMEM;
+
+	if (!fsname)
+		return -ENOMEM;
+	if (asprintf(&list, "fsname=%s,subtype=hybridfs,default_permissions%s%s%s%s", fsname,
+		     opts->allow_other ? ",allow_other" : "", opts->read_only ? ",ro" : "",
+		     opts->kernel_options ? "," : "",
+		     opts->kernel_options ? opts->kernel_options : "") < 0) {
+		list = NULL;
+		goto out;
+	}
+	if (fuse_opt_add_arg(args, opts->program ? opts->program : "hybridfs") ||
+	    fuse_opt_add_arg(args, "-o") || fuse_opt_add_arg(args, list))
+		goto out;
+	if (opts->debug && fuse_opt_add_arg(args, "-d"))
+		goto out;
+	rc = 0;
+out:
+	free(list);
+	free(fsname);
+	return rc;
+}
+
+void hy_options_usage(const char *program, FILE *out)
+{
+	fprintf(out,
+		"usage: %s BACKING MOUNTPOINT [-o OPTIONS] [-f] [-d] [-s]\n"
+		"\n"
+		"Mounts BACKING at MOUNTPOINT through hybridfs.\n"
+		"\n"
+		"  -f                     stay in the foreground\n"
+		"  -d                     debug output (implies -f)\n"
+		"  -s                     one FUSE worker thread\n"
+		"  -h, --help             this text\n"
+		"  -V, --version          the version\n"
+		"\n"
+		"OPTIONS (comma separated):\n"
+		"  state=DIR              where hybridfs keeps its state (default BACKING/%s,\n"
+		"                         hidden from the mount)\n"
+		"  allow_other            let other users in (permissions are always checked)\n"
+		"  ro, rw                 read-only or read-write mount\n"
+		"  writeback_cache=on|off the kernel's write-back page cache (default on)\n"
+		"  attr_timeout=SEC       how long the kernel keeps attributes (default 1)\n"
+		"  entry_timeout=SEC      how long the kernel keeps names (default 1)\n"
+		"  negative_timeout=SEC   how long the kernel keeps missing names (default 0)\n"
+		"  max_threads=N          FUSE worker threads at most (default %d)\n"
+		"  nosuid, nodev, noexec, noatime, ... passed to the kernel\n"
+		"\n"
+		"See hybridfs(8).\n",
+		program, HY_STATE_DIR_NAME, HY_DEFAULT_MAX_THREADS);
+}
+
+void hy_options_free(struct hy_options *opts)
+{
+	if (!opts)
+		return;
+	free(opts->program);
+	free(opts->backing);
+	free(opts->mountpoint);
+	free(opts->backing_real);
+	free(opts->mountpoint_real);
+	free(opts->state_dir);
+	free(opts->kernel_options);
+	memset(opts, 0, sizeof(*opts));
+}

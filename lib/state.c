@@ -1,0 +1,289 @@
+/* state.c - see include/hybridfs/state.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "hybridfs/log.h"
+#include "hybridfs/state.h"
+
+/* migrations[v] brings a database from version v to v + 1. Never edit a
+ * step that has shipped: add the next one. */
+static const char *const migrations[HY_STATE_SCHEMA_VERSION] = {
+	/* 0 -> 1: the mount's identity */
+	"CREATE TABLE mount_info (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);",
+};
+
+static int db_error(struct hy_state *state, const char *doing, char *why, size_t why_size)
+{
+	int code = sqlite3_errcode(state->db);
+
+	snprintf(why, why_size, "state database \"%s\": %s: %s", state->db_path, doing,
+		 sqlite3_errmsg(state->db));
+	if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT)
+		return -EUCLEAN;
+	if (code == SQLITE_READONLY || code == SQLITE_PERM || code == SQLITE_AUTH)
+		return -EACCES;
+	if (code == SQLITE_FULL)
+		return -ENOSPC;
+	if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
+		return -EBUSY;
+	return -EIO;
+}
+
+static int make_uuid(char out[37])
+{
+	unsigned char b[16];
+
+	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
+		return -errno;
+	b[6] = (b[6] & 0x0f) | 0x40; /* version 4 */
+	b[8] = (b[8] & 0x3f) | 0x80; /* RFC 4122 variant */
+	snprintf(out, 37,
+		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+		 b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+		 b[15]);
+	return 0;
+}
+
+static int set_info(struct hy_state *state, const char *key, const char *value)
+{
+	sqlite3_stmt *stmt;
+	int rc;
+
+	rc = sqlite3_prepare_v2(state->db,
+				"INSERT OR REPLACE INTO mount_info(key, value) VALUES (?1, ?2)", -1,
+				&stmt, NULL);
+	if (rc != SQLITE_OK)
+		return rc;
+	sqlite3_bind_text(stmt, 1, key, -1, SQLITE_STATIC);
+	sqlite3_bind_text(stmt, 2, value, -1, SQLITE_STATIC);
+	rc = sqlite3_step(stmt);
+	sqlite3_finalize(stmt);
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+int hy_state_get_info(struct hy_state *state, const char *key, char *buf, size_t size)
+{
+	sqlite3_stmt *stmt;
+	int rc;
+
+	if (sqlite3_prepare_v2(state->db, "SELECT value FROM mount_info WHERE key = ?1", -1, &stmt,
+			       NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_text(stmt, 1, key, -1, SQLITE_STATIC);
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW) {
+		snprintf(buf, size, "%s", (const char *)sqlite3_column_text(stmt, 0));
+		rc = 0;
+	} else {
+		rc = rc == SQLITE_DONE ? -ENOENT : -EIO;
+	}
+	sqlite3_finalize(stmt);
+	return rc;
+}
+
+static int read_version(struct hy_state *state, int *version)
+{
+	sqlite3_stmt *stmt;
+	int rc;
+
+	rc = sqlite3_prepare_v2(state->db, "PRAGMA user_version", -1, &stmt, NULL);
+	if (rc != SQLITE_OK)
+		return rc;
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW) {
+		*version = sqlite3_column_int(stmt, 0);
+		rc = SQLITE_OK;
+	}
+	sqlite3_finalize(stmt);
+	return rc;
+}
+
+/* Runs every missing migration step in one transaction, so a crash leaves
+ * the database at its old version, never between two. */
+static int migrate(struct hy_state *state, int from, const char *backing, char *why,
+		   size_t why_size)
+{
+	char sql[64], value[64];
+	int v;
+
+	if (sqlite3_exec(state->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+		return db_error(state, "cannot start the schema migration", why, why_size);
+	for (v = from; v < HY_STATE_SCHEMA_VERSION; v++) {
+		if (sqlite3_exec(state->db, migrations[v], NULL, NULL, NULL) != SQLITE_OK)
+			goto fail;
+	}
+	if (from == 0) {
+		if (make_uuid(state->uuid))
+			goto fail;
+		snprintf(value, sizeof(value), "%" PRId64, (int64_t)time(NULL));
+		if (set_info(state, "uuid", state->uuid) || set_info(state, "backing", backing) ||
+		    set_info(state, "created", value) ||
+		    set_info(state, "hybridfs_version", PACKAGE_VERSION))
+			goto fail;
+		state->created_now = true;
+	}
+	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", HY_STATE_SCHEMA_VERSION);
+	if (sqlite3_exec(state->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+		goto fail;
+	if (sqlite3_exec(state->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+		goto fail;
+	if (from > 0)
+		hy_log(LOG_NOTICE, "state: migrated \"%s\" from schema %d to %d", state->db_path,
+		       from, HY_STATE_SCHEMA_VERSION);
+	return 0;
+fail: {
+	int rc = db_error(state, "schema migration failed", why, why_size);
+
+	sqlite3_exec(state->db, "ROLLBACK", NULL, NULL, NULL);
+	return rc;
+}
+}
+
+static int prepare_dir(const char *dir, bool read_only, char *why, size_t why_size)
+{
+	struct stat st;
+
+	if (!read_only && mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		int err = errno;
+
+		snprintf(why, why_size, "state folder \"%s\": cannot create it: %s", dir,
+			 strerror(err));
+		return -err;
+	}
+	if (lstat(dir, &st) < 0) {
+		int err = errno;
+
+		snprintf(why, why_size, "state folder \"%s\": %s", dir, strerror(err));
+		return -err;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(why, why_size, "state folder \"%s\" is not a directory", dir);
+		return -ENOTDIR;
+	}
+	if (st.st_uid != geteuid()) {
+		snprintf(why, why_size,
+			 "state folder \"%s\" belongs to uid %u, not to the mounting user (uid %u)",
+			 dir, (unsigned)st.st_uid, (unsigned)geteuid());
+		return -EPERM;
+	}
+	if (!read_only && (st.st_mode & 0077) && chmod(dir, 0700) < 0) {
+		int err = errno;
+
+		snprintf(why, why_size, "state folder \"%s\": cannot make it private: %s", dir,
+			 strerror(err));
+		return -err;
+	}
+	return 0;
+}
+
+int hy_state_open(const char *dir, const char *backing, bool read_only, struct hy_state **out,
+		  char *why, size_t why_size)
+{
+	struct hy_state *state;
+	char stored[4096], created[32];
+	int version = 0, rc, flags;
+
+	*out = NULL;
+	rc = prepare_dir(dir, read_only, why, why_size);
+	if (rc)
+		return rc;
+	state = calloc(1, sizeof(*state));
+	if (!state)
+		return -ENOMEM;
+	state->dir = strdup(dir);
+	if (!state->dir || asprintf(&state->db_path, "%s/%s", dir, HY_STATE_DB_NAME) < 0) {
+		state->db_path = NULL;
+		rc = -ENOMEM;
+		goto fail;
+	}
+	flags = read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	if (sqlite3_open_v2(state->db_path, &state->db, flags | SQLITE_OPEN_NOMUTEX, NULL) !=
+	    SQLITE_OK) {
+		rc = state->db ? db_error(state, "cannot open", why, why_size) : -ENOMEM;
+		goto fail;
+	}
+	sqlite3_busy_timeout(state->db, 5000);
+	/* The first read of a file that is not SQLite fails here, with
+	 * SQLITE_NOTADB: before anything is written to it. */
+	if (read_version(state, &version) != SQLITE_OK) {
+		rc = db_error(state, "cannot read the schema version", why, why_size);
+		goto fail;
+	}
+	if (version > HY_STATE_SCHEMA_VERSION) {
+		snprintf(why, why_size,
+			 "state database \"%s\" has schema version %d, made by a newer hybridfs "
+			 "(this one knows up to %d); refusing to touch it",
+			 state->db_path, version, HY_STATE_SCHEMA_VERSION);
+		rc = -EPROTO;
+		goto fail;
+	}
+	if (version < 0) {
+		snprintf(why, why_size, "state database \"%s\" has an impossible schema version %d",
+			 state->db_path, version);
+		rc = -EUCLEAN;
+		goto fail;
+	}
+	if (!read_only) {
+		if (sqlite3_exec(state->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL) !=
+			    SQLITE_OK ||
+		    sqlite3_exec(state->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL) !=
+			    SQLITE_OK) {
+			rc = db_error(state, "cannot set the journal mode", why, why_size);
+			goto fail;
+		}
+		if (version < HY_STATE_SCHEMA_VERSION) {
+			rc = migrate(state, version, backing ? backing : "", why, why_size);
+			if (rc)
+				goto fail;
+		}
+	} else if (version < HY_STATE_SCHEMA_VERSION) {
+		snprintf(why, why_size, "state database \"%s\" is not set up (schema version %d)",
+			 state->db_path, version);
+		rc = -ENOENT;
+		goto fail;
+	}
+	if (hy_state_get_info(state, "uuid", state->uuid, sizeof(state->uuid)) ||
+	    hy_state_get_info(state, "created", created, sizeof(created))) {
+		snprintf(why, why_size, "state database \"%s\" has lost the mount's identity",
+			 state->db_path);
+		rc = -EUCLEAN;
+		goto fail;
+	}
+	state->created = strtoll(created, NULL, 10);
+	if (!read_only && backing && hy_state_get_info(state, "backing", stored, sizeof(stored)) == 0 &&
+	    strcmp(stored, backing) != 0) {
+		hy_log(LOG_NOTICE, "state: backing directory moved from \"%s\" to \"%s\"", stored,
+		       backing);
+		if (set_info(state, "backing", backing) != SQLITE_OK) {
+			rc = db_error(state, "cannot record the backing directory", why, why_size);
+			goto fail;
+		}
+	}
+	*out = state;
+	return 0;
+fail:
+	hy_state_close(state);
+	return rc;
+}
+
+void hy_state_close(struct hy_state *state)
+{
+	if (!state)
+		return;
+	if (state->db && sqlite3_close(state->db) != SQLITE_OK)
+		hy_log(LOG_ERR, "state: closing \"%s\": %s", state->db_path,
+		       sqlite3_errmsg(state->db));
+	free(state->dir);
+	free(state->db_path);
+	free(state);
+}
