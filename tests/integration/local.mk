@@ -1,0 +1,13 @@
+# Integration tests: each mounts a real hybridfs in a temporary directory.
+# Exit status 77 means skipped (no /dev/fuse, not root, tool missing).
+AM_TESTS_ENVIRONMENT = HYBRIDFS=$(abs_top_builddir)/hybridfs \
+	HYBRIDCTL=$(abs_top_builddir)/hybridctl \
+	HY_TESTBIN=$(abs_top_builddir)/tests/integration \
+	HY_SRCDIR=$(abs_top_srcdir); export HYBRIDFS HYBRIDCTL HY_TESTBIN HY_SRCDIR;
+EXTRA_DIST += tests/integration/lib.sh
+
+# One fragment per test family, so they can grow independently.
+include tests/integration/ops.mk
+include tests/integration/difftest.mk
+include tests/integration/programs.mk
+include tests/integration/multiuser.mk
