@@ -1,0 +1,16 @@
+/* suites.h - the CUnit suites of hytest; each test_*.c adds one. */
+#ifndef HYBRIDFS_TEST_SUITES_H
+#define HYBRIDFS_TEST_SUITES_H
+
+#include <CUnit/CUnit.h>
+
+int hy_test_add_options(void);
+int hy_test_add_state(void);
+int hy_test_add_inode(void);
+int hy_test_add_engine(void);
+
+/* A fresh temporary directory for one test; removed by hy_test_rmtree(). */
+char *hy_test_tmpdir(void);
+void hy_test_rmtree(const char *path);
+
+#endif

@@ -1,0 +1,169 @@
+/* test_state.c - the state folder, schema creation, migration and refusal
+ * of damaged or newer databases. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "hybridfs/state.h"
+#include "suites.h"
+
+static char why[1024];
+
+static char *path_in(const char *dir, const char *name)
+{
+	char *p;
+
+	return asprintf(&p, "%s/%s", dir, name) < 0 ? NULL : p;
+}
+
+static void test_create_and_reopen(void)
+{
+	char *tmp = hy_test_tmpdir(), *dir = path_in(tmp, "state"), uuid[37], value[64];
+	struct hy_state *state;
+	struct stat st;
+	sqlite3_stmt *stmt;
+
+	CU_ASSERT_EQUAL_FATAL(hy_state_open(dir, "/backing", false, &state, why, sizeof(why)), 0);
+	CU_ASSERT_TRUE(state->created_now);
+	CU_ASSERT_EQUAL(strlen(state->uuid), 36);
+	snprintf(uuid, sizeof(uuid), "%s", state->uuid);
+	CU_ASSERT_EQUAL(stat(dir, &st), 0);
+	CU_ASSERT_EQUAL(st.st_mode & 07777, 0700);
+	/* WAL mode and the current version are on disk */
+	CU_ASSERT_EQUAL(sqlite3_prepare_v2(state->db, "PRAGMA journal_mode", -1, &stmt, NULL), SQLITE_OK);
+	CU_ASSERT_EQUAL(sqlite3_step(stmt), SQLITE_ROW);
+	CU_ASSERT_STRING_EQUAL((const char *)sqlite3_column_text(stmt, 0), "wal");
+	sqlite3_finalize(stmt);
+	hy_state_close(state);
+
+	/* the identity survives; a moved backing directory is recorded */
+	CU_ASSERT_EQUAL_FATAL(hy_state_open(dir, "/moved", false, &state, why, sizeof(why)), 0);
+	CU_ASSERT_FALSE(state->created_now);
+	CU_ASSERT_STRING_EQUAL(state->uuid, uuid);
+	CU_ASSERT_EQUAL(hy_state_get_info(state, "backing", value, sizeof(value)), 0);
+	CU_ASSERT_STRING_EQUAL(value, "/moved");
+	CU_ASSERT_EQUAL(hy_state_get_info(state, "nonesuch", value, sizeof(value)), -ENOENT);
+	hy_state_close(state);
+
+	/* read-only open sees the same */
+	CU_ASSERT_EQUAL_FATAL(hy_state_open(dir, NULL, true, &state, why, sizeof(why)), 0);
+	CU_ASSERT_STRING_EQUAL(state->uuid, uuid);
+	hy_state_close(state);
+
+	/* a private folder made loose is made private again */
+	CU_ASSERT_EQUAL(chmod(dir, 0755), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_state_open(dir, "/moved", false, &state, why, sizeof(why)), 0);
+	hy_state_close(state);
+	CU_ASSERT_EQUAL(stat(dir, &st), 0);
+	CU_ASSERT_EQUAL(st.st_mode & 07777, 0700);
+
+	hy_test_rmtree(tmp);
+	free(tmp), free(dir);
+}
+
+static void test_garbage_refused(void)
+{
+	char *tmp = hy_test_tmpdir(), *db = path_in(tmp, HY_STATE_DB_NAME);
+	char junk[8192], after[8192];
+	struct hy_state *state;
+	int fd;
+
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = (char)(i * 7 + 3);
+	fd = open(db, O_CREAT | O_WRONLY, 0600);
+	CU_ASSERT_EQUAL(write(fd, junk, sizeof(junk)), (ssize_t)sizeof(junk));
+	close(fd);
+	CU_ASSERT_EQUAL(hy_state_open(tmp, "/b", false, &state, why, sizeof(why)), -EUCLEAN);
+	CU_ASSERT_PTR_NULL(state);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, db));
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "not a database"));
+	/* nothing was written into it */
+	fd = open(db, O_RDONLY);
+	CU_ASSERT_EQUAL(read(fd, after, sizeof(after)), (ssize_t)sizeof(after));
+	close(fd);
+	CU_ASSERT_EQUAL(memcmp(junk, after, sizeof(junk)), 0);
+	hy_test_rmtree(tmp);
+	free(tmp), free(db);
+}
+
+static void test_newer_refused(void)
+{
+	char *tmp = hy_test_tmpdir(), *db = path_in(tmp, HY_STATE_DB_NAME);
+	struct hy_state *state;
+	sqlite3 *raw;
+
+	CU_ASSERT_EQUAL_FATAL(sqlite3_open(db, &raw), SQLITE_OK);
+	CU_ASSERT_EQUAL(sqlite3_exec(raw, "PRAGMA user_version = 99", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(raw);
+	CU_ASSERT_EQUAL(hy_state_open(tmp, "/b", false, &state, why, sizeof(why)), -EPROTO);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "newer hybridfs"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "99"));
+	hy_test_rmtree(tmp);
+	free(tmp), free(db);
+}
+
+/* An empty SQLite file (version 0) is brought forward by the migrations. */
+static void test_migrate_from_empty(void)
+{
+	char *tmp = hy_test_tmpdir(), *db = path_in(tmp, HY_STATE_DB_NAME);
+	struct hy_state *state;
+	sqlite3 *raw;
+	sqlite3_stmt *stmt;
+
+	CU_ASSERT_EQUAL_FATAL(sqlite3_open(db, &raw), SQLITE_OK);
+	CU_ASSERT_EQUAL(sqlite3_exec(raw, "CREATE TABLE unrelated(x)", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(raw);
+	CU_ASSERT_EQUAL_FATAL(hy_state_open(tmp, "/b", false, &state, why, sizeof(why)), 0);
+	CU_ASSERT_TRUE(state->created_now);
+	CU_ASSERT_EQUAL(sqlite3_prepare_v2(state->db, "PRAGMA user_version", -1, &stmt, NULL), SQLITE_OK);
+	CU_ASSERT_EQUAL(sqlite3_step(stmt), SQLITE_ROW);
+	CU_ASSERT_EQUAL(sqlite3_column_int(stmt, 0), HY_STATE_SCHEMA_VERSION);
+	sqlite3_finalize(stmt);
+	hy_state_close(state);
+	hy_test_rmtree(tmp);
+	free(tmp), free(db);
+}
+
+static void test_bad_folders(void)
+{
+	char *tmp = hy_test_tmpdir(), *file = path_in(tmp, "file"), *missing = path_in(tmp, "a/b");
+	struct hy_state *state;
+
+	fclose(fopen(file, "w"));
+	CU_ASSERT_EQUAL(hy_state_open(file, "/b", false, &state, why, sizeof(why)), -ENOTDIR);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "is not a directory"));
+	CU_ASSERT_EQUAL(hy_state_open(missing, "/b", false, &state, why, sizeof(why)), -ENOENT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "cannot create"));
+	if (geteuid() == 0) {
+		char *other = path_in(tmp, "other");
+
+		CU_ASSERT_EQUAL(mkdir(other, 0700), 0);
+		CU_ASSERT_EQUAL(chown(other, 65534, 65534), 0);
+		CU_ASSERT_EQUAL(hy_state_open(other, "/b", false, &state, why, sizeof(why)), -EPERM);
+		CU_ASSERT_PTR_NOT_NULL(strstr(why, "belongs to uid 65534"));
+		free(other);
+	}
+	/* read-only open of a folder without a database creates nothing */
+	CU_ASSERT_NOT_EQUAL(hy_state_open(tmp, NULL, true, &state, why, sizeof(why)), 0);
+	hy_test_rmtree(tmp);
+	free(tmp), free(file), free(missing);
+}
+
+int hy_test_add_state(void)
+{
+	CU_pSuite s = CU_add_suite("state", NULL, NULL);
+
+	if (!s || !CU_add_test(s, "create and reopen", test_create_and_reopen) ||
+	    !CU_add_test(s, "garbage database refused untouched", test_garbage_refused) ||
+	    !CU_add_test(s, "newer schema refused", test_newer_refused) ||
+	    !CU_add_test(s, "migration from version 0", test_migrate_from_empty) ||
+	    !CU_add_test(s, "bad state folders", test_bad_folders))
+		return -1;
+	return 0;
+}
