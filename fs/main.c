@@ -8,10 +8,12 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <fuse_lowlevel.h>
@@ -19,6 +21,7 @@
 #include "hybridfs/fs.h"
 #include "hybridfs/log.h"
 #include "hybridfs/options.h"
+#include "hybridfs/runtime.h"
 #include "hybridfs/state.h"
 
 /* Descriptors kept for the open files of the mount's users (and SQLite,
@@ -45,6 +48,27 @@ static size_t raise_fd_limit(void)
 	return (lim.rlim_cur - HY_FD_HEADROOM) / 2;
 }
 
+/* Lets hybridctl find this mount from its mountpoint; a mount that cannot
+ * be registered still works, hybridctl just cannot see it. */
+static bool register_mount(const struct hy_options *opts, const struct hy_state *state)
+{
+	struct hy_runtime_entry entry;
+	char why[512];
+
+	memset(&entry, 0, sizeof(entry));
+	snprintf(entry.uuid, sizeof(entry.uuid), "%s", state->uuid);
+	snprintf(entry.mountpoint, sizeof(entry.mountpoint), "%s", opts->mountpoint_real);
+	snprintf(entry.backing, sizeof(entry.backing), "%s", opts->backing_real);
+	snprintf(entry.state_dir, sizeof(entry.state_dir), "%s", opts->state_dir);
+	entry.pid = getpid();
+	entry.started = (int64_t)time(NULL);
+	if (hy_runtime_register(&entry, why, sizeof(why)) < 0) {
+		hy_log(LOG_WARNING, "hybridctl will not see this mount: %s", why);
+		return false;
+	}
+	return true;
+}
+
 static int usage_error(const char *program, const char *why)
 {
 	fprintf(stderr, "%s: %s\n", program, why);
@@ -63,6 +87,7 @@ int main(int argc, char **argv)
 	char why[1024] = "";
 	const char *program;
 	int root_fd = -1, rc, status = 1;
+	bool registered = false;
 	size_t fd_cap;
 
 	memset(&fs, 0, sizeof(fs));
@@ -149,6 +174,7 @@ int main(int argc, char **argv)
 	}
 	hy_log(LOG_NOTICE, "mounted \"%s\" on \"%s\" (state in \"%s\", mount %s)",
 	       opts.backing_real, opts.mountpoint_real, opts.state_dir, state->uuid);
+	registered = register_mount(&opts, state);
 
 	if (opts.single_threaded) {
 		rc = fuse_session_loop(se);
@@ -164,6 +190,8 @@ int main(int argc, char **argv)
 	status = rc < 0 ? 1 : 0;
 	hy_log(LOG_NOTICE, "unmounting \"%s\"", opts.mountpoint_real);
 out_unmount:
+	if (registered && hy_runtime_unregister(state->uuid) < 0)
+		hy_log(LOG_WARNING, "cannot remove the runtime file of mount %s", state->uuid);
 	fuse_session_unmount(se);
 out_signals:
 	fuse_remove_signal_handlers(se);

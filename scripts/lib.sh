@@ -1,0 +1,55 @@
+# scripts/lib.sh - shared by scripts/demo and scripts/test (sourced).
+# Installs what is missing (Debian 12), then configures and builds.
+
+HY_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+# Debian packages the build, the tests and the demo need.
+HY_PACKAGES="gcc make autoconf automake pkg-config libfuse3-dev fuse3 libsqlite3-dev
+sqlite3 libevent-dev libblkid-dev libcunit1-dev mandoc git rsync tar util-linux procps
+attr xz-utils"
+
+hy_say() { printf '==> %s\n' "$*"; }
+
+hy_as_root() {
+	if [ "$(id -u)" = 0 ]; then
+		"$@"
+	elif command -v sudo >/dev/null; then
+		sudo "$@"
+	else
+		echo "need root to run: $*; install sudo or run as root" >&2
+		return 1
+	fi
+}
+
+hy_install_packages() {
+	local missing="" pkg
+	for pkg in $HY_PACKAGES "$@"; do
+		dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" ||
+			missing="$missing $pkg"
+	done
+	if [ -z "$missing" ]; then
+		return 0
+	fi
+	hy_say "installing:$missing"
+	hy_as_root apt-get update -qq &&
+		DEBIAN_FRONTEND=noninteractive hy_as_root apt-get install -y -qq $missing >/dev/null
+}
+
+# hy_build BUILD_DIR [configure options...]: an out-of-tree build.
+hy_build() {
+	local dir=$1
+	shift
+	if [ ! -x "$HY_REPO/configure" ] || [ "$HY_REPO/configure.ac" -nt "$HY_REPO/configure" ]; then
+		hy_say "autoreconf"
+		(cd "$HY_REPO" && autoreconf -fi) >/dev/null || return 1
+	fi
+	mkdir -p "$dir"
+	if [ ! -f "$dir/Makefile" ] || [ "$(cat "$dir/.hy-configured" 2>/dev/null)" != "$*" ]; then
+		hy_say "configure $* (in $dir)"
+		(cd "$dir" && "$HY_REPO/configure" "$@" >configure.out 2>&1) ||
+			{ cat "$dir/configure.out"; return 1; }
+		printf '%s' "$*" >"$dir/.hy-configured"
+	fi
+	hy_say "make (in $dir)"
+	make -C "$dir" -j"$(nproc)" >"$dir/make.out" 2>&1 || { cat "$dir/make.out"; return 1; }
+}
