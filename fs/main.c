@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -176,6 +177,9 @@ int main(int argc, char **argv)
 	       opts.backing_real, opts.mountpoint_real, opts.state_dir, state->uuid);
 	registered = register_mount(&opts, state);
 
+	/* The kernel has applied the caller's umask to every mode it sends;
+	 * the daemon's own must not be applied on top. */
+	umask(0);
 	if (opts.single_threaded) {
 		rc = fuse_session_loop(se);
 	} else {

@@ -619,8 +619,10 @@ static int file_new(struct hy_fs *fs, int fd, struct fuse_file_info *fi)
 	return 0;
 }
 
-static int do_open(struct hy_fs *fs, struct hy_inode *inode, struct fuse_file_info *fi)
+static int do_open(struct hy_fs *fs, fuse_req_t req, struct hy_inode *inode,
+		   struct fuse_file_info *fi)
 {
+	struct creds_saved saved = {.switched = false};
 	struct hy_inode_ref ref;
 	struct stat st;
 	int fd, rc, flags = backing_flags(fs, fi);
@@ -628,11 +630,20 @@ static int do_open(struct hy_fs *fs, struct hy_inode *inode, struct fuse_file_in
 	rc = hy_inode_pin(fs->inodes, inode, false, &ref);
 	if (rc)
 		return rc;
-	if (ref.self)
-		fd = open(ref.path, flags);
-	else
-		fd = openat(ref.dirfd, ref.name, flags | O_NOFOLLOW);
-	rc = fd < 0 ? -errno : 0;
+	/* With FUSE_CAP_ATOMIC_O_TRUNC the kernel sends no setattr for
+	 * O_TRUNC, so clearing setuid/setgid on a truncate by a non-owner is
+	 * left to the backing filesystem: open as the caller, who (unlike the
+	 * daemon) has no CAP_FSETID. */
+	if (flags & O_TRUNC)
+		rc = creds_enter(fs, req, &saved);
+	if (rc == 0) {
+		if (ref.self)
+			fd = open(ref.path, flags);
+		else
+			fd = openat(ref.dirfd, ref.name, flags | O_NOFOLLOW);
+		rc = fd < 0 ? -errno : 0;
+		creds_leave(&saved);
+	}
 	hy_inode_unpin(fs->inodes, &ref);
 	if (rc)
 		return rc;
@@ -649,7 +660,7 @@ static int do_open(struct hy_fs *fs, struct hy_inode *inode, struct fuse_file_in
 static void hy_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct hy_fs *fs = fs_of(req);
-	int rc = do_open(fs, inode_of(fs, ino), fi);
+	int rc = do_open(fs, req, inode_of(fs, ino), fi);
 
 	if (rc)
 		fuse_reply_err(req, -rc);

@@ -263,7 +263,7 @@ EOF
 sc_killpriv() {
 	chmod 1777 .
 	try "$U1" 'for f in w a t o n c r x rt; do : > $f; chmod 6777 $f; done; for f in m g mt; do : > $f; chmod 6766 $f; done'
-	st w a t o n c m g mt r x rt
+	st w a t o n c g mt r x rt
 	try "$U2" 'echo data 1<> w'
 	try "$U2" 'echo data >> a'
 	try "$U2" 'truncate -s 0 t'
@@ -271,26 +271,25 @@ sc_killpriv() {
 	try "$U2" ': > n'
 	try "$U2" 'echo data > c'
 	# setgid without group-exec: cleared unless the writer is in the group
-	try "$U2" 'echo data >> m'
+	# (the writer outside the group, file m, is checked apart below: the
+	# FUSE kernel module still applies the rule from before Linux 6.2)
 	try 1002:1002:1001 'echo data >> g'
 	try "$U2" ': > mt'
 	# the owner has no CAP_FSETID either; root keeps the bits
 	try "$U1" 'echo data >> x'
 	try root 'echo data >> r'
 	try root ': > rt'
-	st w a t o n c m g mt r x rt
+	st w a t o n c g mt r x rt
 }
 exp_killpriv() {
 	cat <<'EOF'
 w 1001:1001 6777 regular empty file
-m 1001:1001 6766 regular empty file
 w 1001:1001 777 regular file
 a 1001:1001 777 regular file
 t 1001:1001 777 regular empty file
 o 1001:1001 777 regular file
 n 1001:1001 777 regular empty file
 c 1001:1001 777 regular file
-m 1001:1001 766 regular file
 g 1001:1001 2766 regular file
 mt 1001:1001 766 regular empty file
 r 1001:1001 6777 regular file
@@ -385,6 +384,24 @@ done
 for s in create setgid perm chown killpriv umask utimes; do
 	run_scenario "$s"
 done
+
+# A known difference, from the kernel: a write by a user outside the file's
+# group to a setgid file without group-exec. Since Linux 6.2 the VFS drops
+# setgid there (setattr_should_drop_sgid); the FUSE module computes the bits
+# to drop itself, with the older rule, and libfuse 3.14 does not pass the
+# kill-suidgid flag that would let the daemon do it. Setuid must still go.
+for side in "$HY_TMP/plain/killpriv" "$HY_TMP/m/t/killpriv"; do
+	(cd "$side" && as "$U1" sh -c ': > m2766; chmod 6766 m2766' &&
+		as "$U2" sh -c 'echo data >> m2766') || hy_fail "setgid write setup in $side"
+done
+plain_mode=$(stat -c %a "$HY_TMP/plain/killpriv/m2766")
+mount_mode=$(stat -c %a "$HY_TMP/m/t/killpriv/m2766")
+[ "$plain_mode" = 766 ] || [ "$plain_mode" = 2766 ] || hy_fail "plain setgid write: mode $plain_mode"
+case $mount_mode in
+766) ;;
+2766) hy_log "known kernel difference: setgid kept on the mount ($mount_mode), plain $plain_mode" ;;
+*) hy_fail "setgid write by a non-member on the mount: mode $mount_mode (setuid must be cleared)" ;;
+esac
 
 # What the mount did reached the backing directory as it shows.
 if [ "$(st "$HY_TMP/b/t/create/f" | cut -d' ' -f2-)" != "1001:1001 644 regular empty file" ]; then
