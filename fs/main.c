@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,6 +159,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: libfuse refused the options\n", program);
 		goto out;
 	}
+	/* A shell starts background jobs with SIGINT ignored, and libfuse only
+	 * takes over signals left at their default: SIGINT and SIGTERM must
+	 * unmount however the daemon was started. (SIGHUP is left as it is, so
+	 * nohup keeps working.) */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out_session;
 	if (fuse_session_mount(se, opts.mountpoint_real) != 0) {
