@@ -59,7 +59,8 @@ static void collect(const struct hy_runtime_entry *entry, struct mount_status *m
 	ms->uptime = (int64_t)time(NULL) - entry->started;
 	ms->database_bytes = file_size(entry->state_dir, HY_STATE_DB_NAME) +
 			     file_size(entry->state_dir, HY_STATE_DB_NAME "-wal");
-	if (hy_state_open(entry->state_dir, NULL, true, &state, ms->error, sizeof(ms->error)) == 0) {
+	if (hy_state_open(entry->state_dir, NULL, true, &state, ms->error, sizeof(ms->error)) ==
+	    0) {
 		ms->schema_version = HY_STATE_SCHEMA_VERSION;
 		hy_state_close(state);
 	}

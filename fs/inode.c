@@ -228,8 +228,8 @@ struct hy_inode *hy_inode_find(struct hy_inode_table *table, dev_t dev, ino_t in
 }
 
 /* Sets @inode's name under table->lock; @name is consumed. */
-static void set_name(struct hy_inode_table *table, struct hy_inode *inode,
-		     struct hy_inode *parent, char *name, struct close_list *list)
+static void set_name(struct hy_inode_table *table, struct hy_inode *inode, struct hy_inode *parent,
+		     char *name, struct close_list *list)
 {
 	struct hy_inode *old_parent = inode->parent;
 
@@ -510,8 +510,8 @@ void hy_inode_unpin_child(struct hy_inode_table *table, struct hy_inode *child, 
 	close_all(&list);
 }
 
-int hy_inode_moved(struct hy_inode_table *table, struct hy_inode *child, struct hy_inode *new_parent,
-		   const char *new_name)
+int hy_inode_moved(struct hy_inode_table *table, struct hy_inode *child,
+		   struct hy_inode *new_parent, const char *new_name)
 {
 	struct close_list list = {.count = 0};
 	char *copy = strdup(new_name);

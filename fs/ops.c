@@ -34,8 +34,8 @@ struct hy_file {
 /* An open directory: owned by fi->fh from opendir to releasedir. */
 struct hy_dir {
 	DIR *dp;
-	off_t offset;          /* where dp is, as telldir() values */
-	struct dirent *entry;  /* read but not yet returned, or NULL */
+	off_t offset;	      /* where dp is, as telldir() values */
+	struct dirent *entry; /* read but not yet returned, or NULL */
 };
 
 static struct hy_fs *fs_of(fuse_req_t req)
@@ -274,8 +274,8 @@ static int set_size(struct hy_fs *fs, const struct hy_inode_ref *ref, struct fus
 	return rc;
 }
 
-static int do_setattr(struct hy_fs *fs, struct hy_inode *inode, const struct stat *attr,
-		      int to_set, struct fuse_file_info *fi, struct stat *out)
+static int do_setattr(struct hy_fs *fs, struct hy_inode *inode, const struct stat *attr, int to_set,
+		      struct fuse_file_info *fi, struct stat *out)
 {
 	struct hy_inode_ref ref;
 	int rc, fd = fi && fi->fh ? file_of(fi)->fd : -1;
@@ -564,8 +564,8 @@ static int do_rename(struct hy_fs *fs, struct hy_inode *parent, const char *name
 		hy_inode_unpin_child(fs->inodes, victim, false);
 		victim = NULL;
 	}
-	rc = syscall(SYS_renameat2, pref.dirfd, name, npref.dirfd, new_name, flags) < 0 ? -errno
-										       : 0;
+	rc =
+	    syscall(SYS_renameat2, pref.dirfd, name, npref.dirfd, new_name, flags) < 0 ? -errno : 0;
 	if (rc == 0 && moved && moved->name)
 		rc = hy_inode_moved(fs->inodes, moved, new_parent, new_name);
 	if (rc == 0 && victim && (flags & RENAME_EXCHANGE))
@@ -793,8 +793,8 @@ static void hy_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 {
 	struct hy_fs *fs = fs_of(req);
 
-	fuse_reply_err(req, -hy_engine_fallocate(fs->engine, &file_of(fi)->engine, mode, offset,
-						 length));
+	fuse_reply_err(
+	    req, -hy_engine_fallocate(fs->engine, &file_of(fi)->engine, mode, offset, length));
 }
 
 static void hy_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
@@ -1166,41 +1166,41 @@ static void hy_init(void *userdata, struct fuse_conn_info *conn)
 }
 
 const struct fuse_lowlevel_ops hy_fs_operations = {
-	.init = hy_init,
-	.lookup = hy_lookup,
-	.forget = hy_forget,
-	.forget_multi = hy_forget_multi,
-	.getattr = hy_getattr,
-	.setattr = hy_setattr,
-	.access = hy_access,
-	.readlink = hy_readlink,
-	.mknod = hy_mknod,
-	.mkdir = hy_mkdir,
-	.symlink = hy_symlink,
-	.link = hy_link,
-	.unlink = hy_unlink,
-	.rmdir = hy_rmdir,
-	.rename = hy_rename,
-	.open = hy_open,
-	.create = hy_create,
-	.read = hy_read,
-	.write = hy_write,
-	.flush = hy_flush,
-	.release = hy_release,
-	.fsync = hy_fsync,
-	.fallocate = hy_fallocate,
-	.lseek = hy_lseek,
-	.copy_file_range = hy_copy_file_range,
-	.opendir = hy_opendir,
-	.readdir = hy_readdir,
-	.readdirplus = hy_readdirplus,
-	.releasedir = hy_releasedir,
-	.fsyncdir = hy_fsyncdir,
-	.statfs = hy_statfs,
-	.getxattr = hy_getxattr,
-	.listxattr = hy_listxattr,
-	.setxattr = hy_setxattr,
-	.removexattr = hy_removexattr,
+    .init = hy_init,
+    .lookup = hy_lookup,
+    .forget = hy_forget,
+    .forget_multi = hy_forget_multi,
+    .getattr = hy_getattr,
+    .setattr = hy_setattr,
+    .access = hy_access,
+    .readlink = hy_readlink,
+    .mknod = hy_mknod,
+    .mkdir = hy_mkdir,
+    .symlink = hy_symlink,
+    .link = hy_link,
+    .unlink = hy_unlink,
+    .rmdir = hy_rmdir,
+    .rename = hy_rename,
+    .open = hy_open,
+    .create = hy_create,
+    .read = hy_read,
+    .write = hy_write,
+    .flush = hy_flush,
+    .release = hy_release,
+    .fsync = hy_fsync,
+    .fallocate = hy_fallocate,
+    .lseek = hy_lseek,
+    .copy_file_range = hy_copy_file_range,
+    .opendir = hy_opendir,
+    .readdir = hy_readdir,
+    .readdirplus = hy_readdirplus,
+    .releasedir = hy_releasedir,
+    .fsyncdir = hy_fsyncdir,
+    .statfs = hy_statfs,
+    .getxattr = hy_getxattr,
+    .listxattr = hy_listxattr,
+    .setxattr = hy_setxattr,
+    .removexattr = hy_removexattr,
 };
 
 int hy_fs_init(struct hy_fs *fs, int root_fd, size_t fd_cap, const char *state_dir)

@@ -16,7 +16,7 @@
 #define HY_DEFAULT_MAX_THREADS 16
 
 static int say(char *why, size_t why_size, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static int say(char *why, size_t why_size, const char *fmt, ...)
 {
@@ -32,17 +32,16 @@ static int say(char *why, size_t why_size, const char *fmt, ...)
 
 /* Options handed to the kernel as they are. */
 static const char *const kernel_flags[] = {
-	"dev",	      "nodev",	    "suid",	   "nosuid",	  "exec",	 "noexec",
-	"atime",      "noatime",    "diratime",	   "nodiratime",  "relatime",	 "norelatime",
-	"strictatime", "lazytime",  "nolazytime", "sync",	  "async",	 "dirsync",
-	NULL,
+    "dev",	  "nodev",    "suid",	    "nosuid",	"exec",	      "noexec",	     "atime",
+    "noatime",	  "diratime", "nodiratime", "relatime", "norelatime", "strictatime", "lazytime",
+    "nolazytime", "sync",     "async",	    "dirsync",	NULL,
 };
 
 /* Options that mount(8) and fstab(5) use for themselves: accepted and
  * ignored, so an fstab line works. */
 static const char *const mount_flags[] = {
-	"defaults", "auto", "noauto", "user", "nouser", "users", "owner", "group", "_netdev", "nofail",
-	NULL,
+    "defaults", "auto",	 "noauto",  "user",   "nouser", "users",
+    "owner",	"group", "_netdev", "nofail", NULL,
 };
 
 static bool in_list(const char *const *list, const char *word)
@@ -82,8 +81,8 @@ static int parse_uint(const char *name, const char *value, unsigned min, unsigne
 	errno = 0;
 	v = strtoul(value, &end, 10);
 	if (errno || *end || v < min || v > max)
-		return say(why, why_size, "option \"%s=%s\": not a whole number from %u to %u", name,
-			   value, min, max);
+		return say(why, why_size, "option \"%s=%s\": not a whole number from %u to %u",
+			   name, value, min, max);
 	*out = (unsigned)v;
 	return 0;
 }
@@ -262,7 +261,8 @@ int hy_options_parse(int argc, char **argv, struct hy_options *opts, char *why, 
 		} else if (strcmp(arg, "-s") == 0) {
 			if (!opts->mount_helper)
 				opts->single_threaded = true;
-		} else if (opts->mount_helper && (strcmp(arg, "-n") == 0 || strcmp(arg, "-v") == 0)) {
+		} else if (opts->mount_helper &&
+			   (strcmp(arg, "-n") == 0 || strcmp(arg, "-v") == 0)) {
 			/* no mtab to write; verbosity is the default */
 		} else if (opts->mount_helper && strcmp(arg, "-t") == 0) {
 			if (i + 1 >= argc)
@@ -277,7 +277,9 @@ int hy_options_parse(int argc, char **argv, struct hy_options *opts, char *why, 
 			if (set_string(&opts->mountpoint, arg))
 				return -ENOMEM;
 		} else {
-			return say(why, why_size, "unexpected argument \"%s\": give BACKING and MOUNTPOINT only", arg);
+			return say(why, why_size,
+				   "unexpected argument \"%s\": give BACKING and MOUNTPOINT only",
+				   arg);
 		}
 	}
 	if (opts->show_help || opts->show_version)
@@ -390,7 +392,8 @@ int hy_options_check(struct hy_options *opts, char *why, size_t why_size)
 		return -EINVAL;
 	}
 	if (!opts->state_dir) {
-		if (asprintf(&opts->state_dir, "%s/%s", opts->backing_real, HY_STATE_DIR_NAME) < 0) {
+		if (asprintf(&opts->state_dir, "%s/%s", opts->backing_real, HY_STATE_DIR_NAME) <
+		    0) {
 			opts->state_dir = NULL;
 			return -ENOMEM;
 		}

@@ -142,7 +142,8 @@ int hy_runtime_parse(const char *text, struct hy_runtime_entry *entry, char *why
 		if (KEY("uuid"))
 			rc = unescape_into(entry->uuid, sizeof(entry->uuid), value, vlen);
 		else if (KEY("mountpoint"))
-			rc = unescape_into(entry->mountpoint, sizeof(entry->mountpoint), value, vlen);
+			rc = unescape_into(entry->mountpoint, sizeof(entry->mountpoint), value,
+					   vlen);
 		else if (KEY("backing"))
 			rc = unescape_into(entry->backing, sizeof(entry->backing), value, vlen);
 		else if (KEY("state_dir"))

@@ -18,8 +18,8 @@
 /* migrations[v] brings a database from version v to v + 1. Never edit a
  * step that has shipped: add the next one. */
 static const char *const migrations[HY_STATE_SCHEMA_VERSION] = {
-	/* 0 -> 1: the mount's identity */
-	"CREATE TABLE mount_info (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);",
+    /* 0 -> 1: the mount's identity */
+    "CREATE TABLE mount_info (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);",
 };
 
 static int db_error(struct hy_state *state, const char *doing, char *why, size_t why_size)
@@ -47,10 +47,9 @@ static int make_uuid(char out[37])
 		return -errno;
 	b[6] = (b[6] & 0x0f) | 0x40; /* version 4 */
 	b[8] = (b[8] & 0x3f) | 0x80; /* RFC 4122 variant */
-	snprintf(out, 37,
-		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
-		 b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
-		 b[15]);
+	snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+		 b[13], b[14], b[15]);
 	return 0;
 }
 
@@ -141,7 +140,7 @@ static int migrate(struct hy_state *state, int from, const char *backing, char *
 		hy_log(LOG_NOTICE, "state: migrated \"%s\" from schema %d to %d", state->db_path,
 		       from, HY_STATE_SCHEMA_VERSION);
 	return 0;
-fail: {
+fail : {
 	int rc = db_error(state, "schema migration failed", why, why_size);
 
 	sqlite3_exec(state->db, "ROLLBACK", NULL, NULL, NULL);
@@ -235,9 +234,9 @@ int hy_state_open(const char *dir, const char *backing, bool read_only, struct h
 	}
 	if (!read_only) {
 		if (sqlite3_exec(state->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL) !=
-			    SQLITE_OK ||
+			SQLITE_OK ||
 		    sqlite3_exec(state->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL) !=
-			    SQLITE_OK) {
+			SQLITE_OK) {
 			rc = db_error(state, "cannot set the journal mode", why, why_size);
 			goto fail;
 		}
@@ -260,7 +259,8 @@ int hy_state_open(const char *dir, const char *backing, bool read_only, struct h
 		goto fail;
 	}
 	state->created = strtoll(created, NULL, 10);
-	if (!read_only && backing && hy_state_get_info(state, "backing", stored, sizeof(stored)) == 0 &&
+	if (!read_only && backing &&
+	    hy_state_get_info(state, "backing", stored, sizeof(stored)) == 0 &&
 	    strcmp(stored, backing) != 0) {
 		hy_log(LOG_NOTICE, "state: backing directory moved from \"%s\" to \"%s\"", stored,
 		       backing);

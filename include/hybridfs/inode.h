@@ -43,17 +43,17 @@
 #include <sys/types.h>
 
 struct hy_inode {
-	dev_t dev;   /* with ino: the key; never change */
+	dev_t dev; /* with ino: the key; never change */
 	ino_t ino;
 	mode_t type; /* S_IFMT bits; never change */
 
 	/* protected by table->lock: */
-	uint64_t nlookup;         /* the kernel's lookup count */
-	uint64_t refs;            /* children naming this as parent, running requests */
-	struct hy_inode *parent;  /* holds a reference; NULL for the root */
-	char *name;               /* name in parent; NULL once unlinked or replaced */
-	int fd;                   /* O_PATH descriptor, or -1 */
-	unsigned fd_users;        /* requests using fd now: it may not be closed */
+	uint64_t nlookup;	 /* the kernel's lookup count */
+	uint64_t refs;		 /* children naming this as parent, running requests */
+	struct hy_inode *parent; /* holds a reference; NULL for the root */
+	char *name;		 /* name in parent; NULL once unlinked or replaced */
+	int fd;			 /* O_PATH descriptor, or -1 */
+	unsigned fd_users;	 /* requests using fd now: it may not be closed */
 	struct hy_inode *hash_next;
 	struct hy_inode *lru_prev, *lru_next; /* in the LRU iff fd is evictable */
 	bool in_lru;
@@ -62,12 +62,12 @@ struct hy_inode {
 struct hy_inode_table {
 	pthread_mutex_t lock;
 	struct hy_inode **buckets; /* protected by lock */
-	size_t nbuckets, count;    /* protected by lock */
-	struct hy_inode *root;     /* never freed before the table */
-	struct hy_inode lru;       /* sentinel: lru.lru_next is the most recent */
-	size_t fds_cached;         /* entries with fd >= 0, root excluded */
-	size_t fd_cap;             /* the most descriptors kept for the cache */
-	uint64_t fd_evictions;     /* statistics */
+	size_t nbuckets, count;	   /* protected by lock */
+	struct hy_inode *root;	   /* never freed before the table */
+	struct hy_inode lru;	   /* sentinel: lru.lru_next is the most recent */
+	size_t fds_cached;	   /* entries with fd >= 0, root excluded */
+	size_t fd_cap;		   /* the most descriptors kept for the cache */
+	uint64_t fd_evictions;	   /* statistics */
 	uint64_t fd_reopens;
 };
 
@@ -81,7 +81,7 @@ struct hy_inode_ref {
 	char name_buf[NAME_MAX + 1];
 	char path[64 + NAME_MAX];
 	struct hy_inode *holder; /* whose descriptor is pinned */
-	bool self;               /* dirfd is the inode's own descriptor */
+	bool self;		 /* dirfd is the inode's own descriptor */
 };
 
 /* Takes ownership of @root_fd, an O_PATH or directory descriptor of the
@@ -122,7 +122,7 @@ struct hy_inode *hy_inode_pin_child(struct hy_inode_table *table, struct hy_inod
 void hy_inode_unpin_child(struct hy_inode_table *table, struct hy_inode *child, bool gone);
 
 /* A rename of @child succeeded: it is now (@new_parent, @new_name). */
-int hy_inode_moved(struct hy_inode_table *table, struct hy_inode *child, struct hy_inode *new_parent,
-		   const char *new_name);
+int hy_inode_moved(struct hy_inode_table *table, struct hy_inode *child,
+		   struct hy_inode *new_parent, const char *new_name);
 
 #endif

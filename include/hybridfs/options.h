@@ -25,29 +25,29 @@
 #define HY_STATE_DIR_NAME ".hybridfs" /* default state folder, inside BACKING */
 
 struct hy_options {
-	char *program;     /* basename of argv[0] */
-	bool mount_helper; /* invoked as mount.hybridfs: -f means fake, -s sloppy */
-	char *backing;     /* as given on the command line */
-	char *mountpoint;  /* as given */
+	char *program;	       /* basename of argv[0] */
+	bool mount_helper;     /* invoked as mount.hybridfs: -f means fake, -s sloppy */
+	char *backing;	       /* as given on the command line */
+	char *mountpoint;      /* as given */
 	char *backing_real;    /* absolute, symlinks resolved (hy_options_check) */
 	char *mountpoint_real; /* absolute, symlinks resolved (hy_options_check) */
 	char *state_dir;       /* absolute; default BACKING/.hybridfs */
 
-	bool foreground; /* -f (not in helper mode) or -d */
-	bool debug;      /* -d: libfuse's debug output, and LOG_DEBUG */
+	bool foreground;      /* -f (not in helper mode) or -d */
+	bool debug;	      /* -d: libfuse's debug output, and LOG_DEBUG */
 	bool single_threaded; /* -s (not in helper mode) */
-	bool fake;       /* mount -f: check everything, mount nothing */
-	bool sloppy;     /* mount -s: unknown options are ignored */
+	bool fake;	      /* mount -f: check everything, mount nothing */
+	bool sloppy;	      /* mount -s: unknown options are ignored */
 	bool show_help;
 	bool show_version;
 
 	bool allow_other; /* implies default_permissions, which is always on */
 	bool read_only;
-	bool writeback_cache; /* kernel write-back page cache (on by default) */
-	double attr_timeout;  /* seconds the kernel may keep attributes */
-	double entry_timeout; /* seconds the kernel may keep a name */
+	bool writeback_cache;	 /* kernel write-back page cache (on by default) */
+	double attr_timeout;	 /* seconds the kernel may keep attributes */
+	double entry_timeout;	 /* seconds the kernel may keep a name */
 	double negative_timeout; /* seconds the kernel may keep "no such name" */
-	unsigned max_threads;    /* FUSE worker threads at most */
+	unsigned max_threads;	 /* FUSE worker threads at most */
 
 	/* Mount options passed to the kernel unchanged, comma separated
 	 * (nosuid, nodev, noexec, noatime, ...). Owned. */

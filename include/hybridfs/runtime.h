@@ -47,7 +47,6 @@ int hy_runtime_list(struct hy_runtime_entry **out, size_t *count);
 
 /* Parses one registry file's text into @entry: 0, or -EINVAL naming the
  * bad line in @why. */
-int hy_runtime_parse(const char *text, struct hy_runtime_entry *entry, char *why,
-		     size_t why_size);
+int hy_runtime_parse(const char *text, struct hy_runtime_entry *entry, char *why, size_t why_size);
 
 #endif

@@ -36,17 +36,17 @@
 #include <stdint.h>
 
 #define HY_STATE_SCHEMA_VERSION 1
-#define HY_STATE_DB_NAME "hybridfs.db"
+#define HY_STATE_DB_NAME	"hybridfs.db"
 
 struct sqlite3;
 
 struct hy_state {
-	char *dir;            /* the state folder, absolute */
-	char *db_path;        /* dir/hybridfs.db */
-	struct sqlite3 *db;   /* open, schema current */
-	char uuid[37];        /* the mount's identity, made at creation */
-	int64_t created;      /* seconds since the epoch */
-	bool created_now;     /* this open made the database */
+	char *dir;	    /* the state folder, absolute */
+	char *db_path;	    /* dir/hybridfs.db */
+	struct sqlite3 *db; /* open, schema current */
+	char uuid[37];	    /* the mount's identity, made at creation */
+	int64_t created;    /* seconds since the epoch */
+	bool created_now;   /* this open made the database */
 };
 
 /* Creates @dir (mode 0700; the parent must exist) when missing, refuses a

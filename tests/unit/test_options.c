@@ -41,9 +41,15 @@ static void test_defaults(void)
 
 static void test_known_options(void)
 {
-	const char *argv[] = {"hybridfs", "-o", "allow_other,state=/s,attr_timeout=2.5",
-			      "/b", "/m", "-o", "nosuid,noatime,writeback_cache=off,max_threads=4",
-			      "-d", NULL};
+	const char *argv[] = {"hybridfs",
+			      "-o",
+			      "allow_other,state=/s,attr_timeout=2.5",
+			      "/b",
+			      "/m",
+			      "-o",
+			      "nosuid,noatime,writeback_cache=off,max_threads=4",
+			      "-d",
+			      NULL};
 	struct hy_options o;
 
 	CU_ASSERT_EQUAL(parse(&o, argv), 0);
@@ -111,8 +117,14 @@ static void test_bad_options(void)
 
 static void test_mount_helper(void)
 {
-	const char *fake[] = {"/sbin/mount.hybridfs", "/b", "/m", "-f", "-n", "-o",
-			      "rw,defaults,noauto,user,_netdev,x-systemd.automount,nofail", NULL};
+	const char *fake[] = {"/sbin/mount.hybridfs",
+			      "/b",
+			      "/m",
+			      "-f",
+			      "-n",
+			      "-o",
+			      "rw,defaults,noauto,user,_netdev,x-systemd.automount,nofail",
+			      NULL};
 	const char *sloppy[] = {"mount.hybridfs", "/b", "/m", "-o", "whatever", "-s", NULL};
 	struct hy_options o;
 

@@ -36,7 +36,8 @@ static void test_create_and_reopen(void)
 	CU_ASSERT_EQUAL(stat(dir, &st), 0);
 	CU_ASSERT_EQUAL(st.st_mode & 07777, 0700);
 	/* WAL mode and the current version are on disk */
-	CU_ASSERT_EQUAL(sqlite3_prepare_v2(state->db, "PRAGMA journal_mode", -1, &stmt, NULL), SQLITE_OK);
+	CU_ASSERT_EQUAL(sqlite3_prepare_v2(state->db, "PRAGMA journal_mode", -1, &stmt, NULL),
+			SQLITE_OK);
 	CU_ASSERT_EQUAL(sqlite3_step(stmt), SQLITE_ROW);
 	CU_ASSERT_STRING_EQUAL((const char *)sqlite3_column_text(stmt, 0), "wal");
 	sqlite3_finalize(stmt);
@@ -117,11 +118,13 @@ static void test_migrate_from_empty(void)
 	sqlite3_stmt *stmt;
 
 	CU_ASSERT_EQUAL_FATAL(sqlite3_open(db, &raw), SQLITE_OK);
-	CU_ASSERT_EQUAL(sqlite3_exec(raw, "CREATE TABLE unrelated(x)", NULL, NULL, NULL), SQLITE_OK);
+	CU_ASSERT_EQUAL(sqlite3_exec(raw, "CREATE TABLE unrelated(x)", NULL, NULL, NULL),
+			SQLITE_OK);
 	sqlite3_close(raw);
 	CU_ASSERT_EQUAL_FATAL(hy_state_open(tmp, "/b", false, &state, why, sizeof(why)), 0);
 	CU_ASSERT_TRUE(state->created_now);
-	CU_ASSERT_EQUAL(sqlite3_prepare_v2(state->db, "PRAGMA user_version", -1, &stmt, NULL), SQLITE_OK);
+	CU_ASSERT_EQUAL(sqlite3_prepare_v2(state->db, "PRAGMA user_version", -1, &stmt, NULL),
+			SQLITE_OK);
 	CU_ASSERT_EQUAL(sqlite3_step(stmt), SQLITE_ROW);
 	CU_ASSERT_EQUAL(sqlite3_column_int(stmt, 0), HY_STATE_SCHEMA_VERSION);
 	sqlite3_finalize(stmt);
@@ -145,7 +148,8 @@ static void test_bad_folders(void)
 
 		CU_ASSERT_EQUAL(mkdir(other, 0700), 0);
 		CU_ASSERT_EQUAL(chown(other, 65534, 65534), 0);
-		CU_ASSERT_EQUAL(hy_state_open(other, "/b", false, &state, why, sizeof(why)), -EPERM);
+		CU_ASSERT_EQUAL(hy_state_open(other, "/b", false, &state, why, sizeof(why)),
+				-EPERM);
 		CU_ASSERT_PTR_NOT_NULL(strstr(why, "belongs to uid 65534"));
 		free(other);
 	}
