@@ -1,4 +1,5 @@
 # common.sh - shared helpers for bench/fio.sh and bench/meta.sh (sourced).
+# shellcheck shell=bash disable=SC2034 # variables read through eval or by the sourcing script
 #
 # A benchmark script:
 #   . "$(dirname "$0")/common.sh"
@@ -362,10 +363,13 @@ bn_fmt() {
 	}'
 }
 
+# bn_ratio VALUE NATIVE DIR: speed relative to native, so 1.00 is native
+# speed and higher is always better (the issue's targets are written so):
+# VALUE/NATIVE for throughput, NATIVE/VALUE for times.
 bn_ratio() {
-	awk -v a="$1" -v n="$2" 'BEGIN {
-		if (a == "" || n == "" || n + 0 == 0) { print "-"; exit }
-		printf "%.2f\n", a / n
+	awk -v a="$1" -v n="$2" -v d="$3" 'BEGIN {
+		if (a == "" || n == "" || n + 0 == 0 || a + 0 == 0) { print "-"; exit }
+		printf "%.2f\n", d == "up" ? a / n : n / a
 	}'
 }
 
@@ -404,7 +408,8 @@ bn_report() {
 		bn_machine
 		bn_versions
 		[ "$BN_CAN_DROP" = 1 ] || echo "- WARNING: page cache could not be dropped; cold figures are warm"
-		echo "- ratio = system / native; see the unit column for which way is better"
+		echo "- ratio = speed relative to native (1.00 = native speed; higher is better):"
+		echo "  system/native for rates, native/system for times"
 		echo
 		echo "| workload | unit | native | hybridfs | ratio | mergerfs | ratio |"
 		echo "|---|---|--:|--:|--:|--:|--:|"
@@ -419,7 +424,7 @@ bn_report() {
 			for s in hybridfs mergerfs; do
 				v=$(bn_median "$wl" "$s")
 				if [ -n "$v" ]; then
-					r=$(bn_ratio "$v" "$nat")
+					r=$(bn_ratio "$v" "$nat" "$dir")
 				else
 					r="-"
 				fi

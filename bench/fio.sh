@@ -1,4 +1,5 @@
 #!/bin/bash
+# shellcheck disable=SC2034 # BN_LABEL_*, BN_UNIT_*, BN_DIR_* are read by bn_report (eval)
 # fio.sh - data-path benchmark: native folder vs hybridfs vs mergerfs.
 #
 # Workloads (ioengine=psync, buffered I/O), per round and system:
@@ -12,18 +13,25 @@
 #
 # See bench/README.md. Run as root (dropping the page cache needs it).
 
+# shellcheck source=bench/common.sh
 . "$(dirname "$0")/common.sh"
 
 SEQ_SIZE=1G
 RAND_SIZE=256M
 RUNTIME=10
+# --quick defaults; an explicit option wins over them.
+QUICK_SEQ_SIZE=32M
+QUICK_RAND_SIZE=16M
+QUICK_RUNTIME=2
+RAND_SIZE_SET=""
+RUNTIME_SET=""
 
 bn_usage_extra() {
 	cat <<EOF
 fio.sh options:
-  --size SIZE       sequential file size (default $SEQ_SIZE)
-  --rand-size SIZE  random I/O file size (default $RAND_SIZE)
-  --runtime SEC     seconds per random workload (default $RUNTIME)
+  --size SIZE       sequential file size (default $SEQ_SIZE, --quick $QUICK_SEQ_SIZE)
+  --rand-size SIZE  random I/O file size (default $RAND_SIZE, --quick $QUICK_RAND_SIZE)
+  --runtime SEC     seconds per random workload (default $RUNTIME, --quick $QUICK_RUNTIME)
 EOF
 }
 
@@ -31,10 +39,10 @@ EOF
 args=()
 while [ $# -gt 0 ]; do
 	case $1 in
-	--rand-size) RAND_SIZE=${2:?--rand-size needs a size}; shift ;;
-	--rand-size=*) RAND_SIZE=${1#*=} ;;
-	--runtime) RUNTIME=${2:?--runtime needs seconds}; shift ;;
-	--runtime=*) RUNTIME=${1#*=} ;;
+	--rand-size) RAND_SIZE_SET=${2:?--rand-size needs a size}; shift ;;
+	--rand-size=*) RAND_SIZE_SET=${1#*=} ;;
+	--runtime) RUNTIME_SET=${2:?--runtime needs seconds}; shift ;;
+	--runtime=*) RUNTIME_SET=${1#*=} ;;
 	*) args+=("$1") ;;
 	esac
 	shift
@@ -45,11 +53,13 @@ bn_need fio "apt-get install fio"
 bn_need jq "apt-get install jq (fio.sh reads fio's JSON output with it)"
 
 if [ "$BN_QUICK" = 1 ]; then
-	SEQ_SIZE=32M
-	RAND_SIZE=16M
-	RUNTIME=2
+	SEQ_SIZE=$QUICK_SEQ_SIZE
+	RAND_SIZE=$QUICK_RAND_SIZE
+	RUNTIME=$QUICK_RUNTIME
 fi
 [ -n "$BN_SIZE" ] && SEQ_SIZE=$BN_SIZE
+[ -n "$RAND_SIZE_SET" ] && RAND_SIZE=$RAND_SIZE_SET
+[ -n "$RUNTIME_SET" ] && RUNTIME=$RUNTIME_SET
 SEQ_BYTES=$(bn_bytes "$SEQ_SIZE") || exit 1
 RAND_BYTES=$(bn_bytes "$RAND_SIZE") || exit 1
 case $RUNTIME in '' | *[!0-9]* | 0) bn_die "--runtime wants whole seconds > 0" ;; esac

@@ -1,0 +1,2 @@
+# Benchmark scripts (not built, not run by make check): see bench/README.md.
+EXTRA_DIST += bench/fio.sh bench/meta.sh bench/common.sh bench/README.md
