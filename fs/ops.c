@@ -1026,20 +1026,12 @@ static void hy_statfs(fuse_req_t req, fuse_ino_t ino)
 
 /* The xattr calls have no *at form: they go through the /proc/self/fd path
  * of the pinned descriptor. A path through the parent ("/proc/self/fd/N/name")
- * is used with the l-variants so a symlink's own attributes are read; an
- * inode's own descriptor of a symlink has no race-free path, as in libfuse's
- * passthrough_ll, and is refused. */
+ * is used with the l-variants, so a symlink's own attributes are read; the
+ * inode's own O_PATH descriptor is followed with the plain variants, which
+ * land on the inode it was opened on, a symlink included. */
 static int xattr_ref(struct hy_fs *fs, struct hy_inode *inode, struct hy_inode_ref *ref)
 {
-	int rc = hy_inode_pin(fs->inodes, inode, false, ref);
-
-	if (rc)
-		return rc;
-	if (ref->self && S_ISLNK(inode->type)) {
-		hy_inode_unpin(fs->inodes, ref);
-		return -EPERM;
-	}
-	return 0;
+	return hy_inode_pin(fs->inodes, inode, false, ref);
 }
 
 static void hy_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)

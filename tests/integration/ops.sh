@@ -1,0 +1,109 @@
+#!/bin/sh
+# ops.sh - every single-user POSIX operation through the mount behaves as on
+# a plain directory, errno included.
+#
+# hy-optest runs a fixed list of operations inside a directory and prints
+# one line per step (result or errno name, plus the attributes that must
+# match). It runs once on a plain directory and once inside each mount (with
+# and without the kernel's write-back cache); the outputs must be identical.
+# Then the tree left in the mount is compared with the plain one, and, after
+# unmount, with what the backing directory holds.
+
+. "$(dirname "$0")/lib.sh"
+
+hy_setup
+export LC_ALL=C # sort order and messages must not depend on the locale
+
+optest=${HY_TESTBIN:-$(dirname "$0")}/hy-optest
+[ -x "$optest" ] || hy_die "no test program at $optest (run make check)"
+
+# hy-optest sets its own umask; the daemon inherits this one, and a run
+# must not depend on the caller's.
+umask 022
+
+# Bounds a run that hangs (a deadlocked daemon) instead of hanging make
+# check; a normal run takes a few seconds.
+run_bounded() {
+	if command -v timeout >/dev/null; then
+		timeout 300 "$@"
+	else
+		"$@"
+	fi
+}
+
+# One line per node: type, mode, link count, size (not for directories,
+# whose size is their block history), path and symlink target; then the
+# checksum of every regular file.
+tree_of() {
+	(
+		cd "$1" || exit 1
+		find . \( -type d -printf 'd %m %n - %p\n' \) -o \
+			-printf '%y %m %n %s %p -> %l\n' | sort
+		find . -type f -exec md5sum {} + | sort -k 2
+	)
+}
+
+# The reference: the same steps on a plain directory of the same filesystem.
+mkdir "$HY_TMP/plain" || hy_die "mkdir plain"
+run_bounded "$optest" "$HY_TMP/plain" >"$HY_TMP/plain.out" 2>"$HY_TMP/plain.err" ||
+	hy_die "hy-optest failed on the plain directory: $(cat "$HY_TMP/plain.err")"
+tree_of "$HY_TMP/plain" >"$HY_TMP/plain.tree" || hy_die "listing the plain tree failed"
+
+# check_mount NAME BACKING MOUNTPOINT [daemon arguments...]: mounts, runs
+# the steps in a subdirectory of the mount, compares, unmounts.
+check_mount() {
+	local name="$1" b="$2" m="$3"
+	shift 3
+	hy_mount "$b" "$m" "$@"
+	mkdir "$m/work" || hy_die "$name: mkdir inside the mount failed"
+
+	if ! run_bounded "$optest" "$m/work" >"$HY_TMP/$name.out" 2>"$HY_TMP/$name.err"; then
+		hy_fail "$name: hy-optest did not finish on the mount: $(cat "$HY_TMP/$name.err")"
+	fi
+	if ! diff -u "$HY_TMP/plain.out" "$HY_TMP/$name.out" >"$HY_TMP/$name.diff"; then
+		hy_fail "$name: the mount differs from the plain directory (- plain, + mount):"
+		cat "$HY_TMP/$name.diff" >&2
+	fi
+
+	# The state folder lives in the backing root but is not part of the mount.
+	[ -d "$b/.hybridfs" ] || hy_fail "$name: no state folder in the backing directory"
+	if [ -n "$(find "$m" -mindepth 1 -maxdepth 1 -name .hybridfs)" ]; then
+		hy_fail "$name: readdir of the mount root lists .hybridfs"
+	fi
+	got=$("$optest" --lstat "$m/.hybridfs")
+	[ "$got" = "lstat errno=ENOENT" ] ||
+		hy_fail "$name: lstat of the hidden state folder gave: $got"
+
+	# O_TMPFILE: works on the plain directory, refused with EOPNOTSUPP
+	# (never anything worse) on the mount until libfuse has tmpfile.
+	got=$("$optest" --tmpfile "$m/work" | head -n 1)
+	[ "$got" = "tmpfile.open errno=EOPNOTSUPP" ] ||
+		hy_fail "$name: O_TMPFILE on the mount gave: $got"
+
+	tree_of "$m/work" >"$HY_TMP/$name.tree" || hy_fail "$name: listing the mount failed"
+	if ! diff -u "$HY_TMP/plain.tree" "$HY_TMP/$name.tree" >"$HY_TMP/$name.tdiff"; then
+		hy_fail "$name: the tree in the mount differs from the plain one (- plain, + mount):"
+		cat "$HY_TMP/$name.tdiff" >&2
+	fi
+
+	hy_umount "$m"
+	[ "${HY_DAEMON_STATUS:-0}" = 0 ] ||
+		hy_fail "$name: the daemon exited with status $HY_DAEMON_STATUS:" \
+			"$(cat "$HY_TMP/daemon.log")"
+
+	# What the mount showed is what the backing directory holds.
+	tree_of "$b/work" >"$HY_TMP/$name.btree" || hy_fail "$name: listing the backing failed"
+	if ! diff -u "$HY_TMP/$name.tree" "$HY_TMP/$name.btree" >"$HY_TMP/$name.bdiff"; then
+		hy_fail "$name: the backing directory differs from what the mount showed" \
+			"(- mount, + backing):"
+		cat "$HY_TMP/$name.bdiff" >&2
+	fi
+}
+
+# The default mount (kernel write-back cache on: the kernel places O_APPEND
+# writes and fills partial pages), then write-through, where the daemon
+# does both: two different paths for the same steps.
+check_mount default "$HY_TMP/b" "$HY_TMP/m"
+check_mount wt "$HY_TMP/wt.b" "$HY_TMP/wt.m" -o writeback_cache=off
+
+hy_pass
