@@ -124,17 +124,41 @@ static void lru_touch(struct hy_inode_table *table, struct hy_inode *inode)
 	inode->in_lru = true;
 }
 
+static void evict_one(struct hy_inode_table *table, struct close_list *list)
+{
+	struct hy_inode *victim = table->lru.lru_prev;
+
+	lru_remove(victim);
+	close_later(list, victim->fd);
+	victim->fd = -1;
+	table->fds_cached--;
+	table->fd_evictions++;
+}
+
 static void evict_over_cap(struct hy_inode_table *table, struct close_list *list)
 {
-	while (table->fds_cached > table->fd_cap && table->lru.lru_prev != &table->lru) {
-		struct hy_inode *victim = table->lru.lru_prev;
+	while (table->fds_cached > table->fd_cap && table->lru.lru_prev != &table->lru)
+		evict_one(table, list);
+}
 
-		lru_remove(victim);
-		close_later(list, victim->fd);
-		victim->fd = -1;
-		table->fds_cached--;
-		table->fd_evictions++;
+size_t hy_inode_shed(struct hy_inode_table *table, size_t count)
+{
+	struct close_list list = {.count = 0};
+	size_t done = 0;
+
+	while (done < count) {
+		pthread_mutex_lock(&table->lock);
+		/* a few at a time, closed with the lock dropped */
+		for (int i = 0; i < 8 && done < count && table->lru.lru_prev != &table->lru; i++) {
+			evict_one(table, &list);
+			done++;
+		}
+		pthread_mutex_unlock(&table->lock);
+		if (list.count == 0)
+			break;
+		close_all(&list);
 	}
+	return done;
 }
 
 /* Frees @inode, and then its parent, while nothing holds them. */

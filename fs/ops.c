@@ -115,12 +115,22 @@ static void creds_leave(struct creds_saved *saved)
 
 /* ---- lookup ------------------------------------------------------------ */
 
+/* The hidden state folder's ".." is a link of its parent that the mount
+ * does not show, so the parent's link count must not count it either. */
+static void hide_state_link(struct hy_fs *fs, struct stat *st)
+{
+	if (st->st_ino == fs->state_parent_ino && st->st_dev == fs->state_parent_dev &&
+	    S_ISDIR(st->st_mode) && st->st_nlink > 2 && fs->state_is_child)
+		st->st_nlink--;
+}
+
 static void entry_fill(struct hy_fs *fs, struct fuse_entry_param *e, struct hy_inode *inode,
 		       const struct stat *st)
 {
 	memset(e, 0, sizeof(*e));
 	e->ino = ino_of(fs, inode);
 	e->attr = *st;
+	hide_state_link(fs, &e->attr);
 	e->attr_timeout = fs->attr_timeout;
 	e->entry_timeout = fs->entry_timeout;
 }
@@ -226,10 +236,12 @@ static void hy_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct stat st;
 	int rc = do_getattr(fs, inode_of(fs, ino), fi, &st);
 
-	if (rc)
+	if (rc) {
 		fuse_reply_err(req, -rc);
-	else
+	} else {
+		hide_state_link(fs, &st);
 		fuse_reply_attr(req, &st, fs->attr_timeout);
+	}
 }
 
 static int set_times(const struct hy_inode_ref *ref, struct fuse_file_info *fi,
@@ -336,10 +348,12 @@ static void hy_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	struct stat st;
 	int rc = do_setattr(fs, inode_of(fs, ino), attr, to_set, fi, &st);
 
-	if (rc)
+	if (rc) {
 		fuse_reply_err(req, -rc);
-	else
+	} else {
+		hide_state_link(fs, &st);
 		fuse_reply_attr(req, &st, fs->attr_timeout);
+	}
 }
 
 static int do_access(struct hy_fs *fs, struct hy_inode *inode, int mask)
@@ -588,6 +602,16 @@ static void hy_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 
 /* ---- files ------------------------------------------------------------- */
 
+/* On EMFILE or ENFILE, gives back half of the cached directory
+ * descriptors, so that the open the user asked for can go ahead; true when
+ * the caller should try once more. */
+static bool out_of_descriptors(struct hy_fs *fs, int rc)
+{
+	if (rc != -EMFILE && rc != -ENFILE)
+		return false;
+	return hy_inode_shed(fs->inodes, fs->inodes->fds_cached / 2 + 1) > 0;
+}
+
 /* What the backing file is opened with, and what FUSE is told. */
 static int backing_flags(struct hy_fs *fs, struct fuse_file_info *fi)
 {
@@ -597,13 +621,15 @@ static int backing_flags(struct hy_fs *fs, struct fuse_file_info *fi)
 		fi->direct_io = 1; /* FUSE bypasses the page cache for us */
 	else
 		fi->keep_cache = 1; /* changes are noticed by auto_inval_data */
-	if (fs->writeback_cache) {
-		/* The kernel reads pages to fill partial writes, and places
-		 * O_APPEND writes itself. */
-		if ((flags & O_ACCMODE) == O_WRONLY)
-			flags = (flags & ~O_ACCMODE) | O_RDWR;
-		flags &= ~O_APPEND;
-	}
+	/* The kernel gives every write its offset, O_APPEND ones at the size
+	 * it knows; pwrite(2) on an O_APPEND descriptor would ignore that
+	 * offset, and page writeback of a shared mapping would land at the
+	 * end of the file. */
+	flags &= ~O_APPEND;
+	/* With the write-back cache the kernel reads pages to fill partial
+	 * writes, even through a write-only handle. */
+	if (fs->writeback_cache && (flags & O_ACCMODE) == O_WRONLY)
+		flags = (flags & ~O_ACCMODE) | O_RDWR;
 	return flags | O_CLOEXEC;
 }
 
@@ -637,11 +663,15 @@ static int do_open(struct hy_fs *fs, fuse_req_t req, struct hy_inode *inode,
 	if (flags & O_TRUNC)
 		rc = creds_enter(fs, req, &saved);
 	if (rc == 0) {
-		if (ref.self)
-			fd = open(ref.path, flags);
-		else
-			fd = openat(ref.dirfd, ref.name, flags | O_NOFOLLOW);
-		rc = fd < 0 ? -errno : 0;
+		for (int attempt = 0; attempt < 2; attempt++) {
+			if (ref.self)
+				fd = open(ref.path, flags);
+			else
+				fd = openat(ref.dirfd, ref.name, flags | O_NOFOLLOW);
+			rc = fd < 0 ? -errno : 0;
+			if (!out_of_descriptors(fs, rc))
+				break;
+		}
 		creds_leave(&saved);
 	}
 	hy_inode_unpin(fs->inodes, &ref);
@@ -685,8 +715,12 @@ static int do_create(struct hy_fs *fs, fuse_req_t req, struct hy_inode *parent, 
 	rc = creds_enter(fs, req, &saved);
 	if (rc)
 		goto out;
-	fd = openat(pref.dirfd, name, backing_flags(fs, fi) | O_CREAT | O_NOFOLLOW, mode);
-	rc = fd < 0 ? -errno : 0;
+	for (int attempt = 0; attempt < 2; attempt++) {
+		fd = openat(pref.dirfd, name, backing_flags(fs, fi) | O_CREAT | O_NOFOLLOW, mode);
+		rc = fd < 0 ? -errno : 0;
+		if (!out_of_descriptors(fs, rc))
+			break;
+	}
 	creds_leave(&saved);
 	if (rc)
 		goto out;
@@ -832,8 +866,12 @@ static int do_opendir(struct hy_fs *fs, struct hy_inode *inode, struct fuse_file
 
 	if (rc)
 		return rc;
-	fd = openat(ref.dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	rc = fd < 0 ? -errno : 0;
+	for (int attempt = 0; attempt < 2; attempt++) {
+		fd = openat(ref.dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		rc = fd < 0 ? -errno : 0;
+		if (!out_of_descriptors(fs, rc))
+			break;
+	}
 	hy_inode_unpin(fs->inodes, &ref);
 	if (rc)
 		return rc;
@@ -1224,6 +1262,7 @@ int hy_fs_init(struct hy_fs *fs, int root_fd, size_t fd_cap, const char *state_d
 		fs->state_parent_dev = st.st_dev;
 		fs->state_parent_ino = st.st_ino;
 	}
+	fs->state_is_child = stat(state_dir, &st) == 0 && S_ISDIR(st.st_mode);
 	free(copy);
 	return 0;
 }

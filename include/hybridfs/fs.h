@@ -51,6 +51,7 @@ struct hy_fs {
 	dev_t state_parent_dev;
 	ino_t state_parent_ino;
 	char state_name[256];
+	bool state_is_child; /* the state folder is a directory in that parent */
 
 	double attr_timeout;
 	double entry_timeout;

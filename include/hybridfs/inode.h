@@ -121,6 +121,11 @@ struct hy_inode *hy_inode_pin_child(struct hy_inode_table *table, struct hy_inod
  * (unlink or rename succeeded). Accepts NULL. */
 void hy_inode_unpin_child(struct hy_inode_table *table, struct hy_inode *child, bool gone);
 
+/* Closes up to @count cached descriptors that no request is using, least
+ * recently used first (when the process runs out of descriptors). Returns
+ * how many were closed. */
+size_t hy_inode_shed(struct hy_inode_table *table, size_t count);
+
 /* A rename of @child succeeded: it is now (@new_parent, @new_name). */
 int hy_inode_moved(struct hy_inode_table *table, struct hy_inode *child,
 		   struct hy_inode *new_parent, const char *new_name);

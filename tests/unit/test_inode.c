@@ -144,6 +144,19 @@ static void test_fd_cache_bounded(void)
 			CU_ASSERT(f.table->fds_cached <= f.table->fd_cap);
 		}
 	CU_ASSERT(f.table->fd_reopens > 0);
+	/* out of descriptors: the idle ones can be given back, in use ones not */
+	{
+		struct hy_inode_ref busy;
+		size_t before = f.table->fds_cached;
+
+		CU_ASSERT_EQUAL(hy_inode_pin(f.table, dirs[63], true, &busy), 0);
+		CU_ASSERT_EQUAL(hy_inode_shed(f.table, 1000), before - 1);
+		CU_ASSERT_EQUAL(f.table->fds_cached, 1);
+		CU_ASSERT_EQUAL(dirs[63]->fd, busy.dirfd);
+		hy_inode_unpin(f.table, &busy);
+		CU_ASSERT_EQUAL(hy_inode_shed(f.table, 1000), 1);
+		CU_ASSERT_EQUAL(f.table->fds_cached, 0);
+	}
 	fixture_down(&f);
 }
 
