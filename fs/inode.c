@@ -190,11 +190,14 @@ int hy_inode_table_new(int root_fd, size_t fd_cap, struct hy_inode_table **out)
 	struct stat st;
 
 	*out = NULL;
-	if (!table)
+	if (!table) {
+		close(root_fd);
 		return -ENOMEM;
+	}
 	if (fstat(root_fd, &st) < 0) {
 		int err = errno;
 
+		close(root_fd);
 		free(table);
 		return -err;
 	}
@@ -202,6 +205,7 @@ int hy_inode_table_new(int root_fd, size_t fd_cap, struct hy_inode_table **out)
 	table->buckets = calloc(table->nbuckets, sizeof(*table->buckets));
 	table->root = calloc(1, sizeof(*table->root));
 	if (!table->buckets || !table->root) {
+		close(root_fd);
 		free(table->buckets);
 		free(table->root);
 		free(table);

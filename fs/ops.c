@@ -5,6 +5,7 @@
 #include <grp.h>
 #include <libgen.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -759,31 +760,65 @@ static void hy_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 }
 
 /* One buffer per worker thread, grown to the largest request seen: a read
- * costs no allocation once the thread has warmed up. */
-static __thread char *read_buf;
-static __thread size_t read_buf_size;
+ * costs no allocation once the thread has warmed up. libfuse ends idle
+ * workers, so the buffer hangs on a thread key whose destructor frees it. */
+struct read_buffer {
+	char *data;
+	size_t size;
+};
+
+/* created by hy_fs_init(), before any worker thread */
+static pthread_key_t read_buffer_key;
+
+static void read_buffer_free(void *p)
+{
+	struct read_buffer *rb = p;
+
+	free(rb->data);
+	free(rb);
+}
+
+static char *read_buffer_get(size_t size)
+{
+	struct read_buffer *rb;
+	char *grown;
+
+	rb = pthread_getspecific(read_buffer_key);
+	if (!rb) {
+		rb = calloc(1, sizeof(*rb));
+		if (!rb)
+			return NULL;
+		if (pthread_setspecific(read_buffer_key, rb) != 0) {
+			free(rb);
+			return NULL;
+		}
+	}
+	if (size > rb->size) {
+		grown = realloc(rb->data, size);
+		if (!grown)
+			return NULL;
+		rb->data = grown;
+		rb->size = size;
+	}
+	return rb->data;
+}
 
 static void hy_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct hy_fs *fs = fs_of(req);
+	char *buf = read_buffer_get(size);
 	ssize_t n;
 
-	if (size > read_buf_size) {
-		char *grown = realloc(read_buf, size);
-
-		if (!grown) {
-			fuse_reply_err(req, ENOMEM);
-			return;
-		}
-		read_buf = grown;
-		read_buf_size = size;
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
 	}
-	n = hy_engine_read(fs->engine, &file_of(fi)->engine, read_buf, size, off);
+	n = hy_engine_read(fs->engine, &file_of(fi)->engine, buf, size, off);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else
-		fuse_reply_buf(req, read_buf, (size_t)n);
+		fuse_reply_buf(req, buf, (size_t)n);
 }
 
 static void hy_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
@@ -1239,6 +1274,11 @@ int hy_fs_init(struct hy_fs *fs, int root_fd, size_t fd_cap, const char *state_d
 	struct stat st;
 	int rc;
 
+	rc = pthread_key_create(&read_buffer_key, read_buffer_free);
+	if (rc) {
+		close(root_fd);
+		return -rc;
+	}
 	rc = hy_inode_table_new(root_fd, fd_cap, &fs->inodes);
 	if (rc)
 		return rc;

@@ -85,7 +85,8 @@ struct hy_inode_ref {
 };
 
 /* Takes ownership of @root_fd, an O_PATH or directory descriptor of the
- * backing root. @fd_cap bounds the cached descriptors (at least 16). */
+ * backing root (closed here on failure). @fd_cap bounds the cached
+ * descriptors (at least 16). */
 int hy_inode_table_new(int root_fd, size_t fd_cap, struct hy_inode_table **out);
 void hy_inode_table_free(struct hy_inode_table *table);
 

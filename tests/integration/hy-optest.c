@@ -1439,8 +1439,9 @@ static void show_listing(const char *step, const char *dir)
 		if (i && strcmp(names[i], names[i - 1]) == 0)
 			dups++;
 		h = fnv1a(h, names[i], strlen(names[i]) + 1);
-		free(names[i]);
 	}
+	for (size_t i = 0; i < count; i++)
+		free(names[i]);
 	say(step, "count=%zu dups=%zu reg=%zu dir=%zu other=%zu fnv=%016llx", count, dups, reg,
 	    dirs, other, (unsigned long long)h);
 }

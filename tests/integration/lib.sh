@@ -61,6 +61,11 @@ hy_cleanup() {
 			wait "$pid" 2>/dev/null
 		fi
 	done
+	# A failed run shows what the daemons said before their logs go.
+	if { [ "$rc" != 0 ] || [ "$HY_FAILS" -gt 0 ]; } && [ -s "$HY_TMP/daemon.log" ]; then
+		echo "---- daemon log" >&2
+		tail -n 100 "$HY_TMP/daemon.log" >&2
+	fi
 	if [ -n "$HY_TMP" ] && [ -d "$HY_TMP" ]; then
 		chmod -R u+rwX "$HY_TMP" 2>/dev/null
 		rm -rf "$HY_TMP"
