@@ -28,16 +28,55 @@
 
 /* An open file: owned by fi->fh from open/create to release. */
 struct hy_file {
+	struct hy_fs_handle link;     /* first: a handle is found from its link */
 	struct hy_engine_file engine; /* engine.backing_fd is fd */
 	int fd;
 };
 
 /* An open directory: owned by fi->fh from opendir to releasedir. */
 struct hy_dir {
+	struct hy_fs_handle link; /* first */
 	DIR *dp;
 	off_t offset;	      /* where dp is, as telldir() values */
 	struct dirent *entry; /* read but not yet returned, or NULL */
 };
+
+static void handle_track(struct hy_fs *fs, struct hy_fs_handle *h, bool is_dir)
+{
+	h->is_dir = is_dir;
+	pthread_mutex_lock(&fs->handles_lock);
+	h->next = fs->handles.next;
+	h->prev = &fs->handles;
+	fs->handles.next->prev = h;
+	fs->handles.next = h;
+	pthread_mutex_unlock(&fs->handles_lock);
+}
+
+static void handle_untrack(struct hy_fs *fs, struct hy_fs_handle *h)
+{
+	pthread_mutex_lock(&fs->handles_lock);
+	h->prev->next = h->next;
+	h->next->prev = h->prev;
+	pthread_mutex_unlock(&fs->handles_lock);
+}
+
+/* Closes an open file handle; 0 or the negative errno of close(2). */
+static int file_free(struct hy_fs *fs, struct hy_file *file)
+{
+	int rc;
+
+	handle_untrack(fs, &file->link);
+	rc = close(file->fd) < 0 ? -errno : 0;
+	free(file);
+	return rc;
+}
+
+static void dir_free(struct hy_fs *fs, struct hy_dir *dir)
+{
+	handle_untrack(fs, &dir->link);
+	closedir(dir->dp);
+	free(dir);
+}
 
 static struct hy_fs *fs_of(fuse_req_t req)
 {
@@ -642,6 +681,7 @@ static int file_new(struct hy_fs *fs, int fd, struct fuse_file_info *fi)
 		return -ENOMEM;
 	file->fd = fd;
 	hy_engine_file_init(fs->engine, &file->engine, fd);
+	handle_track(fs, &file->link, false);
 	fi->fh = (uint64_t)(uintptr_t)file;
 	return 0;
 }
@@ -696,7 +736,7 @@ static void hy_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (rc)
 		fuse_reply_err(req, -rc);
 	else if (fuse_reply_open(req, fi) == -ENOENT)
-		close(file_of(fi)->fd), free(file_of(fi)); /* the caller was interrupted */
+		file_free(fs, file_of(fi)); /* the caller was interrupted */
 }
 
 static int do_create(struct hy_fs *fs, fuse_req_t req, struct hy_inode *parent, const char *name,
@@ -756,7 +796,7 @@ static void hy_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	if (rc)
 		fuse_reply_err(req, -rc);
 	else if (fuse_reply_create(req, &e, fi) == -ENOENT)
-		close(file_of(fi)->fd), free(file_of(fi));
+		file_free(fs, file_of(fi));
 }
 
 /* One buffer per worker thread, grown to the largest request seen: a read
@@ -842,11 +882,10 @@ static void hy_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 static void hy_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct hy_file *file = file_of(fi);
+	int rc = file_free(fs_of(req), file_of(fi));
 
-	if (close(file->fd) < 0)
-		hy_log(LOG_WARNING, "fs: closing a backing file: %s", strerror(errno));
-	free(file);
+	if (rc < 0)
+		hy_log(LOG_WARNING, "fs: closing a backing file: %s", strerror(-rc));
 	fuse_reply_err(req, 0);
 }
 
@@ -922,6 +961,7 @@ static int do_opendir(struct hy_fs *fs, struct hy_inode *inode, struct fuse_file
 		free(dir);
 		return rc;
 	}
+	handle_track(fs, &dir->link, true);
 	fi->fh = (uint64_t)(uintptr_t)dir;
 	return 0;
 }
@@ -934,8 +974,7 @@ static void hy_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	if (rc) {
 		fuse_reply_err(req, -rc);
 	} else if (fuse_reply_open(req, fi) == -ENOENT) {
-		closedir(dir_of(fi)->dp);
-		free(dir_of(fi));
+		dir_free(fs, dir_of(fi));
 	}
 }
 
@@ -1061,10 +1100,7 @@ static void hy_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 
 static void hy_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct hy_dir *dir = dir_of(fi);
-
-	closedir(dir->dp);
-	free(dir);
+	dir_free(fs_of(req), dir_of(fi));
 	fuse_reply_err(req, 0);
 }
 
@@ -1274,6 +1310,8 @@ int hy_fs_init(struct hy_fs *fs, int root_fd, size_t fd_cap, const char *state_d
 	struct stat st;
 	int rc;
 
+	pthread_mutex_init(&fs->handles_lock, NULL);
+	fs->handles.next = fs->handles.prev = &fs->handles;
 	rc = pthread_key_create(&read_buffer_key, read_buffer_free);
 	if (rc) {
 		close(root_fd);
@@ -1309,6 +1347,20 @@ int hy_fs_init(struct hy_fs *fs, int root_fd, size_t fd_cap, const char *state_d
 
 void hy_fs_destroy(struct hy_fs *fs)
 {
+	/* handles the kernel never released: unmounted by a signal */
+	while (fs->handles.next && fs->handles.next != &fs->handles) {
+		struct hy_fs_handle *h = fs->handles.next;
+
+		int rc = 0;
+
+		if (h->is_dir)
+			dir_free(fs, (struct hy_dir *)h);
+		else
+			rc = file_free(fs, (struct hy_file *)h);
+		if (rc < 0)
+			hy_log(LOG_WARNING, "fs: closing a backing file at unmount: %s",
+			       strerror(-rc));
+	}
 	hy_engine_free(fs->engine);
 	hy_device_free(fs->backing);
 	hy_inode_table_free(fs->inodes);

@@ -28,11 +28,13 @@
  *
  * Memory: struct hy_fs owns its inode table, device and engine. Open files
  * and directories are owned by their FUSE handle (fi->fh) from open to
- * release. Locks: see inode.h; nothing here is held across a reply.
+ * release, and are also listed in fs->handles so hy_fs_destroy() closes
+ * those the kernel never released. Locks: see inode.h; nothing here is held across a reply.
  */
 #ifndef HYBRIDFS_FS_H
 #define HYBRIDFS_FS_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -40,6 +42,14 @@ struct fuse_lowlevel_ops;
 struct hy_inode_table;
 struct hy_engine;
 struct hy_device;
+
+/* The link every open file and directory handle has in its struct hy_fs,
+ * so that handles the kernel never released (unmount by a signal while
+ * files are open) are closed at teardown. */
+struct hy_fs_handle {
+	struct hy_fs_handle *prev, *next;
+	bool is_dir;
+};
 
 struct hy_fs {
 	struct hy_inode_table *inodes;
@@ -58,6 +68,9 @@ struct hy_fs {
 	double negative_timeout;
 	bool writeback_cache;
 	bool switch_creds; /* the daemon is root: create as the caller */
+
+	pthread_mutex_t handles_lock; /* protects handles */
+	struct hy_fs_handle handles;  /* sentinel of the open handles' list */
 };
 
 extern const struct fuse_lowlevel_ops hy_fs_operations;
