@@ -16,7 +16,7 @@
 #define HY_DEFAULT_MAX_THREADS 16
 
 static int say(char *why, size_t why_size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+	__attribute__((format(printf, 3, 4)));
 
 static int say(char *why, size_t why_size, const char *fmt, ...)
 {
@@ -32,16 +32,16 @@ static int say(char *why, size_t why_size, const char *fmt, ...)
 
 /* Options handed to the kernel as they are. */
 static const char *const kernel_flags[] = {
-    "dev",	  "nodev",    "suid",	    "nosuid",	"exec",	      "noexec",	     "atime",
-    "noatime",	  "diratime", "nodiratime", "relatime", "norelatime", "strictatime", "lazytime",
-    "nolazytime", "sync",     "async",	    "dirsync",	NULL,
+	"dev",	      "nodev",	  "suid",	"nosuid",   "exec",	  "noexec",	 "atime",
+	"noatime",    "diratime", "nodiratime", "relatime", "norelatime", "strictatime", "lazytime",
+	"nolazytime", "sync",	  "async",	"dirsync",  NULL,
 };
 
 /* Options that mount(8) and fstab(5) use for themselves: accepted and
  * ignored, so an fstab line works. */
 static const char *const mount_flags[] = {
-    "defaults", "auto",	 "noauto",  "user",   "nouser", "users",
-    "owner",	"group", "_netdev", "nofail", NULL,
+	"defaults", "auto",  "noauto",	"user",	  "nouser", "users",
+	"owner",    "group", "_netdev", "nofail", NULL,
 };
 
 static bool in_list(const char *const *list, const char *word)
@@ -147,7 +147,7 @@ static int parse_one(struct hy_options *opts, char *word, char *why, size_t why_
 		return 0;
 	}
 	if (strcmp(name, "default_permissions") == 0 && !value)
-		return 0; /* always on */
+		return 0; /* on whenever other users are let in; see hy_options_fuse_args() */
 	if (strcmp(name, "ro") == 0 && !value) {
 		opts->read_only = true;
 		return 0;
@@ -443,9 +443,14 @@ int hy_options_fuse_args(const struct hy_options *opts, struct fuse_args *args)
 
 	if (!fsname)
 		return -ENOMEM;
-	if (asprintf(&list, "fsname=%s,subtype=hybridfs,default_permissions%s%s%s%s", fsname,
-		     opts->allow_other ? ",allow_other" : "", opts->read_only ? ",ro" : "",
-		     opts->kernel_options ? "," : "",
+	/* With allow_other the kernel checks permissions (default_permissions):
+	 * the daemon may serve many users. Without it the kernel lets only the
+	 * mounting user in, the daemon runs as that user, and the backing
+	 * filesystem's own checks are the plain directory's; the kernel's
+	 * would cost a GETATTR of the parent after every create and unlink. */
+	if (asprintf(&list, "fsname=%s,subtype=hybridfs%s%s%s%s", fsname,
+		     opts->allow_other ? ",default_permissions,allow_other" : "",
+		     opts->read_only ? ",ro" : "", opts->kernel_options ? "," : "",
 		     opts->kernel_options ? opts->kernel_options : "") < 0) {
 		list = NULL;
 		goto out;
@@ -478,7 +483,7 @@ void hy_options_usage(const char *program, FILE *out)
 		"OPTIONS (comma separated):\n"
 		"  state=DIR              where hybridfs keeps its state (default BACKING/%s,\n"
 		"                         hidden from the mount)\n"
-		"  allow_other            let other users in (permissions are always checked)\n"
+		"  allow_other            let other users in (the kernel then checks permissions)\n"
 		"  ro, rw                 read-only or read-write mount\n"
 		"  writeback_cache=on|off the kernel's write-back page cache (default on)\n"
 		"  attr_timeout=SEC       how long the kernel keeps attributes (default 1)\n"

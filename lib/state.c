@@ -18,8 +18,8 @@
 /* migrations[v] brings a database from version v to v + 1. Never edit a
  * step that has shipped: add the next one. */
 static const char *const migrations[HY_STATE_SCHEMA_VERSION] = {
-    /* 0 -> 1: the mount's identity */
-    "CREATE TABLE mount_info (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);",
+	/* 0 -> 1: the mount's identity */
+	"CREATE TABLE mount_info (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);",
 };
 
 static int db_error(struct hy_state *state, const char *doing, char *why, size_t why_size)
@@ -234,9 +234,9 @@ int hy_state_open(const char *dir, const char *backing, bool read_only, struct h
 	}
 	if (!read_only) {
 		if (sqlite3_exec(state->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL) !=
-			SQLITE_OK ||
+			    SQLITE_OK ||
 		    sqlite3_exec(state->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL) !=
-			SQLITE_OK) {
+			    SQLITE_OK) {
 			rc = db_error(state, "cannot set the journal mode", why, why_size);
 			goto fail;
 		}

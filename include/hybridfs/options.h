@@ -41,7 +41,7 @@ struct hy_options {
 	bool show_help;
 	bool show_version;
 
-	bool allow_other; /* implies default_permissions, which is always on */
+	bool allow_other; /* implies default_permissions */
 	bool read_only;
 	bool writeback_cache;	 /* kernel write-back page cache (on by default) */
 	double attr_timeout;	 /* seconds the kernel may keep attributes */
@@ -70,8 +70,8 @@ int hy_options_parse_list(struct hy_options *opts, const char *list, char *why, 
 int hy_options_check(struct hy_options *opts, char *why, size_t why_size);
 
 /* Builds the argument vector for fuse_session_new(): program name, -o with
- * fsname, subtype, default_permissions and the kernel options, -d when
- * debugging. Returns 0 or -ENOMEM. @args is a struct fuse_args. */
+ * fsname, subtype, default_permissions with allow_other, and the kernel
+ * options; -d when debugging. Returns 0 or -ENOMEM. @args is a struct fuse_args. */
 struct fuse_args;
 int hy_options_fuse_args(const struct hy_options *opts, struct fuse_args *args);
 

@@ -118,11 +118,11 @@ static unsigned long calls_ok, calls_failed;
  * to a pooled directory descriptor. The same names at every level make
  * renames into one's own subtree, and directories replacing files, common. */
 static const char *const small_paths[] = {
-    "a",       "b",	"c",	 "d",	  "e",	   "f",		"g",	   "a/a",
-    "a/b",     "a/c",	"a/d",	 "a/e",	  "b/a",   "b/b",	"b/c",	   "b/d",
-    "c/a",     "c/b",	"c/c",	 "d/a",	  "a/a/a", "a/a/b",	"a/a/c",   "a/b/a",
-    "a/b/b",   "b/a/a", "b/a/b", "b/b/a", "c/a/a", "a/a/a/a",	"a/a/a/b", "a/b/a/a",
-    "b/a/a/a", "c/c/c", "e/f",	 "f/e",	  "g/g",   "a/a/a/a/a",
+	"a",	   "b",	    "c",     "d",     "e",     "f",	    "g",       "a/a",
+	"a/b",	   "a/c",   "a/d",   "a/e",   "b/a",   "b/b",	    "b/c",     "b/d",
+	"c/a",	   "c/b",   "c/c",   "d/a",   "a/a/a", "a/a/b",	    "a/a/c",   "a/b/a",
+	"a/b/b",   "b/a/a", "b/a/b", "b/b/a", "c/a/a", "a/a/a/a",   "a/a/a/b", "a/b/a/a",
+	"b/a/a/a", "c/c/c", "e/f",   "f/e",   "g/g",   "a/a/a/a/a",
 };
 
 /* --wide: more folders (5 x 4 x 3 x 2 names over four levels) than the
@@ -160,7 +160,7 @@ static const char *const leaves[] = {"a", "b", "c", "d", "x", "y"};
 /* Symlink targets: relative and never leaving the tree by "..", so both
  * trees resolve them the same way. */
 static const char *const targets[] = {
-    "a", "b", "c", "a/a", "a/b", "b/a/a", "x", "missing/none", ".", "a/a/a/a", "d",
+	"a", "b", "c", "a/a", "a/b", "b/a/a", "x", "missing/none", ".", "a/a/a/a", "d",
 };
 #define NTARGETS (sizeof(targets) / sizeof(targets[0]))
 
@@ -627,9 +627,9 @@ static void cmp_dir(const char *rel, int dfd0, int dfd1, bool top)
 			}
 		} else if (S_ISDIR(st0.st_mode)) {
 			int c0 =
-			    openat(dfd0, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				openat(dfd0, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			int c1 =
-			    openat(dfd1, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				openat(dfd1, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
 			if (c0 < 0 || c1 < 0)
 				fail("%s: opening the directory: plain %s, mount %s", sub,
@@ -765,8 +765,8 @@ static void op_rename(void)
 		 : flags == RENAME_EXCHANGE ? " exchange"
 					    : "");
 	for (int s = 0; s < 2; s++)
-		r[s] = mkres(
-		    syscall(SYS_renameat2, base_fd(s, &a), a.name, base_fd(s, &b), b.name, flags));
+		r[s] = mkres(syscall(SYS_renameat2, base_fd(s, &a), a.name, base_fd(s, &b), b.name,
+				     flags));
 	same("rename", r[0], r[1]);
 }
 
@@ -936,8 +936,8 @@ static void op_readlink(void)
 static void op_pool_open(void)
 {
 	static const int file_flags[] = {
-	    O_RDWR,	      O_RDWR,	       O_WRONLY, O_RDONLY, O_RDWR | O_APPEND,
-	    O_RDWR | O_CREAT, O_RDWR | O_TRUNC};
+		O_RDWR,		  O_RDWR,	   O_WRONLY, O_RDONLY, O_RDWR | O_APPEND,
+		O_RDWR | O_CREAT, O_RDWR | O_TRUNC};
 	int i = free_slot();
 	bool dir = below(3) == 0;
 	int flags;
@@ -1122,7 +1122,7 @@ static void op_pool_mmap(void)
 	op_begin("mmap pool[%d] (%s) off %lld len %zu", i, pool[i].desc, (long long)off, len);
 	for (int s = 0; s < 2; s++) {
 		unsigned char *map =
-		    mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, pool[i].fd[s], off);
+			mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, pool[i].fd[s], off);
 
 		if (map == MAP_FAILED) {
 			r[s] = mkres(-1);
@@ -1216,13 +1216,13 @@ struct op_kind {
 };
 
 static const struct op_kind kinds[] = {
-    {op_create, 8},	{op_write, 12},	     {op_read, 5},	     {op_truncate, 5},
-    {op_rename, 12},	{op_link, 5},	     {op_unlink, 6},	     {op_mkdir, 8},
-    {op_rmdir, 4},	{op_symlink, 4},     {op_chmod, 3},	     {op_fsync, 2},
-    {op_stat, 4},	{op_readlink, 1},    {op_pool_open, 6},	     {op_pool_close, 3},
-    {op_pool_write, 8}, {op_pool_read, 4},   {op_pool_truncate, 2},  {op_pool_fstat, 3},
-    {op_pool_fsync, 1}, {op_pool_fchmod, 1}, {op_pool_fallocate, 2}, {op_pool_copy, 2},
-    {op_orphan, 3},	{op_pool_mmap, 2},   {op_readdir, 2},
+	{op_create, 8},	    {op_write, 12},	 {op_read, 5},		 {op_truncate, 5},
+	{op_rename, 12},    {op_link, 5},	 {op_unlink, 6},	 {op_mkdir, 8},
+	{op_rmdir, 4},	    {op_symlink, 4},	 {op_chmod, 3},		 {op_fsync, 2},
+	{op_stat, 4},	    {op_readlink, 1},	 {op_pool_open, 6},	 {op_pool_close, 3},
+	{op_pool_write, 8}, {op_pool_read, 4},	 {op_pool_truncate, 2},	 {op_pool_fstat, 3},
+	{op_pool_fsync, 1}, {op_pool_fchmod, 1}, {op_pool_fallocate, 2}, {op_pool_copy, 2},
+	{op_orphan, 3},	    {op_pool_mmap, 2},	 {op_readdir, 2},
 };
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
 

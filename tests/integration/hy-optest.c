@@ -510,8 +510,8 @@ static void sc_utimens(void)
 	lstat("ut_file", &st2);
 	say("utime.omit_atime.atime", "%s",
 	    st2.st_atim.tv_sec == st.st_atim.tv_sec && st2.st_atim.tv_nsec == st.st_atim.tv_nsec
-		? "unchanged"
-		: "changed");
+		    ? "unchanged"
+		    : "changed");
 	say_ts("utime.omit_atime.mtime", "mtime", &st2.st_mtim);
 
 	set[0].tv_nsec = UTIME_NOW;
@@ -1346,8 +1346,8 @@ static void sc_deep(void)
 		}
 		close(dfd);
 		dfd = next;
-		len +=
-		    (size_t)snprintf(path + len, sizeof(path) - len, "%s%s", len ? "/" : "", comp);
+		len += (size_t)snprintf(path + len, sizeof(path) - len, "%s%s", len ? "/" : "",
+					comp);
 		depth++;
 	}
 	say("deep.dirs", "depth=%d len=%zu", depth, len);

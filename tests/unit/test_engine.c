@@ -71,11 +71,11 @@ static void mem_destroy(struct hy_device *dev)
 }
 
 static const struct hy_device_ops memory_ops = {
-    .read = mem_read,
-    .write = mem_write,
-    .sync = mem_sync,
-    .truncate = mem_truncate,
-    .destroy = mem_destroy,
+	.read = mem_read,
+	.write = mem_write,
+	.sync = mem_sync,
+	.truncate = mem_truncate,
+	.destroy = mem_destroy,
 };
 
 static void test_engine_over_model(void)

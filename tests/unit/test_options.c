@@ -209,6 +209,18 @@ static void test_fuse_args(void)
 					     "allow_other,ro,nosuid");
 	fuse_opt_free_args(&args);
 	hy_options_free(&o);
+
+	/* only the mounting user: the backing filesystem checks permissions */
+	{
+		const char *single[] = {"hybridfs", "/b", "/m", NULL};
+		struct fuse_args args1 = FUSE_ARGS_INIT(0, NULL);
+
+		CU_ASSERT_EQUAL(parse(&o, single), 0);
+		CU_ASSERT_EQUAL(hy_options_fuse_args(&o, &args1), 0);
+		CU_ASSERT_STRING_EQUAL(args1.argv[2], "fsname=/b,subtype=hybridfs");
+		fuse_opt_free_args(&args1);
+		hy_options_free(&o);
+	}
 }
 
 int hy_test_add_options(void)

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# An ordinary user's own mount (no allow_other): the kernel lets only that
+# user in and does no permission checks of its own (no default_permissions),
+# so the daemon, running as that user, leaves them to the backing
+# filesystem. Every denial must still be the plain directory's.
+#
+# The user mounts through the setuid fusermount3, which needs /dev/fuse
+# open to all as on a normal Debian system. Where it is not (a VM without
+# udev), the test runs in a private mount namespace with its own 0666 node
+# for the same device bound over /dev/fuse, so nothing outside changes.
+. "$(dirname "$0")/lib.sh"
+hy_need_root
+command -v setpriv >/dev/null || hy_skip "setpriv is missing (package util-linux)"
+[ -u "$(command -v fusermount3)" ] || hy_skip "fusermount3 is not setuid root"
+
+
+
+as_user() {
+	setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$@"
+}
+
+if [ -z "${HY_USERMOUNT_NS:-}" ] && ! as_user test -r /dev/fuse -a -w /dev/fuse; then
+	command -v unshare >/dev/null || hy_skip "/dev/fuse is not open to users and unshare is missing"
+	exec env HY_USERMOUNT_NS=1 unshare -m --propagation private "$0" "$@"
+fi
+
+hy_setup
+if [ -n "${HY_USERMOUNT_NS:-}" ]; then
+	mknod -m 666 "$HY_TMP/fuse" c 10 229 && mount --bind "$HY_TMP/fuse" /dev/fuse ||
+		hy_skip "cannot give the private namespace a usable /dev/fuse"
+fi
+
+# try CMD: runs CMD as nobody (uid 65534), prints "CMD => STATUS MESSAGES".
+try() {
+	local out rc
+	out=$(as_user sh -c "$1" 2>&1)
+	rc=$?
+	printf '%s => %s %s\n' "$1" "$rc" "$(printf '%s' "$out" | tr '\n' '|')"
+}
+
+user_tree() {
+	mkdir -p "$1/sticky" "$1/ro_dir" &&
+		chmod 1777 "$1/sticky" &&
+		echo secret >"$1/rootonly" && chmod 600 "$1/rootonly" &&
+		echo root >"$1/sticky/rootfile" && chmod 644 "$1/sticky/rootfile" &&
+		echo mine >"$1/nope" && chown 65534:65534 "$1/nope" && chmod 000 "$1/nope" &&
+		echo ro >"$1/readonly" && chown 65534:65534 "$1/readonly" && chmod 444 "$1/readonly" &&
+		chown 65534:65534 "$1/ro_dir" "$1" && chmod 555 "$1/ro_dir" && chmod 755 "$1"
+}
+
+# The same steps, relative to DIR, on both sides.
+user_steps() {
+	local d=$1 cmd
+	for cmd in 'cat nope' 'echo x > readonly' 'cat rootonly' 'echo x >> rootonly' \
+		'rm sticky/rootfile' 'mv sticky/rootfile sticky/moved' 'touch ro_dir/x' \
+		'mkdir ro_dir/d' 'chmod 777 rootonly' 'chgrp 65534 rootonly' \
+		'touch -c -d 2001-01-01 rootonly' 'ls ro_dir' 'echo ok > sticky/mine' \
+		'cat sticky/mine' 'rm sticky/mine' 'chmod 600 nope' 'cat nope' 'test -r rootonly' \
+		'test -w readonly' 'test -x readonly' 'ln rootonly hard' 'mkdir own && rmdir own'; do
+		try "cd '$d' && $cmd"
+	done
+}
+
+mkdir -p "$HY_TMP/plain" "$HY_TMP/b" "$HY_TMP/m" "$HY_TMP/state" &&
+	chown 65534:65534 "$HY_TMP/m" "$HY_TMP/state" &&
+	user_tree "$HY_TMP/plain" && user_tree "$HY_TMP/b" || hy_die "cannot set up the trees"
+# (the steps' hard link needs the kernel's protected_hardlinks off or
+# ownership: both sides see the same rule)
+
+as_user "$HYBRIDFS" "$HY_TMP/b" "$HY_TMP/m" -f -o state="$HY_TMP/state" 2>>"$HY_TMP/daemon.log" &
+HY_PID=$!
+HY_PIDS="$HY_PIDS $HY_PID"
+HY_MOUNTS="$HY_MOUNTS $HY_TMP/m"
+for _ in $(seq 1 600); do
+	hy_is_mounted "$HY_TMP/m" && break
+	kill -0 "$HY_PID" 2>/dev/null || break
+	sleep 0.05
+done
+hy_is_mounted "$HY_TMP/m" || hy_die "nobody (uid 65534) could not mount hybridfs: $(tail -n 5 "$HY_TMP/daemon.log")"
+
+user_steps "$HY_TMP/plain" | sed "s|$HY_TMP/plain|DIR|" >"$HY_TMP/plain.out"
+user_steps "$HY_TMP/m" | sed "s|$HY_TMP/m|DIR|" >"$HY_TMP/mount.out"
+if ! diff -u "$HY_TMP/plain.out" "$HY_TMP/mount.out" >"$HY_TMP/diff"; then
+	hy_fail "permission checks differ (- plain, + mount):"
+	cat "$HY_TMP/diff" >&2
+fi
+# the comparison is only worth something if there were refusals to compare
+grep -q "^cd .* && cat nope => 1 .*Permission denied" "$HY_TMP/mount.out" ||
+	hy_fail "reading a mode-000 file was not refused"
+grep -q "rm sticky/rootfile => 1 .*Operation not permitted" "$HY_TMP/mount.out" ||
+	hy_fail "the sticky bit did not protect root's file"
+grep -q "touch ro_dir/x => 1 .*Permission denied" "$HY_TMP/mount.out" ||
+	hy_fail "creating in a read-only directory was not refused"
+
+# root is not the mounting user: FUSE refuses it without allow_other
+if ls "$HY_TMP/m" >/dev/null 2>&1; then
+	hy_fail "root got into a user's mount without allow_other"
+fi
+
+as_user fusermount3 -u "$HY_TMP/m" || hy_fail "nobody (uid 65534) cannot unmount its own mount"
+wait "$HY_PID"
+status=$?
+[ "$status" = 0 ] || hy_fail "the user's daemon exited with status $status"
+hy_pass
