@@ -41,11 +41,11 @@ static int file_allocate(struct hy_device *dev, int64_t object, int mode, off_t 
 }
 
 static const struct hy_device_ops file_ops = {
-    .allocate = file_allocate,
-    .read = file_read,
-    .write = file_write,
-    .sync = file_sync,
-    .truncate = file_truncate,
+	.allocate = file_allocate,
+	.read = file_read,
+	.write = file_write,
+	.sync = file_sync,
+	.truncate = file_truncate,
 };
 
 int hy_device_new(const char *name, const struct hy_device_ops *ops, void *priv,
@@ -83,8 +83,8 @@ ssize_t hy_device_read(struct hy_device *dev, int64_t object, void *buf, size_t 
 
 	atomic_fetch_add_explicit(&dev->reads, 1, memory_order_relaxed);
 	while (done < len) {
-		ssize_t n =
-		    dev->ops->read(dev, object, (char *)buf + done, len - done, off + (off_t)done);
+		ssize_t n = dev->ops->read(dev, object, (char *)buf + done, len - done,
+					   off + (off_t)done);
 
 		if (n == -EINTR)
 			continue;
