@@ -20,6 +20,20 @@
 static const char *const migrations[HY_STATE_SCHEMA_VERSION] = {
 	/* 0 -> 1: the mount's identity */
 	"CREATE TABLE mount_info (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);",
+	/* 1 -> 2: the profiler's access log (see state.h for the columns) */
+	"CREATE TABLE processes (id INTEGER PRIMARY KEY, pid INTEGER NOT NULL,"
+	" comm TEXT NOT NULL, exe TEXT, first_seen_ns INTEGER NOT NULL);"
+	"CREATE TABLE files (id INTEGER PRIMARY KEY, dev INTEGER NOT NULL, ino INTEGER NOT NULL,"
+	" birth_ns INTEGER NOT NULL, path TEXT, first_seen_ns INTEGER NOT NULL,"
+	" UNIQUE (dev, ino, birth_ns));"
+	"CREATE TABLE access_log (ts_ns INTEGER NOT NULL, process_id INTEGER NOT NULL,"
+	" file_id INTEGER NOT NULL, offset INTEGER NOT NULL, length INTEGER NOT NULL,"
+	" mode INTEGER NOT NULL, class INTEGER, phys_block INTEGER);"
+	"CREATE INDEX access_log_ts ON access_log (ts_ns);"
+	"CREATE VIEW access_log_blocks AS SELECT rowid AS seq, ts_ns, process_id, file_id, offset,"
+	" length, offset / 4096 AS block_first,"
+	" (offset + length + 4095) / 4096 - offset / 4096 AS block_count, mode, class, phys_block"
+	" FROM access_log;",
 };
 
 static int db_error(struct hy_state *state, const char *doing, char *why, size_t why_size)

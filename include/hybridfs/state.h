@@ -9,12 +9,35 @@
  * mode, and brings its schema to the current version through forward
  * migrations keyed by PRAGMA user_version.
  *
- * Schema, version 1:
+ * Schema, version 2 (version 1 had mount_info only):
  *
- *   table        column      type     meaning
- *   -----------  ----------  -------  --------------------------------------
- *   mount_info   key         TEXT PK  "uuid", "backing", "created",
- *                value       TEXT     "hybridfs_version" (that created it)
+ *   table        column         type     meaning
+ *   -----------  -------------  -------  -----------------------------------
+ *   mount_info   key            TEXT PK  "uuid", "backing", "created",
+ *                value          TEXT     "hybridfs_version" (that created it)
+ *   processes    id             INT PK   hybridfs's own process number
+ *                pid            INT      the kernel's pid (reused over time)
+ *                comm           TEXT     process name, /proc/PID/comm
+ *                exe            TEXT     /proc/PID/exe, NULL if unreadable
+ *                first_seen_ns  INT      CLOCK_REALTIME, ns
+ *   files        id             INT PK   hybridfs's file id: stable across
+ *                                        renames and remounts
+ *                dev, ino       INT      the backing inode ...
+ *                birth_ns       INT      ... and its birth time (statx), so
+ *                                        a reused inode number is a new file
+ *                path           TEXT     where it was first seen (a hint)
+ *                first_seen_ns  INT
+ *   access_log   ts_ns          INT      CLOCK_REALTIME, ns (indexed)
+ *                process_id     INT      processes.id
+ *                file_id        INT      files.id
+ *                offset         INT      bytes
+ *                length         INT      bytes
+ *                mode           INT      0 read, 1 write
+ *                class          INT      request class, NULL until classified
+ *                phys_block     INT      4 KiB block on the backing device
+ *                                        (FIEMAP), NULL when unknown
+ *   access_log_blocks (view)             access_log with the 4 KiB block
+ *                                        range: block_first, block_count
  *
  * Errors: a database that is not SQLite, is damaged, or was made by a newer
  * hybridfs (user_version above HY_STATE_SCHEMA_VERSION) is refused with a
@@ -35,7 +58,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HY_STATE_SCHEMA_VERSION 1
+#define HY_STATE_SCHEMA_VERSION 2
 #define HY_STATE_DB_NAME	"hybridfs.db"
 
 struct sqlite3;

@@ -133,6 +133,57 @@ static void test_migrate_from_empty(void)
 	free(tmp), free(db);
 }
 
+/* A version-1 database (the mount's identity only) gains the profiler's
+ * tables and keeps its identity. */
+static void test_migrate_from_v1(void)
+{
+	char *tmp = hy_test_tmpdir(), *db = path_in(tmp, HY_STATE_DB_NAME);
+	struct hy_state *state;
+	sqlite3 *raw;
+	sqlite3_stmt *stmt;
+
+	CU_ASSERT_EQUAL_FATAL(sqlite3_open(db, &raw), SQLITE_OK);
+	CU_ASSERT_EQUAL(sqlite3_exec(raw,
+				     "CREATE TABLE mount_info (key TEXT PRIMARY KEY NOT NULL,"
+				     " value TEXT NOT NULL);"
+				     "INSERT INTO mount_info VALUES ('uuid',"
+				     " '11111111-2222-4333-8444-555555555555'),"
+				     " ('created', '1700000000'), ('backing', '/b');"
+				     "PRAGMA user_version = 1;",
+				     NULL, NULL, NULL),
+			SQLITE_OK);
+	sqlite3_close(raw);
+	CU_ASSERT_EQUAL_FATAL(hy_state_open(tmp, "/b", false, &state, why, sizeof(why)), 0);
+	CU_ASSERT_FALSE(state->created_now);
+	CU_ASSERT_STRING_EQUAL(state->uuid, "11111111-2222-4333-8444-555555555555");
+	CU_ASSERT_EQUAL(state->created, 1700000000);
+	CU_ASSERT_EQUAL(sqlite3_exec(state->db,
+				     "INSERT INTO processes VALUES (1, 42, 'cat', NULL, 1);"
+				     "INSERT INTO files VALUES (1, 1, 2, 3, 'a', 1);"
+				     "INSERT INTO access_log VALUES (5, 1, 1, 4095, 2, 0, NULL, NULL);",
+				     NULL, NULL, NULL),
+			SQLITE_OK);
+	/* a reused inode number with another birth time is another file */
+	CU_ASSERT_EQUAL(sqlite3_exec(state->db, "INSERT INTO files VALUES (2, 1, 2, 4, 'a', 2);",
+				     NULL, NULL, NULL),
+			SQLITE_OK);
+	CU_ASSERT_NOT_EQUAL(sqlite3_exec(state->db, "INSERT INTO files VALUES (3, 1, 2, 3, 'b', 3);",
+					 NULL, NULL, NULL),
+			    SQLITE_OK);
+	/* bytes 4095..4096 touch blocks 0 and 1 */
+	CU_ASSERT_EQUAL(sqlite3_prepare_v2(state->db,
+					   "SELECT block_first, block_count FROM access_log_blocks",
+					   -1, &stmt, NULL),
+			SQLITE_OK);
+	CU_ASSERT_EQUAL(sqlite3_step(stmt), SQLITE_ROW);
+	CU_ASSERT_EQUAL(sqlite3_column_int(stmt, 0), 0);
+	CU_ASSERT_EQUAL(sqlite3_column_int(stmt, 1), 2);
+	sqlite3_finalize(stmt);
+	hy_state_close(state);
+	hy_test_rmtree(tmp);
+	free(tmp), free(db);
+}
+
 static void test_bad_folders(void)
 {
 	char *tmp = hy_test_tmpdir(), *file = path_in(tmp, "file"), *missing = path_in(tmp, "a/b");
@@ -167,6 +218,7 @@ int hy_test_add_state(void)
 	    !CU_add_test(s, "garbage database refused untouched", test_garbage_refused) ||
 	    !CU_add_test(s, "newer schema refused", test_newer_refused) ||
 	    !CU_add_test(s, "migration from version 0", test_migrate_from_empty) ||
+	    !CU_add_test(s, "migration from version 1", test_migrate_from_v1) ||
 	    !CU_add_test(s, "bad state folders", test_bad_folders))
 		return -1;
 	return 0;
