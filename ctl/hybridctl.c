@@ -17,9 +17,13 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include <json-c/json.h>
+
+#include "hybridfs/control.h"
 #include "hybridfs/log.h"
 #include "hybridfs/runtime.h"
 #include "hybridfs/state.h"
+#include "ctl.h"
 
 /* What status reports of one mount. Stable JSON field names: see
  * hybridctl(8). */
@@ -28,7 +32,9 @@ struct mount_status {
 	int64_t uptime;
 	int64_t database_bytes;
 	int schema_version;
-	char error[512]; /* why the state could not be read, or "" */
+	char error[512];	    /* why the state could not be read, or "" */
+	struct json_object *daemon; /* the daemon's "status" result, or NULL */
+	char daemon_error[512];	    /* why it could not be had, or "" */
 };
 
 static void usage(FILE *out)
@@ -64,49 +70,120 @@ static void collect(const struct hy_runtime_entry *entry, struct mount_status *m
 		ms->schema_version = HY_STATE_SCHEMA_VERSION;
 		hy_state_close(state);
 	}
+	if (hy_control_call(entry->state_dir, HY_CONTROL_STATUS, 5000, &ms->daemon,
+			    ms->daemon_error, sizeof(ms->daemon_error)) < 0)
+		ms->daemon = NULL;
 }
 
-static void json_string(const char *s)
+static struct json_object *jstr(const char *s)
 {
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
+	return s ? json_object_new_string(s) : NULL;
 }
 
-static void print_json(const struct mount_status *list, size_t n)
+static void print_json(struct mount_status *list, size_t n)
 {
-	printf("{\"version\":1,\"mounts\":[");
+	struct json_object *root = json_object_new_object(), *mounts = json_object_new_array();
+
+	json_object_object_add(root, "version", json_object_new_int(1));
 	for (size_t i = 0; i < n; i++) {
 		const struct hy_runtime_entry *e = list[i].entry;
+		struct json_object *m = json_object_new_object();
 
-		printf("%s{\"mountpoint\":", i ? "," : "");
-		json_string(e->mountpoint);
-		printf(",\"backing\":");
-		json_string(e->backing);
-		printf(",\"state_dir\":");
-		json_string(e->state_dir);
-		printf(",\"uuid\":");
-		json_string(e->uuid);
-		printf(",\"pid\":%d,\"started\":%" PRId64 ",\"uptime_seconds\":%" PRId64
-		       ",\"database_bytes\":%" PRId64 ",\"schema_version\":%d,\"error\":",
-		       (int)e->pid, e->started, list[i].uptime, list[i].database_bytes,
-		       list[i].schema_version);
-		if (list[i].error[0])
-			json_string(list[i].error);
-		else
-			printf("null");
-		printf("}");
+		json_object_object_add(m, "mountpoint", jstr(e->mountpoint));
+		json_object_object_add(m, "backing", jstr(e->backing));
+		json_object_object_add(m, "state_dir", jstr(e->state_dir));
+		json_object_object_add(m, "uuid", jstr(e->uuid));
+		json_object_object_add(m, "pid", json_object_new_int(e->pid));
+		json_object_object_add(m, "started", json_object_new_int64(e->started));
+		json_object_object_add(m, "uptime_seconds", json_object_new_int64(list[i].uptime));
+		json_object_object_add(m, "database_bytes",
+				       json_object_new_int64(list[i].database_bytes));
+		json_object_object_add(m, "schema_version",
+				       json_object_new_int(list[i].schema_version));
+		json_object_object_add(m, "error", list[i].error[0] ? jstr(list[i].error) : NULL);
+		/* the daemon's own report, passed on as it is (hybridctl(8)) */
+		json_object_object_add(m, "daemon", json_object_get(list[i].daemon));
+		json_object_object_add(m, "daemon_error",
+				       list[i].daemon_error[0] && !list[i].daemon
+					       ? jstr(list[i].daemon_error)
+					       : NULL);
+		json_object_array_add(mounts, m);
 	}
-	printf("]}\n");
+	json_object_object_add(root, "mounts", mounts);
+	printf("%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN));
+	json_object_put(root);
+}
+
+static uint64_t jget_u64(struct json_object *obj, const char *key1, const char *key2)
+{
+	struct json_object *v = NULL;
+
+	if (!json_object_object_get_ex(obj, key1, &v))
+		return 0;
+	if (key2 && !json_object_object_get_ex(v, key2, &v))
+		return 0;
+	return json_object_get_uint64(v);
+}
+
+static void human_bytes(uint64_t b, char *buf, size_t size)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	double v = (double)b;
+	int u = 0;
+
+	while (v >= 1024 && u < 4)
+		v /= 1024, u++;
+	if (u == 0)
+		snprintf(buf, size, "%llu B", (unsigned long long)b);
+	else
+		snprintf(buf, size, "%.1f %s", v, units[u]);
+}
+
+static void print_daemon(struct json_object *d)
+{
+	static const char *const ops[] = {"lookup", "getattr",	 "setattr", "readdir",
+					  "open",   "create",	 "read",    "write",
+					  "fsync",  "namespace", "xattr",   "other"};
+	struct json_object *procs = NULL, *prof = NULL, *enabled = NULL;
+	char r[32], w[32];
+
+	printf("%-12s", "operations");
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		printf("%s %s %llu", i ? "," : "", ops[i],
+		       (unsigned long long)jget_u64(d, "operations", ops[i]));
+	printf("\n");
+	human_bytes(jget_u64(d, "bytes", "read"), r, sizeof(r));
+	human_bytes(jget_u64(d, "bytes", "written"), w, sizeof(w));
+	printf("%-12s %s read, %s written\n", "data", r, w);
+	if (json_object_object_get_ex(d, "profiler", &prof) &&
+	    json_object_object_get_ex(prof, "enabled", &enabled) &&
+	    json_object_get_boolean(enabled))
+		printf("%-12s on: %llu requests logged, %llu dropped, %llu queued, %llu pruned\n",
+		       "profiler", (unsigned long long)jget_u64(prof, "written", NULL),
+		       (unsigned long long)jget_u64(prof, "dropped", NULL),
+		       (unsigned long long)jget_u64(prof, "queued", NULL),
+		       (unsigned long long)jget_u64(prof, "pruned", NULL));
+	else
+		printf("%-12s off\n", "profiler");
+	if (!json_object_object_get_ex(d, "processes", &procs) || !json_object_array_length(procs))
+		return;
+	printf("\n%7s  %-16s %9s %9s %10s %10s %8s %8s %8s\n", "PID", "PROCESS", "READS", "WRITES",
+	       "READ", "WRITTEN", "LOOKUPS", "GETATTRS", "READDIRS");
+	for (size_t i = 0; i < json_object_array_length(procs); i++) {
+		struct json_object *p = json_object_array_get_idx(procs, i), *name = NULL;
+
+		json_object_object_get_ex(p, "name", &name);
+		human_bytes(jget_u64(p, "bytes_read", NULL), r, sizeof(r));
+		human_bytes(jget_u64(p, "bytes_written", NULL), w, sizeof(w));
+		printf("%7llu  %-16s %9llu %9llu %10s %10s %8llu %8llu %8llu\n",
+		       (unsigned long long)jget_u64(p, "pid", NULL),
+		       name ? json_object_get_string(name) : "?",
+		       (unsigned long long)jget_u64(p, "reads", NULL),
+		       (unsigned long long)jget_u64(p, "writes", NULL), r, w,
+		       (unsigned long long)jget_u64(p, "lookups", NULL),
+		       (unsigned long long)jget_u64(p, "getattrs", NULL),
+		       (unsigned long long)jget_u64(p, "readdirs", NULL));
+	}
 }
 
 static void human_duration(int64_t s, char *buf, size_t size)
@@ -121,7 +198,7 @@ static void human_duration(int64_t s, char *buf, size_t size)
 		snprintf(buf, size, "%" PRId64 "s", s);
 }
 
-static void print_human(const struct mount_status *list, size_t n)
+static void print_human(struct mount_status *list, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct hy_runtime_entry *e = list[i].entry;
@@ -138,6 +215,10 @@ static void print_human(const struct mount_status *list, size_t n)
 			       (double)list[i].database_bytes / 1024.0, list[i].schema_version);
 		printf("%-12s %s\n", "mount id", e->uuid);
 		printf("%-12s pid %d, up %s\n", "daemon", (int)e->pid, up);
+		if (list[i].daemon)
+			print_daemon(list[i].daemon);
+		else
+			printf("%-12s no answer: %s\n", "status", list[i].daemon_error);
 	}
 }
 
@@ -197,6 +278,8 @@ static int cmd_status(int argc, char **argv)
 	} else {
 		print_human(list, shown);
 	}
+	for (size_t i = 0; i < shown; i++)
+		json_object_put(list[i].daemon);
 	free(list);
 	free(entries);
 	return status;
@@ -220,6 +303,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "status") == 0)
 		return cmd_status(argc - 2, argv + 2);
+	if (strcmp(argv[1], "trace") == 0 && argc >= 3 && strcmp(argv[2], "export") == 0)
+		return hy_ctl_trace_export(argc - 3, argv + 3);
 	fprintf(stderr, "hybridctl: unknown command \"%s\"\n", argv[1]);
 	usage(stderr);
 	return 2;

@@ -552,3 +552,10 @@ int hy_inode_moved(struct hy_inode_table *table, struct hy_inode *child,
 	close_all(&list);
 	return 0;
 }
+
+void hy_inode_get_name(struct hy_inode_table *table, struct hy_inode *inode, char *buf, size_t size)
+{
+	pthread_mutex_lock(&table->lock);
+	snprintf(buf, size, "%s", inode->name ? inode->name : "");
+	pthread_mutex_unlock(&table->lock);
+}

@@ -1,11 +1,12 @@
 noinst_LIBRARIES += fs/libhyfs.a
-fs_libhyfs_a_SOURCES = fs/inode.c fs/ops.c
-fs_libhyfs_a_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS)
+fs_libhyfs_a_SOURCES = fs/inode.c fs/ops.c fs/profiler.c fs/control_server.c fs/status.c
+fs_libhyfs_a_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS) $(SQLITE_CFLAGS) $(LIBEVENT_CFLAGS) $(JSONC_CFLAGS)
 
 bin_PROGRAMS += hybridfs
 hybridfs_SOURCES = fs/main.c
 hybridfs_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS)
-hybridfs_LDADD = fs/libhyfs.a core/libhycore.a lib/libhycommon.a $(FUSE_LIBS) $(SQLITE_LIBS)
+hybridfs_LDADD = fs/libhyfs.a core/libhycore.a lib/libhycommon.a $(FUSE_LIBS) $(SQLITE_LIBS) \
+	$(LIBEVENT_LIBS) $(JSONC_LIBS)
 
 # mount(8) runs /sbin/mount.TYPE for `mount -t hybridfs` and fstab lines.
 install-exec-hook:

@@ -15,12 +15,15 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <fuse_lowlevel.h>
 
+#include "hybridfs/control_server.h"
 #include "hybridfs/fs.h"
+#include "hybridfs/profiler.h"
 #include "hybridfs/log.h"
 #include "hybridfs/options.h"
 #include "hybridfs/runtime.h"
@@ -71,6 +74,93 @@ static bool register_mount(const struct hy_options *opts, const struct hy_state 
 	return true;
 }
 
+/* Records waiting to be written, at most: about a second of a busy
+ * workload (64 B each, 4 MiB). */
+#define HY_PROFILER_RING 65536
+
+static struct json_object *status_handler(void *ctx)
+{
+	return hy_fs_status(ctx);
+}
+
+static int sync_handler(void *ctx)
+{
+	struct hy_fs *fs = ctx;
+
+	return fs->profiler ? hy_profiler_sync(fs->profiler) : -ENOSYS;
+}
+
+/* Becoming a daemon, readiness included: the parent returns only once the
+ * child has mounted and its control socket listens (or has failed, with
+ * the child's exit status), so that a script, or mount(8), can use the
+ * mount and hybridctl at once. libfuse's fuse_daemonize() returns before
+ * the child's threads could start. */
+static int ready_fd = -1;
+
+static int daemon_start(void)
+{
+	int fds[2], status;
+	unsigned char byte;
+	pid_t pid;
+	ssize_t n;
+
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		int err = errno;
+
+		close(fds[0]);
+		close(fds[1]);
+		return -err;
+	}
+	if (pid > 0) {
+		close(fds[1]);
+		do
+			n = read(fds[0], &byte, 1);
+		while (n < 0 && errno == EINTR);
+		if (n == 1)
+			_exit(byte);
+		/* the child died without a word */
+		if (waitpid(pid, &status, 0) == pid && WIFEXITED(status))
+			_exit(WEXITSTATUS(status) ? WEXITSTATUS(status) : 1);
+		_exit(1);
+	}
+	close(fds[0]);
+	ready_fd = fds[1];
+	if (setsid() < 0)
+		hy_log(LOG_WARNING, "setsid: %s", strerror(errno));
+	return 0;
+}
+
+/* Tells the waiting parent @status; the first call only. With @detach the
+ * daemon then lets go of the terminal. */
+static void daemon_ready(int status, bool detach)
+{
+	unsigned char byte = (unsigned char)status;
+	int null_fd;
+
+	if (ready_fd < 0)
+		return;
+	if (write(ready_fd, &byte, 1) != 1)
+		hy_log(LOG_WARNING, "cannot tell the parent process we are ready: %s",
+		       strerror(errno));
+	close(ready_fd);
+	ready_fd = -1;
+	if (!detach)
+		return;
+	if (chdir("/") < 0)
+		hy_log(LOG_WARNING, "chdir /: %s", strerror(errno));
+	null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null_fd >= 0) {
+		dup2(null_fd, STDIN_FILENO);
+		dup2(null_fd, STDOUT_FILENO);
+		dup2(null_fd, STDERR_FILENO);
+		if (null_fd > STDERR_FILENO)
+			close(null_fd);
+	}
+}
+
 static int usage_error(const char *program, const char *why)
 {
 	fprintf(stderr, "%s: %s\n", program, why);
@@ -88,6 +178,8 @@ int main(int argc, char **argv)
 	struct hy_fs fs;
 	char why[1024] = "";
 	const char *program;
+	struct hy_control_server *control = NULL;
+	struct hy_profiler *profiler = NULL;
 	int root_fd = -1, rc, status = 1;
 	bool registered = false;
 	size_t fd_cap;
@@ -127,11 +219,23 @@ int main(int argc, char **argv)
 	}
 	hy_state_close(state);
 	state = NULL;
+	/* Two daemons on one state folder would both write its log. */
+	if (hy_control_server_check(opts.state_dir, why, sizeof(why)) < 0) {
+		fprintf(stderr, "%s: %s\n", program, why);
+		goto out;
+	}
 	if (opts.fake) {
 		status = 0;
 		goto out;
 	}
 
+	if (!opts.foreground) {
+		rc = daemon_start();
+		if (rc < 0) {
+			fprintf(stderr, "%s: cannot become a daemon: %s\n", program, strerror(-rc));
+			goto out;
+		}
+	}
 	fd_cap = raise_fd_limit();
 	root_fd = open(opts.backing_real, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (root_fd < 0) {
@@ -171,18 +275,51 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: cannot mount on \"%s\"\n", program, opts.mountpoint);
 		goto out_signals;
 	}
-	if (!opts.foreground)
-		hy_log_init(HY_LOG_SYSLOG, opts.debug ? LOG_DEBUG : LOG_NOTICE, "hybridfs");
-	if (fuse_daemonize(opts.foreground) != 0)
-		goto out_unmount;
 	rc = hy_state_open(opts.state_dir, opts.backing_real, false, &state, why, sizeof(why));
 	if (rc) {
 		hy_log(LOG_ERR, "%s", why);
 		goto out_unmount;
 	}
+	registered = register_mount(&opts, state);
+	fs.mountpoint = opts.mountpoint_real;
+	fs.backing_path = opts.backing_real;
+	fs.state_dir = opts.state_dir;
+	fs.db_path = state->db_path;
+	fs.uuid = state->uuid;
+	fs.started = (int64_t)time(NULL);
+	/* No FUSE worker runs before the session loop: fs may still change. */
+	if (opts.profile) {
+		struct hy_profiler_config config = {
+			.db_path = state->db_path,
+			.ring_capacity = HY_PROFILER_RING,
+			.max_age_s = opts.profile_max_age_s,
+			.max_rows = opts.profile_max_rows,
+		};
+
+		/* The files stay usable without their log. */
+		if (hy_profiler_new(&config, &profiler, why, sizeof(why)) < 0)
+			hy_log(LOG_ERR, "%s; going on with profile=off", why);
+		fs.profiler = profiler;
+	}
+	{
+		struct hy_control_handlers handlers = {
+			.ctx = &fs,
+			.status = status_handler,
+			.sync = sync_handler,
+		};
+
+		if (hy_control_server_start(opts.state_dir, &handlers, &control, why, sizeof(why)) <
+		    0)
+			hy_log(LOG_WARNING, "%s; hybridctl cannot reach this mount", why);
+	}
+
+	/* Ready: the mount and the control socket are there. */
+	if (!opts.foreground) {
+		daemon_ready(0, true);
+		hy_log_init(HY_LOG_SYSLOG, opts.debug ? LOG_DEBUG : LOG_NOTICE, "hybridfs");
+	}
 	hy_log(LOG_NOTICE, "mounted \"%s\" on \"%s\" (state in \"%s\", mount %s)",
 	       opts.backing_real, opts.mountpoint_real, opts.state_dir, state->uuid);
-	registered = register_mount(&opts, state);
 
 	/* The kernel has applied the caller's umask to every mode it sends;
 	 * the daemon's own must not be applied on top. */
@@ -201,6 +338,8 @@ int main(int argc, char **argv)
 	status = rc < 0 ? 1 : 0;
 	hy_log(LOG_NOTICE, "unmounting \"%s\"", opts.mountpoint_real);
 out_unmount:
+	hy_control_server_stop(control);
+	control = NULL;
 	if (registered && hy_runtime_unregister(state->uuid) < 0)
 		hy_log(LOG_WARNING, "cannot remove the runtime file of mount %s", state->uuid);
 	fuse_session_unmount(se);
@@ -211,11 +350,14 @@ out_session:
 out:
 	if (loop_config)
 		fuse_loop_cfg_destroy(loop_config);
+	hy_control_server_stop(control);
+	hy_fs_destroy(&fs);	    /* closes handles first: they hold profiler state */
+	hy_profiler_free(profiler); /* drains the log into the database */
 	hy_state_close(state);
-	hy_fs_destroy(&fs);
 	if (root_fd >= 0)
 		close(root_fd);
 	fuse_opt_free_args(&args);
 	hy_options_free(&opts);
+	daemon_ready(status ? status : 1, false); /* failed before it was ready */
 	return status;
 }

@@ -25,12 +25,15 @@
 #include "hybridfs/fs.h"
 #include "hybridfs/inode.h"
 #include "hybridfs/log.h"
+#include "hybridfs/profiler.h"
 
 /* An open file: owned by fi->fh from open/create to release. */
 struct hy_file {
 	struct hy_fs_handle link;     /* first: a handle is found from its link */
 	struct hy_engine_file engine; /* engine.backing_fd is fd */
 	int fd;
+	bool profiled; /* prof is set up */
+	struct hy_profile_handle prof;
 };
 
 /* An open directory: owned by fi->fh from opendir to releasedir. */
@@ -66,6 +69,8 @@ static int file_free(struct hy_fs *fs, struct hy_file *file)
 	int rc;
 
 	handle_untrack(fs, &file->link);
+	if (file->profiled)
+		hy_profiler_close(&file->prof);
 	rc = close(file->fd) < 0 ? -errno : 0;
 	free(file);
 	return rc;
@@ -76,6 +81,20 @@ static void dir_free(struct hy_fs *fs, struct hy_dir *dir)
 	handle_untrack(fs, &dir->link);
 	closedir(dir->dp);
 	free(dir);
+}
+
+static void count_op(struct hy_fs *fs, enum hy_fs_op op)
+{
+	atomic_fetch_add_explicit(&fs->ops[op], 1, memory_order_relaxed);
+}
+
+/* A metadata operation: counted for the mount and for the process. */
+static void count_meta(struct hy_fs *fs, fuse_req_t req, enum hy_fs_op op,
+		       enum hy_profile_meta kind)
+{
+	count_op(fs, op);
+	if (fs->profiler)
+		hy_profiler_count_meta(fs->profiler, fuse_req_ctx(req)->pid, kind);
 }
 
 static struct hy_fs *fs_of(fuse_req_t req)
@@ -213,6 +232,7 @@ static void hy_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct fuse_entry_param e;
 	int rc = do_lookup(fs, inode_of(fs, parent), name, &e);
 
+	count_meta(fs, req, HY_OP_LOOKUP, HY_META_LOOKUP);
 	if (rc == -ENOENT && fs->negative_timeout > 0) {
 		memset(&e, 0, sizeof(e));
 		e.entry_timeout = fs->negative_timeout;
@@ -276,6 +296,7 @@ static void hy_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct stat st;
 	int rc = do_getattr(fs, inode_of(fs, ino), fi, &st);
 
+	count_meta(fs, req, HY_OP_GETATTR, HY_META_GETATTR);
 	if (rc) {
 		fuse_reply_err(req, -rc);
 	} else {
@@ -388,6 +409,7 @@ static void hy_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	struct stat st;
 	int rc = do_setattr(fs, inode_of(fs, ino), attr, to_set, fi, &st);
 
+	count_op(fs, HY_OP_SETATTR);
 	if (rc) {
 		fuse_reply_err(req, -rc);
 	} else {
@@ -416,6 +438,7 @@ static void hy_access(fuse_req_t req, fuse_ino_t ino, int mask)
 {
 	struct hy_fs *fs = fs_of(req);
 
+	count_op(fs, HY_OP_OTHER);
 	fuse_reply_err(req, -do_access(fs, inode_of(fs, ino), mask));
 }
 
@@ -444,6 +467,7 @@ static void hy_readlink(fuse_req_t req, fuse_ino_t ino)
 	char buf[PATH_MAX + 1];
 	int rc = do_readlink(fs, inode_of(fs, ino), buf, sizeof(buf));
 
+	count_op(fs, HY_OP_OTHER);
 	if (rc)
 		fuse_reply_err(req, -rc);
 	else
@@ -499,6 +523,7 @@ static void hy_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	struct fuse_entry_param e;
 	int rc = do_make(fs, req, inode_of(fs, parent), name, MAKE_NODE, mode, rdev, NULL, &e);
 
+	count_op(fs, HY_OP_NAMESPACE);
 	reply_entry_or_err(req, rc, &e);
 }
 
@@ -508,6 +533,7 @@ static void hy_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	struct fuse_entry_param e;
 	int rc = do_make(fs, req, inode_of(fs, parent), name, MAKE_DIR, mode, 0, NULL, &e);
 
+	count_op(fs, HY_OP_NAMESPACE);
 	reply_entry_or_err(req, rc, &e);
 }
 
@@ -517,6 +543,7 @@ static void hy_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, cons
 	struct fuse_entry_param e;
 	int rc = do_make(fs, req, inode_of(fs, parent), name, MAKE_SYMLINK, 0, 0, link, &e);
 
+	count_op(fs, HY_OP_NAMESPACE);
 	reply_entry_or_err(req, rc, &e);
 }
 
@@ -555,6 +582,7 @@ static void hy_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t new_parent, const
 	struct fuse_entry_param e;
 	int rc = do_link(fs, inode_of(fs, ino), inode_of(fs, new_parent), new_name, &e);
 
+	count_op(fs, HY_OP_NAMESPACE);
 	reply_entry_or_err(req, rc, &e);
 }
 
@@ -580,6 +608,7 @@ static void hy_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct hy_fs *fs = fs_of(req);
 
+	count_op(fs, HY_OP_NAMESPACE);
 	fuse_reply_err(req, -do_unlink(fs, inode_of(fs, parent), name, 0));
 }
 
@@ -587,6 +616,7 @@ static void hy_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct hy_fs *fs = fs_of(req);
 
+	count_op(fs, HY_OP_NAMESPACE);
 	fuse_reply_err(req, -do_unlink(fs, inode_of(fs, parent), name, AT_REMOVEDIR));
 }
 
@@ -636,6 +666,7 @@ static void hy_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 {
 	struct hy_fs *fs = fs_of(req);
 
+	count_op(fs, HY_OP_NAMESPACE);
 	fuse_reply_err(req, -do_rename(fs, inode_of(fs, parent), name, inode_of(fs, new_parent),
 				       new_name, flags));
 }
@@ -673,7 +704,8 @@ static int backing_flags(struct hy_fs *fs, struct fuse_file_info *fi)
 	return flags | O_CLOEXEC;
 }
 
-static int file_new(struct hy_fs *fs, int fd, struct fuse_file_info *fi)
+static int file_new(struct hy_fs *fs, fuse_req_t req, struct hy_inode *inode, int fd,
+		    const struct stat *st, struct fuse_file_info *fi)
 {
 	struct hy_file *file = calloc(1, sizeof(*file));
 
@@ -681,6 +713,21 @@ static int file_new(struct hy_fs *fs, int fd, struct fuse_file_info *fi)
 		return -ENOMEM;
 	file->fd = fd;
 	hy_engine_file_init(fs->engine, &file->engine, fd);
+	if (fs->profiler) {
+		char name[NAME_MAX + 1];
+		uint64_t known = atomic_load(&inode->file_id);
+
+		if (!known)
+			hy_inode_get_name(fs->inodes, inode, name, sizeof(name));
+		/* a file without an id is still served; its requests log id 0 */
+		if (hy_profiler_open(fs->profiler, &file->prof, fd, st, known, known ? NULL : name,
+				     fuse_req_ctx(req)->pid) < 0)
+			hy_log(LOG_WARNING, "profiler: no file id for inode %llu",
+			       (unsigned long long)inode->ino);
+		file->profiled = true;
+		if (!known && file->prof.file_id)
+			atomic_store(&inode->file_id, file->prof.file_id);
+	}
 	handle_track(fs, &file->link, false);
 	fi->fh = (uint64_t)(uintptr_t)file;
 	return 0;
@@ -722,7 +769,7 @@ static int do_open(struct hy_fs *fs, fuse_req_t req, struct hy_inode *inode,
 		close(fd);
 		return -ESTALE;
 	}
-	rc = file_new(fs, fd, fi);
+	rc = file_new(fs, req, inode, fd, &st, fi);
 	if (rc)
 		close(fd);
 	return rc;
@@ -733,6 +780,7 @@ static void hy_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct hy_fs *fs = fs_of(req);
 	int rc = do_open(fs, req, inode_of(fs, ino), fi);
 
+	count_op(fs, HY_OP_OPEN);
 	if (rc)
 		fuse_reply_err(req, -rc);
 	else if (fuse_reply_open(req, fi) == -ENOENT)
@@ -773,7 +821,7 @@ static int do_create(struct hy_fs *fs, fuse_req_t req, struct hy_inode *parent, 
 	if (rc)
 		goto out;
 	entry_fill(fs, e, inode, &st);
-	rc = file_new(fs, fd, fi);
+	rc = file_new(fs, req, inode, fd, &st, fi);
 	if (rc) {
 		hy_inode_forget(fs->inodes, inode, 1);
 		goto out;
@@ -793,6 +841,7 @@ static void hy_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct fuse_entry_param e;
 	int rc = do_create(fs, req, inode_of(fs, parent), name, mode, fi, &e);
 
+	count_op(fs, HY_OP_CREATE);
 	if (rc)
 		fuse_reply_err(req, -rc);
 	else if (fuse_reply_create(req, &e, fi) == -ENOENT)
@@ -855,10 +904,17 @@ static void hy_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	n = hy_engine_read(fs->engine, &file_of(fi)->engine, buf, size, off);
-	if (n < 0)
+	if (n < 0) {
 		fuse_reply_err(req, (int)-n);
-	else
-		fuse_reply_buf(req, buf, (size_t)n);
+		return;
+	}
+	count_op(fs, HY_OP_READ);
+	atomic_fetch_add_explicit(&fs->bytes_read, (uint64_t)n, memory_order_relaxed);
+	if (fs->profiler && n > 0)
+		hy_profiler_log(fs->profiler, &file_of(fi)->prof, file_of(fi)->fd,
+				fuse_req_ctx(req)->pid, HY_PROFILE_READ, (uint64_t)off,
+				(uint32_t)n);
+	fuse_reply_buf(req, buf, (size_t)n);
 }
 
 static void hy_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
@@ -867,10 +923,19 @@ static void hy_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	struct hy_fs *fs = fs_of(req);
 	ssize_t n = hy_engine_write(fs->engine, &file_of(fi)->engine, buf, size, off);
 
-	if (n < 0)
+	if (n < 0) {
 		fuse_reply_err(req, (int)-n);
-	else
-		fuse_reply_write(req, (size_t)n);
+		return;
+	}
+	count_op(fs, HY_OP_WRITE);
+	atomic_fetch_add_explicit(&fs->bytes_written, (uint64_t)n, memory_order_relaxed);
+	/* A write from the kernel's write-back cache comes from a kernel
+	 * thread: it belongs to the process that opened the handle (pid 0). */
+	if (fs->profiler && n > 0)
+		hy_profiler_log(fs->profiler, &file_of(fi)->prof, file_of(fi)->fd,
+				fi->writepage ? 0 : fuse_req_ctx(req)->pid, HY_PROFILE_WRITE,
+				(uint64_t)off, (uint32_t)n);
+	fuse_reply_write(req, (size_t)n);
 }
 
 static void hy_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -886,6 +951,7 @@ static void hy_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 {
 	struct hy_fs *fs = fs_of(req);
 
+	count_op(fs, HY_OP_FSYNC);
 	fuse_reply_err(req, -hy_engine_fsync(fs->engine, &file_of(fi)->engine, datasync != 0));
 }
 
@@ -894,6 +960,7 @@ static void hy_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 {
 	struct hy_fs *fs = fs_of(req);
 
+	count_op(fs, HY_OP_OTHER);
 	fuse_reply_err(
 		req, -hy_engine_fallocate(fs->engine, &file_of(fi)->engine, mode, offset, length));
 }
@@ -917,6 +984,7 @@ static void hy_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 	ssize_t n = hy_engine_copy_range(fs->engine, &file_of(fi_in)->engine, off_in,
 					 &file_of(fi_out)->engine, off_out, len, flags);
 
+	count_op(fs, HY_OP_OTHER);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else
@@ -964,6 +1032,7 @@ static void hy_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct hy_fs *fs = fs_of(req);
 	int rc = do_opendir(fs, inode_of(fs, ino), fi);
 
+	count_op(fs, HY_OP_OTHER);
 	if (rc) {
 		fuse_reply_err(req, -rc);
 	} else if (fuse_reply_open(req, fi) == -ENOENT) {
@@ -1071,6 +1140,7 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	count_meta(fs, req, HY_OP_READDIR, HY_META_READDIR);
 	rc = do_readdir(fs, inode_of(fs, ino), req, dir_of(fi), buf, size, offset, plus, &filled);
 	if (rc)
 		fuse_reply_err(req, -rc);
@@ -1112,6 +1182,7 @@ static void hy_statfs(fuse_req_t req, fuse_ino_t ino)
 	struct statvfs sv;
 	int rc = hy_inode_pin(fs->inodes, fs->inodes->root, true, &ref);
 
+	count_op(fs, HY_OP_OTHER);
 	if (rc) {
 		fuse_reply_err(req, -rc);
 		return;
@@ -1144,6 +1215,7 @@ static void hy_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 	ssize_t n;
 	int rc = xattr_ref(fs, inode_of(fs, ino), &ref);
 
+	count_op(fs, HY_OP_XATTR);
 	if (rc) {
 		fuse_reply_err(req, -rc);
 		return;
@@ -1176,6 +1248,7 @@ static void hy_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	ssize_t n;
 	int rc = xattr_ref(fs, inode_of(fs, ino), &ref);
 
+	count_op(fs, HY_OP_XATTR);
 	if (rc) {
 		fuse_reply_err(req, -rc);
 		return;
@@ -1207,6 +1280,7 @@ static void hy_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 	struct hy_inode_ref ref;
 	int rc = xattr_ref(fs, inode_of(fs, ino), &ref);
 
+	count_op(fs, HY_OP_XATTR);
 	if (rc) {
 		fuse_reply_err(req, -rc);
 		return;
@@ -1224,6 +1298,7 @@ static void hy_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	struct hy_inode_ref ref;
 	int rc = xattr_ref(fs, inode_of(fs, ino), &ref);
 
+	count_op(fs, HY_OP_XATTR);
 	if (rc) {
 		fuse_reply_err(req, -rc);
 		return;

@@ -3,6 +3,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,51 @@ static int parse_uint(const char *name, const char *value, unsigned min, unsigne
 	return 0;
 }
 
+/* "90", "90s", "15m", "12h", "30d" (or 0: keep all) into seconds. */
+static int parse_duration(const char *name, const char *value, int64_t *out, char *why,
+			  size_t why_size)
+{
+	char *end;
+	long long v;
+	int64_t unit = 1;
+
+	if (!value || !*value || *value == '-')
+		return say(why, why_size, "option \"%s\" needs a duration (90s, 15m, 12h, 30d)",
+			   name);
+	errno = 0;
+	v = strtoll(value, &end, 10);
+	if (*end == 's')
+		end++;
+	else if (*end == 'm')
+		unit = 60, end++;
+	else if (*end == 'h')
+		unit = 3600, end++;
+	else if (*end == 'd')
+		unit = 86400, end++;
+	if (errno || *end || end == value || v < 0 || v > INT64_MAX / 86400 / unit)
+		return say(why, why_size,
+			   "option \"%s=%s\": not a duration (a whole number with s, m, h or d)",
+			   name, value);
+	*out = (int64_t)v * unit;
+	return 0;
+}
+
+static int parse_count(const char *name, const char *value, int64_t *out, char *why,
+		       size_t why_size)
+{
+	char *end;
+	long long v;
+
+	if (!value || !*value || *value == '-')
+		return say(why, why_size, "option \"%s\" needs a whole number", name);
+	errno = 0;
+	v = strtoll(value, &end, 10);
+	if (errno || *end || v < 0)
+		return say(why, why_size, "option \"%s=%s\": not a whole number", name, value);
+	*out = (int64_t)v;
+	return 0;
+}
+
 static int parse_bool(const char *name, const char *value, bool *out, char *why, size_t why_size)
 {
 	if (!value || strcmp(value, "on") == 0 || strcmp(value, "1") == 0 ||
@@ -164,6 +210,12 @@ static int parse_one(struct hy_options *opts, char *word, char *why, size_t why_
 		return parse_seconds(name, value, &opts->entry_timeout, why, why_size);
 	if (strcmp(name, "negative_timeout") == 0)
 		return parse_seconds(name, value, &opts->negative_timeout, why, why_size);
+	if (strcmp(name, "profile") == 0)
+		return parse_bool(name, value, &opts->profile, why, why_size);
+	if (strcmp(name, "profile_max_age") == 0)
+		return parse_duration(name, value, &opts->profile_max_age_s, why, why_size);
+	if (strcmp(name, "profile_max_rows") == 0)
+		return parse_count(name, value, &opts->profile_max_rows, why, why_size);
 	if (strcmp(name, "max_threads") == 0)
 		return parse_uint(name, value, 1, 256, &opts->max_threads, why, why_size);
 	if (!value && in_list(kernel_flags, name))
@@ -215,6 +267,9 @@ static void options_reset(struct hy_options *opts)
 	opts->entry_timeout = 1.0;
 	opts->negative_timeout = 0.0;
 	opts->max_threads = HY_DEFAULT_MAX_THREADS;
+	opts->profile = true;
+	opts->profile_max_age_s = 30 * 86400;
+	opts->profile_max_rows = 10000000;
 }
 
 int hy_options_parse(int argc, char **argv, struct hy_options *opts, char *why, size_t why_size)
@@ -490,6 +545,11 @@ void hy_options_usage(const char *program, FILE *out)
 		"  entry_timeout=SEC      how long the kernel keeps names (default 1)\n"
 		"  negative_timeout=SEC   how long the kernel keeps missing names (default 0)\n"
 		"  max_threads=N          FUSE worker threads at most (default %d)\n"
+		"  profile=on|off         log every read and write into the state database\n"
+		"                         (default on)\n"
+		"  profile_max_age=AGE    keep the log this long: 90s, 15m, 12h, 30d (default\n"
+		"                         30d; 0 keeps all)\n"
+		"  profile_max_rows=N     keep at most N requests (default 10000000; 0: all)\n"
 		"  nosuid, nodev, noexec, noatime, ... passed to the kernel\n"
 		"\n"
 		"See hybridfs(8).\n",

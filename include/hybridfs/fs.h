@@ -37,6 +37,8 @@
 #define HYBRIDFS_FS_H
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -52,6 +54,25 @@ struct hy_fs_handle {
 	struct hy_fs_handle *prev, *next;
 	bool is_dir;
 };
+
+/* Operations counted for `hybridctl status`, by kind. */
+enum hy_fs_op {
+	HY_OP_LOOKUP,
+	HY_OP_GETATTR,
+	HY_OP_SETATTR,
+	HY_OP_READDIR,
+	HY_OP_OPEN,
+	HY_OP_CREATE,
+	HY_OP_READ,
+	HY_OP_WRITE,
+	HY_OP_FSYNC,
+	HY_OP_NAMESPACE, /* mknod, mkdir, symlink, link, unlink, rmdir, rename */
+	HY_OP_XATTR,
+	HY_OP_OTHER, /* statfs, access, readlink, fallocate, lseek, copy... */
+	HY_OP_COUNT
+};
+
+struct hy_profiler;
 
 struct hy_fs {
 	struct hy_inode_table *inodes;
@@ -73,7 +94,20 @@ struct hy_fs {
 
 	pthread_mutex_t handles_lock; /* protects handles */
 	struct hy_fs_handle handles;  /* sentinel of the open handles' list */
+
+	struct hy_profiler *profiler; /* NULL with profile=off; owned by main */
+	_Atomic uint64_t ops[HY_OP_COUNT];
+	_Atomic uint64_t bytes_read, bytes_written;
+
+	/* for status; borrowed from main's options and state */
+	const char *mountpoint, *backing_path, *state_dir, *db_path, *uuid;
+	int64_t started; /* seconds since the epoch */
 };
+
+/* The "status" result of the control protocol (see hybridctl(8)): the
+ * mount, operations and bytes by kind, the profiler's figures, the
+ * database's size and the busiest processes. NULL when out of memory. */
+struct json_object *hy_fs_status(struct hy_fs *fs);
 
 extern const struct fuse_lowlevel_ops hy_fs_operations;
 

@@ -37,6 +37,7 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -45,7 +46,8 @@
 struct hy_inode {
 	dev_t dev; /* with ino: the key; never change */
 	ino_t ino;
-	mode_t type; /* S_IFMT bits; never change */
+	mode_t type;		  /* S_IFMT bits; never change */
+	_Atomic uint64_t file_id; /* the profiler's file id once known, else 0 */
 
 	/* protected by table->lock: */
 	uint64_t nlookup;	 /* the kernel's lookup count */
@@ -126,6 +128,10 @@ void hy_inode_unpin_child(struct hy_inode_table *table, struct hy_inode *child, 
  * recently used first (when the process runs out of descriptors). Returns
  * how many were closed. */
 size_t hy_inode_shed(struct hy_inode_table *table, size_t count);
+
+/* Copies @inode's current name (or "" once it has none) into @buf. */
+void hy_inode_get_name(struct hy_inode_table *table, struct hy_inode *inode, char *buf,
+		       size_t size);
 
 /* A rename of @child succeeded: it is now (@new_parent, @new_name). */
 int hy_inode_moved(struct hy_inode_table *table, struct hy_inode *child,

@@ -20,6 +20,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #define HY_STATE_DIR_NAME ".hybridfs" /* default state folder, inside BACKING */
@@ -48,6 +49,10 @@ struct hy_options {
 	double entry_timeout;	 /* seconds the kernel may keep a name */
 	double negative_timeout; /* seconds the kernel may keep "no such name" */
 	unsigned max_threads;	 /* FUSE worker threads at most */
+
+	bool profile;		   /* the access profiler (on by default) */
+	int64_t profile_max_age_s; /* access log retention by age; 0 keeps all */
+	int64_t profile_max_rows;  /* ... and by row count; 0 keeps all */
 
 	/* Mount options passed to the kernel unchanged, comma separated
 	 * (nosuid, nodev, noexec, noatime, ...). Owned. */

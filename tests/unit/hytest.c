@@ -47,7 +47,8 @@ int main(void)
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return 1;
 	if (hy_test_add_options() || hy_test_add_state() || hy_test_add_inode() ||
-	    hy_test_add_engine()) {
+	    hy_test_add_engine() || hy_test_add_ring() || hy_test_add_control() ||
+	    hy_test_add_trace()) {
 		fprintf(stderr, "hytest: cannot register the suites\n");
 		CU_cleanup_registry();
 		return 1;

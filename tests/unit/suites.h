@@ -8,6 +8,9 @@ int hy_test_add_options(void);
 int hy_test_add_state(void);
 int hy_test_add_inode(void);
 int hy_test_add_engine(void);
+int hy_test_add_ring(void);
+int hy_test_add_control(void);
+int hy_test_add_trace(void);
 
 /* A fresh temporary directory for one test; removed by hy_test_rmtree(). */
 char *hy_test_tmpdir(void);

@@ -1,0 +1,291 @@
+/* control_server.c - see include/hybridfs/control_server.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <event2/thread.h>
+#include <json-c/json.h>
+
+#include "hybridfs/control.h"
+#include "hybridfs/control_server.h"
+#include "hybridfs/log.h"
+
+#define IDLE_SECONDS 10 /* a connection that sends no full line in this long is closed */
+
+struct hy_control_server {
+	struct hy_control_handlers handlers;
+	struct event_base *base;
+	struct evconnlistener *listener;
+	pthread_t thread;
+	bool thread_started;
+	int dir_fd; /* O_PATH descriptor of the state folder */
+	char path[128];
+	uid_t uid;
+};
+
+static void close_when_sent(struct bufferevent *bev, void *arg)
+{
+	if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+		bufferevent_free(bev);
+}
+
+static void connection_event(struct bufferevent *bev, short events, void *arg)
+{
+	if (events & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))
+		bufferevent_free(bev);
+}
+
+/* Queues @line (consumed) and closes the connection once it is sent. */
+static void reply_and_close(struct bufferevent *bev, char *line)
+{
+	static const char oom[] = "{\"v\":1,\"ok\":false,\"error\":\"out of memory\"}\n";
+
+	bufferevent_disable(bev, EV_READ);
+	if (line)
+		evbuffer_add(bufferevent_get_output(bev), line, strlen(line));
+	else
+		evbuffer_add(bufferevent_get_output(bev), oom, sizeof(oom) - 1);
+	free(line);
+	bufferevent_setcb(bev, NULL, close_when_sent, connection_event, NULL);
+	bufferevent_enable(bev, EV_WRITE);
+}
+
+static char *answer(struct hy_control_server *srv, const char *line, size_t len)
+{
+	struct hy_control_request req;
+	struct json_object *result;
+	char why[256];
+	int rc = hy_control_parse_request(line, len, &req, why, sizeof(why));
+
+	if (rc)
+		return hy_control_format_error(why);
+	switch (req.command) {
+	case HY_CONTROL_PING:
+		return hy_control_format_result(json_object_new_object());
+	case HY_CONTROL_SYNC:
+		rc = srv->handlers.sync ? srv->handlers.sync(srv->handlers.ctx) : -ENOSYS;
+		if (rc)
+			return hy_control_format_error(
+				rc == -ENOSYS ? "the profiler is off"
+					      : "the profiler's writer has failed");
+		return hy_control_format_result(json_object_new_object());
+	case HY_CONTROL_STATUS:
+		result = srv->handlers.status(srv->handlers.ctx);
+		return result ? hy_control_format_result(result) : NULL;
+	}
+	return hy_control_format_error("unknown command");
+}
+
+static void connection_read(struct bufferevent *bev, void *arg)
+{
+	struct hy_control_server *srv = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	struct evbuffer_ptr eol;
+	size_t eol_len = 0, len;
+	char *line, msg[96];
+
+	eol = evbuffer_search_eol(in, NULL, &eol_len, EVBUFFER_EOL_LF);
+	if (eol.pos < 0) {
+		if (evbuffer_get_length(in) >= HY_CONTROL_MAX_LINE) {
+			snprintf(msg, sizeof(msg), "request longer than %d bytes",
+				 HY_CONTROL_MAX_LINE - 1);
+			reply_and_close(bev, hy_control_format_error(msg));
+		}
+		return; /* wait for the rest of the line */
+	}
+	len = (size_t)eol.pos;
+	line = (char *)evbuffer_pullup(in, (ssize_t)(len + eol_len));
+	reply_and_close(bev, line ? answer(srv, line, len) : NULL);
+}
+
+static void refuse(int fd, const char *why)
+{
+	char *line = hy_control_format_error(why);
+
+	/* best effort: the peer is being turned away either way */
+	if (line && send(fd, line, strlen(line), MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		hy_log_debug("control: could not tell a refused peer why: %s", strerror(errno));
+	free(line);
+	close(fd);
+}
+
+static void accept_connection(struct evconnlistener *listener, evutil_socket_t fd,
+			      struct sockaddr *addr, int socklen, void *arg)
+{
+	struct hy_control_server *srv = arg;
+	struct ucred cred;
+	socklen_t cred_len = sizeof(cred);
+	struct bufferevent *bev;
+	struct timeval idle = {IDLE_SECONDS, 0};
+	char why[128];
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) < 0) {
+		refuse(fd, "cannot tell who is asking");
+		return;
+	}
+	if (cred.uid != srv->uid) {
+		hy_log(LOG_NOTICE, "control: refused uid %u (pid %d): not the mounting user",
+		       (unsigned)cred.uid, (int)cred.pid);
+		snprintf(why, sizeof(why), "refused: uid %u is not the mounting user",
+			 (unsigned)cred.uid);
+		refuse(fd, why);
+		return;
+	}
+	bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (!bev) {
+		close(fd);
+		return;
+	}
+	/* at most one line is buffered: the read stops past the limit */
+	bufferevent_setwatermark(bev, EV_READ, 0, HY_CONTROL_MAX_LINE);
+	bufferevent_set_timeouts(bev, &idle, &idle);
+	bufferevent_setcb(bev, connection_read, NULL, connection_event, srv);
+	bufferevent_enable(bev, EV_READ);
+}
+
+static void *control_main(void *arg)
+{
+	struct hy_control_server *srv = arg;
+
+	pthread_setname_np(pthread_self(), "hy-control");
+	if (event_base_dispatch(srv->base) < 0)
+		hy_log(LOG_ERR,
+		       "control: the event loop failed; hybridctl cannot reach this mount");
+	return NULL;
+}
+
+static int open_dir(const char *state_dir, int *fd, char *path, size_t size, char *why,
+		    size_t why_size)
+{
+	*fd = open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (*fd < 0) {
+		int err = errno;
+
+		snprintf(why, why_size, "control: state folder \"%s\": %s", state_dir,
+			 strerror(err));
+		return -err;
+	}
+	return hy_control_socket_path(*fd, path, size);
+}
+
+int hy_control_server_check(const char *state_dir, char *why, size_t why_size)
+{
+	struct json_object *result = NULL;
+	char ignored[256];
+	int rc = hy_control_call(state_dir, HY_CONTROL_PING, 2000, &result, ignored,
+				 sizeof(ignored));
+
+	if (result)
+		json_object_put(result);
+	if (rc == 0 || rc == -EREMOTEIO || rc == -EACCES) {
+		snprintf(why, why_size,
+			 "state folder \"%s\" is in use by another running hybridfs daemon",
+			 state_dir);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+int hy_control_server_start(const char *state_dir, const struct hy_control_handlers *handlers,
+			    struct hy_control_server **out, char *why, size_t why_size)
+{
+	struct hy_control_server *srv = calloc(1, sizeof(*srv));
+	struct sockaddr_un addr;
+	mode_t old_umask;
+	int fd = -1, rc;
+
+	*out = NULL;
+	if (!srv)
+		return -ENOMEM;
+	srv->handlers = *handlers;
+	srv->uid = geteuid();
+	srv->dir_fd = -1;
+	rc = open_dir(state_dir, &srv->dir_fd, srv->path, sizeof(srv->path), why, why_size);
+	if (rc)
+		goto fail;
+	if (evthread_use_pthreads() < 0) {
+		snprintf(why, why_size, "control: libevent has no thread support");
+		rc = -ENOSYS;
+		goto fail;
+	}
+	srv->base = event_base_new();
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (!srv->base || fd < 0) {
+		rc = fd < 0 ? -errno : -ENOMEM;
+		snprintf(why, why_size, "control: cannot make the socket: %s", strerror(-rc));
+		goto fail;
+	}
+	memset(&addr, 0, sizeof(addr));
+	addr.sun_family = AF_UNIX;
+	if (strlen(srv->path) >= sizeof(addr.sun_path)) {
+		snprintf(why, why_size, "control: socket path \"%s\" is too long", srv->path);
+		rc = -ENAMETOOLONG;
+		goto fail;
+	}
+	memcpy(addr.sun_path, srv->path, strlen(srv->path) + 1);
+	/* hy_control_server_check() found no live daemon: a socket file left
+	 * there is stale */
+	unlinkat(srv->dir_fd, HY_CONTROL_SOCKET, 0);
+	old_umask = umask(0077); /* born private: no window with a looser mode */
+	rc = bind(fd, (struct sockaddr *)&addr, sizeof(addr));
+	umask(old_umask);
+	if (rc < 0 || listen(fd, 16) < 0) {
+		rc = -errno;
+		snprintf(why, why_size, "control: cannot listen on \"%s/%s\": %s", state_dir,
+			 HY_CONTROL_SOCKET, strerror(-rc));
+		goto fail;
+	}
+	srv->listener = evconnlistener_new(srv->base, accept_connection, srv,
+					   LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd);
+	if (!srv->listener) {
+		snprintf(why, why_size, "control: cannot watch the socket");
+		rc = -ENOMEM;
+		goto fail;
+	}
+	fd = -1; /* the listener owns it */
+	rc = pthread_create(&srv->thread, NULL, control_main, srv);
+	if (rc) {
+		snprintf(why, why_size, "control: cannot start the thread: %s", strerror(rc));
+		rc = -rc;
+		goto fail;
+	}
+	srv->thread_started = true;
+	*out = srv;
+	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	hy_control_server_stop(srv);
+	return rc;
+}
+
+void hy_control_server_stop(struct hy_control_server *srv)
+{
+	if (!srv)
+		return;
+	if (srv->thread_started) {
+		event_base_loopbreak(srv->base);
+		pthread_join(srv->thread, NULL);
+	}
+	if (srv->listener)
+		evconnlistener_free(srv->listener);
+	if (srv->base)
+		event_base_free(srv->base);
+	if (srv->dir_fd >= 0) {
+		unlinkat(srv->dir_fd, HY_CONTROL_SOCKET, 0);
+		close(srv->dir_fd);
+	}
+	free(srv);
+}

@@ -1,0 +1,848 @@
+/* profiler.c - see include/hybridfs/profiler.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "hybridfs/log.h"
+#include "hybridfs/profiler.h"
+#include "hybridfs/ring.h"
+
+#define BATCH		    4096   /* records popped at a time */
+#define MAX_PER_TRANSACTION 262144 /* so one commit never grows without bound */
+#define PROCESS_RECHECK_NS  1000000000LL
+
+struct process_slot {
+	pid_t pid; /* 0: empty */
+	uint32_t process_id;
+	char comm[16];
+	int64_t checked_ns; /* CLOCK_MONOTONIC */
+	uint64_t reads, writes, bytes_read, bytes_written, meta[HY_META_COUNT];
+};
+
+/* Rows the writer thread has still to insert. A file row stays listed
+ * until its transaction commits, so that an open in between finds its id
+ * here rather than making a second one. */
+struct pending_process {
+	struct pending_process *next;
+	uint32_t id;
+	pid_t pid;
+	char comm[16];
+	char *exe;
+	int64_t seen_ns;
+};
+
+struct pending_file {
+	struct pending_file *next;
+	uint64_t id;
+	uint64_t dev, ino;
+	int64_t birth_ns;
+	char *name;
+	int64_t seen_ns;
+	bool in_flight; /* being inserted by the writer now */
+};
+
+struct hy_profiler {
+	struct hy_ring *ring;
+	int64_t max_age_s, max_rows;
+
+	pthread_mutex_t stripes[HY_PROFILER_STRIPES];
+	struct process_slot slots[HY_PROFILER_PROCESSES]; /* slot s under stripes[s % STRIPES] */
+
+	_Atomic uint32_t next_process_id;
+	_Atomic uint64_t next_file_id;
+	atomic_bool kick; /* a producer has asked the writer to hurry */
+
+	pthread_mutex_t read_lock; /* protects read_db, select_file */
+	sqlite3 *read_db;
+	sqlite3_stmt *select_file;
+
+	pthread_mutex_t queue_lock; /* protects everything below */
+	pthread_cond_t writer_cond, sync_cond;
+	struct pending_process *processes;
+	struct pending_file *files;
+	bool stopping, wake, failed;
+	uint64_t committed; /* ring records popped and committed */
+	uint64_t written, pruned, batches, errors, processes_seen, files_seen;
+
+	/* the writer thread's own */
+	pthread_t writer;
+	bool writer_started;
+	sqlite3 *db;
+	sqlite3_stmt *insert_record, *insert_process, *insert_file, *prune_age, *prune_rows;
+	int64_t pruned_at_ns;
+};
+
+static int64_t clock_ns(clockid_t clock)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* ---- processes --------------------------------------------------------- */
+
+static void read_comm(pid_t pid, char comm[16])
+{
+	char path[64];
+	ssize_t n = -1;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	fd = pid > 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	if (fd >= 0) {
+		n = read(fd, comm, 15);
+		close(fd);
+	}
+	if (n <= 0) {
+		strcpy(comm, "?");
+		return;
+	}
+	comm[n] = '\0';
+	if (comm[n - 1] == '\n')
+		comm[n - 1] = '\0';
+}
+
+static char *read_exe(pid_t pid)
+{
+	char path[64], target[4096];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	n = pid > 0 ? readlink(path, target, sizeof(target) - 1) : -1;
+	if (n <= 0)
+		return NULL; /* a kernel thread, gone, or another user's */
+	target[n] = '\0';
+	return strdup(target);
+}
+
+static void queue_process(struct hy_profiler *p, uint32_t id, pid_t pid, const char *comm)
+{
+	struct pending_process *pp = calloc(1, sizeof(*pp));
+
+	if (!pp)
+		return; /* the row is lost, the records still name the id */
+	pp->id = id;
+	pp->pid = pid;
+	memcpy(pp->comm, comm, sizeof(pp->comm));
+	pp->exe = read_exe(pid);
+	pp->seen_ns = clock_ns(CLOCK_REALTIME);
+	pthread_mutex_lock(&p->queue_lock);
+	pp->next = p->processes;
+	p->processes = pp;
+	p->processes_seen++;
+	pthread_mutex_unlock(&p->queue_lock);
+}
+
+/* Finds (or makes) @pid's slot and applies @update under its stripe. A
+ * new pid, or one not checked for a second, has its name read again
+ * (outside the lock); a changed name (exec, or the pid reused) is a new
+ * process. */
+static uint32_t process_touch(struct hy_profiler *p, pid_t pid, int mode, uint64_t bytes, int meta)
+{
+	size_t s = (size_t)pid % HY_PROFILER_PROCESSES;
+	pthread_mutex_t *lock = &p->stripes[s % HY_PROFILER_STRIPES];
+	struct process_slot *slot = &p->slots[s];
+	int64_t now = clock_ns(CLOCK_MONOTONIC);
+	char comm[16];
+	uint32_t id;
+	bool fresh;
+
+	pthread_mutex_lock(lock);
+	fresh = slot->pid == pid && now - slot->checked_ns < PROCESS_RECHECK_NS;
+	if (!fresh) {
+		pthread_mutex_unlock(lock);
+		read_comm(pid, comm);
+		pthread_mutex_lock(lock);
+		if (slot->pid == pid && strcmp(slot->comm, comm) == 0) {
+			slot->checked_ns = now;
+		} else {
+			id = atomic_fetch_add(&p->next_process_id, 1);
+			memset(slot, 0, sizeof(*slot));
+			slot->pid = pid;
+			slot->process_id = id;
+			memcpy(slot->comm, comm, sizeof(slot->comm));
+			slot->checked_ns = now;
+			pthread_mutex_unlock(lock);
+			queue_process(p, id, pid, comm);
+			pthread_mutex_lock(lock);
+		}
+	}
+	if (slot->pid == pid) {
+		if (mode == HY_PROFILE_READ) {
+			slot->reads++;
+			slot->bytes_read += bytes;
+		} else if (mode == HY_PROFILE_WRITE) {
+			slot->writes++;
+			slot->bytes_written += bytes;
+		}
+		if (meta >= 0)
+			slot->meta[meta]++;
+		id = slot->process_id;
+	} else {
+		id = 0; /* lost a race for the slot to another pid: rare, unnamed */
+	}
+	pthread_mutex_unlock(lock);
+	return id;
+}
+
+uint32_t hy_profiler_process(struct hy_profiler *p, pid_t pid)
+{
+	return process_touch(p, pid, -1, 0, -1);
+}
+
+void hy_profiler_count_meta(struct hy_profiler *p, pid_t pid, enum hy_profile_meta kind)
+{
+	if (p && pid > 0)
+		process_touch(p, pid, -1, 0, (int)kind);
+}
+
+/* ---- files ------------------------------------------------------------- */
+
+static int64_t birth_of(int fd)
+{
+	struct statx stx;
+
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_BTIME, &stx) < 0 || !(stx.stx_mask & STATX_BTIME))
+		return 0; /* no birth time: an inode number's reuse goes unnoticed */
+	return (int64_t)stx.stx_btime.tv_sec * 1000000000LL + stx.stx_btime.tv_nsec;
+}
+
+static uint64_t find_or_make_file(struct hy_profiler *p, const struct stat *st, int64_t birth,
+				  const char *name)
+{
+	struct pending_file *pf;
+	uint64_t id = 0;
+
+	pthread_mutex_lock(&p->queue_lock);
+	for (pf = p->files; pf; pf = pf->next)
+		if (pf->ino == st->st_ino && pf->dev == st->st_dev && pf->birth_ns == birth) {
+			id = pf->id;
+			break;
+		}
+	pthread_mutex_unlock(&p->queue_lock);
+	if (id)
+		return id;
+
+	pthread_mutex_lock(&p->read_lock);
+	sqlite3_bind_int64(p->select_file, 1, (int64_t)st->st_dev);
+	sqlite3_bind_int64(p->select_file, 2, (int64_t)st->st_ino);
+	sqlite3_bind_int64(p->select_file, 3, birth);
+	if (sqlite3_step(p->select_file) == SQLITE_ROW)
+		id = (uint64_t)sqlite3_column_int64(p->select_file, 0);
+	sqlite3_reset(p->select_file);
+	pthread_mutex_unlock(&p->read_lock);
+	if (id)
+		return id;
+
+	pf = calloc(1, sizeof(*pf));
+	if (!pf)
+		return 0;
+	pf->dev = st->st_dev;
+	pf->ino = st->st_ino;
+	pf->birth_ns = birth;
+	pf->name = name ? strdup(name) : NULL;
+	pf->seen_ns = clock_ns(CLOCK_REALTIME);
+	pthread_mutex_lock(&p->queue_lock);
+	/* another open may have made it meanwhile */
+	for (struct pending_file *other = p->files; other; other = other->next)
+		if (other->ino == pf->ino && other->dev == pf->dev && other->birth_ns == birth) {
+			id = other->id;
+			break;
+		}
+	if (!id) {
+		pf->id = id = atomic_fetch_add(&p->next_file_id, 1);
+		pf->next = p->files;
+		p->files = pf;
+		p->files_seen++;
+		pf = NULL;
+	}
+	pthread_mutex_unlock(&p->queue_lock);
+	if (pf) {
+		free(pf->name);
+		free(pf);
+	}
+	return id;
+}
+
+int hy_profiler_open(struct hy_profiler *p, struct hy_profile_handle *handle, int fd,
+		     const struct stat *st, uint64_t known_id, const char *name, pid_t pid)
+{
+	memset(handle, 0, sizeof(*handle));
+	pthread_mutex_init(&handle->lock, NULL);
+	handle->fiemap_at_ns = INT64_MIN / 2;
+	handle->opener = process_touch(p, pid, -1, 0, -1);
+	handle->opener_pid = pid;
+	handle->file_id = known_id ? known_id : find_or_make_file(p, st, birth_of(fd), name);
+	return handle->file_id ? 0 : -ENOMEM;
+}
+
+void hy_profiler_close(struct hy_profile_handle *handle)
+{
+	pthread_mutex_destroy(&handle->lock);
+}
+
+/* ---- physical addresses ------------------------------------------------ */
+
+static void fiemap_refresh(struct hy_profile_handle *h, int fd, uint64_t offset)
+{
+	struct {
+		struct fiemap map;
+		struct fiemap_extent extents[HY_PROFILER_EXTENTS];
+	} buf;
+
+	memset(&buf, 0, sizeof(buf));
+	buf.map.fm_start = offset & ~(uint64_t)4095;
+	buf.map.fm_length = FIEMAP_MAX_OFFSET - buf.map.fm_start;
+	buf.map.fm_extent_count = HY_PROFILER_EXTENTS;
+	h->extents = 0;
+	if (ioctl(fd, FS_IOC_FIEMAP, &buf.map) < 0)
+		return; /* the backing filesystem does not say: addresses stay unknown */
+	for (unsigned i = 0; i < buf.map.fm_mapped_extents && i < HY_PROFILER_EXTENTS; i++) {
+		const struct fiemap_extent *e = &buf.extents[i];
+		bool unknown = e->fe_flags & (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC |
+					      FIEMAP_EXTENT_ENCODED | FIEMAP_EXTENT_DATA_INLINE |
+					      FIEMAP_EXTENT_NOT_ALIGNED);
+
+		h->extent[h->extents].logical = e->fe_logical;
+		h->extent[h->extents].physical = unknown ? 0 : e->fe_physical;
+		h->extent[h->extents].length = e->fe_length;
+		h->extents++;
+	}
+}
+
+/* The physical 4 KiB block of @offset, or -1. */
+static int64_t phys_block(struct hy_profile_handle *h, int fd, uint64_t offset)
+{
+	int64_t now, block = -1;
+	bool refreshed = false;
+
+	pthread_mutex_lock(&h->lock);
+	for (;;) {
+		/* extents come sorted from FIEMAP: a binary search */
+		unsigned lo = 0, hi = h->extents;
+
+		while (lo < hi) {
+			unsigned mid = (lo + hi) / 2;
+
+			if (offset < h->extent[mid].logical)
+				hi = mid;
+			else if (offset >= h->extent[mid].logical + h->extent[mid].length)
+				lo = mid + 1;
+			else {
+				if (h->extent[mid].physical)
+					block = (int64_t)((h->extent[mid].physical + offset -
+							   h->extent[mid].logical) /
+							  4096);
+				goto out;
+			}
+		}
+		if (refreshed)
+			break;
+		now = clock_ns(CLOCK_MONOTONIC);
+		if (now - h->fiemap_at_ns < 1000000000LL)
+			break; /* at most one FIEMAP a second per open file */
+		h->fiemap_at_ns = now;
+		fiemap_refresh(h, fd, offset);
+		refreshed = true;
+	}
+out:
+	pthread_mutex_unlock(&h->lock);
+	return block;
+}
+
+/* ---- the I/O path ------------------------------------------------------ */
+
+void hy_profiler_log(struct hy_profiler *p, struct hy_profile_handle *handle, int fd, pid_t pid,
+		     enum hy_profile_mode mode, uint64_t offset, uint32_t length)
+{
+	struct hy_profile_record rec;
+	struct hy_ring_stats rs;
+
+	memset(&rec, 0, sizeof(rec));
+	rec.ts_ns = clock_ns(CLOCK_REALTIME);
+	rec.file_id = handle->file_id;
+	rec.offset = offset;
+	rec.length = length;
+	rec.mode = (uint8_t)mode;
+	if (pid <= 0)
+		pid = handle->opener_pid;
+	rec.process_id = process_touch(p, pid, mode, length, -1);
+	rec.phys_block = phys_block(handle, fd, offset);
+	/* A full ring drops the record (the ring counts it). Past half full
+	 * the writer is woken early, once, instead of on its next tick. */
+	if (hy_ring_push(p->ring, &rec)) {
+		hy_ring_get_stats(p->ring, &rs);
+		if (rs.queued < rs.capacity / 2)
+			return;
+	}
+	if (!atomic_exchange(&p->kick, true)) {
+		pthread_mutex_lock(&p->queue_lock);
+		p->wake = true;
+		pthread_cond_signal(&p->writer_cond);
+		pthread_mutex_unlock(&p->queue_lock);
+	}
+}
+
+/* ---- the writer thread ------------------------------------------------- */
+
+static int prepare(sqlite3 *db, const char *sql, sqlite3_stmt **stmt)
+{
+	if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, stmt, NULL) != SQLITE_OK) {
+		hy_log(LOG_ERR, "profiler: preparing \"%.40s...\": %s", sql, sqlite3_errmsg(db));
+		return -EIO;
+	}
+	return 0;
+}
+
+static int step_done(sqlite3 *db, sqlite3_stmt *stmt)
+{
+	int rc = sqlite3_step(stmt);
+
+	sqlite3_reset(stmt);
+	if (rc != SQLITE_DONE) {
+		hy_log(LOG_ERR, "profiler: insert: %s", sqlite3_errmsg(db));
+		return -EIO;
+	}
+	return 0;
+}
+
+static void insert_records(struct hy_profiler *p, const struct hy_profile_record *recs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct hy_profile_record *r = &recs[i];
+		sqlite3_stmt *st = p->insert_record;
+
+		sqlite3_bind_int64(st, 1, r->ts_ns);
+		sqlite3_bind_int64(st, 2, r->process_id);
+		sqlite3_bind_int64(st, 3, (int64_t)r->file_id);
+		sqlite3_bind_int64(st, 4, (int64_t)r->offset);
+		sqlite3_bind_int64(st, 5, r->length);
+		sqlite3_bind_int(st, 6, r->mode);
+		if (r->klass)
+			sqlite3_bind_int(st, 7, r->klass - 1);
+		else
+			sqlite3_bind_null(st, 7);
+		if (r->phys_block >= 0)
+			sqlite3_bind_int64(st, 8, r->phys_block);
+		else
+			sqlite3_bind_null(st, 8);
+		if (step_done(p->db, st) == 0)
+			p->written++;
+		else
+			p->errors++;
+	}
+}
+
+/* One transaction: the pending process and file rows, then everything in
+ * the ring (up to MAX_PER_TRANSACTION records). */
+static void flush_once(struct hy_profiler *p, struct hy_profile_record *buf)
+{
+	struct pending_process *procs;
+	struct pending_file *pf;
+	size_t n, total = 0;
+	uint64_t popped;
+
+	pthread_mutex_lock(&p->queue_lock);
+	procs = p->processes;
+	p->processes = NULL;
+	for (pf = p->files; pf; pf = pf->next)
+		pf->in_flight = true;
+	pthread_mutex_unlock(&p->queue_lock);
+
+	if (sqlite3_exec(p->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
+		hy_log(LOG_ERR, "profiler: begin: %s", sqlite3_errmsg(p->db));
+		p->errors++;
+	}
+	while (procs) {
+		struct pending_process *next = procs->next;
+		sqlite3_stmt *st = p->insert_process;
+
+		sqlite3_bind_int64(st, 1, procs->id);
+		sqlite3_bind_int64(st, 2, procs->pid);
+		sqlite3_bind_text(st, 3, procs->comm, -1, SQLITE_STATIC);
+		if (procs->exe)
+			sqlite3_bind_text(st, 4, procs->exe, -1, SQLITE_STATIC);
+		else
+			sqlite3_bind_null(st, 4);
+		sqlite3_bind_int64(st, 5, procs->seen_ns);
+		if (step_done(p->db, st))
+			p->errors++;
+		free(procs->exe);
+		free(procs);
+		procs = next;
+	}
+	/* the in-flight files stay listed (and findable) until the commit */
+	pthread_mutex_lock(&p->queue_lock);
+	pf = p->files;
+	pthread_mutex_unlock(&p->queue_lock);
+	for (; pf; pf = pf->next) {
+		sqlite3_stmt *st = p->insert_file;
+
+		if (!pf->in_flight)
+			continue;
+		sqlite3_bind_int64(st, 1, (int64_t)pf->id);
+		sqlite3_bind_int64(st, 2, (int64_t)pf->dev);
+		sqlite3_bind_int64(st, 3, (int64_t)pf->ino);
+		sqlite3_bind_int64(st, 4, pf->birth_ns);
+		if (pf->name)
+			sqlite3_bind_text(st, 5, pf->name, -1, SQLITE_STATIC);
+		else
+			sqlite3_bind_null(st, 5);
+		sqlite3_bind_int64(st, 6, pf->seen_ns);
+		if (step_done(p->db, st))
+			p->errors++;
+	}
+	while (total < MAX_PER_TRANSACTION && (n = hy_ring_pop(p->ring, buf, BATCH)) > 0) {
+		insert_records(p, buf, n);
+		total += n;
+	}
+	if (sqlite3_exec(p->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		hy_log(LOG_ERR, "profiler: commit: %s", sqlite3_errmsg(p->db));
+		sqlite3_exec(p->db, "ROLLBACK", NULL, NULL, NULL);
+		p->errors++;
+	}
+	p->batches++;
+
+	pthread_mutex_lock(&p->queue_lock);
+	for (struct pending_file **pp = &p->files; *pp;) {
+		pf = *pp;
+		if (pf->in_flight) {
+			*pp = pf->next;
+			free(pf->name);
+			free(pf);
+		} else {
+			pp = &pf->next;
+		}
+	}
+	{
+		struct hy_ring_stats rs;
+
+		hy_ring_get_stats(p->ring, &rs);
+		popped = rs.popped;
+	}
+	p->committed = popped;
+	pthread_cond_broadcast(&p->sync_cond);
+	pthread_mutex_unlock(&p->queue_lock);
+}
+
+static void prune(struct hy_profiler *p)
+{
+	int64_t now = clock_ns(CLOCK_MONOTONIC);
+
+	if (now - p->pruned_at_ns < (int64_t)HY_PROFILER_PRUNE_S * 1000000000LL)
+		return;
+	p->pruned_at_ns = now;
+	if (p->max_age_s > 0) {
+		sqlite3_bind_int64(p->prune_age, 1,
+				   clock_ns(CLOCK_REALTIME) - p->max_age_s * 1000000000LL);
+		if (step_done(p->db, p->prune_age) == 0)
+			p->pruned += (uint64_t)sqlite3_changes(p->db);
+	}
+	if (p->max_rows > 0) {
+		sqlite3_bind_int64(p->prune_rows, 1, p->max_rows);
+		if (step_done(p->db, p->prune_rows) == 0)
+			p->pruned += (uint64_t)sqlite3_changes(p->db);
+	}
+}
+
+static void *writer_main(void *arg)
+{
+	struct hy_profiler *p = arg;
+	struct hy_profile_record *buf = malloc(BATCH * sizeof(*buf));
+	struct timespec deadline;
+	bool stopping;
+
+	pthread_setname_np(pthread_self(), "hy-profiler");
+	if (!buf) {
+		hy_log(LOG_ERR, "profiler: out of memory; the access log stops");
+		pthread_mutex_lock(&p->queue_lock);
+		p->failed = true;
+		pthread_cond_broadcast(&p->sync_cond);
+		pthread_mutex_unlock(&p->queue_lock);
+		return NULL;
+	}
+	pthread_mutex_lock(&p->queue_lock);
+	for (;;) {
+		if (!p->stopping && !p->wake) {
+			clock_gettime(CLOCK_REALTIME, &deadline);
+			deadline.tv_nsec += HY_PROFILER_FLUSH_MS * 1000000L;
+			if (deadline.tv_nsec >= 1000000000L) {
+				deadline.tv_sec++;
+				deadline.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&p->writer_cond, &p->queue_lock, &deadline);
+		}
+		p->wake = false;
+		stopping = p->stopping;
+		pthread_mutex_unlock(&p->queue_lock);
+
+		atomic_store(&p->kick, false);
+		flush_once(p, buf);
+		prune(p);
+
+		pthread_mutex_lock(&p->queue_lock);
+		if (stopping) {
+			struct hy_ring_stats rs;
+
+			hy_ring_get_stats(p->ring, &rs);
+			if (rs.queued == 0 && !p->processes && !p->files)
+				break;
+		}
+	}
+	pthread_mutex_unlock(&p->queue_lock);
+	free(buf);
+	return NULL;
+}
+
+/* ---- life cycle ------------------------------------------------------- */
+
+static int open_db(const char *path, int flags, sqlite3 **db, char *why, size_t why_size)
+{
+	if (sqlite3_open_v2(path, db, flags | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+		snprintf(why, why_size, "profiler: database \"%s\": %s", path,
+			 *db ? sqlite3_errmsg(*db) : "out of memory");
+		return -EIO;
+	}
+	sqlite3_busy_timeout(*db, 10000);
+	return 0;
+}
+
+static int64_t max_id(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st;
+	int64_t v = 0;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	else
+		v = -1;
+	sqlite3_finalize(st);
+	return v;
+}
+
+int hy_profiler_new(const struct hy_profiler_config *config, struct hy_profiler **out, char *why,
+		    size_t why_size)
+{
+	struct hy_profiler *p = calloc(1, sizeof(*p));
+	int64_t procs, files;
+	int rc;
+
+	*out = NULL;
+	if (!p)
+		return -ENOMEM;
+	for (int i = 0; i < HY_PROFILER_STRIPES; i++)
+		pthread_mutex_init(&p->stripes[i], NULL);
+	pthread_mutex_init(&p->read_lock, NULL);
+	pthread_mutex_init(&p->queue_lock, NULL);
+	pthread_cond_init(&p->writer_cond, NULL);
+	pthread_cond_init(&p->sync_cond, NULL);
+	p->max_age_s = config->max_age_s;
+	p->max_rows = config->max_rows;
+	p->pruned_at_ns = clock_ns(CLOCK_MONOTONIC);
+
+	rc = hy_ring_new(config->ring_capacity, sizeof(struct hy_profile_record), &p->ring);
+	if (rc) {
+		snprintf(why, why_size, "profiler: cannot make a ring of %zu records",
+			 config->ring_capacity);
+		goto fail;
+	}
+	rc = open_db(config->db_path, SQLITE_OPEN_READWRITE, &p->db, why, why_size);
+	if (rc == 0)
+		rc = open_db(config->db_path, SQLITE_OPEN_READONLY, &p->read_db, why, why_size);
+	if (rc)
+		goto fail;
+	procs = max_id(p->db, "SELECT coalesce(max(id), 0) FROM processes");
+	files = max_id(p->db, "SELECT coalesce(max(id), 0) FROM files");
+	if (procs < 0 || files < 0) {
+		snprintf(why, why_size, "profiler: database \"%s\" lacks the access log tables: %s",
+			 config->db_path, sqlite3_errmsg(p->db));
+		rc = -EUCLEAN;
+		goto fail;
+	}
+	atomic_store(&p->next_process_id, (uint32_t)procs + 1);
+	atomic_store(&p->next_file_id, (uint64_t)files + 1);
+	if (prepare(p->db,
+		    "INSERT INTO access_log (ts_ns, process_id, file_id, offset, length, mode,"
+		    " class, phys_block) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+		    &p->insert_record) ||
+	    prepare(p->db,
+		    "INSERT OR REPLACE INTO processes (id, pid, comm, exe, first_seen_ns)"
+		    " VALUES (?1, ?2, ?3, ?4, ?5)",
+		    &p->insert_process) ||
+	    prepare(p->db,
+		    "INSERT OR IGNORE INTO files (id, dev, ino, birth_ns, path, first_seen_ns)"
+		    " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+		    &p->insert_file) ||
+	    prepare(p->db, "DELETE FROM access_log WHERE ts_ns < ?1", &p->prune_age) ||
+	    prepare(p->db,
+		    "DELETE FROM access_log WHERE rowid <= (SELECT max(rowid) FROM access_log) - "
+		    "?1",
+		    &p->prune_rows) ||
+	    prepare(p->read_db,
+		    "SELECT id FROM files WHERE dev = ?1 AND ino = ?2 AND birth_ns = ?3",
+		    &p->select_file)) {
+		snprintf(why, why_size, "profiler: database \"%s\": %s", config->db_path,
+			 sqlite3_errmsg(p->db));
+		rc = -EIO;
+		goto fail;
+	}
+	rc = pthread_create(&p->writer, NULL, writer_main, p);
+	if (rc) {
+		snprintf(why, why_size, "profiler: cannot start the writer thread: %s",
+			 strerror(rc));
+		rc = -rc;
+		goto fail;
+	}
+	p->writer_started = true;
+	*out = p;
+	return 0;
+fail:
+	hy_profiler_free(p);
+	return rc;
+}
+
+void hy_profiler_free(struct hy_profiler *p)
+{
+	if (!p)
+		return;
+	if (p->writer_started) {
+		pthread_mutex_lock(&p->queue_lock);
+		p->stopping = true;
+		pthread_cond_signal(&p->writer_cond);
+		pthread_mutex_unlock(&p->queue_lock);
+		pthread_join(p->writer, NULL);
+	}
+	sqlite3_finalize(p->insert_record);
+	sqlite3_finalize(p->insert_process);
+	sqlite3_finalize(p->insert_file);
+	sqlite3_finalize(p->prune_age);
+	sqlite3_finalize(p->prune_rows);
+	sqlite3_finalize(p->select_file);
+	if (p->db && sqlite3_close(p->db) != SQLITE_OK)
+		hy_log(LOG_ERR, "profiler: closing the database: %s", sqlite3_errmsg(p->db));
+	if (p->read_db)
+		sqlite3_close(p->read_db);
+	while (p->processes) {
+		struct pending_process *next = p->processes->next;
+
+		free(p->processes->exe);
+		free(p->processes);
+		p->processes = next;
+	}
+	while (p->files) {
+		struct pending_file *next = p->files->next;
+
+		free(p->files->name);
+		free(p->files);
+		p->files = next;
+	}
+	hy_ring_free(p->ring);
+	for (int i = 0; i < HY_PROFILER_STRIPES; i++)
+		pthread_mutex_destroy(&p->stripes[i]);
+	pthread_mutex_destroy(&p->read_lock);
+	pthread_mutex_destroy(&p->queue_lock);
+	pthread_cond_destroy(&p->writer_cond);
+	pthread_cond_destroy(&p->sync_cond);
+	free(p);
+}
+
+int hy_profiler_sync(struct hy_profiler *p)
+{
+	struct hy_ring_stats rs;
+	int rc = 0;
+
+	hy_ring_get_stats(p->ring, &rs);
+	pthread_mutex_lock(&p->queue_lock);
+	p->wake = true;
+	pthread_cond_signal(&p->writer_cond);
+	/* pushed counts accepted records only: dropped ones are not waited for */
+	while (p->committed < rs.pushed && !p->failed)
+		pthread_cond_wait(&p->sync_cond, &p->queue_lock);
+	if (p->failed)
+		rc = -EIO;
+	pthread_mutex_unlock(&p->queue_lock);
+	return rc;
+}
+
+void hy_profiler_get_stats(struct hy_profiler *p, struct hy_profiler_stats *out)
+{
+	struct hy_ring_stats rs;
+
+	hy_ring_get_stats(p->ring, &rs);
+	pthread_mutex_lock(&p->queue_lock);
+	out->written = p->written;
+	out->pruned = p->pruned;
+	out->batches = p->batches;
+	out->errors = p->errors;
+	out->processes_seen = p->processes_seen;
+	out->files_seen = p->files_seen;
+	pthread_mutex_unlock(&p->queue_lock);
+	out->dropped = rs.dropped;
+	out->queued = rs.queued;
+}
+
+static uint64_t busyness(const struct hy_profiler_process *pp)
+{
+	return pp->bytes_read + pp->bytes_written;
+}
+
+static int by_busyness(const void *a, const void *b)
+{
+	const struct hy_profiler_process *x = a, *y = b;
+	uint64_t bx = busyness(x), by = busyness(y);
+	uint64_t rx = x->reads + x->writes, ry = y->reads + y->writes;
+
+	if (bx != by)
+		return bx > by ? -1 : 1;
+	if (rx != ry)
+		return rx > ry ? -1 : 1;
+	return x->pid - y->pid;
+}
+
+size_t hy_profiler_top(struct hy_profiler *p, struct hy_profiler_process *out, size_t max)
+{
+	struct hy_profiler_process *all = malloc(HY_PROFILER_PROCESSES * sizeof(*all));
+	size_t n = 0;
+
+	if (!all)
+		return 0;
+	for (size_t s = 0; s < HY_PROFILER_PROCESSES; s++) {
+		pthread_mutex_t *lock = &p->stripes[s % HY_PROFILER_STRIPES];
+		const struct process_slot *slot = &p->slots[s];
+
+		pthread_mutex_lock(lock);
+		if (slot->pid) {
+			struct hy_profiler_process *pp = &all[n++];
+
+			pp->pid = slot->pid;
+			pp->process_id = slot->process_id;
+			memcpy(pp->comm, slot->comm, sizeof(pp->comm));
+			pp->reads = slot->reads;
+			pp->writes = slot->writes;
+			pp->bytes_read = slot->bytes_read;
+			pp->bytes_written = slot->bytes_written;
+			memcpy(pp->meta, slot->meta, sizeof(pp->meta));
+		}
+		pthread_mutex_unlock(lock);
+	}
+	qsort(all, n, sizeof(*all), by_busyness);
+	if (n > max)
+		n = max;
+	memcpy(out, all, n * sizeof(*out));
+	free(all);
+	return n;
+}

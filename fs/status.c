@@ -1,0 +1,127 @@
+/* status.c - the daemon's answer to "status"; see hy_fs_status() in fs.h
+ * and the field list in hybridctl(8). */
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "hybridfs/device.h"
+#include "hybridfs/fs.h"
+#include "hybridfs/inode.h"
+#include "hybridfs/profiler.h"
+
+#define TOP_PROCESSES 10
+
+static const char *const op_names[HY_OP_COUNT] = {
+	[HY_OP_LOOKUP] = "lookup",	 [HY_OP_GETATTR] = "getattr", [HY_OP_SETATTR] = "setattr",
+	[HY_OP_READDIR] = "readdir",	 [HY_OP_OPEN] = "open",	      [HY_OP_CREATE] = "create",
+	[HY_OP_READ] = "read",		 [HY_OP_WRITE] = "write",     [HY_OP_FSYNC] = "fsync",
+	[HY_OP_NAMESPACE] = "namespace", [HY_OP_XATTR] = "xattr",     [HY_OP_OTHER] = "other",
+};
+
+static void add_u64(struct json_object *obj, const char *key, uint64_t v)
+{
+	json_object_object_add(obj, key, json_object_new_uint64(v));
+}
+
+static void add_str(struct json_object *obj, const char *key, const char *v)
+{
+	json_object_object_add(obj, key, v ? json_object_new_string(v) : NULL);
+}
+
+static int64_t file_size(const char *path)
+{
+	struct stat st;
+
+	return path && stat(path, &st) == 0 ? (int64_t)st.st_size : 0;
+}
+
+struct json_object *hy_fs_status(struct hy_fs *fs)
+{
+	struct json_object *root = json_object_new_object(), *ops, *bytes, *dev, *inodes, *prof,
+			   *procs;
+	struct hy_device_stats ds;
+	char wal[4200];
+
+	if (!root)
+		return NULL;
+	add_str(root, "mountpoint", fs->mountpoint);
+	add_str(root, "backing", fs->backing_path);
+	add_str(root, "state_dir", fs->state_dir);
+	add_str(root, "uuid", fs->uuid);
+	json_object_object_add(root, "pid", json_object_new_int(getpid()));
+	json_object_object_add(root, "started", json_object_new_int64(fs->started));
+	json_object_object_add(root, "uptime_seconds",
+			       json_object_new_int64((int64_t)time(NULL) - fs->started));
+
+	ops = json_object_new_object();
+	for (int i = 0; i < HY_OP_COUNT; i++)
+		add_u64(ops, op_names[i], atomic_load_explicit(&fs->ops[i], memory_order_relaxed));
+	json_object_object_add(root, "operations", ops);
+	bytes = json_object_new_object();
+	add_u64(bytes, "read", atomic_load_explicit(&fs->bytes_read, memory_order_relaxed));
+	add_u64(bytes, "written", atomic_load_explicit(&fs->bytes_written, memory_order_relaxed));
+	json_object_object_add(root, "bytes", bytes);
+
+	hy_device_get_stats(fs->backing, &ds);
+	dev = json_object_new_object();
+	add_u64(dev, "reads", ds.reads);
+	add_u64(dev, "writes", ds.writes);
+	add_u64(dev, "bytes_read", ds.bytes_read);
+	add_u64(dev, "bytes_written", ds.bytes_written);
+	add_u64(dev, "syncs", ds.syncs);
+	add_u64(dev, "errors", ds.errors);
+	json_object_object_add(root, "backing_device", dev);
+
+	inodes = json_object_new_object();
+	pthread_mutex_lock(&fs->inodes->lock);
+	add_u64(inodes, "known", fs->inodes->count);
+	add_u64(inodes, "descriptors_cached", fs->inodes->fds_cached);
+	add_u64(inodes, "descriptor_cap", fs->inodes->fd_cap);
+	add_u64(inodes, "descriptor_evictions", fs->inodes->fd_evictions);
+	pthread_mutex_unlock(&fs->inodes->lock);
+	json_object_object_add(root, "inodes", inodes);
+
+	snprintf(wal, sizeof(wal), "%s-wal", fs->db_path ? fs->db_path : "");
+	json_object_object_add(root, "database_bytes",
+			       json_object_new_int64(file_size(fs->db_path) + file_size(wal)));
+
+	prof = json_object_new_object();
+	json_object_object_add(prof, "enabled", json_object_new_boolean(fs->profiler != NULL));
+	procs = json_object_new_array();
+	if (fs->profiler) {
+		struct hy_profiler_process top[TOP_PROCESSES];
+		struct hy_profiler_stats ps;
+		size_t n;
+
+		hy_profiler_get_stats(fs->profiler, &ps);
+		add_u64(prof, "written", ps.written);
+		add_u64(prof, "dropped", ps.dropped);
+		add_u64(prof, "queued", ps.queued);
+		add_u64(prof, "pruned", ps.pruned);
+		add_u64(prof, "errors", ps.errors);
+		add_u64(prof, "processes_seen", ps.processes_seen);
+		add_u64(prof, "files_seen", ps.files_seen);
+		n = hy_profiler_top(fs->profiler, top, TOP_PROCESSES);
+		for (size_t i = 0; i < n; i++) {
+			struct json_object *p = json_object_new_object();
+
+			json_object_object_add(p, "pid", json_object_new_int(top[i].pid));
+			add_str(p, "name", top[i].comm);
+			add_u64(p, "reads", top[i].reads);
+			add_u64(p, "writes", top[i].writes);
+			add_u64(p, "bytes_read", top[i].bytes_read);
+			add_u64(p, "bytes_written", top[i].bytes_written);
+			add_u64(p, "lookups", top[i].meta[HY_META_LOOKUP]);
+			add_u64(p, "getattrs", top[i].meta[HY_META_GETATTR]);
+			add_u64(p, "readdirs", top[i].meta[HY_META_READDIR]);
+			json_object_array_add(procs, p);
+		}
+	}
+	json_object_object_add(root, "profiler", prof);
+	json_object_object_add(root, "processes", procs);
+	return root;
+}

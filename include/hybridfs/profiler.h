@@ -1,0 +1,169 @@
+/*
+ * profiler.h - BORG's I/O profiler: every read and write that reaches the
+ * daemon is logged into SQLite, without a request ever waiting for it.
+ *
+ * What it records (state.h, table access_log): the time, the process (its
+ * own row in processes: pid, comm, exe), hybridfs's file id (files: stable
+ * across renames and remounts, keyed by the backing inode and its birth
+ * time), the byte range, R or W, the request class (filled by the
+ * classification issue) and, where the backing filesystem answers FIEMAP,
+ * the physical block.
+ *
+ * How it stays off the I/O path:
+ *   - a request pushes one 48-byte record into a lock-free ring (ring.h);
+ *     when the ring is full the record is dropped and counted, the request
+ *     goes on (invariant 5);
+ *   - a named writer thread, "hy-profiler", wakes on its own every
+ *     HY_PROFILER_FLUSH_MS (or when the ring passes half full), pops records
+ *     in batches and inserts them in one transaction with prepared
+ *     statements; producers never make a system call to wake it;
+ *   - process names are read from /proc once per process (again at most
+ *     once a second, to notice exec and pid reuse), not per request;
+ *   - file ids are resolved at open, not per request: from the inode's
+ *     cached id, else one indexed SQLite read, else a new id (its row is
+ *     written by the writer thread);
+ *   - physical addresses come from a per-handle extent cache filled by
+ *     FIEMAP at most once a second per open file.
+ *
+ * Attribution: reads belong to the process that asks (the FUSE request's
+ * pid). With the kernel's write-back cache, writes reach the daemon from
+ * kernel threads; they are attributed to the process that opened the file
+ * handle, as are requests with no pid.
+ *
+ * Retention: rows older than max_age_s, and all but the newest max_rows,
+ * are pruned by the writer thread every HY_PROFILER_PRUNE_S seconds.
+ *
+ * Who calls it: fs/ops.c (open, create, read, write, metadata counts),
+ * fs/main.c (new, free), fs/control.c (stats, top processes, sync).
+ *
+ * Memory: struct hy_profiler owns its ring, its two SQLite connections
+ * (writer's, and a read connection for file ids), the process table and the
+ * writer thread. struct hy_profile_handle is embedded in the caller's open
+ * file and owns nothing but its extent cache.
+ *
+ * Locks, in order: handle->lock (extent cache) is a leaf; the process
+ * table is striped (one of HY_PROFILER_STRIPES mutexes per slot), a leaf;
+ * profiler->queue_lock protects the pending process and file rows and the
+ * sync state; profiler->read_lock serializes the read connection and is
+ * held across one indexed SQLite read at open, never in read or write.
+ */
+#ifndef HYBRIDFS_PROFILER_H
+#define HYBRIDFS_PROFILER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#define HY_PROFILER_FLUSH_MS  50
+#define HY_PROFILER_PRUNE_S   10
+#define HY_PROFILER_PROCESSES 4096 /* process table slots, by pid */
+#define HY_PROFILER_STRIPES   64
+#define HY_PROFILER_EXTENTS   32 /* extents cached per open file */
+
+enum hy_profile_mode {
+	HY_PROFILE_READ = 0,
+	HY_PROFILE_WRITE = 1,
+};
+
+/* Metadata operations counted per process (ReCA: they matter more than
+ * user data, and the classification issue weighs them). */
+enum hy_profile_meta { HY_META_LOOKUP, HY_META_GETATTR, HY_META_READDIR, HY_META_COUNT };
+
+/* One logged request, as it travels through the ring. */
+struct hy_profile_record {
+	int64_t ts_ns; /* CLOCK_REALTIME */
+	uint64_t file_id;
+	uint64_t offset;
+	int64_t phys_block; /* -1 when unknown */
+	uint32_t length;
+	uint32_t process_id;
+	uint8_t mode;  /* enum hy_profile_mode */
+	uint8_t klass; /* request class + 1, 0 when unclassified */
+	uint8_t pad[6];
+};
+
+struct hy_profiler_config {
+	const char *db_path;  /* the state database (schema 2 or later) */
+	size_t ring_capacity; /* records; rounded up to a power of two */
+	int64_t max_age_s;    /* prune rows older than this; 0 keeps all */
+	int64_t max_rows;     /* keep at most this many rows; 0 keeps all */
+};
+
+/* One open file's profiling state; in the daemon's struct hy_file. */
+struct hy_profile_handle {
+	uint64_t file_id;
+	uint32_t opener;      /* process id of the process that opened it */
+	pid_t opener_pid;     /* its pid, for requests that carry none */
+	pthread_mutex_t lock; /* protects the extent cache below */
+	int64_t fiemap_at_ns; /* last FIEMAP, to do it at most once a second */
+	unsigned extents;
+	struct {
+		uint64_t logical, physical, length; /* bytes; physical 0: unknown */
+	} extent[HY_PROFILER_EXTENTS];
+};
+
+struct hy_profiler_stats {
+	uint64_t written; /* records committed to the database */
+	uint64_t dropped; /* records lost to a full ring */
+	uint64_t queued;  /* records in the ring now */
+	uint64_t pruned;  /* rows removed by retention */
+	uint64_t batches; /* transactions committed */
+	uint64_t errors;  /* failed inserts (logged) */
+	uint64_t processes_seen;
+	uint64_t files_seen;
+};
+
+/* Per-process figures for `hybridctl status`. */
+struct hy_profiler_process {
+	pid_t pid;
+	uint32_t process_id;
+	char comm[16];
+	uint64_t reads, writes, bytes_read, bytes_written;
+	uint64_t meta[HY_META_COUNT];
+};
+
+struct hy_profiler;
+
+/* Opens the database, loads the next free ids, starts the writer thread.
+ * Returns 0 or a negative errno with a message in @why. */
+int hy_profiler_new(const struct hy_profiler_config *config, struct hy_profiler **out, char *why,
+		    size_t why_size);
+
+/* Drains the ring into the database, stops the writer, closes. */
+void hy_profiler_free(struct hy_profiler *profiler);
+
+/* hybridfs's process id for @pid, reading /proc when it is new or its
+ * entry is over a second old. Never fails: an unreadable process gets the
+ * name "?". Counts nothing. */
+uint32_t hy_profiler_process(struct hy_profiler *profiler, pid_t pid);
+
+/* Sets up @handle for a file opened as @fd whose backing identity is @st,
+ * by @pid; @known_id is the inode's cached file id or 0, and the id used is
+ * returned in handle->file_id (for the caller to cache). @name is the
+ * file's name, stored as a hint for a new id. Returns 0 or a negative
+ * errno; on error the handle still works, with file id 0. */
+int hy_profiler_open(struct hy_profiler *profiler, struct hy_profile_handle *handle, int fd,
+		     const struct stat *st, uint64_t known_id, const char *name, pid_t pid);
+void hy_profiler_close(struct hy_profile_handle *handle);
+
+/* Logs one read or write of @handle by @pid (0, or a write from the
+ * write-back cache: the opener). Never blocks, never fails. */
+void hy_profiler_log(struct hy_profiler *profiler, struct hy_profile_handle *handle, int fd,
+		     pid_t pid, enum hy_profile_mode mode, uint64_t offset, uint32_t length);
+
+/* Counts one metadata operation of @pid. */
+void hy_profiler_count_meta(struct hy_profiler *profiler, pid_t pid, enum hy_profile_meta kind);
+
+/* Waits until every record pushed before the call is committed (or was
+ * dropped). Returns 0, or -EIO when the writer has failed. */
+int hy_profiler_sync(struct hy_profiler *profiler);
+
+void hy_profiler_get_stats(struct hy_profiler *profiler, struct hy_profiler_stats *out);
+
+/* Fills @out with up to @max processes, busiest (by bytes, then requests)
+ * first; returns how many. */
+size_t hy_profiler_top(struct hy_profiler *profiler, struct hy_profiler_process *out, size_t max);
+
+#endif
