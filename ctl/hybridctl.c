@@ -39,12 +39,18 @@ struct mount_status {
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: hybridctl status [MOUNTPOINT] [--json]\n"
-		     "       hybridctl --help | --version\n"
-		     "\n"
-		     "  status   the mount, its backing directory, state folder and daemon;\n"
-		     "           every hybridfs mount of yours when no MOUNTPOINT is named\n"
-		     "See hybridctl(8).\n");
+	fprintf(out,
+		"usage: hybridctl status [MOUNTPOINT] [--json]\n"
+		"       hybridctl trace export [MOUNTPOINT | --state DIR] [--since T] [--until T]\n"
+		"                              --format csv|fiu|msr [--output FILE]\n"
+		"       hybridctl --help | --version\n"
+		"\n"
+		"  status        the mount, its daemon, operations and bytes by kind, the\n"
+		"                profiler's figures and the busiest processes; every\n"
+		"                hybridfs mount of yours when no MOUNTPOINT is named\n"
+		"  trace export  the access log as a trace (T: epoch seconds, an ISO 8601\n"
+		"                time, or -90s, -15m, -2h, -1d)\n"
+		"See hybridctl(8).\n");
 }
 
 static int64_t file_size(const char *dir, const char *name)

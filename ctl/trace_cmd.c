@@ -24,10 +24,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
+
+#include "ctl.h"
+#include "hybridfs/control.h"
 #include "hybridfs/runtime.h"
 #include "hybridfs/state.h"
 #include "hybridfs/trace.h"
-#include "ctl.h"
 
 struct export_args {
 	const char *mountpoint, *state_dir, *since, *until, *format, *output;
@@ -291,7 +294,20 @@ int hy_ctl_trace_export(int argc, char **argv)
 	rc = find_state_dir(&a, dir, sizeof(dir));
 	if (rc)
 		return rc;
-	/* TODO(owner): ask the daemon to sync its log here, before reading. */
+	/* A running daemon writes its log every HY_PROFILER_FLUSH_MS: have it
+	 * write everything so far first. No daemon (unmounted, or --state on
+	 * a folder nobody serves) means the log is already complete. */
+	{
+		struct json_object *result = NULL;
+		int sync = hy_control_call(dir, HY_CONTROL_SYNC, 30000, &result, why, sizeof(why));
+
+		json_object_put(result);
+		if (sync < 0 && sync != -ENOENT && sync != -ECONNREFUSED)
+			fprintf(stderr,
+				"hybridctl: warning: the daemon did not sync its log (%s); "
+				"the newest requests may be missing\n",
+				why);
+	}
 	if (hy_state_open(dir, NULL, true, &state, why, sizeof(why))) {
 		fprintf(stderr, "hybridctl: %s\n", why);
 		return 1;

@@ -72,7 +72,8 @@ struct hy_profiler {
 	struct pending_process *processes;
 	struct pending_file *files;
 	bool stopping, wake, failed;
-	uint64_t committed; /* ring records popped and committed */
+	bool prune_requested; /* hy_profiler_prune() waits for it to clear */
+	uint64_t committed;   /* ring records popped and committed */
 	uint64_t written, pruned, batches, errors, processes_seen, files_seen;
 
 	/* the writer thread's own */
@@ -537,11 +538,11 @@ static void flush_once(struct hy_profiler *p, struct hy_profile_record *buf)
 	pthread_mutex_unlock(&p->queue_lock);
 }
 
-static void prune(struct hy_profiler *p)
+static void prune(struct hy_profiler *p, bool now_please)
 {
 	int64_t now = clock_ns(CLOCK_MONOTONIC);
 
-	if (now - p->pruned_at_ns < (int64_t)HY_PROFILER_PRUNE_S * 1000000000LL)
+	if (!now_please && now - p->pruned_at_ns < (int64_t)HY_PROFILER_PRUNE_S * 1000000000LL)
 		return;
 	p->pruned_at_ns = now;
 	if (p->max_age_s > 0) {
@@ -562,7 +563,7 @@ static void *writer_main(void *arg)
 	struct hy_profiler *p = arg;
 	struct hy_profile_record *buf = malloc(BATCH * sizeof(*buf));
 	struct timespec deadline;
-	bool stopping;
+	bool stopping, prune_now;
 
 	pthread_setname_np(pthread_self(), "hy-profiler");
 	if (!buf) {
@@ -586,13 +587,18 @@ static void *writer_main(void *arg)
 		}
 		p->wake = false;
 		stopping = p->stopping;
+		prune_now = p->prune_requested;
 		pthread_mutex_unlock(&p->queue_lock);
 
 		atomic_store(&p->kick, false);
 		flush_once(p, buf);
-		prune(p);
+		prune(p, prune_now);
 
 		pthread_mutex_lock(&p->queue_lock);
+		if (prune_now) {
+			p->prune_requested = false;
+			pthread_cond_broadcast(&p->sync_cond);
+		}
 		if (stopping) {
 			struct hy_ring_stats rs;
 
@@ -774,6 +780,23 @@ int hy_profiler_sync(struct hy_profiler *p)
 		pthread_cond_wait(&p->sync_cond, &p->queue_lock);
 	if (p->failed)
 		rc = -EIO;
+	pthread_mutex_unlock(&p->queue_lock);
+	return rc;
+}
+
+int hy_profiler_prune(struct hy_profiler *p)
+{
+	int rc = hy_profiler_sync(p);
+
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&p->queue_lock);
+	p->prune_requested = true;
+	p->wake = true;
+	pthread_cond_signal(&p->writer_cond);
+	while (p->prune_requested && !p->failed)
+		pthread_cond_wait(&p->sync_cond, &p->queue_lock);
+	rc = p->failed ? -EIO : 0;
 	pthread_mutex_unlock(&p->queue_lock);
 	return rc;
 }

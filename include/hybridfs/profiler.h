@@ -160,6 +160,10 @@ void hy_profiler_count_meta(struct hy_profiler *profiler, pid_t pid, enum hy_pro
  * dropped). Returns 0, or -EIO when the writer has failed. */
 int hy_profiler_sync(struct hy_profiler *profiler);
 
+/* Runs the retention rules now, after a sync (they also run on their own
+ * every HY_PROFILER_PRUNE_S seconds). Returns 0 or -EIO. */
+int hy_profiler_prune(struct hy_profiler *profiler);
+
 void hy_profiler_get_stats(struct hy_profiler *profiler, struct hy_profiler_stats *out);
 
 /* Fills @out with up to @max processes, busiest (by bytes, then requests)
