@@ -75,11 +75,10 @@ static char *answer(struct hy_control_server *srv, const char *line, size_t len)
 	case HY_CONTROL_PING:
 		return hy_control_format_result(json_object_new_object());
 	case HY_CONTROL_SYNC:
+		/* with the profiler off there is nothing to wait for */
 		rc = srv->handlers.sync ? srv->handlers.sync(srv->handlers.ctx) : -ENOSYS;
-		if (rc)
-			return hy_control_format_error(
-				rc == -ENOSYS ? "the profiler is off"
-					      : "the profiler's writer has failed");
+		if (rc && rc != -ENOSYS)
+			return hy_control_format_error("the profiler's writer has failed");
 		return hy_control_format_result(json_object_new_object());
 	case HY_CONTROL_STATUS:
 		result = srv->handlers.status(srv->handlers.ctx);
@@ -238,7 +237,10 @@ int hy_control_server_start(const char *state_dir, const struct hy_control_handl
 	/* hy_control_server_check() found no live daemon: a socket file left
 	 * there is stale */
 	unlinkat(srv->dir_fd, HY_CONTROL_SOCKET, 0);
-	old_umask = umask(0077); /* born private: no window with a looser mode */
+	/* born 0600: no window with a looser mode. umask is the process's,
+	 * safe here because no FUSE worker runs yet (the session loop starts
+	 * after this server). */
+	old_umask = umask(0177);
 	rc = bind(fd, (struct sockaddr *)&addr, sizeof(addr));
 	umask(old_umask);
 	if (rc < 0 || listen(fd, 16) < 0) {

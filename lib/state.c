@@ -219,6 +219,20 @@ int hy_state_open(const char *dir, const char *backing, bool read_only, struct h
 		rc = -ENOMEM;
 		goto fail;
 	}
+	/* SQLite makes its -wal and -shm files with the database's mode: a
+	 * database born 0600 keeps the access log the user's alone even if
+	 * the folder's mode is loosened later (invariant 8). */
+	if (!read_only) {
+		int fd = open(state->db_path, O_CREAT | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+		if (fd < 0) {
+			rc = -errno;
+			snprintf(why, why_size, "state database \"%s\": %s", state->db_path,
+				 strerror(-rc));
+			goto fail;
+		}
+		close(fd);
+	}
 	flags = read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
 	if (sqlite3_open_v2(state->db_path, &state->db, flags | SQLITE_OPEN_NOMUTEX, NULL) !=
 	    SQLITE_OK) {

@@ -11,3 +11,4 @@ include tests/integration/ops.mk
 include tests/integration/difftest.mk
 include tests/integration/programs.mk
 include tests/integration/multiuser.mk
+include tests/integration/profiler.mk

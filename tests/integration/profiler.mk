@@ -1,0 +1,11 @@
+# profiler: the I/O profiler and the control socket end to end. hy-iogen
+# issues known reads and writes under a known process name; hy-ctlpeer is
+# a raw (and hostile) client of the control socket; profiler.sh checks the
+# exported trace, `hybridctl status` and the socket's defences.
+check_PROGRAMS += tests/integration/hy-iogen tests/integration/hy-ctlpeer
+tests_integration_hy_iogen_SOURCES = tests/integration/hy-iogen.c
+tests_integration_hy_ctlpeer_SOURCES = tests/integration/hy-ctlpeer.c
+tests_integration_hy_ctlpeer_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
+tests_integration_hy_ctlpeer_LDADD = lib/libhycommon.a $(JSONC_LIBS) $(SQLITE_LIBS)
+TESTS += tests/integration/profiler.sh
+EXTRA_DIST += tests/integration/profiler.sh
