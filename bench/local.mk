@@ -1,2 +1,3 @@
 # Benchmark scripts (not built, not run by make check): see bench/README.md.
 EXTRA_DIST += bench/fio.sh bench/meta.sh bench/common.sh bench/README.md
+EXTRA_DIST += bench/profiler.sh bench/profiler-writer.c

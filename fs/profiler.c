@@ -56,8 +56,11 @@ struct hy_profiler {
 	struct hy_ring *ring;
 	int64_t max_age_s, max_rows;
 
+	/* A bucket of HY_PROFILER_WAYS slots per pid hash, so that pids that
+	 * collide do not push each other out while both run; bucket b is
+	 * protected by stripes[b % STRIPES]. */
 	pthread_mutex_t stripes[HY_PROFILER_STRIPES];
-	struct process_slot slots[HY_PROFILER_PROCESSES]; /* slot s under stripes[s % STRIPES] */
+	struct process_slot slots[HY_PROFILER_PROCESSES][HY_PROFILER_WAYS];
 
 	_Atomic uint32_t next_process_id;
 	_Atomic uint64_t next_file_id;
@@ -72,8 +75,10 @@ struct hy_profiler {
 	struct pending_process *processes;
 	struct pending_file *files;
 	bool stopping, wake, failed;
-	bool prune_requested; /* hy_profiler_prune() waits for it to clear */
-	uint64_t committed;   /* ring records popped and committed */
+	bool prune_requested;  /* hy_profiler_prune() waits for it to clear */
+	uint64_t committed;    /* ring records popped and committed */
+	uint64_t rows_queued;  /* pending process and file rows ever queued */
+	uint64_t rows_written; /* ... of which committed (or given up on) */
 	uint64_t written, pruned, batches, errors, processes_seen, files_seen;
 
 	/* the writer thread's own */
@@ -143,6 +148,7 @@ static void queue_process(struct hy_profiler *p, uint32_t id, pid_t pid, const c
 	pp->next = p->processes;
 	p->processes = pp;
 	p->processes_seen++;
+	p->rows_queued++;
 	pthread_mutex_unlock(&p->queue_lock);
 }
 
@@ -150,22 +156,40 @@ static void queue_process(struct hy_profiler *p, uint32_t id, pid_t pid, const c
  * new pid, or one not checked for a second, has its name read again
  * (outside the lock); a changed name (exec, or the pid reused) is a new
  * process. */
+/* The slot of @pid in its bucket, or the one to give it: an empty one, else
+ * the one checked longest ago. Under the bucket's stripe lock. */
+static struct process_slot *slot_for(struct process_slot *bucket, pid_t pid)
+{
+	struct process_slot *victim = &bucket[0];
+
+	for (int w = 0; w < HY_PROFILER_WAYS; w++) {
+		if (bucket[w].pid == pid)
+			return &bucket[w];
+		if (bucket[w].pid == 0 ||
+		    (victim->pid != 0 && bucket[w].checked_ns < victim->checked_ns))
+			victim = &bucket[w];
+	}
+	return victim;
+}
+
 static uint32_t process_touch(struct hy_profiler *p, pid_t pid, int mode, uint64_t bytes, int meta)
 {
-	size_t s = (size_t)pid % HY_PROFILER_PROCESSES;
-	pthread_mutex_t *lock = &p->stripes[s % HY_PROFILER_STRIPES];
-	struct process_slot *slot = &p->slots[s];
+	size_t b = (size_t)pid % HY_PROFILER_PROCESSES;
+	pthread_mutex_t *lock = &p->stripes[b % HY_PROFILER_STRIPES];
+	struct process_slot *slot;
 	int64_t now = clock_ns(CLOCK_MONOTONIC);
 	char comm[16];
 	uint32_t id;
 	bool fresh;
 
 	pthread_mutex_lock(lock);
+	slot = slot_for(p->slots[b], pid);
 	fresh = slot->pid == pid && now - slot->checked_ns < PROCESS_RECHECK_NS;
 	if (!fresh) {
 		pthread_mutex_unlock(lock);
 		read_comm(pid, comm);
 		pthread_mutex_lock(lock);
+		slot = slot_for(p->slots[b], pid); /* the bucket may have changed */
 		if (slot->pid == pid && strcmp(slot->comm, comm) == 0) {
 			slot->checked_ns = now;
 		} else {
@@ -178,6 +202,7 @@ static uint32_t process_touch(struct hy_profiler *p, pid_t pid, int mode, uint64
 			pthread_mutex_unlock(lock);
 			queue_process(p, id, pid, comm);
 			pthread_mutex_lock(lock);
+			slot = slot_for(p->slots[b], pid);
 		}
 	}
 	if (slot->pid == pid) {
@@ -220,12 +245,16 @@ static int64_t birth_of(int fd)
 	return (int64_t)stx.stx_btime.tv_sec * 1000000000LL + stx.stx_btime.tv_nsec;
 }
 
+/* Serialized by read_lock: a row leaves the pending list only once it is
+ * committed, so a file not pending is in the database, and two opens can
+ * never make two ids for one file. */
 static uint64_t find_or_make_file(struct hy_profiler *p, const struct stat *st, int64_t birth,
 				  const char *name)
 {
 	struct pending_file *pf;
 	uint64_t id = 0;
 
+	pthread_mutex_lock(&p->read_lock);
 	pthread_mutex_lock(&p->queue_lock);
 	for (pf = p->files; pf; pf = pf->next)
 		if (pf->ino == st->st_ino && pf->dev == st->st_dev && pf->birth_ns == birth) {
@@ -233,47 +262,29 @@ static uint64_t find_or_make_file(struct hy_profiler *p, const struct stat *st, 
 			break;
 		}
 	pthread_mutex_unlock(&p->queue_lock);
-	if (id)
-		return id;
-
-	pthread_mutex_lock(&p->read_lock);
-	sqlite3_bind_int64(p->select_file, 1, (int64_t)st->st_dev);
-	sqlite3_bind_int64(p->select_file, 2, (int64_t)st->st_ino);
-	sqlite3_bind_int64(p->select_file, 3, birth);
-	if (sqlite3_step(p->select_file) == SQLITE_ROW)
-		id = (uint64_t)sqlite3_column_int64(p->select_file, 0);
-	sqlite3_reset(p->select_file);
-	pthread_mutex_unlock(&p->read_lock);
-	if (id)
-		return id;
-
-	pf = calloc(1, sizeof(*pf));
-	if (!pf)
-		return 0;
-	pf->dev = st->st_dev;
-	pf->ino = st->st_ino;
-	pf->birth_ns = birth;
-	pf->name = name ? strdup(name) : NULL;
-	pf->seen_ns = clock_ns(CLOCK_REALTIME);
-	pthread_mutex_lock(&p->queue_lock);
-	/* another open may have made it meanwhile */
-	for (struct pending_file *other = p->files; other; other = other->next)
-		if (other->ino == pf->ino && other->dev == pf->dev && other->birth_ns == birth) {
-			id = other->id;
-			break;
-		}
 	if (!id) {
+		sqlite3_bind_int64(p->select_file, 1, (int64_t)st->st_dev);
+		sqlite3_bind_int64(p->select_file, 2, (int64_t)st->st_ino);
+		sqlite3_bind_int64(p->select_file, 3, birth);
+		if (sqlite3_step(p->select_file) == SQLITE_ROW)
+			id = (uint64_t)sqlite3_column_int64(p->select_file, 0);
+		sqlite3_reset(p->select_file);
+	}
+	if (!id && (pf = calloc(1, sizeof(*pf))) != NULL) {
+		pf->dev = st->st_dev;
+		pf->ino = st->st_ino;
+		pf->birth_ns = birth;
+		pf->name = name ? strdup(name) : NULL;
+		pf->seen_ns = clock_ns(CLOCK_REALTIME);
+		pthread_mutex_lock(&p->queue_lock);
 		pf->id = id = atomic_fetch_add(&p->next_file_id, 1);
 		pf->next = p->files;
 		p->files = pf;
 		p->files_seen++;
-		pf = NULL;
+		p->rows_queued++;
+		pthread_mutex_unlock(&p->queue_lock);
 	}
-	pthread_mutex_unlock(&p->queue_lock);
-	if (pf) {
-		free(pf->name);
-		free(pf);
-	}
+	pthread_mutex_unlock(&p->read_lock);
 	return id;
 }
 
@@ -453,13 +464,14 @@ static void flush_once(struct hy_profiler *p, struct hy_profile_record *buf)
 	struct pending_process *procs;
 	struct pending_file *pf;
 	size_t n, total = 0;
-	uint64_t popped;
+	uint64_t popped, rows;
 
 	pthread_mutex_lock(&p->queue_lock);
 	procs = p->processes;
 	p->processes = NULL;
 	for (pf = p->files; pf; pf = pf->next)
 		pf->in_flight = true;
+	rows = p->rows_queued; /* every row queued so far is in this transaction */
 	pthread_mutex_unlock(&p->queue_lock);
 
 	if (sqlite3_exec(p->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
@@ -534,6 +546,7 @@ static void flush_once(struct hy_profiler *p, struct hy_profile_record *buf)
 		popped = rs.popped;
 	}
 	p->committed = popped;
+	p->rows_written = rows;
 	pthread_cond_broadcast(&p->sync_cond);
 	pthread_mutex_unlock(&p->queue_lock);
 }
@@ -598,6 +611,14 @@ static void *writer_main(void *arg)
 		if (prune_now) {
 			p->prune_requested = false;
 			pthread_cond_broadcast(&p->sync_cond);
+		}
+		{
+			struct hy_ring_stats rs;
+
+			/* a transaction stopped at its cap: go on at once */
+			hy_ring_get_stats(p->ring, &rs);
+			if (rs.queued)
+				p->wake = true;
 		}
 		if (stopping) {
 			struct hy_ring_stats rs;
@@ -671,6 +692,10 @@ int hy_profiler_new(const struct hy_profiler_config *config, struct hy_profiler 
 		rc = open_db(config->db_path, SQLITE_OPEN_READONLY, &p->read_db, why, why_size);
 	if (rc)
 		goto fail;
+	/* WAL with synchronous=NORMAL: a commit does not wait for the disk; a
+	 * crash may lose the newest log rows, never corrupt the database */
+	if (sqlite3_exec(p->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL) != SQLITE_OK)
+		hy_log(LOG_WARNING, "profiler: synchronous=NORMAL: %s", sqlite3_errmsg(p->db));
 	procs = max_id(p->db, "SELECT coalesce(max(id), 0) FROM processes");
 	files = max_id(p->db, "SELECT coalesce(max(id), 0) FROM files");
 	if (procs < 0 || files < 0) {
@@ -769,14 +794,17 @@ void hy_profiler_free(struct hy_profiler *p)
 int hy_profiler_sync(struct hy_profiler *p)
 {
 	struct hy_ring_stats rs;
+	uint64_t rows;
 	int rc = 0;
 
 	hy_ring_get_stats(p->ring, &rs);
 	pthread_mutex_lock(&p->queue_lock);
 	p->wake = true;
 	pthread_cond_signal(&p->writer_cond);
-	/* pushed counts accepted records only: dropped ones are not waited for */
-	while (p->committed < rs.pushed && !p->failed)
+	/* pushed counts accepted records only: dropped ones are not waited for;
+	 * the process and file rows queued so far are waited for too */
+	rows = p->rows_queued;
+	while ((p->committed < rs.pushed || p->rows_written < rows) && !p->failed)
 		pthread_cond_wait(&p->sync_cond, &p->queue_lock);
 	if (p->failed)
 		rc = -EIO;
@@ -838,19 +866,23 @@ static int by_busyness(const void *a, const void *b)
 
 size_t hy_profiler_top(struct hy_profiler *p, struct hy_profiler_process *out, size_t max)
 {
-	struct hy_profiler_process *all = malloc(HY_PROFILER_PROCESSES * sizeof(*all));
+	struct hy_profiler_process *all =
+		malloc(HY_PROFILER_PROCESSES * HY_PROFILER_WAYS * sizeof(*all));
 	size_t n = 0;
 
 	if (!all)
 		return 0;
-	for (size_t s = 0; s < HY_PROFILER_PROCESSES; s++) {
-		pthread_mutex_t *lock = &p->stripes[s % HY_PROFILER_STRIPES];
-		const struct process_slot *slot = &p->slots[s];
+	for (size_t b = 0; b < HY_PROFILER_PROCESSES; b++) {
+		pthread_mutex_t *lock = &p->stripes[b % HY_PROFILER_STRIPES];
 
 		pthread_mutex_lock(lock);
-		if (slot->pid) {
-			struct hy_profiler_process *pp = &all[n++];
+		for (int w = 0; w < HY_PROFILER_WAYS; w++) {
+			const struct process_slot *slot = &p->slots[b][w];
+			struct hy_profiler_process *pp;
 
+			if (!slot->pid)
+				continue;
+			pp = &all[n++];
 			pp->pid = slot->pid;
 			pp->process_id = slot->process_id;
 			memcpy(pp->comm, slot->comm, sizeof(pp->comm));

@@ -18,7 +18,9 @@
  *     in batches and inserts them in one transaction with prepared
  *     statements; producers never make a system call to wake it;
  *   - process names are read from /proc once per process (again at most
- *     once a second, to notice exec and pid reuse), not per request;
+ *     once a second, to notice exec and pid reuse), not per request; the
+ *     process table is 1024 buckets of 4 slots by pid, so that colliding
+ *     pids do not push each other out while they run;
  *   - file ids are resolved at open, not per request: from the inode's
  *     cached id, else one indexed SQLite read, else a new id (its row is
  *     written by the writer thread);
@@ -44,8 +46,10 @@
  * Locks, in order: handle->lock (extent cache) is a leaf; the process
  * table is striped (one of HY_PROFILER_STRIPES mutexes per slot), a leaf;
  * profiler->queue_lock protects the pending process and file rows and the
- * sync state; profiler->read_lock serializes the read connection and is
- * held across one indexed SQLite read at open, never in read or write.
+ * sync state; profiler->read_lock serializes the read connection and the
+ * making of file ids (so that one file never gets two), and is held across
+ * one indexed SQLite read at open, never in read or write. Order:
+ * read_lock before queue_lock.
  */
 #ifndef HYBRIDFS_PROFILER_H
 #define HYBRIDFS_PROFILER_H
@@ -58,7 +62,8 @@
 
 #define HY_PROFILER_FLUSH_MS  50
 #define HY_PROFILER_PRUNE_S   10
-#define HY_PROFILER_PROCESSES 4096 /* process table slots, by pid */
+#define HY_PROFILER_PROCESSES 1024 /* process table buckets, by pid */
+#define HY_PROFILER_WAYS      4	   /* slots per bucket */
 #define HY_PROFILER_STRIPES   64
 #define HY_PROFILER_EXTENTS   32 /* extents cached per open file */
 
