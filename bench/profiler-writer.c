@@ -15,7 +15,7 @@
  *
  * Built and run by bench/profiler.sh (see there); by hand:
  *   cc -O2 -std=gnu11 -pthread -Iinclude -include BUILD/config.h \
- *      bench/profiler-writer.c BUILD/fs/libhyfs.a BUILD/core/libhycore.a \
+ *      bench/profiler-writer.c BUILD/fs/libhyfs.a BUILD/engine/libhyengine.a \
  *      BUILD/lib/libhycommon.a $(pkg-config --cflags --libs sqlite3 fuse3 \
  *      json-c libevent libevent_pthreads) -o profiler-writer
  *   ./profiler-writer [-n RECORDS] [-c CHUNK] [-p PUSH_RECORDS] [-d DIR]

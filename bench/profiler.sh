@@ -111,7 +111,7 @@ if [ "$PART_WRITER" = 1 ]; then
 	# shellcheck disable=SC2046 # pkg-config's words are meant to split
 	cc -O2 -g -std=gnu11 -pthread -I"$TOP/include" -include "$BUILD/config.h" \
 		-o "$BN_TMP/profiler-writer" "$TOP/bench/profiler-writer.c" \
-		"$BUILD/fs/libhyfs.a" "$BUILD/core/libhycore.a" "$BUILD/lib/libhycommon.a" \
+		"$BUILD/fs/libhyfs.a" "$BUILD/engine/libhyengine.a" "$BUILD/lib/libhycommon.a" \
 		$(pkg-config --cflags --libs sqlite3 fuse3 json-c libevent libevent_pthreads) ||
 		bn_die "cannot build bench/profiler-writer.c"
 	bn_log "writer capacity: $RECORDS records"

@@ -5,7 +5,7 @@ fs_libhyfs_a_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS) $(SQLITE_CFLAGS) $(LIBEVENT_CF
 bin_PROGRAMS += hybridfs
 hybridfs_SOURCES = fs/main.c
 hybridfs_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS)
-hybridfs_LDADD = fs/libhyfs.a core/libhycore.a lib/libhycommon.a $(FUSE_LIBS) $(SQLITE_LIBS) \
+hybridfs_LDADD = fs/libhyfs.a engine/libhyengine.a lib/libhycommon.a $(FUSE_LIBS) $(SQLITE_LIBS) \
 	$(LIBEVENT_LIBS) $(JSONC_LIBS)
 
 # mount(8) runs /sbin/mount.TYPE for `mount -t hybridfs` and fstab lines.

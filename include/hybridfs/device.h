@@ -1,7 +1,7 @@
 /*
  * device.h - the device layer: every byte hybridfs stores goes through one.
  *
- * What it is for: the engine (core/engine.h) never calls pread(2) itself; it
+ * What it is for: the engine (engine.h) never calls pread(2) itself; it
  * asks a struct hy_device, whose operations table is either real (the
  * backing directory's files here; the BOPT and the SSD cache store later) or
  * a model that keeps time instead of data (the simulator's HDD, SSD and SMR,

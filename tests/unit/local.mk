@@ -6,5 +6,5 @@ tests_unit_hytest_SOURCES = tests/unit/hytest.c tests/unit/suites.h \
 	tests/unit/test_engine.c tests/unit/test_ring.c tests/unit/test_control.c \
 	tests/unit/test_trace.c tests/unit/test_profiler.c
 tests_unit_hytest_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(FUSE_CFLAGS) $(SQLITE_CFLAGS) $(JSONC_CFLAGS)
-tests_unit_hytest_LDADD = fs/libhyfs.a core/libhycore.a lib/libhycommon.a \
+tests_unit_hytest_LDADD = fs/libhyfs.a engine/libhyengine.a lib/libhycommon.a \
 	$(CUNIT_LIBS) $(FUSE_LIBS) $(SQLITE_LIBS) $(JSONC_LIBS)

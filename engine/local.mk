@@ -1,0 +1,3 @@
+# The engine: no FUSE dependency here (DESIGN.md, one engine two drivers).
+noinst_LIBRARIES += engine/libhyengine.a
+engine_libhyengine_a_SOURCES = engine/device.c engine/engine.c
