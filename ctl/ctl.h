@@ -2,8 +2,24 @@
 #ifndef HYBRIDFS_CTL_H
 #define HYBRIDFS_CTL_H
 
+#include <stddef.h>
+
+/* The state folder to read: @state_dir when given, else the one of the
+ * mount at @mountpoint, else the only running mount. Returns 0, or the
+ * exit status (1 or 2) after saying why on stderr. */
+int hy_ctl_find_state_dir(const char *command, const char *mountpoint, const char *state_dir,
+			  char *dir, size_t size);
+
+/* Asks a running daemon to write every request it has logged; warns on
+ * stderr when a daemon answers but cannot. */
+void hy_ctl_sync_log(const char *dir);
+
 /* `hybridctl trace export ...`: @argc/@argv start after "export".
  * Returns the exit status: 0, 1 (cannot read), 2 (bad command line). */
 int hy_ctl_trace_export(int argc, char **argv);
+
+/* `hybridctl reorganize ... --dry-run`: @argc/@argv start after
+ * "reorganize". Returns the exit status. */
+int hy_ctl_reorganize(int argc, char **argv);
 
 #endif

@@ -43,6 +43,10 @@ static void usage(FILE *out)
 		"usage: hybridctl status [MOUNTPOINT] [--json]\n"
 		"       hybridctl trace export [MOUNTPOINT | --state DIR] [--since T] [--until T]\n"
 		"                              --format csv|fiu|msr [--output FILE]\n"
+		"       hybridctl reorganize [MOUNTPOINT | --state DIR] --dry-run\n"
+		"                            [--mode cumulative|partial] [--since T]\n"
+		"                            [--capacity SIZE] [--gap SECONDS] [--decay F]\n"
+		"                            [--top N]\n"
 		"       hybridctl --help | --version\n"
 		"\n"
 		"  status        the mount, its daemon, operations and bytes by kind, the\n"
@@ -50,6 +54,8 @@ static void usage(FILE *out)
 		"                hybridfs mount of yours when no MOUNTPOINT is named\n"
 		"  trace export  the access log as a trace (T: epoch seconds, an ISO 8601\n"
 		"                time, or -90s, -15m, -2h, -1d)\n"
+		"  reorganize    BORG's analyzer and planner over the access log: the layout\n"
+		"                plan (--dry-run; carrying plans out comes with the BOPT)\n"
 		"See hybridctl(8).\n");
 }
 
@@ -311,6 +317,8 @@ int main(int argc, char **argv)
 		return cmd_status(argc - 2, argv + 2);
 	if (strcmp(argv[1], "trace") == 0 && argc >= 3 && strcmp(argv[2], "export") == 0)
 		return hy_ctl_trace_export(argc - 3, argv + 3);
+	if (strcmp(argv[1], "reorganize") == 0)
+		return hy_ctl_reorganize(argc - 2, argv + 2);
 	fprintf(stderr, "hybridctl: unknown command \"%s\"\n", argv[1]);
 	usage(stderr);
 	return 2;

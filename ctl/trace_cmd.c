@@ -24,10 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <json-c/json.h>
-
 #include "ctl.h"
-#include "hybridfs/control.h"
 #include "hybridfs/runtime.h"
 #include "hybridfs/state.h"
 #include "hybridfs/trace.h"
@@ -124,56 +121,6 @@ static int parse_args(int argc, char **argv, struct export_args *a)
 }
 
 /* The state folder to read, into @dir. Returns 0 or an exit status. */
-static int find_state_dir(const struct export_args *a, char *dir, size_t size)
-{
-	struct hy_runtime_entry *entries;
-	char real[PATH_MAX];
-	size_t n, match = SIZE_MAX;
-	int rc;
-
-	if (a->state_dir) {
-		snprintf(dir, size, "%s", a->state_dir);
-		return 0;
-	}
-	if (a->mountpoint && !realpath(a->mountpoint, real)) {
-		fprintf(stderr, "hybridctl: \"%s\": %s\n", a->mountpoint, strerror(errno));
-		return 1;
-	}
-	rc = hy_runtime_list(&entries, &n);
-	if (rc) {
-		fprintf(stderr, "hybridctl: cannot read the runtime folder: %s\n", strerror(-rc));
-		return 1;
-	}
-	for (size_t i = 0; i < n; i++) {
-		if (!a->mountpoint || strcmp(entries[i].mountpoint, real) == 0)
-			match = i;
-	}
-	if (a->mountpoint && match == SIZE_MAX) {
-		fprintf(stderr,
-			"hybridctl: \"%s\" is not a hybridfs mount of yours; for one that is not "
-			"mounted, name its state folder with --state DIR\n",
-			a->mountpoint);
-		rc = 1;
-	} else if (!a->mountpoint && n == 0) {
-		fprintf(stderr, "hybridctl: no hybridfs mounts of yours are running; name a state "
-				"folder with --state DIR\n");
-		rc = 1;
-	} else if (!a->mountpoint && n > 1) {
-		fprintf(stderr,
-			"hybridctl: trace export: %zu hybridfs mounts are running; name "
-			"one:\n",
-			n);
-		for (size_t i = 0; i < n; i++)
-			fprintf(stderr, "  %s\n", entries[i].mountpoint);
-		rc = 2;
-	} else {
-		snprintf(dir, size, "%s", entries[match].state_dir);
-		rc = 0;
-	}
-	free(entries);
-	return rc;
-}
-
 static int64_t now_ns(void)
 {
 	struct timespec ts;
@@ -291,23 +238,10 @@ int hy_ctl_trace_export(int argc, char **argv)
 			a.since ? a.since : "", a.until ? a.until : "");
 		return 2;
 	}
-	rc = find_state_dir(&a, dir, sizeof(dir));
+	rc = hy_ctl_find_state_dir("trace export", a.mountpoint, a.state_dir, dir, sizeof(dir));
 	if (rc)
 		return rc;
-	/* A running daemon writes its log every HY_PROFILER_FLUSH_MS: have it
-	 * write everything so far first. No daemon (unmounted, or --state on
-	 * a folder nobody serves) means the log is already complete. */
-	{
-		struct json_object *result = NULL;
-		int sync = hy_control_call(dir, HY_CONTROL_SYNC, 30000, &result, why, sizeof(why));
-
-		json_object_put(result);
-		if (sync < 0 && sync != -ENOENT && sync != -ECONNREFUSED)
-			fprintf(stderr,
-				"hybridctl: warning: the daemon did not sync its log (%s); "
-				"the newest requests may be missing\n",
-				why);
-	}
+	hy_ctl_sync_log(dir);
 	if (hy_state_open(dir, NULL, true, &state, why, sizeof(why))) {
 		fprintf(stderr, "hybridctl: %s\n", why);
 		return 1;

@@ -34,6 +34,15 @@ static const char *const migrations[HY_STATE_SCHEMA_VERSION] = {
 	" length, offset / 4096 AS block_first,"
 	" (offset + length + 4095) / 4096 - offset / 4096 AS block_count, mode, class, phys_block"
 	" FROM access_log;",
+	/* 2 -> 3: the master access graph and the analyzer's runs */
+	"CREATE TABLE graph_vertices (id INTEGER PRIMARY KEY, file_id INTEGER NOT NULL,"
+	" block INTEGER NOT NULL, nblocks INTEGER NOT NULL, weight REAL NOT NULL);"
+	"CREATE INDEX graph_vertices_range ON graph_vertices (file_id, block);"
+	"CREATE TABLE graph_edges (src INTEGER NOT NULL, dst INTEGER NOT NULL,"
+	" weight REAL NOT NULL, PRIMARY KEY (src, dst)) WITHOUT ROWID;"
+	"CREATE TABLE analyzer_runs (id INTEGER PRIMARY KEY, finished_ns INTEGER NOT NULL,"
+	" mode TEXT NOT NULL, last_log_rowid INTEGER NOT NULL, requests INTEGER NOT NULL,"
+	" vertices INTEGER NOT NULL, edges INTEGER NOT NULL, cut_vertices INTEGER NOT NULL);",
 };
 
 static int db_error(struct hy_state *state, const char *doing, char *why, size_t why_size)

@@ -9,7 +9,7 @@
  * mode, and brings its schema to the current version through forward
  * migrations keyed by PRAGMA user_version.
  *
- * Schema, version 2 (version 1 had mount_info only):
+ * Schema, version 3 (1 had mount_info only; 2 added the access log):
  *
  *   table        column         type     meaning
  *   -----------  -------------  -------  -----------------------------------
@@ -38,6 +38,17 @@
  *                                        (FIEMAP), NULL when unknown
  *   access_log_blocks (view)             access_log with the 4 KiB block
  *                                        range: block_first, block_count
+ *   graph_vertices id            INT PK   the master access graph's vertex
+ *                file_id, block INT      range start (4 KiB blocks), indexed
+ *                nblocks        INT      range length; ranges never overlap
+ *                weight         REAL     requests that touched it (decayed)
+ *   graph_edges  src, dst       INT PK   vertex ids: dst read after src
+ *                weight         REAL     how often (decayed)
+ *   analyzer_runs id            INT PK
+ *                finished_ns    INT
+ *                mode           TEXT     "cumulative" or "partial"
+ *                last_log_rowid INT      access_log read up to here
+ *                requests, vertices, edges, cut_vertices  INT  the run's figures
  *
  * Errors: a database that is not SQLite, is damaged, or was made by a newer
  * hybridfs (user_version above HY_STATE_SCHEMA_VERSION) is refused with a
@@ -58,7 +69,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HY_STATE_SCHEMA_VERSION 2
+#define HY_STATE_SCHEMA_VERSION 3
 #define HY_STATE_DB_NAME	"hybridfs.db"
 
 struct sqlite3;

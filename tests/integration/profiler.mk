@@ -9,3 +9,7 @@ tests_integration_hy_ctlpeer_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 tests_integration_hy_ctlpeer_LDADD = lib/libhycommon.a $(JSONC_LIBS) $(SQLITE_LIBS)
 TESTS += tests/integration/profiler.sh
 EXTRA_DIST += tests/integration/profiler.sh
+
+# BORG's analyzer and planner on a real mount (hybridctl reorganize --dry-run)
+TESTS += tests/integration/borg.sh
+EXTRA_DIST += tests/integration/borg.sh

@@ -1,0 +1,78 @@
+/* mounts.c - finding a mount's state folder, and syncing its log, for the
+ * hybridctl commands that read the state database. See ctl.h. */
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "ctl.h"
+#include "hybridfs/control.h"
+#include "hybridfs/runtime.h"
+
+int hy_ctl_find_state_dir(const char *command, const char *mountpoint, const char *state_dir,
+			  char *dir, size_t size)
+{
+	struct hy_runtime_entry *entries;
+	char real[PATH_MAX];
+	size_t n, match = SIZE_MAX;
+	int rc;
+
+	if (state_dir) {
+		snprintf(dir, size, "%s", state_dir);
+		return 0;
+	}
+	if (mountpoint && !realpath(mountpoint, real)) {
+		fprintf(stderr, "hybridctl: \"%s\": %s\n", mountpoint, strerror(errno));
+		return 1;
+	}
+	rc = hy_runtime_list(&entries, &n);
+	if (rc) {
+		fprintf(stderr, "hybridctl: cannot read the runtime folder: %s\n", strerror(-rc));
+		return 1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!mountpoint || strcmp(entries[i].mountpoint, real) == 0)
+			match = i;
+	}
+	if (mountpoint && match == SIZE_MAX) {
+		fprintf(stderr,
+			"hybridctl: \"%s\" is not a hybridfs mount of yours; for one that is not "
+			"mounted, name its state folder with --state DIR\n",
+			mountpoint);
+		rc = 1;
+	} else if (!mountpoint && n == 0) {
+		fprintf(stderr, "hybridctl: no hybridfs mounts of yours are running; name a state "
+				"folder with --state DIR\n");
+		rc = 1;
+	} else if (!mountpoint && n > 1) {
+		fprintf(stderr, "hybridctl: %s: %zu hybridfs mounts are running; name one:\n",
+			command, n);
+		for (size_t i = 0; i < n; i++)
+			fprintf(stderr, "  %s\n", entries[i].mountpoint);
+		rc = 2;
+	} else {
+		snprintf(dir, size, "%s", entries[match].state_dir);
+		rc = 0;
+	}
+	free(entries);
+	return rc;
+}
+
+void hy_ctl_sync_log(const char *dir)
+{
+	struct json_object *result = NULL;
+	char why[512];
+	int rc = hy_control_call(dir, HY_CONTROL_SYNC, 30000, &result, why, sizeof(why));
+
+	json_object_put(result);
+	/* no daemon (unmounted, or a folder nobody serves): the log is complete */
+	if (rc < 0 && rc != -ENOENT && rc != -ECONNREFUSED)
+		fprintf(stderr,
+			"hybridctl: warning: the daemon did not sync its log (%s); the newest "
+			"requests may be missing\n",
+			why);
+}
