@@ -71,6 +71,7 @@
 #include <sqlite3.h>
 
 #include "hybridfs/analyzer.h"
+#include "hybridfs/state.h"
 
 #define NIL	    UINT32_MAX
 #define MAX_SLOTS   (UINT32_MAX - 1u)
@@ -928,20 +929,8 @@ int hy_analyzer_export(const struct hy_analyzer *a, struct hy_plan_vertex **vert
 
 static int db_fail(struct sqlite3 *db, const char *doing, char *why, size_t why_size)
 {
-	int code = sqlite3_errcode(db);
-
 	snprintf(why, why_size, "analyzer: %s: %s", doing, sqlite3_errmsg(db));
-	if (code == SQLITE_NOMEM)
-		return -ENOMEM;
-	if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT)
-		return -EUCLEAN;
-	if (code == SQLITE_READONLY || code == SQLITE_PERM || code == SQLITE_AUTH)
-		return -EACCES;
-	if (code == SQLITE_FULL)
-		return -ENOSPC;
-	if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
-		return -EBUSY;
-	return -EIO;
+	return hy_state_errno(sqlite3_errcode(db));
 }
 
 /* The 4 KiB block range of a logged request; false when it reads nothing. */

@@ -45,21 +45,35 @@ static const char *const migrations[HY_STATE_SCHEMA_VERSION] = {
 	" vertices INTEGER NOT NULL, edges INTEGER NOT NULL, cut_vertices INTEGER NOT NULL);",
 };
 
+int hy_state_errno(int sqlite_code)
+{
+	switch (sqlite_code & 0xff) { /* the primary code of an extended one */
+	case SQLITE_OK:
+		return 0;
+	case SQLITE_NOMEM:
+		return -ENOMEM;
+	case SQLITE_NOTADB:
+	case SQLITE_CORRUPT:
+		return -EUCLEAN;
+	case SQLITE_READONLY:
+	case SQLITE_PERM:
+	case SQLITE_AUTH:
+		return -EACCES;
+	case SQLITE_FULL:
+		return -ENOSPC;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return -EBUSY;
+	default:
+		return -EIO;
+	}
+}
+
 static int db_error(struct hy_state *state, const char *doing, char *why, size_t why_size)
 {
-	int code = sqlite3_errcode(state->db);
-
 	snprintf(why, why_size, "state database \"%s\": %s: %s", state->db_path, doing,
 		 sqlite3_errmsg(state->db));
-	if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT)
-		return -EUCLEAN;
-	if (code == SQLITE_READONLY || code == SQLITE_PERM || code == SQLITE_AUTH)
-		return -EACCES;
-	if (code == SQLITE_FULL)
-		return -ENOSPC;
-	if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
-		return -EBUSY;
-	return -EIO;
+	return hy_state_errno(sqlite3_errcode(state->db));
 }
 
 static int make_uuid(char out[37])

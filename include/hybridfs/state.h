@@ -97,4 +97,9 @@ int hy_state_get_info(struct hy_state *state, const char *key, char *buf, size_t
 
 void hy_state_close(struct hy_state *state);
 
+/* The negative errno for a SQLite result code, for every module that talks
+ * to the state database: -EUCLEAN damaged, -EACCES refused, -ENOSPC full,
+ * -EBUSY locked, -ENOMEM, else -EIO; 0 for SQLITE_OK. */
+int hy_state_errno(int sqlite_code);
+
 #endif
