@@ -1,3 +1,4 @@
 # Benchmark scripts (not built, not run by make check): see bench/README.md.
 EXTRA_DIST += bench/fio.sh bench/meta.sh bench/common.sh bench/README.md
 EXTRA_DIST += bench/profiler.sh bench/profiler-writer.c
+EXTRA_DIST += bench/borg.sh bench/borg.c
