@@ -6,7 +6,7 @@ bin_PROGRAMS += hybridfs
 hybridfs_SOURCES = fs/main.c
 hybridfs_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS)
 hybridfs_LDADD = fs/libhyfs.a engine/libhyengine.a lib/libhycommon.a $(FUSE_LIBS) $(SQLITE_LIBS) \
-	$(LIBEVENT_LIBS) $(JSONC_LIBS)
+	$(LIBEVENT_LIBS) $(JSONC_LIBS) $(BLKID_LIBS)
 
 # mount(8) runs /sbin/mount.TYPE for `mount -t hybridfs` and fstab lines.
 install-exec-hook:

@@ -43,6 +43,10 @@ static const char *const migrations[HY_STATE_SCHEMA_VERSION] = {
 	"CREATE TABLE analyzer_runs (id INTEGER PRIMARY KEY, finished_ns INTEGER NOT NULL,"
 	" mode TEXT NOT NULL, last_log_rowid INTEGER NOT NULL, requests INTEGER NOT NULL,"
 	" vertices INTEGER NOT NULL, edges INTEGER NOT NULL, cut_vertices INTEGER NOT NULL);",
+	/* 3 -> 4: the indirection map */
+	"CREATE TABLE bopt_map (file_id INTEGER NOT NULL, block INTEGER NOT NULL,"
+	" nblocks INTEGER NOT NULL, bopt_block INTEGER NOT NULL, dirty INTEGER NOT NULL,"
+	" generation INTEGER NOT NULL, PRIMARY KEY (file_id, block)) WITHOUT ROWID;",
 };
 
 int hy_state_errno(int sqlite_code)

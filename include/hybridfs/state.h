@@ -9,7 +9,8 @@
  * mode, and brings its schema to the current version through forward
  * migrations keyed by PRAGMA user_version.
  *
- * Schema, version 3 (1 had mount_info only; 2 added the access log):
+ * Schema, version 4 (1 had mount_info only; 2 added the access log; 3 the
+ * master access graph):
  *
  *   table        column         type     meaning
  *   -----------  -------------  -------  -----------------------------------
@@ -49,6 +50,11 @@
  *                mode           TEXT     "cumulative" or "partial"
  *                last_log_rowid INT      access_log read up to here
  *                requests, vertices, edges, cut_vertices  INT  the run's figures
+ *   bopt_map     file_id, block INT PK   a relocated extent (map.h)
+ *                nblocks        INT
+ *                bopt_block     INT      where it starts in the BOPT read region
+ *                dirty          INT      1: the BOPT copy is newer than home
+ *                generation     INT      the BOPT generation it belongs to
  *
  * Errors: a database that is not SQLite, is damaged, or was made by a newer
  * hybridfs (user_version above HY_STATE_SCHEMA_VERSION) is refused with a
@@ -69,7 +75,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HY_STATE_SCHEMA_VERSION 3
+#define HY_STATE_SCHEMA_VERSION 4
 #define HY_STATE_DB_NAME	"hybridfs.db"
 
 struct sqlite3;

@@ -13,6 +13,8 @@ int hy_test_add_control(void);
 int hy_test_add_trace(void);
 int hy_test_add_analyzer(void);
 int hy_test_add_planner(void);
+int hy_test_add_map(void);
+int hy_test_add_bopt(void);
 int hy_test_add_profiler(void);
 
 /* A fresh temporary directory for one test; removed by hy_test_rmtree(). */

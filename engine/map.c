@@ -1,0 +1,941 @@
+/* map.c - see include/hybridfs/map.h.
+ *
+ * Layout: HY_MAP_STRIPES stripes, each a small chained hash table of files
+ * under its own mutex. A file holds its extents in a sorted array (by
+ * block; extents never overlap) under its own rwlock, and a reference
+ * count kept under its stripe's mutex so that a file left with no extents
+ * is freed only when nobody holds it. Inside the array an extent is 24
+ * bytes (block, bopt_block, nblocks, dirty); the file id is the file's.
+ *
+ * The BOPT blocks in use are a second sorted array of ranges (start,
+ * length, file) under its own mutex, touched only by relocate and release
+ * (never by lookups), to refuse a relocation onto BOPT blocks already in
+ * use. Ranges of one file that are contiguous in the BOPT are merged, so
+ * the index is no larger than the extents.
+ *
+ * Lock order: stripe mutex (never held while taking another lock), then a
+ * file's rwlock, then the BOPT index mutex. Every change reserves the
+ * memory it needs before it changes anything, so a failure leaves the map
+ * as it was.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "hybridfs/map.h"
+#include "hybridfs/state.h"
+
+struct ext {
+	uint64_t block;
+	uint64_t bopt_block;
+	uint32_t nblocks;
+	bool dirty;
+};
+
+struct map_file {
+	uint64_t file_id;
+	unsigned long refs; /* atomic; taken under the stripe's mutex */
+	pthread_rwlock_t lock;
+	struct ext *ext; /* sorted by block, under lock */
+	size_t n, cap;
+	struct map_file *next; /* hash chain, under the stripe's mutex */
+};
+
+struct stripe {
+	pthread_mutex_t lock;
+	struct map_file **buckets;
+	size_t nbuckets, count;
+};
+
+struct bopt_range {
+	uint64_t start;
+	uint64_t nblocks;
+	uint64_t file_id;
+};
+
+struct hy_map {
+	struct stripe stripes[HY_MAP_STRIPES];
+	pthread_mutex_t bopt_lock;
+	struct bopt_range *used; /* sorted by start, never overlapping */
+	size_t nused, capused;
+};
+
+static uint64_t hash64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebULL;
+	x ^= x >> 31;
+	return x;
+}
+
+static inline uint64_t ext_end(const struct ext *e)
+{
+	return e->block + e->nblocks;
+}
+
+/* Grows *@arr so that it holds at least @need items of @size bytes. */
+static int reserve(void **arr, size_t *cap, size_t need, size_t size)
+{
+	size_t ncap;
+	void *p;
+
+	if (need <= *cap)
+		return 0;
+	ncap = *cap ? *cap : 4;
+	while (ncap < need) {
+		if (ncap > SIZE_MAX / 2 / size)
+			return -ENOMEM;
+		ncap *= 2;
+	}
+	p = realloc(*arr, ncap * size);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = ncap;
+	return 0;
+}
+
+static int file_reserve(struct map_file *f, size_t need)
+{
+	return reserve((void **)&f->ext, &f->cap, need, sizeof(*f->ext));
+}
+
+/* ---- files ---------------------------------------------------------- */
+
+int hy_map_new(struct hy_map **out)
+{
+	struct hy_map *map;
+	int i;
+
+	*out = NULL;
+	map = calloc(1, sizeof(*map));
+	if (!map)
+		return -ENOMEM;
+	for (i = 0; i < HY_MAP_STRIPES; i++)
+		pthread_mutex_init(&map->stripes[i].lock, NULL);
+	pthread_mutex_init(&map->bopt_lock, NULL);
+	*out = map;
+	return 0;
+}
+
+static void file_free(struct map_file *f)
+{
+	pthread_rwlock_destroy(&f->lock);
+	free(f->ext);
+	free(f);
+}
+
+void hy_map_free(struct hy_map *map)
+{
+	size_t b;
+	int i;
+
+	if (!map)
+		return;
+	for (i = 0; i < HY_MAP_STRIPES; i++) {
+		struct stripe *s = &map->stripes[i];
+
+		for (b = 0; b < s->nbuckets; b++) {
+			struct map_file *f = s->buckets[b], *next;
+
+			for (; f; f = next) {
+				next = f->next;
+				file_free(f);
+			}
+		}
+		free(s->buckets);
+		pthread_mutex_destroy(&s->lock);
+	}
+	free(map->used);
+	pthread_mutex_destroy(&map->bopt_lock);
+	free(map);
+}
+
+static struct stripe *stripe_of(struct hy_map *map, uint64_t file_id, uint64_t *h)
+{
+	*h = hash64(file_id);
+	return &map->stripes[*h % HY_MAP_STRIPES];
+}
+
+static size_t bucket_of(const struct stripe *s, uint64_t h)
+{
+	return (size_t)((h / HY_MAP_STRIPES) & (s->nbuckets - 1));
+}
+
+/* Doubles a stripe's buckets; a failure only makes chains longer. */
+static void stripe_grow(struct stripe *s)
+{
+	size_t nb = s->nbuckets ? s->nbuckets * 2 : 16, b, old = s->nbuckets;
+	struct map_file **nbk = calloc(nb, sizeof(*nbk)), **obk = s->buckets;
+
+	if (!nbk)
+		return;
+	s->buckets = nbk;
+	s->nbuckets = nb;
+	for (b = 0; b < old; b++) {
+		struct map_file *f = obk[b], *next;
+
+		for (; f; f = next) {
+			size_t nbi = bucket_of(s, hash64(f->file_id));
+
+			next = f->next;
+			f->next = nbk[nbi];
+			nbk[nbi] = f;
+		}
+	}
+	free(obk);
+}
+
+/* Finds @file_id (adding it when @create) and takes a reference. NULL when
+ * absent, or when adding it failed (*@err = -ENOMEM). */
+static struct map_file *file_get(struct hy_map *map, uint64_t file_id, bool create, int *err)
+{
+	uint64_t h;
+	struct stripe *s = stripe_of(map, file_id, &h);
+	struct map_file *f = NULL;
+
+	*err = 0;
+	pthread_mutex_lock(&s->lock);
+	if (s->nbuckets) {
+		for (f = s->buckets[bucket_of(s, h)]; f; f = f->next)
+			if (f->file_id == file_id)
+				break;
+	}
+	if (!f && create) {
+		if (s->count + 1 > s->nbuckets)
+			stripe_grow(s);
+		f = s->nbuckets ? calloc(1, sizeof(*f)) : NULL;
+		if (f && pthread_rwlock_init(&f->lock, NULL) != 0) {
+			free(f);
+			f = NULL;
+		}
+		if (f) {
+			size_t b = bucket_of(s, h);
+
+			f->file_id = file_id;
+			f->next = s->buckets[b];
+			s->buckets[b] = f;
+			s->count++;
+		} else {
+			*err = -ENOMEM;
+		}
+	}
+	if (f)
+		__atomic_add_fetch(&f->refs, 1, __ATOMIC_SEQ_CST);
+	pthread_mutex_unlock(&s->lock);
+	return f;
+}
+
+/* Drops a reference; the last one frees a file with no extents. A count
+ * above one is decremented without the stripe's mutex; the last reference
+ * is dropped under it, and references are only taken under it, so nobody
+ * can find the file while it is freed. Whoever changed f->n did so before
+ * dropping their reference (an atomic read-modify-write that the last
+ * drop reads from), so f->n is read safely here. */
+static void file_put(struct hy_map *map, struct map_file *f)
+{
+	unsigned long r = __atomic_load_n(&f->refs, __ATOMIC_SEQ_CST);
+	struct stripe *s;
+	uint64_t h;
+
+	while (r > 1) {
+		if (__atomic_compare_exchange_n(&f->refs, &r, r - 1, false, __ATOMIC_SEQ_CST,
+						__ATOMIC_SEQ_CST))
+			return;
+	}
+	s = stripe_of(map, f->file_id, &h);
+	pthread_mutex_lock(&s->lock);
+	if (__atomic_sub_fetch(&f->refs, 1, __ATOMIC_SEQ_CST) == 0 && f->n == 0) {
+		struct map_file **pp = &s->buckets[bucket_of(s, h)];
+
+		while (*pp != f)
+			pp = &(*pp)->next;
+		*pp = f->next;
+		s->count--;
+		file_free(f);
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* Every file, with a reference taken, sorted by id. Free with files_put(). */
+static int cmp_file(const void *a, const void *b)
+{
+	const struct map_file *fa = *(struct map_file *const *)a;
+	const struct map_file *fb = *(struct map_file *const *)b;
+
+	return fa->file_id < fb->file_id ? -1 : fa->file_id > fb->file_id;
+}
+
+static void files_put(struct hy_map *map, struct map_file **files, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		file_put(map, files[i]);
+	free(files);
+}
+
+static int files_get(struct hy_map *map, struct map_file ***out, size_t *count)
+{
+	struct map_file **files = NULL;
+	size_t n = 0, cap = 0, b;
+	int i;
+
+	for (i = 0; i < HY_MAP_STRIPES; i++) {
+		struct stripe *s = &map->stripes[i];
+
+		pthread_mutex_lock(&s->lock);
+		if (reserve((void **)&files, &cap, n + s->count, sizeof(*files))) {
+			pthread_mutex_unlock(&s->lock);
+			files_put(map, files, n);
+			return -ENOMEM;
+		}
+		for (b = 0; b < s->nbuckets; b++) {
+			struct map_file *f;
+
+			for (f = s->buckets[b]; f; f = f->next) {
+				__atomic_add_fetch(&f->refs, 1, __ATOMIC_SEQ_CST);
+				files[n++] = f;
+			}
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
+	if (n > 1)
+		qsort(files, n, sizeof(*files), cmp_file);
+	*out = files;
+	*count = n;
+	return 0;
+}
+
+/* ---- extents of one file (its lock held) ---------------------------- */
+
+/* The first extent that ends after @block (f->n when none). */
+static size_t find_first(const struct map_file *f, uint64_t block)
+{
+	size_t lo = 0, hi = f->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ext_end(&f->ext[mid]) <= block)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* @b may be appended to @a: contiguous in the file and the BOPT, alike. */
+static bool mergeable(const struct ext *a, const struct ext *b)
+{
+	return ext_end(a) == b->block && a->bopt_block + a->nblocks == b->bopt_block &&
+	       a->dirty == b->dirty && (uint64_t)a->nblocks + b->nblocks <= UINT32_MAX;
+}
+
+/* Inserts @e at @i; capacity must be there. */
+static void ext_insert(struct map_file *f, size_t i, const struct ext *e)
+{
+	memmove(&f->ext[i + 1], &f->ext[i], (f->n - i) * sizeof(*f->ext));
+	f->ext[i] = *e;
+	f->n++;
+}
+
+/* Splits extent @i at @at (strictly inside it); capacity must be there. */
+static void ext_split(struct map_file *f, size_t i, uint64_t at)
+{
+	struct ext right = f->ext[i];
+	uint64_t left_len = at - f->ext[i].block;
+
+	right.block = at;
+	right.bopt_block += left_len;
+	right.nblocks -= (uint32_t)left_len;
+	f->ext[i].nblocks = (uint32_t)left_len;
+	ext_insert(f, i + 1, &right);
+}
+
+/* Merges the mergeable neighbours among extents [@lo, @hi] (clamped). */
+static void merge_range(struct map_file *f, size_t lo, size_t hi)
+{
+	size_t w, r;
+
+	if (f->n == 0)
+		return;
+	if (hi >= f->n)
+		hi = f->n - 1;
+	if (lo >= hi)
+		return;
+	for (w = lo, r = lo + 1; r <= hi; r++) {
+		if (mergeable(&f->ext[w], &f->ext[r]))
+			f->ext[w].nblocks += f->ext[r].nblocks;
+		else
+			f->ext[++w] = f->ext[r];
+	}
+	if (w < hi) {
+		memmove(&f->ext[w + 1], &f->ext[hi + 1], (f->n - hi - 1) * sizeof(*f->ext));
+		f->n -= hi - w;
+	}
+}
+
+/* ---- the BOPT index (bopt_lock held) -------------------------------- */
+
+static size_t used_first(const struct hy_map *map, uint64_t start)
+{
+	size_t lo = 0, hi = map->nused;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (map->used[mid].start + map->used[mid].nblocks <= start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static bool used_overlaps(const struct hy_map *map, uint64_t start, uint64_t nblocks)
+{
+	size_t i = used_first(map, start);
+
+	return i < map->nused && map->used[i].start < start + nblocks;
+}
+
+/* Adds a range known not to overlap; capacity for one more must be there. */
+static void used_add(struct hy_map *map, uint64_t start, uint64_t nblocks, uint64_t file_id)
+{
+	size_t i = used_first(map, start);
+	struct bopt_range *u = map->used;
+	bool left =
+		i > 0 && u[i - 1].file_id == file_id && u[i - 1].start + u[i - 1].nblocks == start;
+	bool right = i < map->nused && u[i].file_id == file_id && u[i].start == start + nblocks;
+
+	if (left && right) {
+		u[i - 1].nblocks += nblocks + u[i].nblocks;
+		memmove(&u[i], &u[i + 1], (map->nused - i - 1) * sizeof(*u));
+		map->nused--;
+	} else if (left) {
+		u[i - 1].nblocks += nblocks;
+	} else if (right) {
+		u[i].start = start;
+		u[i].nblocks += nblocks;
+	} else {
+		memmove(&u[i + 1], &u[i], (map->nused - i) * sizeof(*u));
+		u[i] = (struct bopt_range){start, nblocks, file_id};
+		map->nused++;
+	}
+}
+
+/* Removes [start, start + nblocks); capacity for one more must be there
+ * (a range cut in its middle becomes two). */
+static void used_remove(struct hy_map *map, uint64_t start, uint64_t nblocks)
+{
+	uint64_t end = start + nblocks;
+	size_t i = used_first(map, start);
+	struct bopt_range *u = map->used;
+
+	while (i < map->nused && u[i].start < end) {
+		uint64_t s = u[i].start, e = s + u[i].nblocks;
+
+		if (s < start && e > end) {
+			u[i].nblocks = start - s;
+			memmove(&u[i + 2], &u[i + 1], (map->nused - i - 1) * sizeof(*u));
+			u[i + 1] = (struct bopt_range){end, e - end, u[i].file_id};
+			map->nused++;
+			return;
+		}
+		if (s < start) {
+			u[i].nblocks = start - s;
+			i++;
+		} else if (e > end) {
+			u[i].start = end;
+			u[i].nblocks = e - end;
+			return;
+		} else {
+			memmove(&u[i], &u[i + 1], (map->nused - i - 1) * sizeof(*u));
+			map->nused--;
+		}
+	}
+}
+
+/* ---- operations ----------------------------------------------------- */
+
+int hy_map_lookup(struct hy_map *map, uint64_t file_id, uint64_t block, uint32_t nblocks,
+		  struct hy_map_piece *out, size_t max)
+{
+	uint64_t end = block + nblocks, pos = block;
+	struct map_file *f;
+	size_t count = 0, i;
+	int err;
+
+	if (nblocks == 0 || block > UINT64_MAX - nblocks)
+		return -EINVAL;
+	f = file_get(map, file_id, false, &err);
+	if (!f) {
+		if (max > 0)
+			out[0] = (struct hy_map_piece){block, nblocks, false, HY_MAP_HOME};
+		return 1;
+	}
+	pthread_rwlock_rdlock(&f->lock);
+	i = find_first(f, block);
+	while (pos < end) {
+		struct hy_map_piece p;
+
+		if (i < f->n && f->ext[i].block <= pos) {
+			const struct ext *e = &f->ext[i++];
+			uint64_t stop = ext_end(e) < end ? ext_end(e) : end;
+
+			p.block = pos;
+			p.nblocks = (uint32_t)(stop - pos);
+			p.dirty = e->dirty;
+			p.bopt_block = e->bopt_block + (pos - e->block);
+		} else {
+			uint64_t stop = i < f->n && f->ext[i].block < end ? f->ext[i].block : end;
+
+			p.block = pos;
+			p.nblocks = (uint32_t)(stop - pos);
+			p.dirty = false;
+			p.bopt_block = HY_MAP_HOME;
+		}
+		if (count < max)
+			out[count] = p;
+		count++;
+		pos += p.nblocks;
+	}
+	pthread_rwlock_unlock(&f->lock);
+	file_put(map, f);
+	return count > INT_MAX ? -EOVERFLOW : (int)count;
+}
+
+int hy_map_relocate(struct hy_map *map, const struct hy_map_extent *e)
+{
+	struct ext x = {e->block, e->bopt_block, e->nblocks, e->dirty};
+	struct map_file *f;
+	bool left, right;
+	size_t i;
+	int rc;
+
+	if (e->nblocks == 0 || e->block > UINT64_MAX - e->nblocks ||
+	    e->bopt_block >= UINT64_MAX - e->nblocks)
+		return -EINVAL;
+	f = file_get(map, e->file_id, true, &rc);
+	if (!f)
+		return rc;
+	pthread_rwlock_wrlock(&f->lock);
+	i = find_first(f, x.block);
+	if (i < f->n && f->ext[i].block < ext_end(&x)) {
+		rc = -EEXIST;
+		goto out;
+	}
+	rc = file_reserve(f, f->n + 1);
+	if (rc)
+		goto out;
+	pthread_mutex_lock(&map->bopt_lock);
+	if (used_overlaps(map, x.bopt_block, x.nblocks))
+		rc = -EBUSY;
+	else
+		rc = reserve((void **)&map->used, &map->capused, map->nused + 1,
+			     sizeof(*map->used));
+	if (rc == 0)
+		used_add(map, x.bopt_block, x.nblocks, e->file_id);
+	pthread_mutex_unlock(&map->bopt_lock);
+	if (rc)
+		goto out;
+	/* Into the array, merged with its neighbours without a second move. */
+	left = i > 0 && mergeable(&f->ext[i - 1], &x);
+	right = i < f->n && mergeable(&x, &f->ext[i]);
+	if (left && right &&
+	    (uint64_t)f->ext[i - 1].nblocks + x.nblocks + f->ext[i].nblocks > UINT32_MAX)
+		right = false;
+	if (left) {
+		f->ext[i - 1].nblocks += x.nblocks;
+		if (right)
+			merge_range(f, i - 1, i);
+	} else if (right) {
+		f->ext[i].block = x.block;
+		f->ext[i].bopt_block = x.bopt_block;
+		f->ext[i].nblocks += x.nblocks;
+	} else {
+		ext_insert(f, i, &x);
+	}
+out:
+	pthread_rwlock_unlock(&f->lock);
+	file_put(map, f);
+	return rc;
+}
+
+int64_t hy_map_release(struct hy_map *map, uint64_t file_id, uint64_t block, uint64_t nblocks)
+{
+	uint64_t end = block + nblocks;
+	struct ext keep[2];
+	size_t i, j, k, nkeep = 0;
+	struct map_file *f;
+	int64_t removed = 0;
+	int rc;
+
+	if (nblocks == 0 || block > UINT64_MAX - nblocks)
+		return -EINVAL;
+	f = file_get(map, file_id, false, &rc);
+	if (!f)
+		return 0;
+	pthread_rwlock_wrlock(&f->lock);
+	i = find_first(f, block);
+	for (j = i; j < f->n && f->ext[j].block < end; j++)
+		;
+	if (j == i)
+		goto out;
+	/* Up to two pieces survive: before the range and after it. */
+	if (f->ext[i].block < block) {
+		keep[nkeep] = f->ext[i];
+		keep[nkeep++].nblocks = (uint32_t)(block - f->ext[i].block);
+	}
+	if (ext_end(&f->ext[j - 1]) > end) {
+		const struct ext *last = &f->ext[j - 1];
+
+		keep[nkeep].block = end;
+		keep[nkeep].bopt_block = last->bopt_block + (end - last->block);
+		keep[nkeep].nblocks = (uint32_t)(ext_end(last) - end);
+		keep[nkeep++].dirty = last->dirty;
+	}
+	rc = file_reserve(f, f->n - (j - i) + nkeep);
+	if (rc) {
+		removed = rc;
+		goto out;
+	}
+	pthread_mutex_lock(&map->bopt_lock);
+	rc = reserve((void **)&map->used, &map->capused, map->nused + (j - i), sizeof(*map->used));
+	if (rc == 0) {
+		for (k = i; k < j; k++) {
+			const struct ext *e = &f->ext[k];
+			uint64_t s = e->block > block ? e->block : block;
+			uint64_t t = ext_end(e) < end ? ext_end(e) : end;
+
+			used_remove(map, e->bopt_block + (s - e->block), t - s);
+			removed += (int64_t)(t - s);
+		}
+	}
+	pthread_mutex_unlock(&map->bopt_lock);
+	if (rc) {
+		removed = rc;
+		goto out;
+	}
+	memmove(&f->ext[i + nkeep], &f->ext[j], (f->n - j) * sizeof(*f->ext));
+	memcpy(&f->ext[i], keep, nkeep * sizeof(*keep));
+	f->n = f->n - (j - i) + nkeep;
+out:
+	pthread_rwlock_unlock(&f->lock);
+	file_put(map, f);
+	return removed;
+}
+
+int64_t hy_map_set_dirty(struct hy_map *map, uint64_t file_id, uint64_t block, uint32_t nblocks,
+			 bool dirty)
+{
+	uint64_t end = block + nblocks;
+	struct map_file *f;
+	int64_t changed = 0;
+	size_t i, j;
+	int rc;
+
+	if (nblocks == 0 || block > UINT64_MAX - nblocks)
+		return -EINVAL;
+	f = file_get(map, file_id, false, &rc);
+	if (!f)
+		return 0;
+	pthread_rwlock_wrlock(&f->lock);
+	i = find_first(f, block);
+	if (i == f->n || f->ext[i].block >= end)
+		goto out;
+	rc = file_reserve(f, f->n + 2); /* a split at each end at most */
+	if (rc) {
+		changed = rc;
+		goto out;
+	}
+	if (f->ext[i].block < block && f->ext[i].dirty != dirty)
+		ext_split(f, i++, block);
+	for (j = i; j < f->n && f->ext[j].block < end; j++) {
+		if (f->ext[j].dirty == dirty)
+			continue;
+		if (ext_end(&f->ext[j]) > end)
+			ext_split(f, j, end);
+		f->ext[j].dirty = dirty;
+		changed += f->ext[j].nblocks;
+	}
+	if (changed)
+		merge_range(f, i > 0 ? i - 1 : 0, j);
+out:
+	pthread_rwlock_unlock(&f->lock);
+	file_put(map, f);
+	return changed;
+}
+
+int hy_map_walk(struct hy_map *map, int (*fn)(const struct hy_map_extent *e, void *arg), void *arg)
+{
+	struct map_file **files;
+	size_t nfiles, i, k;
+	int rc;
+
+	rc = files_get(map, &files, &nfiles);
+	if (rc)
+		return rc;
+	for (i = 0; i < nfiles && rc == 0; i++) {
+		struct map_file *f = files[i];
+
+		pthread_rwlock_rdlock(&f->lock);
+		for (k = 0; k < f->n && rc == 0; k++) {
+			struct hy_map_extent e = {f->file_id, f->ext[k].block, f->ext[k].nblocks,
+						  f->ext[k].dirty, f->ext[k].bopt_block};
+
+			rc = fn(&e, arg);
+		}
+		pthread_rwlock_unlock(&f->lock);
+	}
+	files_put(map, files, nfiles);
+	return rc;
+}
+
+void hy_map_get_stats(struct hy_map *map, struct hy_map_stats *out)
+{
+	struct map_file **files;
+	size_t nfiles, i, k;
+
+	memset(out, 0, sizeof(*out));
+	if (files_get(map, &files, &nfiles))
+		return;
+	for (i = 0; i < nfiles; i++) {
+		struct map_file *f = files[i];
+
+		pthread_rwlock_rdlock(&f->lock);
+		if (f->n)
+			out->files++;
+		out->extents += f->n;
+		for (k = 0; k < f->n; k++) {
+			out->blocks += f->ext[k].nblocks;
+			if (f->ext[k].dirty)
+				out->dirty_blocks += f->ext[k].nblocks;
+		}
+		pthread_rwlock_unlock(&f->lock);
+	}
+	files_put(map, files, nfiles);
+}
+
+/* ---- persistence ---------------------------------------------------- */
+
+struct extent_list {
+	struct hy_map_extent *e;
+	size_t n, cap;
+};
+
+static int collect(const struct hy_map_extent *e, void *arg)
+{
+	struct extent_list *l = arg;
+
+	if (reserve((void **)&l->e, &l->cap, l->n + 1, sizeof(*l->e)))
+		return -ENOMEM;
+	l->e[l->n++] = *e;
+	return 0;
+}
+
+static int db_fail(sqlite3 *db, const char *doing, char *why, size_t why_size)
+{
+	int rc = hy_state_errno(sqlite3_errcode(db));
+
+	snprintf(why, why_size, "bopt_map: %s: %s", doing, sqlite3_errmsg(db));
+	return rc ? rc : -EIO;
+}
+
+int hy_map_save(struct hy_map *map, struct sqlite3 *db, uint64_t generation, char *why,
+		size_t why_size)
+{
+	struct extent_list l = {NULL, 0, 0};
+	sqlite3_stmt *stmt = NULL;
+	size_t k;
+	int rc;
+
+	/* A snapshot first: no lock is held while SQLite works. */
+	rc = hy_map_walk(map, collect, &l);
+	if (rc) {
+		snprintf(why, why_size, "bopt_map: out of memory copying %zu extents", l.n);
+		free(l.e);
+		return rc;
+	}
+	if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+		rc = db_fail(db, "cannot start the transaction", why, why_size);
+		free(l.e);
+		return rc;
+	}
+	if (sqlite3_exec(db, "DELETE FROM bopt_map", NULL, NULL, NULL) != SQLITE_OK) {
+		rc = db_fail(db, "cannot clear the saved map", why, why_size);
+		goto fail;
+	}
+	if (sqlite3_prepare_v2(db,
+			       "INSERT INTO bopt_map (file_id, block, nblocks, bopt_block, dirty,"
+			       " generation) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+			       -1, &stmt, NULL) != SQLITE_OK) {
+		rc = db_fail(db, "cannot prepare the insert", why, why_size);
+		goto fail;
+	}
+	for (k = 0; k < l.n; k++) {
+		const struct hy_map_extent *e = &l.e[k];
+
+		sqlite3_bind_int64(stmt, 1, (sqlite3_int64)e->file_id);
+		sqlite3_bind_int64(stmt, 2, (sqlite3_int64)e->block);
+		sqlite3_bind_int64(stmt, 3, e->nblocks);
+		sqlite3_bind_int64(stmt, 4, (sqlite3_int64)e->bopt_block);
+		sqlite3_bind_int(stmt, 5, e->dirty ? 1 : 0);
+		sqlite3_bind_int64(stmt, 6, (sqlite3_int64)generation);
+		if (sqlite3_step(stmt) != SQLITE_DONE) {
+			char doing[128];
+
+			snprintf(doing, sizeof(doing),
+				 "cannot save the extent of file %" PRIu64 " at block %" PRIu64,
+				 e->file_id, e->block);
+			rc = db_fail(db, doing, why, why_size);
+			goto fail;
+		}
+		sqlite3_reset(stmt);
+	}
+	sqlite3_finalize(stmt);
+	stmt = NULL;
+	if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		rc = db_fail(db, "cannot commit", why, why_size);
+		goto fail;
+	}
+	free(l.e);
+	return 0;
+fail:
+	sqlite3_finalize(stmt);
+	sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+	free(l.e);
+	return rc;
+}
+
+/* Empties the map (for load). */
+static int map_clear(struct hy_map *map)
+{
+	struct map_file **files;
+	size_t nfiles, i;
+	int rc;
+
+	rc = files_get(map, &files, &nfiles);
+	if (rc)
+		return rc;
+	for (i = 0; i < nfiles && rc == 0; i++) {
+		int64_t r = hy_map_release(map, files[i]->file_id, 0, UINT64_MAX);
+
+		rc = r < 0 ? (int)r : 0;
+	}
+	files_put(map, files, nfiles);
+	return rc;
+}
+
+/* Reads one integer column, refusing NULL, text, reals and blobs. */
+static bool column_u64(sqlite3_stmt *stmt, int col, uint64_t *v)
+{
+	if (sqlite3_column_type(stmt, col) != SQLITE_INTEGER)
+		return false;
+	*v = (uint64_t)sqlite3_column_int64(stmt, col);
+	return true;
+}
+
+int hy_map_load(struct hy_map *map, struct sqlite3 *db, uint64_t generation, char *why,
+		size_t why_size)
+{
+	static const char *const names[] = {"file_id",	  "block", "nblocks",
+					    "bopt_block", "dirty", "generation"};
+	struct hy_map_extent prev = {0, 0, 0, false, 0};
+	bool have_prev = false;
+	sqlite3_stmt *stmt;
+	uint64_t rows = 0;
+	int rc, step;
+
+	rc = map_clear(map);
+	if (rc) {
+		snprintf(why, why_size, "bopt_map: cannot empty the map before loading: %s",
+			 strerror(-rc));
+		return rc;
+	}
+	if (sqlite3_prepare_v2(db,
+			       "SELECT file_id, block, nblocks, bopt_block, dirty, generation"
+			       " FROM bopt_map ORDER BY file_id, block",
+			       -1, &stmt, NULL) != SQLITE_OK)
+		return db_fail(db, "cannot read the saved map", why, why_size);
+	/* Rows are gathered one by one; no map lock is held across a step. */
+	while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
+		uint64_t v[6];
+		struct hy_map_extent e;
+		int c;
+
+		rows++;
+		for (c = 0; c < 6; c++) {
+			if (!column_u64(stmt, c, &v[c])) {
+				snprintf(why, why_size,
+					 "bopt_map: row %" PRIu64 ": %s is not an integer", rows,
+					 names[c]);
+				rc = -EUCLEAN;
+				goto fail;
+			}
+		}
+		if (v[5] != generation) {
+			snprintf(why, why_size,
+				 "bopt_map: the saved map belongs to BOPT generation %" PRIu64
+				 ", not to the current generation %" PRIu64 " (file %" PRIu64
+				 ", block %" PRIu64 ")",
+				 v[5], generation, v[0], v[1]);
+			rc = -ESTALE;
+			goto fail;
+		}
+		e = (struct hy_map_extent){v[0], v[1], (uint32_t)v[2], v[4] == 1, v[3]};
+		if (v[2] == 0 || v[2] > UINT32_MAX || v[4] > 1 || v[1] > UINT64_MAX - v[2] ||
+		    v[3] >= UINT64_MAX - v[2]) {
+			snprintf(why, why_size,
+				 "bopt_map: malformed row for file %" PRIu64 " block %" PRIu64
+				 ": nblocks %" PRIu64 ", bopt_block %" PRIu64 ", dirty %" PRIu64,
+				 v[0], v[1], v[2], v[3], v[4]);
+			rc = -EUCLEAN;
+			goto fail;
+		}
+		if (have_prev && prev.file_id == e.file_id && prev.block + prev.nblocks > e.block) {
+			snprintf(why, why_size,
+				 "bopt_map: file %" PRIu64 ": the extent at block %" PRIu64
+				 " overlaps the one at block %" PRIu64 " (%" PRIu32 " blocks)",
+				 e.file_id, e.block, prev.block, prev.nblocks);
+			rc = -EUCLEAN;
+			goto fail;
+		}
+		rc = hy_map_relocate(map, &e);
+		if (rc == -EBUSY || rc == -EEXIST) {
+			snprintf(why, why_size,
+				 "bopt_map: file %" PRIu64 " block %" PRIu64
+				 ": its BOPT blocks %" PRIu64 "-%" PRIu64
+				 " are used by another extent",
+				 e.file_id, e.block, e.bopt_block, e.bopt_block + e.nblocks - 1);
+			rc = -EUCLEAN;
+			goto fail;
+		} else if (rc) {
+			snprintf(why, why_size,
+				 "bopt_map: cannot load file %" PRIu64 " block %" PRIu64 ": %s",
+				 e.file_id, e.block, strerror(-rc));
+			goto fail;
+		}
+		prev = e;
+		have_prev = true;
+	}
+	if (step != SQLITE_DONE) {
+		rc = db_fail(db, "cannot read the saved map", why, why_size);
+		goto fail;
+	}
+	sqlite3_finalize(stmt);
+	return 0;
+fail:
+	sqlite3_finalize(stmt);
+	map_clear(map);
+	return rc;
+}

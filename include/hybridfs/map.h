@@ -1,0 +1,112 @@
+/*
+ * map.h - BORG's indirection map: which blocks of which files live in the
+ * BOPT, where, and whether the BOPT copy is newer than the home copy.
+ *
+ * What it is for: after a reorganization the hot blocks have a copy in the
+ * BOPT's read region, laid out in access order. The engine asks the map,
+ * for every read, which parts of the requested range are relocated, so
+ * that adjacent relocated blocks are read from the BOPT in one request and
+ * the rest from home; a write to a relocated block goes to the BOPT and
+ * marks it dirty, to be synced home later (DESIGN.md invariant 3).
+ *
+ * Kept as extents: (file_id, block, nblocks) -> (bopt_block, dirty). An
+ * extent is one run that is contiguous in the file and in the BOPT and
+ * all dirty or all clean; operations split and merge extents to keep that
+ * true (neighbours that become contiguous and alike are merged, so a
+ * million relocated blocks in long runs cost a few thousand extents: 32
+ * bytes each).
+ *
+ * Concurrency: files are found through a hash striped over
+ * HY_MAP_STRIPES mutexes (held only to find or add the file), and each
+ * file's extents are a sorted array under that file's own rwlock: lookups
+ * take no global lock, and lookups of one file run in parallel.
+ *
+ * Persistence: hy_map_save() writes the whole map in one SQLite
+ * transaction (table bopt_map, schema 4) with the BOPT generation it
+ * belongs to; hy_map_load() reads it back and refuses a map whose
+ * generation is not the BOPT's. The rule that keeps a crash safe is the
+ * caller's: an extent is added only after its BOPT copy is durable, and
+ * a dirty mark is saved before the write that made it is acknowledged.
+ *
+ * Who calls it: the engine's read and write paths and the reconfigurator
+ * (later); the unit tests.
+ *
+ * Memory: the map owns its files and extents; lookups copy pieces into the
+ * caller's array. Locks: as above; never held across I/O or SQLite.
+ */
+#ifndef HYBRIDFS_MAP_H
+#define HYBRIDFS_MAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define HY_MAP_HOME UINT64_MAX /* a piece that is not relocated */
+#define HY_MAP_STRIPES 64
+
+struct sqlite3;
+
+struct hy_map_extent {
+	uint64_t file_id;
+	uint64_t block;     /* first 4 KiB block in the file */
+	uint32_t nblocks;   /* >= 1 */
+	bool dirty;         /* the BOPT copy is newer than home */
+	uint64_t bopt_block; /* where block lives in the BOPT */
+};
+
+/* One piece of a looked-up range: relocated (bopt_block) or home. */
+struct hy_map_piece {
+	uint64_t block;
+	uint32_t nblocks;
+	bool dirty;
+	uint64_t bopt_block; /* HY_MAP_HOME when at home */
+};
+
+struct hy_map_stats {
+	uint64_t files, extents, blocks, dirty_blocks;
+};
+
+struct hy_map;
+
+int hy_map_new(struct hy_map **out);
+void hy_map_free(struct hy_map *map);
+
+/* Splits [block, block + nblocks) of @file_id into pieces, in order, each
+ * wholly relocated (contiguous in the BOPT, one dirty state) or wholly
+ * home, and copies up to @max of them into @out. Returns the number of
+ * pieces the range has (which may exceed @max: call again with more room),
+ * or -EINVAL for an empty or overflowing range. */
+int hy_map_lookup(struct hy_map *map, uint64_t file_id, uint64_t block, uint32_t nblocks,
+		  struct hy_map_piece *out, size_t max);
+
+/* Records that @e's blocks now live at e->bopt_block (their copy is
+ * durable). The range must not be relocated already (-EEXIST), nor overlap
+ * BOPT blocks another extent uses (-EBUSY). Returns 0, -ENOMEM, -EINVAL. */
+int hy_map_relocate(struct hy_map *map, const struct hy_map_extent *e);
+
+/* The range goes home (its home copy is current): the relocated parts of
+ * it are removed. Returns the number of blocks removed, or a negative errno. */
+int64_t hy_map_release(struct hy_map *map, uint64_t file_id, uint64_t block, uint64_t nblocks);
+
+/* Marks the relocated parts of the range dirty (or clean, after they were
+ * synced home). Returns the number of blocks whose state changed, or a
+ * negative errno. */
+int64_t hy_map_set_dirty(struct hy_map *map, uint64_t file_id, uint64_t block, uint32_t nblocks,
+			 bool dirty);
+
+/* Every extent (file by file, block order) to @fn; a non-zero return stops
+ * the walk and is returned. For sync-home and save. Takes each file's lock
+ * for reading while its extents are visited. */
+int hy_map_walk(struct hy_map *map, int (*fn)(const struct hy_map_extent *e, void *arg), void *arg);
+
+void hy_map_get_stats(struct hy_map *map, struct hy_map_stats *out);
+
+/* Persistence in table bopt_map (schema 4); see above. Return 0 or a
+ * negative errno with a message in @why; load refuses (-ESTALE) a saved map
+ * of another generation and leaves the map empty. */
+int hy_map_save(struct hy_map *map, struct sqlite3 *db, uint64_t generation, char *why,
+		size_t why_size);
+int hy_map_load(struct hy_map *map, struct sqlite3 *db, uint64_t generation, char *why,
+		size_t why_size);
+
+#endif
