@@ -727,6 +727,8 @@ static int file_new(struct hy_fs *fs, fuse_req_t req, struct hy_inode *inode, in
 		file->profiled = true;
 		if (!known && file->prof.file_id)
 			atomic_store(&inode->file_id, file->prof.file_id);
+		/* the indirection map knows files by this id */
+		hy_engine_file_set_id(&file->engine, file->prof.file_id);
 	}
 	handle_track(fs, &file->link, false);
 	fi->fh = (uint64_t)(uintptr_t)file;

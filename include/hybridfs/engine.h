@@ -18,9 +18,9 @@
  * caller's open-file state and set up by hy_engine_file_init(); the engine
  * does not own the file descriptor in it.
  *
- * Locks: none yet. Requests on different files, and on different ranges of
- * one file, run in parallel; the caller's file descriptor is the only shared
- * state and pread(2)/pwrite(2) need no lock.
+ * Locks: none of its own. Requests on different files, and on different
+ * ranges of one file, run in parallel; the map (map.h) takes its per-file
+ * rwlock for a lookup, and the journal its own lock for an append.
  */
 #ifndef HYBRIDFS_ENGINE_H
 #define HYBRIDFS_ENGINE_H
@@ -30,20 +30,44 @@
 #include <sys/types.h>
 
 struct hy_device;
+struct hy_map;
+struct hy_map_journal;
 
 struct hy_engine {
 	struct hy_device *backing; /* borrowed */
+
+	/* BORG, once a BOPT is in use (hy_engine_set_bopt); all borrowed,
+	 * NULL otherwise. Set before requests flow, never changed during. */
+	struct hy_map *map;
+	struct hy_device *bopt;
+	uint64_t bopt_read_base;	/* byte offset of read-region block 0 */
+	struct hy_map_journal *journal; /* where map changes are made durable */
 };
 
 /* One open backing file, as the engine sees it. */
 struct hy_engine_file {
-	int backing_fd; /* the backing device's object; owned by the caller */
+	int backing_fd;	  /* the backing device's object; owned by the caller */
+	uint64_t file_id; /* hybridfs's file id (profiler.h); 0: unknown, never relocated */
 };
 
 int hy_engine_new(struct hy_device *backing, struct hy_engine **out);
+
+/* Puts BORG's indirection map in the path: reads of relocated blocks go to
+ * the BOPT device at @read_base + bopt_block * 4096, adjacent relocated
+ * blocks in one request; a write, truncation, hole punch or copy that
+ * changes relocated blocks first releases them (journaled in @journal when
+ * it is not NULL, before the map changes), so their one current copy is
+ * home. (BORG's writes into the BOPT, marked dirty and synced home later,
+ * come with the reconfigurator.) A plan must never relocate a file's last
+ * partial block, so relocated blocks are always whole blocks of data. */
+void hy_engine_set_bopt(struct hy_engine *engine, struct hy_map *map, struct hy_device *bopt,
+			uint64_t read_base, struct hy_map_journal *journal);
 void hy_engine_free(struct hy_engine *engine);
 
 void hy_engine_file_init(struct hy_engine *engine, struct hy_engine_file *file, int backing_fd);
+
+/* Tells the engine @file's id, so that its relocated blocks are found. */
+void hy_engine_file_set_id(struct hy_engine_file *file, uint64_t file_id);
 
 /* Reads up to @size bytes at @off into @buf: the count (short only at end
  * of file) or a negative errno. */

@@ -14,6 +14,7 @@ int hy_test_add_trace(void);
 int hy_test_add_analyzer(void);
 int hy_test_add_planner(void);
 int hy_test_add_map(void);
+int hy_test_add_map_journal(void);
 int hy_test_add_bopt(void);
 int hy_test_add_profiler(void);
 

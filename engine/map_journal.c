@@ -1,0 +1,452 @@
+/* map_journal.c - see include/hybridfs/map_journal.h.
+ *
+ * The file is only ever appended to (pwrite at written * 48) and emptied
+ * (ftruncate at a checkpoint, or at open to cut a torn tail). written and
+ * durable count records; a thread that appended record n waits until
+ * durable >= n, running the fdatasync itself when nobody else is.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hybridfs/map.h"
+#include "hybridfs/map_journal.h"
+
+#define OFF_MAGIC      0
+#define OFF_TYPE       4
+#define OFF_ZERO       5
+#define OFF_GENERATION 8
+#define OFF_FILE_ID    16
+#define OFF_BLOCK      24
+#define OFF_BOPT_BLOCK 32
+#define OFF_NBLOCKS    40
+#define OFF_CHECKSUM   44
+
+#define READ_RECORDS 1024 /* records read at a time during replay */
+
+static const unsigned char magic[4] = {'H', 'Y', 'M', 'J'};
+
+static uint32_t fnv1a32(const unsigned char *p, size_t n)
+{
+	uint32_t h = 2166136261u;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		h ^= p[i];
+		h *= 16777619u;
+	}
+	return h;
+}
+
+static void put32(unsigned char *p, uint32_t v)
+{
+	int i;
+
+	for (i = 0; i < 4; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void put64(unsigned char *p, uint64_t v)
+{
+	int i;
+
+	for (i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint32_t get32(const unsigned char *p)
+{
+	uint32_t v = 0;
+	int i;
+
+	for (i = 3; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static uint64_t get64(const unsigned char *p)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static bool valid_type(int type)
+{
+	return type >= HY_MJ_RELOCATE && type <= HY_MJ_CLEAN;
+}
+
+void hy_map_journal_encode(const struct hy_map_journal_record *r, unsigned char *buf)
+{
+	memcpy(buf + OFF_MAGIC, magic, sizeof(magic));
+	buf[OFF_TYPE] = (unsigned char)r->type;
+	buf[OFF_ZERO] = buf[OFF_ZERO + 1] = buf[OFF_ZERO + 2] = 0;
+	put64(buf + OFF_GENERATION, r->generation);
+	put64(buf + OFF_FILE_ID, r->file_id);
+	put64(buf + OFF_BLOCK, r->block);
+	put64(buf + OFF_BOPT_BLOCK, r->bopt_block);
+	put32(buf + OFF_NBLOCKS, r->nblocks);
+	put32(buf + OFF_CHECKSUM, fnv1a32(buf, OFF_CHECKSUM));
+}
+
+int hy_map_journal_decode(const unsigned char *buf, struct hy_map_journal_record *r)
+{
+	if (memcmp(buf + OFF_MAGIC, magic, sizeof(magic)) != 0)
+		return -EUCLEAN;
+	if (!valid_type(buf[OFF_TYPE]))
+		return -EUCLEAN;
+	if (buf[OFF_ZERO] || buf[OFF_ZERO + 1] || buf[OFF_ZERO + 2])
+		return -EUCLEAN;
+	if (get32(buf + OFF_CHECKSUM) != fnv1a32(buf, OFF_CHECKSUM))
+		return -EUCLEAN;
+	r->type = (enum hy_map_journal_type)buf[OFF_TYPE];
+	r->generation = get64(buf + OFF_GENERATION);
+	r->file_id = get64(buf + OFF_FILE_ID);
+	r->block = get64(buf + OFF_BLOCK);
+	r->bopt_block = get64(buf + OFF_BOPT_BLOCK);
+	r->nblocks = get32(buf + OFF_NBLOCKS);
+	return 0;
+}
+
+static const char *type_name(enum hy_map_journal_type type)
+{
+	switch (type) {
+	case HY_MJ_RELOCATE:
+		return "relocate";
+	case HY_MJ_RELEASE:
+		return "release";
+	case HY_MJ_DIRTY:
+		return "dirty";
+	case HY_MJ_CLEAN:
+		return "clean";
+	}
+	return "?";
+}
+
+/* Applies one record to @map: 0 or a negative errno from the map. */
+static int apply(struct hy_map *map, const struct hy_map_journal_record *r)
+{
+	struct hy_map_extent e;
+	int64_t n;
+
+	switch (r->type) {
+	case HY_MJ_RELOCATE:
+		e.file_id = r->file_id;
+		e.block = r->block;
+		e.nblocks = r->nblocks;
+		e.dirty = false;
+		e.bopt_block = r->bopt_block;
+		return hy_map_relocate(map, &e);
+	case HY_MJ_RELEASE:
+		n = hy_map_release(map, r->file_id, r->block, r->nblocks);
+		return n < 0 ? (int)n : 0;
+	case HY_MJ_DIRTY:
+	case HY_MJ_CLEAN:
+		n = hy_map_set_dirty(map, r->file_id, r->block, r->nblocks, r->type == HY_MJ_DIRTY);
+		return n < 0 ? (int)n : 0;
+	}
+	return -EINVAL;
+}
+
+/* pread/pwrite of the whole buffer unless end of file or an error. */
+static ssize_t read_full(int fd, unsigned char *buf, size_t size, off_t off)
+{
+	size_t done = 0;
+
+	while (done < size) {
+		ssize_t n = pread(fd, buf + done, size - done, off + (off_t)done);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+static int write_full(int fd, const unsigned char *buf, size_t size, off_t off)
+{
+	size_t done = 0;
+
+	while (done < size) {
+		ssize_t n = pwrite(fd, buf + done, size - done, off + (off_t)done);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+/* Makes the journal's directory entry durable (it may have just been made). */
+static int sync_parent(const char *path)
+{
+	char *copy = strdup(path);
+	int fd, rc = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd) != 0)
+		rc = -errno;
+	if (fd >= 0)
+		close(fd);
+	free(copy);
+	return rc;
+}
+
+/* Reads the records, applies those of the journal's generation, and
+ * leaves in *good the number of good records before the first bad one. */
+static int replay(struct hy_map_journal *j, struct hy_map *map, uint64_t *good, uint64_t *applied,
+		  char *why, size_t why_size)
+{
+	size_t size = (size_t)READ_RECORDS * HY_MAP_JOURNAL_RECORD;
+	unsigned char *buf = malloc(size);
+	uint64_t rec = 0;
+	int rc = 0;
+
+	*good = *applied = 0;
+	if (!buf) {
+		snprintf(why, why_size, "%s: out of memory", j->path);
+		return -ENOMEM;
+	}
+	for (;;) {
+		ssize_t got = read_full(j->fd, buf, size, (off_t)(rec * HY_MAP_JOURNAL_RECORD));
+		size_t k, whole;
+
+		if (got < 0) {
+			rc = (int)got;
+			snprintf(why, why_size, "%s: cannot read record %" PRIu64 ": %s", j->path,
+				 rec + 1, strerror(-rc));
+			goto out;
+		}
+		whole = (size_t)got / HY_MAP_JOURNAL_RECORD;
+		for (k = 0; k < whole; k++, rec++) {
+			struct hy_map_journal_record r;
+
+			if (hy_map_journal_decode(buf + k * HY_MAP_JOURNAL_RECORD, &r) != 0)
+				goto out; /* the torn tail starts here */
+			if (r.generation != j->generation)
+				continue;
+			rc = apply(map, &r);
+			if (rc) {
+				snprintf(why, why_size,
+					 "%s: record %" PRIu64 " (byte %" PRIu64
+					 ", %s of file %" PRIu64 " block %" PRIu64
+					 " nblocks %" PRIu32 " bopt_block %" PRIu64
+					 "): the map refused it: %s",
+					 j->path, rec + 1, rec * HY_MAP_JOURNAL_RECORD,
+					 type_name(r.type), r.file_id, r.block, r.nblocks,
+					 r.bopt_block, strerror(-rc));
+				if (rc != -ENOMEM)
+					rc = -EUCLEAN;
+				goto out;
+			}
+			(*applied)++;
+		}
+		if ((size_t)got < size)
+			goto out; /* end of file, maybe with a short record */
+	}
+out:
+	*good = rec;
+	free(buf);
+	return rc;
+}
+
+int hy_map_journal_open(const char *path, uint64_t generation, struct hy_map *map,
+			struct hy_map_journal **out, uint64_t *replayed, char *why, size_t why_size)
+{
+	struct hy_map_journal *j;
+	uint64_t good, applied;
+	struct stat st;
+	int rc;
+
+	*out = NULL;
+	if (replayed)
+		*replayed = 0;
+	j = calloc(1, sizeof(*j));
+	if (!j || !(j->path = strdup(path))) {
+		free(j);
+		snprintf(why, why_size, "%s: out of memory", path);
+		return -ENOMEM;
+	}
+	j->generation = generation;
+	j->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (j->fd < 0) {
+		rc = -errno;
+		snprintf(why, why_size, "%s: cannot open the map journal: %s", path, strerror(-rc));
+		free(j->path);
+		free(j);
+		return rc;
+	}
+	if (pthread_mutex_init(&j->lock, NULL) != 0) {
+		close(j->fd);
+		free(j->path);
+		free(j);
+		snprintf(why, why_size, "%s: cannot make a mutex", path);
+		return -ENOMEM;
+	}
+	if (pthread_cond_init(&j->synced_cond, NULL) != 0) {
+		pthread_mutex_destroy(&j->lock);
+		close(j->fd);
+		free(j->path);
+		free(j);
+		snprintf(why, why_size, "%s: cannot make a condition variable", path);
+		return -ENOMEM;
+	}
+	if (fstat(j->fd, &st) != 0) {
+		rc = -errno;
+		snprintf(why, why_size, "%s: cannot stat the map journal: %s", path, strerror(-rc));
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		rc = -EINVAL;
+		snprintf(why, why_size, "%s: the map journal is not a regular file", path);
+		goto fail;
+	}
+	rc = replay(j, map, &good, &applied, why, why_size);
+	if (rc)
+		goto fail;
+	if ((uint64_t)st.st_size != good * HY_MAP_JOURNAL_RECORD &&
+	    ftruncate(j->fd, (off_t)(good * HY_MAP_JOURNAL_RECORD)) != 0) {
+		rc = -errno;
+		snprintf(why, why_size, "%s: cannot cut the torn tail after record %" PRIu64 ": %s",
+			 path, good, strerror(-rc));
+		goto fail;
+	}
+	/* Whatever is in the file now is what the map was given: make it
+	 * durable (a previous run may have died before its sync), and the
+	 * directory entry too, in case this open made the file. */
+	if (fdatasync(j->fd) != 0) {
+		rc = -errno;
+		snprintf(why, why_size, "%s: cannot sync the map journal: %s", path, strerror(-rc));
+		goto fail;
+	}
+	rc = sync_parent(path);
+	if (rc) {
+		snprintf(why, why_size, "%s: cannot sync the journal's directory: %s", path,
+			 strerror(-rc));
+		goto fail;
+	}
+	j->written = j->durable = good;
+	if (replayed)
+		*replayed = applied;
+	*out = j;
+	return 0;
+fail:
+	hy_map_journal_close(j);
+	return rc;
+}
+
+int hy_map_journal_append(struct hy_map_journal *j, const struct hy_map_journal_record *r)
+{
+	unsigned char buf[HY_MAP_JOURNAL_RECORD];
+	struct hy_map_journal_record rec = *r;
+	uint64_t n;
+	int rc;
+
+	if (!valid_type(rec.type))
+		return -EINVAL; /* it would read back as a torn tail */
+	rec.generation = j->generation;
+	hy_map_journal_encode(&rec, buf);
+
+	pthread_mutex_lock(&j->lock);
+	if (j->error) {
+		rc = j->error;
+		pthread_mutex_unlock(&j->lock);
+		return rc;
+	}
+	rc = write_full(j->fd, buf, sizeof(buf), (off_t)(j->written * HY_MAP_JOURNAL_RECORD));
+	if (rc) {
+		j->error = rc;
+		pthread_mutex_unlock(&j->lock);
+		return rc;
+	}
+	n = ++j->written;
+
+	/* Group commit: one fdatasync covers every record written before it. */
+	while (j->durable < n && !j->error) {
+		if (!j->syncing) {
+			uint64_t target = j->written;
+			int sync_rc;
+
+			j->syncing = true;
+			pthread_mutex_unlock(&j->lock);
+			sync_rc = fdatasync(j->fd) != 0 ? -errno : 0;
+			pthread_mutex_lock(&j->lock);
+			if (sync_rc)
+				j->error = sync_rc;
+			else if (j->durable < target)
+				j->durable = target;
+			j->syncing = false;
+			pthread_cond_broadcast(&j->synced_cond);
+		} else {
+			pthread_cond_wait(&j->synced_cond, &j->lock);
+		}
+	}
+	rc = j->durable >= n ? 0 : j->error;
+	pthread_mutex_unlock(&j->lock);
+	return rc;
+}
+
+int hy_map_journal_checkpoint(struct hy_map_journal *j, struct hy_map *map, struct sqlite3 *db,
+			      char *why, size_t why_size)
+{
+	int rc;
+
+	rc = hy_map_save(map, db, j->generation, why, why_size);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&j->lock);
+	/* A sync still running would set durable from the old file's count. */
+	while (j->syncing)
+		pthread_cond_wait(&j->synced_cond, &j->lock);
+	if (ftruncate(j->fd, 0) != 0) {
+		rc = -errno;
+		j->error = rc; /* its records would replay onto the checkpoint */
+		snprintf(why, why_size, "%s: cannot empty the map journal: %s", j->path,
+			 strerror(-rc));
+		goto out;
+	}
+	j->written = j->durable = 0;
+	if (fdatasync(j->fd) != 0) {
+		rc = -errno;
+		j->error = rc;
+		snprintf(why, why_size, "%s: cannot sync the emptied map journal: %s", j->path,
+			 strerror(-rc));
+	}
+out:
+	pthread_mutex_unlock(&j->lock);
+	return rc;
+}
+
+void hy_map_journal_close(struct hy_map_journal *j)
+{
+	if (!j)
+		return;
+	if (j->fd >= 0)
+		close(j->fd);
+	pthread_cond_destroy(&j->synced_cond);
+	pthread_mutex_destroy(&j->lock);
+	free(j->path);
+	free(j);
+}
