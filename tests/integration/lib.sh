@@ -113,15 +113,46 @@ hy_mount() {
 	hy_die "mount of $mnt did not appear in 30 s"
 }
 
+# hy_exited PID: true once the process has exited (a zombie counts).
+hy_exited() {
+	local state
+	state=$(awk '/^State:/ { print $2 }' "/proc/$1/status" 2>/dev/null)
+	[ -z "$state" ] || [ "$state" = Z ]
+}
+
 # hy_umount MOUNTPOINT: unmounts and waits for the daemon that served it.
+# The wait ends as soon as the daemon does; its bound only turns a daemon
+# that never exits into a failure with a message instead of a hung run.
 hy_umount() {
-	local mnt=$1
+	local mnt=$1 i
 	fusermount3 -u "$mnt" || { hy_fail "fusermount3 -u $mnt failed"; return 1; }
 	if [ -n "${HY_PID:-}" ]; then
+		for i in $(seq 1 1200); do
+			hy_exited "$HY_PID" && break
+			sleep 0.05
+		done
+		if ! hy_exited "$HY_PID"; then
+			hy_fail "the daemon (pid $HY_PID) still runs 60 s after $mnt was unmounted"
+			kill "$HY_PID" 2>/dev/null
+		fi
 		wait "$HY_PID" 2>/dev/null
 		HY_DAEMON_STATUS=$?
 	fi
 	return 0
+}
+
+# hy_drop_foreign_mounts: for a test that has just entered a private mount
+# namespace (unshare -m). The new namespace holds a copy of every mount
+# that existed, other tests' hybridfs mounts included (make check runs
+# tests in parallel). Such a copy keeps the other mount's FUSE connection
+# alive after that test unmounts it, so its daemon never exits and the test
+# waits forever. In a private namespace, unmounting the copies touches
+# nothing outside.
+hy_drop_foreign_mounts() {
+	local mp
+	findmnt -rn -t fuse.hybridfs -o TARGET 2>/dev/null | sort -r | while IFS= read -r mp; do
+		umount -l "$mp" 2>/dev/null
+	done
 }
 
 # hy_need_root: some checks switch users or mount by mount(8).

@@ -104,6 +104,11 @@ run_namespace_part() {
 # Runs inside `unshare -m --propagation private`. Reports with lines
 # "FAIL: ..." and "NOTE: ..."; exit 77 when the bind mount is refused.
 set -u
+# Drop this namespace's copies of other tests' hybridfs mounts first (see
+# hy_drop_foreign_mounts in lib.sh): a copy would keep their daemons alive.
+findmnt -rn -t fuse.hybridfs -o TARGET 2>/dev/null | sort -r | while IFS= read -r mp; do
+	umount -l "$mp" 2>/dev/null
+done
 FAILS=0
 FUSEMOUNTS=""
 NS=$(readlink /proc/self/ns/mnt)

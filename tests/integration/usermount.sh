@@ -24,6 +24,7 @@ if [ -z "${HY_USERMOUNT_NS:-}" ] && ! as_user test -r /dev/fuse -a -w /dev/fuse;
 	exec env HY_USERMOUNT_NS=1 unshare -m --propagation private "$0" "$@"
 fi
 
+[ -n "${HY_USERMOUNT_NS:-}" ] && hy_drop_foreign_mounts
 hy_setup
 if [ -n "${HY_USERMOUNT_NS:-}" ]; then
 	mknod -m 666 "$HY_TMP/fuse" c 10 229 && mount --bind "$HY_TMP/fuse" /dev/fuse ||
