@@ -14,6 +14,15 @@ int hy_ctl_find_state_dir(const char *command, const char *mountpoint, const cha
  * stderr when a daemon answers but cannot. */
 void hy_ctl_sync_log(const char *dir);
 
+struct hy_state;
+
+/* For the commands that read the access log: finds the state folder (as
+ * hy_ctl_find_state_dir), has the daemon sync its log, and opens the state
+ * database read-only into @state (the caller closes it). Returns 0, or the
+ * exit status after saying why on stderr. */
+int hy_ctl_open_log(const char *command, const char *mountpoint, const char *state_dir,
+		    struct hy_state **state);
+
 /* `hybridctl trace export ...`: @argc/@argv start after "export".
  * Returns the exit status: 0, 1 (cannot read), 2 (bad command line). */
 int hy_ctl_trace_export(int argc, char **argv);

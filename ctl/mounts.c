@@ -12,6 +12,7 @@
 #include "ctl.h"
 #include "hybridfs/control.h"
 #include "hybridfs/runtime.h"
+#include "hybridfs/state.h"
 
 int hy_ctl_find_state_dir(const char *command, const char *mountpoint, const char *state_dir,
 			  char *dir, size_t size)
@@ -75,4 +76,20 @@ void hy_ctl_sync_log(const char *dir)
 			"hybridctl: warning: the daemon did not sync its log (%s); the newest "
 			"requests may be missing\n",
 			why);
+}
+
+int hy_ctl_open_log(const char *command, const char *mountpoint, const char *state_dir,
+		    struct hy_state **state)
+{
+	char dir[PATH_MAX], why[1024];
+	int rc = hy_ctl_find_state_dir(command, mountpoint, state_dir, dir, sizeof(dir));
+
+	if (rc)
+		return rc;
+	hy_ctl_sync_log(dir);
+	if (hy_state_open(dir, NULL, true, state, why, sizeof(why))) {
+		fprintf(stderr, "hybridctl: %s\n", why);
+		return 1;
+	}
+	return 0;
 }

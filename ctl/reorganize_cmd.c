@@ -216,7 +216,7 @@ int hy_ctl_reorganize(int argc, char **argv)
 	struct hy_state *state = NULL;
 	struct reorganize_args a;
 	struct timespec t0;
-	char dir[4096], why[1024], name[300], used[32], capacity[32];
+	char why[1024], name[300], used[32], capacity[32];
 	int64_t after = 0, last = 0, since_ns;
 	size_t nv = 0, ne = 0;
 	double analyze_s, plan_s;
@@ -227,14 +227,9 @@ int hy_ctl_reorganize(int argc, char **argv)
 	if (rc)
 		return rc;
 	partial = strcmp(a.mode, "partial") == 0;
-	rc = hy_ctl_find_state_dir("reorganize", a.mountpoint, a.state_dir, dir, sizeof(dir));
+	rc = hy_ctl_open_log("reorganize", a.mountpoint, a.state_dir, &state);
 	if (rc)
 		return rc;
-	hy_ctl_sync_log(dir);
-	if (hy_state_open(dir, NULL, true, &state, why, sizeof(why))) {
-		fprintf(stderr, "hybridctl: %s\n", why);
-		return 1;
-	}
 	rc = 1;
 	config.gap_ns = a.gap_ns;
 	if (hy_analyzer_new(&config, &analyzer) < 0) {
@@ -283,7 +278,8 @@ int hy_ctl_reorganize(int argc, char **argv)
 	}
 	plan_s = seconds_since(&t0);
 
-	printf("reorganize, dry run, %s mode: %s\n", a.mode, a.mountpoint ? a.mountpoint : dir);
+	printf("reorganize, dry run, %s mode: %s\n", a.mode,
+	       a.mountpoint ? a.mountpoint : state->dir);
 	printf("  analyzed  %" PRIu64 " requests (log rows after %" PRId64 " up to %" PRId64
 	       ") in %.3f s\n",
 	       stats.requests, after == INT64_MAX ? 0 : after, last, analyze_s);

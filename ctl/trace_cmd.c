@@ -120,7 +120,6 @@ static int parse_args(int argc, char **argv, struct export_args *a)
 	return -1;
 }
 
-/* The state folder to read, into @dir. Returns 0 or an exit status. */
 static int64_t now_ns(void)
 {
 	struct timespec ts;
@@ -218,7 +217,7 @@ int hy_ctl_trace_export(int argc, char **argv)
 	struct hy_state *state;
 	struct output o = {0};
 	const char *bad;
-	char why[1024], dir[PATH_MAX];
+	char why[1024];
 	uint64_t rows;
 	FILE *out = stdout;
 	int rc;
@@ -238,14 +237,9 @@ int hy_ctl_trace_export(int argc, char **argv)
 			a.since ? a.since : "", a.until ? a.until : "");
 		return 2;
 	}
-	rc = hy_ctl_find_state_dir("trace export", a.mountpoint, a.state_dir, dir, sizeof(dir));
+	rc = hy_ctl_open_log("trace export", a.mountpoint, a.state_dir, &state);
 	if (rc)
 		return rc;
-	hy_ctl_sync_log(dir);
-	if (hy_state_open(dir, NULL, true, &state, why, sizeof(why))) {
-		fprintf(stderr, "hybridctl: %s\n", why);
-		return 1;
-	}
 	if (a.output) {
 		rc = output_open(&o, a.output, &bad);
 		if (rc) {
