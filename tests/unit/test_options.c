@@ -86,6 +86,49 @@ static void expect_bad(const char *const *argv, const char *words)
 	hy_options_free(&o);
 }
 
+static void test_profile_options(void)
+{
+	const char *defaults[] = {"hybridfs", "/b", "/m", NULL};
+	const char *set[] = {
+		"hybridfs", "-o", "profile=off,profile_max_age=12h,profile_max_rows=500",
+		"/b",	    "/m", NULL};
+	const char *units[] = {"hybridfs", "-o", "profile_max_age=90,profile=on", "/b", "/m", NULL};
+	const char *minutes[] = {"hybridfs", "-o", "profile_max_age=15m", "/b", "/m", NULL};
+	const char *keep_all[] = {"hybridfs", "-o", "profile_max_age=0,profile_max_rows=0",
+				  "/b",	      "/m", NULL};
+	const char *bad_age[] = {"hybridfs", "-o", "profile_max_age=3w", "/b", "/m", NULL};
+	const char *neg_age[] = {"hybridfs", "-o", "profile_max_age=-1d", "/b", "/m", NULL};
+	const char *bad_rows[] = {"hybridfs", "-o", "profile_max_rows=many", "/b", "/m", NULL};
+	const char *bad_profile[] = {"hybridfs", "-o", "profile=sometimes", "/b", "/m", NULL};
+	struct hy_options o;
+
+	CU_ASSERT_EQUAL(parse(&o, defaults), 0);
+	CU_ASSERT_TRUE(o.profile);
+	CU_ASSERT_EQUAL(o.profile_max_age_s, 30 * 86400);
+	CU_ASSERT_EQUAL(o.profile_max_rows, 10000000);
+	hy_options_free(&o);
+	CU_ASSERT_EQUAL(parse(&o, set), 0);
+	CU_ASSERT_FALSE(o.profile);
+	CU_ASSERT_EQUAL(o.profile_max_age_s, 12 * 3600);
+	CU_ASSERT_EQUAL(o.profile_max_rows, 500);
+	hy_options_free(&o);
+	CU_ASSERT_EQUAL(parse(&o, units), 0);
+	CU_ASSERT_TRUE(o.profile);
+	CU_ASSERT_EQUAL(o.profile_max_age_s, 90);
+	hy_options_free(&o);
+	CU_ASSERT_EQUAL(parse(&o, minutes), 0);
+	CU_ASSERT_EQUAL(o.profile_max_age_s, 15 * 60);
+	hy_options_free(&o);
+	CU_ASSERT_EQUAL(parse(&o, keep_all), 0);
+	CU_ASSERT_EQUAL(o.profile_max_age_s, 0);
+	CU_ASSERT_EQUAL(o.profile_max_rows, 0);
+	hy_options_free(&o);
+	expect_bad(bad_age, "profile_max_age=3w");
+	expect_bad(neg_age, "profile_max_age");
+	expect_bad(bad_rows, "profile_max_rows=many");
+	expect_bad(bad_profile, "profile=sometimes");
+}
+
 static void test_bad_options(void)
 {
 	const char *unknown[] = {"hybridfs", "-o", "frobnicate", "/b", "/m", NULL};
@@ -231,6 +274,7 @@ int hy_test_add_options(void)
 	    !CU_add_test(s, "known options", test_known_options) ||
 	    !CU_add_test(s, "escaped comma", test_escaped_comma) ||
 	    !CU_add_test(s, "bad options name the problem", test_bad_options) ||
+	    !CU_add_test(s, "profiler options", test_profile_options) ||
 	    !CU_add_test(s, "mount(8) helper mode", test_mount_helper) ||
 	    !CU_add_test(s, "path checks", test_paths) ||
 	    !CU_add_test(s, "libfuse arguments", test_fuse_args))
