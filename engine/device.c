@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "hybridfs/device.h"
@@ -40,7 +41,19 @@ static int file_allocate(struct hy_device *dev, int64_t object, int mode, off_t 
 	return fallocate((int)object, mode, off, len) < 0 ? -errno : 0;
 }
 
+static int file_stamp(struct hy_device *dev, int64_t object, int64_t *stamp)
+{
+	struct stat st;
+
+	(void)dev;
+	if (fstat((int)object, &st) != 0)
+		return -errno;
+	*stamp = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+	return 0;
+}
+
 static const struct hy_device_ops file_ops = {
+	.stamp = file_stamp,
 	.allocate = file_allocate,
 	.read = file_read,
 	.write = file_write,
@@ -162,4 +175,9 @@ void hy_device_get_stats(struct hy_device *dev, struct hy_device_stats *out)
 	out->bytes_written = atomic_load_explicit(&dev->bytes_written, memory_order_relaxed);
 	out->syncs = atomic_load_explicit(&dev->syncs, memory_order_relaxed);
 	out->errors = atomic_load_explicit(&dev->errors, memory_order_relaxed);
+}
+
+int hy_device_stamp(struct hy_device *dev, int64_t object, int64_t *stamp)
+{
+	return dev->ops->stamp ? dev->ops->stamp(dev, object, stamp) : -EOPNOTSUPP;
 }

@@ -1,8 +1,12 @@
 /* engine.c - see include/hybridfs/engine.h. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
+
+#include "hybridfs/log.h"
 
 #include "hybridfs/device.h"
 #include "hybridfs/engine.h"
@@ -20,13 +24,57 @@ int hy_engine_new(struct hy_device *backing, struct hy_engine **out)
 	if (!engine)
 		return -ENOMEM;
 	engine->backing = backing;
+	for (int i = 0; i < HY_ENGINE_GATES; i++) {
+		if (pthread_rwlock_init(&engine->gates[i].lock, NULL) != 0) {
+			while (i-- > 0)
+				pthread_rwlock_destroy(&engine->gates[i].lock);
+			free(engine);
+			return -ENOMEM;
+		}
+	}
 	*out = engine;
 	return 0;
 }
 
 void hy_engine_free(struct hy_engine *engine)
 {
+	if (!engine)
+		return;
+	for (int i = 0; i < HY_ENGINE_GATES; i++)
+		pthread_rwlock_destroy(&engine->gates[i].lock);
 	free(engine);
+}
+
+static struct hy_engine_gate *gate_of(struct hy_engine *engine, uint64_t file_id)
+{
+	return &engine->gates[file_id % HY_ENGINE_GATES];
+}
+
+void hy_engine_gate_lock(struct hy_engine *engine, uint64_t file_id)
+{
+	pthread_rwlock_wrlock(&gate_of(engine, file_id)->lock);
+}
+
+void hy_engine_gate_unlock(struct hy_engine *engine, uint64_t file_id)
+{
+	pthread_rwlock_unlock(&gate_of(engine, file_id)->lock);
+}
+
+uint64_t hy_engine_gate_changes(struct hy_engine *engine, uint64_t file_id)
+{
+	return atomic_load(&gate_of(engine, file_id)->changes);
+}
+
+void hy_engine_quiesce(struct hy_engine *engine)
+{
+	for (int i = 0; i < HY_ENGINE_GATES; i++)
+		pthread_rwlock_wrlock(&engine->gates[i].lock);
+}
+
+void hy_engine_resume(struct hy_engine *engine)
+{
+	for (int i = HY_ENGINE_GATES - 1; i >= 0; i--)
+		pthread_rwlock_unlock(&engine->gates[i].lock);
 }
 
 void hy_engine_set_bopt(struct hy_engine *engine, struct hy_map *map, struct hy_device *bopt,
@@ -85,6 +133,88 @@ static int lookup(struct hy_engine *engine, const struct hy_engine_file *file, u
 	return n;
 }
 
+static int release(struct hy_engine *engine, struct hy_engine_file *file, uint64_t block,
+		   uint64_t nblocks);
+
+/* Whether @file's home ctime is still the stamp its copies were made
+ * under (0: unknown, never fresh). */
+static bool stamp_matches(struct hy_engine *engine, struct hy_engine_file *file)
+{
+	int64_t stamp, now;
+	int rc;
+
+	if (hy_map_get_stamp(engine->map, file->file_id, &stamp) != 0)
+		return true; /* nothing relocated (any more) */
+	rc = hy_device_stamp(engine->backing, file->backing_fd, &now);
+	if (rc == -EOPNOTSUPP)
+		return true; /* a medium nobody else writes (the simulator's) */
+	return rc == 0 && stamp != 0 && stamp == now;
+}
+
+/* Drops every copy of @file: it changed outside the mount. */
+static void drop_stale(struct hy_engine *engine, struct hy_engine_file *file)
+{
+	int rc = release(engine, file, 0, UINT64_MAX);
+
+	if (rc < 0) {
+		hy_log(LOG_ERR, "file %" PRIu64 " changed outside the mount, and its BOPT copies "
+				"cannot be dropped: %s", file->file_id, strerror(-rc));
+		return;
+	}
+	atomic_fetch_add(&engine->stale_files, 1);
+	hy_log(LOG_NOTICE, "file %" PRIu64 " changed outside the mount since its blocks were "
+			   "copied to the BOPT: its copies are dropped", file->file_id);
+}
+
+/* Before a read uses the BOPT: true when @file's copies are current.
+ * A mismatch may be a write through the mount between its home write and
+ * its stamp refresh; holding the gate exclusive waits those out before the
+ * copies are judged stale. */
+static bool copies_fresh(struct hy_engine *engine, struct hy_engine_file *file)
+{
+	bool fresh;
+
+	if (stamp_matches(engine, file))
+		return true;
+	hy_engine_gate_lock(engine, file->file_id);
+	fresh = stamp_matches(engine, file);
+	if (!fresh)
+		drop_stale(engine, file);
+	hy_engine_gate_unlock(engine, file->file_id);
+	return fresh;
+}
+
+/* A change of @file's data begins: its gate held shared (so that the
+ * reconfigurator never commits a copy the change races), copies made stale
+ * by an outside change dropped. Returns whether the gate is held. */
+static bool change_begin(struct hy_engine *engine, struct hy_engine_file *file)
+{
+	struct hy_engine_gate *gate;
+
+	if (!uses_map(engine, file))
+		return false;
+	gate = gate_of(engine, file->file_id);
+	pthread_rwlock_rdlock(&gate->lock);
+	atomic_fetch_add(&gate->changes, 1);
+	if (!stamp_matches(engine, file))
+		drop_stale(engine, file);
+	return true;
+}
+
+/* ... and ends: the copies left are current, so the stamp follows the
+ * home file's new ctime. */
+static void change_end(struct hy_engine *engine, struct hy_engine_file *file, bool held)
+{
+	int64_t stamp, now;
+
+	if (!held)
+		return;
+	if (hy_map_get_stamp(engine->map, file->file_id, &stamp) == 0 &&
+	    hy_device_stamp(engine->backing, file->backing_fd, &now) == 0 && now != stamp)
+		hy_map_set_stamp(engine->map, file->file_id, now);
+	pthread_rwlock_unlock(&gate_of(engine, file->file_id)->lock);
+}
+
 ssize_t hy_engine_read(struct hy_engine *engine, struct hy_engine_file *file, void *buf,
 		       size_t size, off_t off)
 {
@@ -103,8 +233,10 @@ ssize_t hy_engine_read(struct hy_engine *engine, struct hy_engine_file *file, vo
 	n = lookup(engine, file, first, (uint32_t)(last - first + 1), stack, &pieces, &heap);
 	if (n < 0)
 		return n;
-	/* the common case: nothing relocated, one request home */
-	if (n == 1 && pieces[0].bopt_block == HY_MAP_HOME) {
+	/* the common case: nothing relocated, one request home; and the
+	 * case of a file changed outside the mount since its blocks were
+	 * copied, whose copies are gone now */
+	if ((n == 1 && pieces[0].bopt_block == HY_MAP_HOME) || !copies_fresh(engine, file)) {
 		free(heap);
 		return hy_device_read(engine->backing, file->backing_fd, buf, size, off);
 	}
@@ -116,13 +248,15 @@ ssize_t hy_engine_read(struct hy_engine *engine, struct hy_engine_file *file, vo
 		size_t len = (size_t)(to - from);
 		ssize_t r;
 
-		if (pieces[i].bopt_block == HY_MAP_HOME)
+		if (pieces[i].bopt_block == HY_MAP_HOME) {
 			r = hy_device_read(engine->backing, file->backing_fd, (char *)buf + done,
 					   len, (off_t)from);
-		else
+		} else {
+			atomic_fetch_add(&engine->bopt_reads, 1);
 			r = hy_device_read(engine->bopt, 0, (char *)buf + done, len,
 					   (off_t)(engine->bopt_read_base +
 						   pieces[i].bopt_block * BLOCK + (from - pstart)));
+		}
 		if (r < 0) {
 			free(heap);
 			return done ? (ssize_t)done : r;
@@ -185,7 +319,14 @@ static int release(struct hy_engine *engine, struct hy_engine_file *file, uint64
 				return k;
 		}
 	}
-	return hy_map_release(engine->map, file->file_id, block, nblocks) < 0 ? -EIO : 0;
+	{
+		int64_t gone = hy_map_release(engine->map, file->file_id, block, nblocks);
+
+		if (gone < 0)
+			return -EIO;
+		atomic_fetch_add(&engine->released_blocks, (uint64_t)gone);
+	}
+	return 0;
 }
 
 static uint64_t blocks_of(uint64_t off, uint64_t len, uint64_t *first)
@@ -197,28 +338,32 @@ static uint64_t blocks_of(uint64_t off, uint64_t len, uint64_t *first)
 ssize_t hy_engine_write(struct hy_engine *engine, struct hy_engine_file *file, const void *buf,
 			size_t size, off_t off)
 {
+	bool held = change_begin(engine, file);
 	uint64_t first, n;
-	int rc;
+	ssize_t rc = 0;
 
 	if (off >= 0) {
 		n = blocks_of((uint64_t)off, size, &first);
 		rc = release(engine, file, first, n);
-		if (rc < 0)
-			return rc;
 	}
-	return hy_device_write(engine->backing, file->backing_fd, buf, size, off);
+	if (rc >= 0)
+		rc = hy_device_write(engine->backing, file->backing_fd, buf, size, off);
+	change_end(engine, file, held);
+	return rc;
 }
 
 int hy_engine_truncate(struct hy_engine *engine, struct hy_engine_file *file, off_t size)
 {
+	bool held = change_begin(engine, file);
 	/* from the block holding the new end on: its tail, or all of it, changes */
 	int rc = size >= 0 ? release(engine, file, (uint64_t)size / BLOCK,
 				     UINT64_MAX - (uint64_t)size / BLOCK)
 			   : 0;
 
-	if (rc < 0)
-		return rc;
-	return hy_device_truncate(engine->backing, file->backing_fd, size);
+	if (rc >= 0)
+		rc = hy_device_truncate(engine->backing, file->backing_fd, size);
+	change_end(engine, file, held);
+	return rc;
 }
 
 int hy_engine_fsync(struct hy_engine *engine, struct hy_engine_file *file, bool data_only)
@@ -229,8 +374,9 @@ int hy_engine_fsync(struct hy_engine *engine, struct hy_engine_file *file, bool 
 int hy_engine_fallocate(struct hy_engine *engine, struct hy_engine_file *file, int mode, off_t off,
 			off_t len)
 {
+	bool held = change_begin(engine, file);
 	uint64_t first, n;
-	int rc;
+	int rc = 0;
 
 	/* punching a hole or zeroing changes the data; plain allocation too
 	 * when it grows a file whose last block is relocated: release the
@@ -238,10 +384,11 @@ int hy_engine_fallocate(struct hy_engine *engine, struct hy_engine_file *file, i
 	if (off >= 0 && len > 0) {
 		n = blocks_of((uint64_t)off, (uint64_t)len, &first);
 		rc = release(engine, file, first, n);
-		if (rc < 0)
-			return rc;
 	}
-	return hy_device_allocate(engine->backing, file->backing_fd, mode, off, len);
+	if (rc >= 0)
+		rc = hy_device_allocate(engine->backing, file->backing_fd, mode, off, len);
+	change_end(engine, file, held);
+	return rc;
 }
 
 /* Both files are in the backing directory, so the kernel can copy (or
@@ -251,17 +398,23 @@ int hy_engine_fallocate(struct hy_engine *engine, struct hy_engine_file *file, i
 ssize_t hy_engine_copy_range(struct hy_engine *engine, struct hy_engine_file *in, off_t off_in,
 			     struct hy_engine_file *out, off_t off_out, size_t len, int flags)
 {
+	bool held = change_begin(engine, out);
 	uint64_t first, n;
 	ssize_t copied;
-	int rc;
+	int rc = 0;
 
 	if (off_out >= 0) {
 		n = blocks_of((uint64_t)off_out, len, &first);
 		rc = release(engine, out, first, n);
-		if (rc < 0)
-			return rc;
+	}
+	if (rc < 0) {
+		change_end(engine, out, held);
+		return rc;
 	}
 	copied = copy_file_range(in->backing_fd, &off_in, out->backing_fd, &off_out, len,
 				 (unsigned)flags);
-	return copied < 0 ? -errno : copied;
+	if (copied < 0)
+		copied = -errno;
+	change_end(engine, out, held);
+	return copied;
 }

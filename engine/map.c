@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <sqlite3.h>
 
@@ -42,6 +43,7 @@ struct map_file {
 	uint64_t file_id;
 	unsigned long refs; /* atomic; taken under the stripe's mutex */
 	pthread_rwlock_t lock;
+	int64_t stamp;	 /* the home file's ctime when copied; under lock */
 	struct ext *ext; /* sorted by block, under lock */
 	size_t n, cap;
 	struct map_file *next; /* hash chain, under the stripe's mutex */
@@ -534,6 +536,8 @@ int hy_map_relocate(struct hy_map *map, const struct hy_map_extent *e)
 		rc = -EEXIST;
 		goto out;
 	}
+	if (e->stamp)
+		f->stamp = e->stamp;
 	rc = file_reserve(f, f->n + 1);
 	if (rc)
 		goto out;
@@ -690,14 +694,48 @@ int hy_map_walk(struct hy_map *map, int (*fn)(const struct hy_map_extent *e, voi
 
 		pthread_rwlock_rdlock(&f->lock);
 		for (k = 0; k < f->n && rc == 0; k++) {
-			struct hy_map_extent e = {f->file_id, f->ext[k].block, f->ext[k].nblocks,
-						  f->ext[k].dirty, f->ext[k].bopt_block};
+			struct hy_map_extent e = {f->file_id,	       f->ext[k].block,
+						  f->ext[k].nblocks,   f->ext[k].dirty,
+						  f->ext[k].bopt_block, f->stamp};
 
 			rc = fn(&e, arg);
 		}
 		pthread_rwlock_unlock(&f->lock);
 	}
 	files_put(map, files, nfiles);
+	return rc;
+}
+
+int hy_map_get_stamp(struct hy_map *map, uint64_t file_id, int64_t *stamp)
+{
+	struct map_file *f;
+	int rc;
+
+	f = file_get(map, file_id, false, &rc);
+	if (!f)
+		return -ENOENT;
+	pthread_rwlock_rdlock(&f->lock);
+	*stamp = f->stamp;
+	rc = f->n ? 0 : -ENOENT;
+	pthread_rwlock_unlock(&f->lock);
+	file_put(map, f);
+	return rc;
+}
+
+int hy_map_set_stamp(struct hy_map *map, uint64_t file_id, int64_t stamp)
+{
+	struct map_file *f;
+	int rc;
+
+	f = file_get(map, file_id, false, &rc);
+	if (!f)
+		return -ENOENT;
+	pthread_rwlock_wrlock(&f->lock);
+	rc = f->n ? 0 : -ENOENT;
+	if (rc == 0)
+		f->stamp = stamp;
+	pthread_rwlock_unlock(&f->lock);
+	file_put(map, f);
 	return rc;
 }
 
@@ -751,8 +789,16 @@ static int db_fail(sqlite3 *db, const char *doing, char *why, size_t why_size)
 	return rc ? rc : -EIO;
 }
 
-int hy_map_save(struct hy_map *map, struct sqlite3 *db, uint64_t generation, char *why,
-		size_t why_size)
+static int64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+int hy_map_save(struct hy_map *map, struct sqlite3 *db, uint64_t generation, uint32_t epoch,
+		char *why, size_t why_size)
 {
 	struct extent_list l = {NULL, 0, 0};
 	sqlite3_stmt *stmt = NULL;
@@ -777,7 +823,7 @@ int hy_map_save(struct hy_map *map, struct sqlite3 *db, uint64_t generation, cha
 	}
 	if (sqlite3_prepare_v2(db,
 			       "INSERT INTO bopt_map (file_id, block, nblocks, bopt_block, dirty,"
-			       " generation) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+			       " generation, stamp_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 			       -1, &stmt, NULL) != SQLITE_OK) {
 		rc = db_fail(db, "cannot prepare the insert", why, why_size);
 		goto fail;
@@ -791,6 +837,7 @@ int hy_map_save(struct hy_map *map, struct sqlite3 *db, uint64_t generation, cha
 		sqlite3_bind_int64(stmt, 4, (sqlite3_int64)e->bopt_block);
 		sqlite3_bind_int(stmt, 5, e->dirty ? 1 : 0);
 		sqlite3_bind_int64(stmt, 6, (sqlite3_int64)generation);
+		sqlite3_bind_int64(stmt, 7, e->stamp);
 		if (sqlite3_step(stmt) != SQLITE_DONE) {
 			char doing[128];
 
@@ -801,6 +848,23 @@ int hy_map_save(struct hy_map *map, struct sqlite3 *db, uint64_t generation, cha
 			goto fail;
 		}
 		sqlite3_reset(stmt);
+	}
+	sqlite3_finalize(stmt);
+	stmt = NULL;
+	/* In the same transaction: which journal records this map holds. */
+	if (sqlite3_prepare_v2(db,
+			       "INSERT OR REPLACE INTO bopt_checkpoint (id, generation, epoch,"
+			       " saved_ns) VALUES (1, ?1, ?2, ?3)",
+			       -1, &stmt, NULL) != SQLITE_OK) {
+		rc = db_fail(db, "cannot prepare the checkpoint record", why, why_size);
+		goto fail;
+	}
+	sqlite3_bind_int64(stmt, 1, (sqlite3_int64)generation);
+	sqlite3_bind_int64(stmt, 2, epoch);
+	sqlite3_bind_int64(stmt, 3, now_ns());
+	if (sqlite3_step(stmt) != SQLITE_DONE) {
+		rc = db_fail(db, "cannot save the checkpoint record", why, why_size);
+		goto fail;
 	}
 	sqlite3_finalize(stmt);
 	stmt = NULL;
@@ -845,12 +909,42 @@ static bool column_u64(sqlite3_stmt *stmt, int col, uint64_t *v)
 	return true;
 }
 
-int hy_map_load(struct hy_map *map, struct sqlite3 *db, uint64_t generation, char *why,
-		size_t why_size)
+/* The epoch of the last checkpoint of @generation's map (0 if none). */
+static int load_epoch(sqlite3 *db, uint64_t generation, uint32_t *epoch, char *why, size_t why_size)
 {
-	static const char *const names[] = {"file_id",	  "block", "nblocks",
-					    "bopt_block", "dirty", "generation"};
-	struct hy_map_extent prev = {0, 0, 0, false, 0};
+	sqlite3_stmt *stmt;
+	int step;
+
+	*epoch = 0;
+	if (sqlite3_prepare_v2(db, "SELECT generation, epoch FROM bopt_checkpoint WHERE id = 1", -1,
+			       &stmt, NULL) != SQLITE_OK)
+		return db_fail(db, "cannot read the checkpoint record", why, why_size);
+	step = sqlite3_step(stmt);
+	if (step == SQLITE_ROW && sqlite3_column_type(stmt, 0) == SQLITE_INTEGER &&
+	    sqlite3_column_type(stmt, 1) == SQLITE_INTEGER &&
+	    (uint64_t)sqlite3_column_int64(stmt, 0) == generation) {
+		int64_t v = sqlite3_column_int64(stmt, 1);
+
+		if (v < 0 || v > HY_MAP_EPOCH_MASK) {
+			sqlite3_finalize(stmt);
+			snprintf(why, why_size, "bopt_checkpoint: epoch %" PRId64 " is out of range", v);
+			return -EUCLEAN;
+		}
+		*epoch = (uint32_t)v;
+	} else if (step != SQLITE_ROW && step != SQLITE_DONE) {
+		sqlite3_finalize(stmt);
+		return db_fail(db, "cannot read the checkpoint record", why, why_size);
+	}
+	sqlite3_finalize(stmt);
+	return 0;
+}
+
+int hy_map_load(struct hy_map *map, struct sqlite3 *db, uint64_t generation, uint32_t *epoch,
+		char *why, size_t why_size)
+{
+	static const char *const names[] = {"file_id", "block",	    "nblocks", "bopt_block",
+					    "dirty",   "generation", "stamp_ns"};
+	struct hy_map_extent prev = {0, 0, 0, false, 0, 0};
 	bool have_prev = false;
 	sqlite3_stmt *stmt;
 	uint64_t rows = 0;
@@ -862,19 +956,22 @@ int hy_map_load(struct hy_map *map, struct sqlite3 *db, uint64_t generation, cha
 			 strerror(-rc));
 		return rc;
 	}
+	rc = load_epoch(db, generation, epoch, why, why_size);
+	if (rc)
+		return rc;
 	if (sqlite3_prepare_v2(db,
-			       "SELECT file_id, block, nblocks, bopt_block, dirty, generation"
-			       " FROM bopt_map ORDER BY file_id, block",
+			       "SELECT file_id, block, nblocks, bopt_block, dirty, generation,"
+			       " stamp_ns FROM bopt_map ORDER BY file_id, block",
 			       -1, &stmt, NULL) != SQLITE_OK)
 		return db_fail(db, "cannot read the saved map", why, why_size);
 	/* Rows are gathered one by one; no map lock is held across a step. */
 	while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
-		uint64_t v[6];
+		uint64_t v[7];
 		struct hy_map_extent e;
 		int c;
 
 		rows++;
-		for (c = 0; c < 6; c++) {
+		for (c = 0; c < 7; c++) {
 			if (!column_u64(stmt, c, &v[c])) {
 				snprintf(why, why_size,
 					 "bopt_map: row %" PRIu64 ": %s is not an integer", rows,
@@ -892,7 +989,7 @@ int hy_map_load(struct hy_map *map, struct sqlite3 *db, uint64_t generation, cha
 			rc = -ESTALE;
 			goto fail;
 		}
-		e = (struct hy_map_extent){v[0], v[1], (uint32_t)v[2], v[4] == 1, v[3]};
+		e = (struct hy_map_extent){v[0], v[1], (uint32_t)v[2], v[4] == 1, v[3], (int64_t)v[6]};
 		if (v[2] == 0 || v[2] > UINT32_MAX || v[4] > 1 || v[1] > UINT64_MAX - v[2] ||
 		    v[3] >= UINT64_MAX - v[2]) {
 			snprintf(why, why_size,

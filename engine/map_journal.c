@@ -21,7 +21,7 @@
 
 #define OFF_MAGIC      0
 #define OFF_TYPE       4
-#define OFF_ZERO       5
+#define OFF_EPOCH      5
 #define OFF_GENERATION 8
 #define OFF_FILE_ID    16
 #define OFF_BLOCK      24
@@ -83,14 +83,16 @@ static uint64_t get64(const unsigned char *p)
 
 static bool valid_type(int type)
 {
-	return type >= HY_MJ_RELOCATE && type <= HY_MJ_CLEAN;
+	return type >= HY_MJ_RELOCATE && type <= HY_MJ_STAMP;
 }
 
 void hy_map_journal_encode(const struct hy_map_journal_record *r, unsigned char *buf)
 {
 	memcpy(buf + OFF_MAGIC, magic, sizeof(magic));
 	buf[OFF_TYPE] = (unsigned char)r->type;
-	buf[OFF_ZERO] = buf[OFF_ZERO + 1] = buf[OFF_ZERO + 2] = 0;
+	buf[OFF_EPOCH] = (unsigned char)(r->epoch & 0xff);
+	buf[OFF_EPOCH + 1] = (unsigned char)((r->epoch >> 8) & 0xff);
+	buf[OFF_EPOCH + 2] = (unsigned char)((r->epoch >> 16) & 0xff);
 	put64(buf + OFF_GENERATION, r->generation);
 	put64(buf + OFF_FILE_ID, r->file_id);
 	put64(buf + OFF_BLOCK, r->block);
@@ -105,11 +107,11 @@ int hy_map_journal_decode(const unsigned char *buf, struct hy_map_journal_record
 		return -EUCLEAN;
 	if (!valid_type(buf[OFF_TYPE]))
 		return -EUCLEAN;
-	if (buf[OFF_ZERO] || buf[OFF_ZERO + 1] || buf[OFF_ZERO + 2])
-		return -EUCLEAN;
 	if (get32(buf + OFF_CHECKSUM) != fnv1a32(buf, OFF_CHECKSUM))
 		return -EUCLEAN;
 	r->type = (enum hy_map_journal_type)buf[OFF_TYPE];
+	r->epoch = (uint32_t)buf[OFF_EPOCH] | (uint32_t)buf[OFF_EPOCH + 1] << 8 |
+		   (uint32_t)buf[OFF_EPOCH + 2] << 16;
 	r->generation = get64(buf + OFF_GENERATION);
 	r->file_id = get64(buf + OFF_FILE_ID);
 	r->block = get64(buf + OFF_BLOCK);
@@ -129,6 +131,8 @@ static const char *type_name(enum hy_map_journal_type type)
 		return "dirty";
 	case HY_MJ_CLEAN:
 		return "clean";
+	case HY_MJ_STAMP:
+		return "stamp";
 	}
 	return "?";
 }
@@ -146,7 +150,12 @@ static int apply(struct hy_map *map, const struct hy_map_journal_record *r)
 		e.nblocks = r->nblocks;
 		e.dirty = false;
 		e.bopt_block = r->bopt_block;
+		e.stamp = 0;
 		return hy_map_relocate(map, &e);
+	case HY_MJ_STAMP:
+		/* a stamp for a file released since is moot */
+		n = hy_map_set_stamp(map, r->file_id, (int64_t)r->block);
+		return n == -ENOENT ? 0 : (int)n;
 	case HY_MJ_RELEASE:
 		n = hy_map_release(map, r->file_id, r->block, r->nblocks);
 		return n < 0 ? (int)n : 0;
@@ -245,8 +254,8 @@ static int replay(struct hy_map_journal *j, struct hy_map *map, uint64_t *good, 
 
 			if (hy_map_journal_decode(buf + k * HY_MAP_JOURNAL_RECORD, &r) != 0)
 				goto out; /* the torn tail starts here */
-			if (r.generation != j->generation)
-				continue;
+			if (r.generation != j->generation || r.epoch != j->epoch)
+				continue; /* an older BOPT's, or already in the checkpoint */
 			rc = apply(map, &r);
 			if (rc) {
 				snprintf(why, why_size,
@@ -272,7 +281,7 @@ out:
 	return rc;
 }
 
-int hy_map_journal_open(const char *path, uint64_t generation, struct hy_map *map,
+int hy_map_journal_open(const char *path, uint64_t generation, uint32_t epoch, struct hy_map *map,
 			struct hy_map_journal **out, uint64_t *replayed, char *why, size_t why_size)
 {
 	struct hy_map_journal *j;
@@ -290,6 +299,7 @@ int hy_map_journal_open(const char *path, uint64_t generation, struct hy_map *ma
 		return -ENOMEM;
 	}
 	j->generation = generation;
+	j->epoch = epoch & HY_MAP_EPOCH_MASK;
 	j->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (j->fd < 0) {
 		rc = -errno;
@@ -357,19 +367,19 @@ fail:
 	return rc;
 }
 
-int hy_map_journal_append(struct hy_map_journal *j, const struct hy_map_journal_record *r)
+int hy_map_journal_write(struct hy_map_journal *j, const struct hy_map_journal_record *r,
+			 uint64_t *ticket)
 {
 	unsigned char buf[HY_MAP_JOURNAL_RECORD];
 	struct hy_map_journal_record rec = *r;
-	uint64_t n;
 	int rc;
 
 	if (!valid_type(rec.type))
 		return -EINVAL; /* it would read back as a torn tail */
 	rec.generation = j->generation;
-	hy_map_journal_encode(&rec, buf);
-
 	pthread_mutex_lock(&j->lock);
+	rec.epoch = j->epoch;
+	hy_map_journal_encode(&rec, buf);
 	if (j->error) {
 		rc = j->error;
 		pthread_mutex_unlock(&j->lock);
@@ -381,10 +391,18 @@ int hy_map_journal_append(struct hy_map_journal *j, const struct hy_map_journal_
 		pthread_mutex_unlock(&j->lock);
 		return rc;
 	}
-	n = ++j->written;
+	*ticket = ++j->written;
+	pthread_mutex_unlock(&j->lock);
+	return 0;
+}
 
+int hy_map_journal_wait(struct hy_map_journal *j, uint64_t ticket)
+{
+	int rc;
+
+	pthread_mutex_lock(&j->lock);
 	/* Group commit: one fdatasync covers every record written before it. */
-	while (j->durable < n && !j->error) {
+	while (j->durable < ticket && !j->error) {
 		if (!j->syncing) {
 			uint64_t target = j->written;
 			int sync_rc;
@@ -403,20 +421,35 @@ int hy_map_journal_append(struct hy_map_journal *j, const struct hy_map_journal_
 			pthread_cond_wait(&j->synced_cond, &j->lock);
 		}
 	}
-	rc = j->durable >= n ? 0 : j->error;
+	rc = j->durable >= ticket ? 0 : j->error;
 	pthread_mutex_unlock(&j->lock);
 	return rc;
+}
+
+int hy_map_journal_append(struct hy_map_journal *j, const struct hy_map_journal_record *r)
+{
+	uint64_t ticket;
+	int rc = hy_map_journal_write(j, r, &ticket);
+
+	return rc ? rc : hy_map_journal_wait(j, ticket);
 }
 
 int hy_map_journal_checkpoint(struct hy_map_journal *j, struct hy_map *map, struct sqlite3 *db,
 			      char *why, size_t why_size)
 {
+	uint32_t next;
 	int rc;
 
-	rc = hy_map_save(map, db, j->generation, why, why_size);
+	pthread_mutex_lock(&j->lock);
+	next = (j->epoch + 1) & HY_MAP_EPOCH_MASK;
+	pthread_mutex_unlock(&j->lock);
+	/* Once this commits, the journal's records (of the old epoch) are
+	 * skipped at replay, whether or not the file is emptied below. */
+	rc = hy_map_save(map, db, j->generation, next, why, why_size);
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&j->lock);
+	j->epoch = next;
 	/* A sync still running would set durable from the old file's count. */
 	while (j->syncing)
 		pthread_cond_wait(&j->synced_cond, &j->lock);

@@ -47,6 +47,19 @@ static const char *const migrations[HY_STATE_SCHEMA_VERSION] = {
 	"CREATE TABLE bopt_map (file_id INTEGER NOT NULL, block INTEGER NOT NULL,"
 	" nblocks INTEGER NOT NULL, bopt_block INTEGER NOT NULL, dirty INTEGER NOT NULL,"
 	" generation INTEGER NOT NULL, PRIMARY KEY (file_id, block)) WITHOUT ROWID;",
+	/* 4 -> 5: stamps against outside changes, checkpoints, plans */
+	"ALTER TABLE bopt_map ADD COLUMN stamp_ns INTEGER NOT NULL DEFAULT 0;"
+	"CREATE TABLE bopt_checkpoint (id INTEGER PRIMARY KEY CHECK (id = 1),"
+	" generation INTEGER NOT NULL, epoch INTEGER NOT NULL, saved_ns INTEGER NOT NULL);"
+	"CREATE TABLE bopt_plans (generation INTEGER PRIMARY KEY, created_ns INTEGER NOT NULL,"
+	" finished_ns INTEGER, mode TEXT NOT NULL, requests INTEGER NOT NULL,"
+	" vertices INTEGER NOT NULL, edges INTEGER NOT NULL, ranges INTEGER NOT NULL,"
+	" blocks INTEGER NOT NULL, capacity_blocks INTEGER NOT NULL, state TEXT NOT NULL,"
+	" copied_blocks INTEGER NOT NULL DEFAULT 0, dropped_blocks INTEGER NOT NULL DEFAULT 0,"
+	" kept_blocks INTEGER NOT NULL DEFAULT 0, skipped_ranges INTEGER NOT NULL DEFAULT 0);"
+	"CREATE TABLE bopt_plan_ranges (generation INTEGER NOT NULL, bopt_block INTEGER NOT NULL,"
+	" file_id INTEGER NOT NULL, block INTEGER NOT NULL, nblocks INTEGER NOT NULL,"
+	" heat REAL NOT NULL, PRIMARY KEY (generation, bopt_block)) WITHOUT ROWID;",
 };
 
 int hy_state_errno(int sqlite_code)

@@ -43,6 +43,9 @@ struct hy_device_ops {
 	/* fallocate(2) on @object, any mode the medium takes; may be NULL
 	 * (then -EOPNOTSUPP). */
 	int (*allocate)(struct hy_device *dev, int64_t object, int mode, off_t off, off_t len);
+	/* @object's change stamp: a value that changes whenever its data or
+	 * size changes (a file's ctime in ns); may be NULL (-EOPNOTSUPP). */
+	int (*stamp)(struct hy_device *dev, int64_t object, int64_t *stamp);
 	/* Releases the device's private data (may be NULL). */
 	void (*destroy)(struct hy_device *dev);
 };
@@ -81,6 +84,8 @@ ssize_t hy_device_write(struct hy_device *dev, int64_t object, const void *buf, 
 int hy_device_sync(struct hy_device *dev, int64_t object, bool data_only);
 int hy_device_truncate(struct hy_device *dev, int64_t object, off_t size);
 int hy_device_allocate(struct hy_device *dev, int64_t object, int mode, off_t off, off_t len);
+/* Not counted as a request: a metadata look. */
+int hy_device_stamp(struct hy_device *dev, int64_t object, int64_t *stamp);
 
 void hy_device_get_stats(struct hy_device *dev, struct hy_device_stats *out);
 

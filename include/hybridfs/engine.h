@@ -18,16 +18,34 @@
  * caller's open-file state and set up by hy_engine_file_init(); the engine
  * does not own the file descriptor in it.
  *
- * Locks: none of its own. Requests on different files, and on different
- * ranges of one file, run in parallel; the map (map.h) takes its per-file
- * rwlock for a lookup, and the journal its own lock for an append.
+ * Locks: with a BOPT in use, HY_ENGINE_GATES gates (rwlocks) striped by
+ * file id order the changes of a file's data against the reconfigurator:
+ * a write, truncation, allocation or copy holds its file's gate shared
+ * across its I/O (writers of a file run in parallel); the reconfigurator
+ * holds it exclusive only to check and commit a copy (hy_engine_gate_*),
+ * and a checkpoint holds every gate (hy_engine_quiesce). Order: gate, then
+ * the journal's lock, then the map's locks. Reads take no gate. Requests
+ * on different files, and on different ranges of one file, run in
+ * parallel; the map (map.h) takes its per-file rwlock for a lookup.
+ *
+ * Stale copies: a relocated file's map entry keeps the home file's ctime
+ * from when it was copied (its stamp). A read that would use the BOPT
+ * compares it with the home file's ctime first; when they differ the file
+ * was changed outside the mount (deleted and replaced, truncated,
+ * rewritten, or written while hybridfs was not mounted), and all its
+ * copies are dropped before the read goes home. Writes through the mount
+ * refresh the stamp after they change the home file.
  */
 #ifndef HYBRIDFS_ENGINE_H
 #define HYBRIDFS_ENGINE_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#define HY_ENGINE_GATES 256
 
 struct hy_device;
 struct hy_map;
@@ -42,6 +60,14 @@ struct hy_engine {
 	struct hy_device *bopt;
 	uint64_t bopt_read_base;	/* byte offset of read-region block 0 */
 	struct hy_map_journal *journal; /* where map changes are made durable */
+
+	struct hy_engine_gate {
+		pthread_rwlock_t lock;
+		_Atomic uint64_t changes; /* data changes begun under this gate */
+	} gates[HY_ENGINE_GATES];
+	_Atomic uint64_t stale_files;	/* files whose copies were dropped as stale */
+	_Atomic uint64_t bopt_reads;	/* read requests sent to the BOPT */
+	_Atomic uint64_t released_blocks; /* relocated blocks released by writes */
 };
 
 /* One open backing file, as the engine sees it. */
@@ -52,14 +78,30 @@ struct hy_engine_file {
 
 int hy_engine_new(struct hy_device *backing, struct hy_engine **out);
 
+/* The reconfigurator's side of a file's gate. lock/unlock take it
+ * exclusive: no write, truncation or copy of the file is in progress while
+ * it is held. changes() is the number of data changes begun under the
+ * gate so far: read it with the gate held before copying a range, and
+ * again before committing the copy; if it moved, a change may have raced
+ * the copy. */
+void hy_engine_gate_lock(struct hy_engine *engine, uint64_t file_id);
+void hy_engine_gate_unlock(struct hy_engine *engine, uint64_t file_id);
+uint64_t hy_engine_gate_changes(struct hy_engine *engine, uint64_t file_id);
+
+/* Every gate exclusive (in order) / released: for a checkpoint of the map
+ * while the filesystem is in use. */
+void hy_engine_quiesce(struct hy_engine *engine);
+void hy_engine_resume(struct hy_engine *engine);
+
 /* Puts BORG's indirection map in the path: reads of relocated blocks go to
  * the BOPT device at @read_base + bopt_block * 4096, adjacent relocated
  * blocks in one request; a write, truncation, hole punch or copy that
  * changes relocated blocks first releases them (journaled in @journal when
  * it is not NULL, before the map changes), so their one current copy is
  * home. (BORG's writes into the BOPT, marked dirty and synced home later,
- * come with the reconfigurator.) A plan must never relocate a file's last
- * partial block, so relocated blocks are always whole blocks of data. */
+ * are not done yet: the journal and the map have dirty marks for them.) A
+ * plan must never relocate a file's last partial block, so relocated
+ * blocks are always whole blocks of data. */
 void hy_engine_set_bopt(struct hy_engine *engine, struct hy_map *map, struct hy_device *bopt,
 			uint64_t read_base, struct hy_map_journal *journal);
 void hy_engine_free(struct hy_engine *engine);

@@ -42,6 +42,7 @@
 #include <stdint.h>
 
 #define HY_MAP_HOME UINT64_MAX /* a piece that is not relocated */
+#define HY_MAP_EPOCH_MASK 0xffffffu /* journal epochs are 24 bits */
 #define HY_MAP_STRIPES 64
 
 struct sqlite3;
@@ -52,6 +53,7 @@ struct hy_map_extent {
 	uint32_t nblocks;   /* >= 1 */
 	bool dirty;         /* the BOPT copy is newer than home */
 	uint64_t bopt_block; /* where block lives in the BOPT */
+	int64_t stamp;       /* the file's: its home ctime (ns) when copied; 0: keep */
 };
 
 /* One piece of a looked-up range: relocated (bopt_block) or home. */
@@ -95,18 +97,31 @@ int64_t hy_map_set_dirty(struct hy_map *map, uint64_t file_id, uint64_t block, u
 			 bool dirty);
 
 /* Every extent (file by file, block order) to @fn; a non-zero return stops
- * the walk and is returned. For sync-home and save. Takes each file's lock
+ * the walk and is returned. For sync-home and save (e->stamp is the
+ * file's stamp). Takes each file's lock
  * for reading while its extents are visited. */
 int hy_map_walk(struct hy_map *map, int (*fn)(const struct hy_map_extent *e, void *arg), void *arg);
 
+/* A file's stamp: the ctime (ns) its home file had when its relocated
+ * blocks were copied, so that a change made outside the mount (which moves
+ * the ctime) is noticed and the copies are dropped, never served. get
+ * returns -ENOENT for a file with no relocated blocks; set too (a stamp is
+ * kept only while the file has extents; hy_map_relocate() sets it from
+ * e->stamp when that is not 0). */
+int hy_map_get_stamp(struct hy_map *map, uint64_t file_id, int64_t *stamp);
+int hy_map_set_stamp(struct hy_map *map, uint64_t file_id, int64_t stamp);
+
 void hy_map_get_stats(struct hy_map *map, struct hy_map_stats *out);
 
-/* Persistence in table bopt_map (schema 4); see above. Return 0 or a
- * negative errno with a message in @why; load refuses (-ESTALE) a saved map
- * of another generation and leaves the map empty. */
-int hy_map_save(struct hy_map *map, struct sqlite3 *db, uint64_t generation, char *why,
-		size_t why_size);
-int hy_map_load(struct hy_map *map, struct sqlite3 *db, uint64_t generation, char *why,
-		size_t why_size);
+/* Persistence in table bopt_map (schema 5: extents with their file's
+ * stamp) and, in the same transaction, bopt_checkpoint (the generation and
+ * the journal epoch @epoch the saved map includes every record of: see
+ * map_journal.h). Return 0 or a negative errno with a message in @why;
+ * load refuses (-ESTALE) a saved map of another generation and leaves the
+ * map empty; it gives the saved epoch in @epoch (0 when none was saved). */
+int hy_map_save(struct hy_map *map, struct sqlite3 *db, uint64_t generation, uint32_t epoch,
+		char *why, size_t why_size);
+int hy_map_load(struct hy_map *map, struct sqlite3 *db, uint64_t generation, uint32_t *epoch,
+		char *why, size_t why_size);
 
 #endif

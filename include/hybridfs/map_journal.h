@@ -14,24 +14,24 @@
  * little-endian:
  *   offset  size  field
  *   0       4     magic "HYMJ"
- *   4       1     type: 1 relocate, 2 release, 3 dirty, 4 clean
- *   5       3     zero
+ *   4       1     type: 1 relocate, 2 release, 3 dirty, 4 clean, 5 stamp
+ *   5       3     epoch: the checkpoint epoch the record follows (24 bits)
  *   8       8     generation: the BOPT generation the change belongs to
  *   16      8     file_id
- *   24      8     block
+ *   24      8     block (stamp: the file's stamp, map.h)
  *   32      8     bopt_block (relocate; zero otherwise)
  *   40      4     nblocks
  *   44      4     FNV-1a 32 of bytes 0..43
  * Replay stops at the first record that is short (torn by the crash), has
  * a bad magic, type or checksum; the file is cut there, so the next append
  * follows the last good record. Records of another generation are skipped
- * (the BOPT was rebuilt since).
+ * (the BOPT was rebuilt since), and so are records of another epoch.
  *
- * Known gap, to close before the daemon uses the journal: a checkpoint is
- * not atomic. A crash after hy_map_save() commits but before the journal is
- * emptied replays records the checkpoint already holds, and a relocate
- * among them is refused (-EUCLEAN). The fix is a checkpoint sequence number
- * saved with the map and skipped-to on replay.
+ * Epochs make a checkpoint atomic: it saves the map with the next epoch in
+ * one SQLite transaction (bopt_checkpoint), then empties the file. A crash
+ * between the two leaves records of the old epoch, which the saved map
+ * already holds: replay skips them, and records written after the
+ * checkpoint carry the new epoch.
  *
  * Group commit: appends from many threads are serialized by journal->lock;
  * one fdatasync makes durable every record written before it started, so a
@@ -52,6 +52,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hybridfs/map.h"
+
 #define HY_MAP_JOURNAL_RECORD 48
 #define HY_MAP_JOURNAL_NAME "bopt-map.journal"
 
@@ -60,11 +62,13 @@ enum hy_map_journal_type {
 	HY_MJ_RELEASE = 2,
 	HY_MJ_DIRTY = 3,
 	HY_MJ_CLEAN = 4,
+	HY_MJ_STAMP = 5,
 };
 
 struct hy_map_journal_record {
 	enum hy_map_journal_type type;
 	uint64_t generation;
+	uint32_t epoch; /* set by the journal on write */
 	uint64_t file_id;
 	uint64_t block;
 	uint64_t bopt_block; /* relocate only */
@@ -79,6 +83,7 @@ struct hy_map_journal {
 	char *path;
 	uint64_t generation;
 	pthread_mutex_t lock;       /* protects the fields below */
+	uint32_t epoch;             /* of the records written now */
 	pthread_cond_t synced_cond;
 	uint64_t written;           /* records written to the file */
 	uint64_t durable;           /* records known synced */
@@ -92,16 +97,26 @@ struct hy_map_journal {
 void hy_map_journal_encode(const struct hy_map_journal_record *r, unsigned char *buf);
 int hy_map_journal_decode(const unsigned char *buf, struct hy_map_journal_record *r);
 
-/* Opens (creating, mode 0600) the journal at @path for BOPT @generation,
- * and replays it into @map: every good record of this generation applied
- * in order (relocate -> hy_map_relocate, release -> hy_map_release, dirty
- * and clean -> hy_map_set_dirty), the torn tail cut off. @replayed (may be
+/* Opens (creating, mode 0600) the journal at @path for BOPT @generation
+ * after the checkpoint of @epoch (hy_map_load's), and replays it into
+ * @map: every good record of this generation and epoch applied in order
+ * (relocate -> hy_map_relocate, release -> hy_map_release, dirty and clean
+ * -> hy_map_set_dirty, stamp -> hy_map_set_stamp), the torn tail cut off. @replayed (may be
  * NULL) gets the number of records applied. Returns 0 or a negative errno
  * with a message naming the file and the record; a record the map refuses
  * (-EEXIST, -EBUSY: the journal and the checkpoint disagree) is -EUCLEAN. */
-int hy_map_journal_open(const char *path, uint64_t generation, struct hy_map *map,
+int hy_map_journal_open(const char *path, uint64_t generation, uint32_t epoch, struct hy_map *map,
 			struct hy_map_journal **out, uint64_t *replayed, char *why,
 			size_t why_size);
+
+/* Writes @r (its generation and epoch set to the journal's) without
+ * waiting for it to be durable, and gives its @ticket; wait() returns once
+ * every record up to @ticket is. For changes that may be lost in a crash
+ * but must keep their order (a relocate: its BOPT copy is durable, and the
+ * home copy equally current). 0 or a negative errno, as for append. */
+int hy_map_journal_write(struct hy_map_journal *journal, const struct hy_map_journal_record *r,
+			 uint64_t *ticket);
+int hy_map_journal_wait(struct hy_map_journal *journal, uint64_t ticket);
 
 /* Appends @r (its generation is set to the journal's) and returns once it
  * is durable. Returns 0 or the negative errno of the write or sync (and
@@ -110,8 +125,9 @@ int hy_map_journal_open(const char *path, uint64_t generation, struct hy_map *ma
 int hy_map_journal_append(struct hy_map_journal *journal, const struct hy_map_journal_record *r);
 
 /* Checkpoint: saves @map whole into @db (hy_map_save with the journal's
- * generation), then empties the journal. The caller keeps the map from
- * changing meanwhile. Returns 0 or a negative errno with a message. */
+ * generation and the next epoch), then empties the journal. The caller
+ * keeps the map and the journal from changing meanwhile (the engine's
+ * hy_engine_quiesce()). Returns 0 or a negative errno with a message. */
 int hy_map_journal_checkpoint(struct hy_map_journal *journal, struct hy_map *map,
 			      struct sqlite3 *db, char *why, size_t why_size);
 

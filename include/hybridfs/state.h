@@ -55,6 +55,23 @@
  *                bopt_block     INT      where it starts in the BOPT read region
  *                dirty          INT      1: the BOPT copy is newer than home
  *                generation     INT      the BOPT generation it belongs to
+ *                stamp_ns       INT      its file's home ctime when copied
+ *   bopt_checkpoint id = 1               the last map checkpoint:
+ *                generation     INT      its BOPT generation
+ *                epoch          INT      the journal epoch it includes
+ *                saved_ns       INT
+ *   bopt_plans   generation     INT PK   a reorganization's plan (reconfig.h)
+ *                created_ns, finished_ns INT
+ *                mode           TEXT     "cumulative" or "partial"
+ *                requests, vertices, edges  INT  what the analyzer saw
+ *                ranges, blocks INT      what the planner placed
+ *                capacity_blocks INT     the read region it planned for
+ *                state          TEXT     planned, copying, done, failed
+ *                copied_blocks, dropped_blocks, kept_blocks,
+ *                skipped_ranges INT      what the reconfigurator did
+ *   bopt_plan_ranges generation, bopt_block INT PK  the plan, in BOPT order
+ *                file_id, block, nblocks INT  the range
+ *                heat           REAL     its vertex's weight
  *
  * Errors: a database that is not SQLite, is damaged, or was made by a newer
  * hybridfs (user_version above HY_STATE_SCHEMA_VERSION) is refused with a
@@ -75,7 +92,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HY_STATE_SCHEMA_VERSION 4
+#define HY_STATE_SCHEMA_VERSION 5
 #define HY_STATE_DB_NAME	"hybridfs.db"
 
 struct sqlite3;

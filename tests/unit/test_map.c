@@ -18,10 +18,13 @@
 #include "hybridfs/state.h"
 #include "suites.h"
 
+/* the epoch of the last checkpoint hy_map_load() read */
+static uint32_t loaded_epoch;
+
 static struct hy_map_extent mk(uint64_t file_id, uint64_t block, uint32_t nblocks,
 			       uint64_t bopt_block, bool dirty)
 {
-	struct hy_map_extent e = {file_id, block, nblocks, dirty, bopt_block};
+	struct hy_map_extent e = {file_id, block, nblocks, dirty, bopt_block, 0};
 
 	return e;
 }
@@ -400,12 +403,12 @@ static void test_persist(void)
 	relocate_ok(back, 9, 0, 1, 5000, false); /* replaced by the load */
 
 	/* An empty table loads as an empty map. */
-	CU_ASSERT_EQUAL(hy_map_load(back, state->db, 7, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(hy_map_load(back, state->db, 7, &loaded_epoch, why, sizeof(why)), 0);
 	CU_ASSERT_EQUAL(stats_of(back).extents, 0);
 
-	CU_ASSERT_EQUAL(hy_map_save(map, state->db, 7, why, sizeof(why)), 0);
-	CU_ASSERT_EQUAL(hy_map_save(map, state->db, 7, why, sizeof(why)), 0); /* replaces */
-	CU_ASSERT_EQUAL(hy_map_load(back, state->db, 7, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(hy_map_save(map, state->db, 7, 0, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(hy_map_save(map, state->db, 7, 0, why, sizeof(why)), 0); /* replaces */
+	CU_ASSERT_EQUAL(hy_map_load(back, state->db, 7, &loaded_epoch, why, sizeof(why)), 0);
 	memset(&a, 0, sizeof(a));
 	memset(&b, 0, sizeof(b));
 	CU_ASSERT_EQUAL(hy_map_walk(map, collect, &a), 0);
@@ -423,55 +426,55 @@ static void test_persist(void)
 
 	/* Another generation: refused, and the map is left empty. */
 	why[0] = '\0';
-	CU_ASSERT_EQUAL(hy_map_load(back, state->db, 8, why, sizeof(why)), -ESTALE);
+	CU_ASSERT_EQUAL(hy_map_load(back, state->db, 8, &loaded_epoch, why, sizeof(why)), -ESTALE);
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "generation"));
 	CU_ASSERT_EQUAL(stats_of(back).extents, 0);
 	CU_ASSERT_EQUAL(stats_of(back).files, 0);
 
 	/* A row that overlaps another of its file, written behind our back. */
-	CU_ASSERT_EQUAL(sqlite3_exec(state->db, "INSERT INTO bopt_map VALUES (1, 5, 3, 900, 0, 7)",
+	CU_ASSERT_EQUAL(sqlite3_exec(state->db, "INSERT INTO bopt_map (file_id, block, nblocks, bopt_block, dirty, generation) VALUES (1, 5, 3, 900, 0, 7)",
 				     NULL, NULL, NULL),
 			SQLITE_OK);
 	why[0] = '\0';
-	CU_ASSERT_EQUAL(hy_map_load(back, state->db, 7, why, sizeof(why)), -EUCLEAN);
+	CU_ASSERT_EQUAL(hy_map_load(back, state->db, 7, &loaded_epoch, why, sizeof(why)), -EUCLEAN);
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "overlaps"));
 	CU_ASSERT_EQUAL(stats_of(back).extents, 0);
 
 	/* A row whose BOPT blocks another uses. */
 	CU_ASSERT_EQUAL(sqlite3_exec(state->db,
 				     "DELETE FROM bopt_map WHERE block = 5;"
-				     "INSERT INTO bopt_map VALUES (2, 0, 3, 108, 0, 7)",
+				     "INSERT INTO bopt_map (file_id, block, nblocks, bopt_block, dirty, generation) VALUES (2, 0, 3, 108, 0, 7)",
 				     NULL, NULL, NULL),
 			SQLITE_OK);
-	CU_ASSERT_EQUAL(hy_map_load(back, state->db, 7, why, sizeof(why)), -EUCLEAN);
+	CU_ASSERT_EQUAL(hy_map_load(back, state->db, 7, &loaded_epoch, why, sizeof(why)), -EUCLEAN);
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "BOPT"));
 	CU_ASSERT_EQUAL(stats_of(back).extents, 0);
 
 	/* Malformed rows: no blocks, a dirty flag of 2, text for a number. */
 	CU_ASSERT_EQUAL(sqlite3_exec(state->db,
 				     "DELETE FROM bopt_map WHERE file_id = 2;"
-				     "INSERT INTO bopt_map VALUES (3, 0, 0, 5000, 0, 7)",
+				     "INSERT INTO bopt_map (file_id, block, nblocks, bopt_block, dirty, generation) VALUES (3, 0, 0, 5000, 0, 7)",
 				     NULL, NULL, NULL),
 			SQLITE_OK);
-	CU_ASSERT_EQUAL(hy_map_load(back, state->db, 7, why, sizeof(why)), -EUCLEAN);
+	CU_ASSERT_EQUAL(hy_map_load(back, state->db, 7, &loaded_epoch, why, sizeof(why)), -EUCLEAN);
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "malformed"));
 	CU_ASSERT_EQUAL(sqlite3_exec(state->db,
 				     "UPDATE bopt_map SET nblocks = 1, dirty = 2 WHERE file_id = 3",
 				     NULL, NULL, NULL),
 			SQLITE_OK);
-	CU_ASSERT_EQUAL(hy_map_load(back, state->db, 7, why, sizeof(why)), -EUCLEAN);
+	CU_ASSERT_EQUAL(hy_map_load(back, state->db, 7, &loaded_epoch, why, sizeof(why)), -EUCLEAN);
 	CU_ASSERT_EQUAL(sqlite3_exec(state->db,
 				     "UPDATE bopt_map SET dirty = 0, bopt_block = 'x'"
 				     " WHERE file_id = 3",
 				     NULL, NULL, NULL),
 			SQLITE_OK);
-	CU_ASSERT_EQUAL(hy_map_load(back, state->db, 7, why, sizeof(why)), -EUCLEAN);
+	CU_ASSERT_EQUAL(hy_map_load(back, state->db, 7, &loaded_epoch, why, sizeof(why)), -EUCLEAN);
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "bopt_block"));
 	CU_ASSERT_EQUAL(stats_of(back).extents, 0);
 
 	/* Saving again replaces the damaged table. */
-	CU_ASSERT_EQUAL(hy_map_save(map, state->db, 7, why, sizeof(why)), 0);
-	CU_ASSERT_EQUAL(hy_map_load(back, state->db, 7, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(hy_map_save(map, state->db, 7, 0, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(hy_map_load(back, state->db, 7, &loaded_epoch, why, sizeof(why)), 0);
 	CU_ASSERT_EQUAL(stats_of(back).extents, 4);
 
 	hy_map_free(map);

@@ -18,6 +18,9 @@
 #include "hybridfs/state.h"
 #include "suites.h"
 
+/* the epoch of the last checkpoint hy_map_load() read */
+static uint32_t loaded_epoch;
+
 #define REC HY_MAP_JOURNAL_RECORD
 
 static struct hy_map_journal_record rec(enum hy_map_journal_type type, uint64_t file_id,
@@ -46,7 +49,7 @@ static struct hy_map *new_map(void)
 /* What replay does with a record, done directly on a map. */
 static int apply_direct(struct hy_map *map, const struct hy_map_journal_record *r)
 {
-	struct hy_map_extent e = {r->file_id, r->block, r->nblocks, false, r->bopt_block};
+	struct hy_map_extent e = {r->file_id, r->block, r->nblocks, false, r->bopt_block, 0};
 	int64_t n;
 
 	switch (r->type) {
@@ -138,7 +141,7 @@ static struct hy_map_journal *open_ok(const char *path, uint64_t generation, str
 	char why[512] = "";
 	int rc;
 
-	rc = hy_map_journal_open(path, generation, map, &j, replayed, why, sizeof(why));
+	rc = hy_map_journal_open(path, generation, loaded_epoch, map, &j, replayed, why, sizeof(why));
 	if (rc)
 		fprintf(stderr, "\n  map journal: %s\n", why);
 	CU_ASSERT_EQUAL_FATAL(rc, 0);
@@ -241,7 +244,7 @@ static void test_decode_refuses(void)
 	CU_ASSERT_EQUAL(hy_map_journal_decode(buf, &back), -EUCLEAN);
 
 	for (i = 0; i < 256; i++) {
-		if (i >= HY_MJ_RELOCATE && i <= HY_MJ_CLEAN)
+		if (i >= HY_MJ_RELOCATE && i <= HY_MJ_STAMP)
 			continue;
 		memcpy(buf, good, REC);
 		buf[4] = (unsigned char)i;
@@ -249,14 +252,16 @@ static void test_decode_refuses(void)
 		if (hy_map_journal_decode(buf, &back) == -EUCLEAN)
 			refused++;
 	}
-	CU_ASSERT_EQUAL(refused, 256 - 4);
+	CU_ASSERT_EQUAL(refused, 256 - 5);
 
-	for (i = 5; i < 8; i++) {
-		memcpy(buf, good, REC);
-		buf[i] = 1;
-		reseal(buf);
-		CU_ASSERT_EQUAL(hy_map_journal_decode(buf, &back), -EUCLEAN);
-	}
+	/* bytes 5..7 are the epoch, little-endian, 24 bits */
+	memcpy(buf, good, REC);
+	buf[5] = 0x56;
+	buf[6] = 0x34;
+	buf[7] = 0x12;
+	reseal(buf);
+	CU_ASSERT_EQUAL(hy_map_journal_decode(buf, &back), 0);
+	CU_ASSERT_EQUAL(back.epoch, 0x123456);
 
 	refused = 0;
 	for (bit = 0; bit < REC * 8; bit++) {
@@ -509,7 +514,7 @@ static void test_refused(void)
 	CU_ASSERT_EQUAL(hy_map_journal_append(j, &r), 0);
 	hy_map_journal_close(j);
 	j = &dummy; /* must be reset */
-	CU_ASSERT_EQUAL(hy_map_journal_open(path, 1, map, &j, &replayed, why, sizeof(why)),
+	CU_ASSERT_EQUAL(hy_map_journal_open(path, 1, loaded_epoch, map, &j, &replayed, why, sizeof(why)),
 			-EUCLEAN);
 	CU_ASSERT_PTR_NULL(j);
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, path));
@@ -526,7 +531,7 @@ static void test_refused(void)
 	CU_ASSERT_EQUAL(hy_map_journal_append(j, &other), 0);
 	hy_map_journal_close(j);
 	why[0] = '\0';
-	CU_ASSERT_EQUAL(hy_map_journal_open(path, 1, map, &j, NULL, why, sizeof(why)), -EUCLEAN);
+	CU_ASSERT_EQUAL(hy_map_journal_open(path, 1, loaded_epoch, map, &j, NULL, why, sizeof(why)), -EUCLEAN);
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "record 2"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, strerror(EBUSY)));
 
@@ -567,7 +572,7 @@ static void test_checkpoint(void)
 	hy_map_journal_close(j);
 
 	/* Checkpoint plus the (empty) journal give the same map. */
-	CU_ASSERT_EQUAL(hy_map_load(loaded, state->db, 11, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(hy_map_load(loaded, state->db, 11, &loaded_epoch, why, sizeof(why)), 0);
 	j = open_ok(path, 11, loaded, &replayed);
 	CU_ASSERT_EQUAL(replayed, 0);
 	check_same(map, loaded);
@@ -583,7 +588,7 @@ static void test_checkpoint(void)
 	hy_map_journal_close(j);
 	CU_ASSERT_EQUAL(file_size(path), 3 * REC);
 	later = new_map();
-	CU_ASSERT_EQUAL(hy_map_load(later, state->db, 11, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(hy_map_load(later, state->db, 11, &loaded_epoch, why, sizeof(why)), 0);
 	j = open_ok(path, 11, later, &replayed);
 	CU_ASSERT_EQUAL(replayed, 3);
 	check_same(map, later);
