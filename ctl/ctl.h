@@ -27,8 +27,12 @@ int hy_ctl_open_log(const char *command, const char *mountpoint, const char *sta
  * Returns the exit status: 0, 1 (cannot read), 2 (bad command line). */
 int hy_ctl_trace_export(int argc, char **argv);
 
-/* `hybridctl reorganize ... --dry-run`: @argc/@argv start after
- * "reorganize". Returns the exit status. */
+/* `hybridctl reorganize ...`: @argc/@argv start after "reorganize".
+ * Returns the exit status: 0, 1 (failed), 2 (bad command line, no BOPT). */
 int hy_ctl_reorganize(int argc, char **argv);
+
+/* `hybridctl explain PATH [--json]`: where PATH's blocks live. Returns the
+ * exit status: 0, 1 (not in a mount, or the daemon cannot say), 2 (usage). */
+int hy_ctl_explain(int argc, char **argv);
 
 #endif

@@ -43,10 +43,11 @@ static void usage(FILE *out)
 		"usage: hybridctl status [MOUNTPOINT] [--json]\n"
 		"       hybridctl trace export [MOUNTPOINT | --state DIR] [--since T] [--until T]\n"
 		"                              --format csv|fiu|msr [--output FILE]\n"
-		"       hybridctl reorganize [MOUNTPOINT | --state DIR] --dry-run\n"
+		"       hybridctl reorganize [MOUNTPOINT | --all | --state DIR] [--dry-run]\n"
 		"                            [--mode cumulative|partial] [--since T]\n"
 		"                            [--capacity SIZE] [--gap SECONDS] [--decay F]\n"
-		"                            [--top N]\n"
+		"                            [--top N] [--quiet]\n"
+		"       hybridctl explain PATH [--json]\n"
 		"       hybridctl --help | --version\n"
 		"\n"
 		"  status        the mount, its daemon, operations and bytes by kind, the\n"
@@ -54,8 +55,9 @@ static void usage(FILE *out)
 		"                hybridfs mount of yours when no MOUNTPOINT is named\n"
 		"  trace export  the access log as a trace (T: epoch seconds, an ISO 8601\n"
 		"                time, or -90s, -15m, -2h, -1d)\n"
-		"  reorganize    BORG's analyzer and planner over the access log: the layout\n"
-		"                plan (--dry-run; carrying plans out comes with the BOPT)\n"
+		"  reorganize    BORG: the access log analyzed, hot blocks planned in access\n"
+		"                order and copied into the BOPT (--dry-run: the plan only)\n"
+		"  explain       where a file's blocks live (BOPT or home) and their heat\n"
 		"See hybridctl(8).\n");
 }
 
@@ -151,6 +153,36 @@ static void human_bytes(uint64_t b, char *buf, size_t size)
 		snprintf(buf, size, "%.1f %s", v, units[u]);
 }
 
+/* BORG's line: the BOPT, the map, the last reorganization. */
+static void print_bopt(struct json_object *d)
+{
+	struct json_object *b = NULL, *re = NULL, *v = NULL;
+	char size[32], copied[32];
+
+	if (!json_object_object_get_ex(d, "bopt", &b) || !b) {
+		printf("%-12s none (reorganize is off)\n", "bopt");
+		return;
+	}
+	human_bytes(jget_u64(b, "bytes", NULL), size, sizeof(size));
+	json_object_object_get_ex(b, "path", &v);
+	printf("%-12s %s, %s: %llu blocks of %llu files relocated (%llu extents), %llu reads "
+	       "served, %llu stale files dropped\n",
+	       "bopt", v ? json_object_get_string(v) : "?", size,
+	       (unsigned long long)jget_u64(b, "map_blocks", NULL),
+	       (unsigned long long)jget_u64(b, "map_files", NULL),
+	       (unsigned long long)jget_u64(b, "map_extents", NULL),
+	       (unsigned long long)jget_u64(b, "bopt_reads", NULL),
+	       (unsigned long long)jget_u64(b, "stale_files", NULL));
+	if (json_object_object_get_ex(b, "reorganization", &re) && jget_u64(re, "run", NULL)) {
+		json_object_object_get_ex(re, "phase", &v);
+		human_bytes(jget_u64(re, "copied_blocks", NULL) * 4096, copied, sizeof(copied));
+		printf("%-12s %s (plan %llu): %s copied, %llu ranges skipped\n", "reorganized",
+		       v ? json_object_get_string(v) : "?",
+		       (unsigned long long)jget_u64(re, "generation", NULL), copied,
+		       (unsigned long long)jget_u64(re, "skipped_ranges", NULL));
+	}
+}
+
 static void print_daemon(struct json_object *d)
 {
 	static const char *const ops[] = {"lookup", "getattr",	 "setattr", "readdir",
@@ -177,6 +209,7 @@ static void print_daemon(struct json_object *d)
 		       (unsigned long long)jget_u64(prof, "pruned", NULL));
 	else
 		printf("%-12s off\n", "profiler");
+	print_bopt(d);
 	if (!json_object_object_get_ex(d, "processes", &procs) || !json_object_array_length(procs))
 		return;
 	printf("\n%7s  %-16s %9s %9s %10s %10s %8s %8s %8s\n", "PID", "PROCESS", "READS", "WRITES",
@@ -319,6 +352,8 @@ int main(int argc, char **argv)
 		return hy_ctl_trace_export(argc - 3, argv + 3);
 	if (strcmp(argv[1], "reorganize") == 0)
 		return hy_ctl_reorganize(argc - 2, argv + 2);
+	if (strcmp(argv[1], "explain") == 0)
+		return hy_ctl_explain(argc - 2, argv + 2);
 	fprintf(stderr, "hybridctl: unknown command \"%s\"\n", argv[1]);
 	usage(stderr);
 	return 2;

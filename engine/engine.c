@@ -220,7 +220,9 @@ ssize_t hy_engine_read(struct hy_engine *engine, struct hy_engine_file *file, vo
 {
 	struct hy_map_piece stack[PIECES_ON_STACK], *pieces, *heap;
 	uint64_t first, last, end;
+	pthread_rwlock_t *gate;
 	size_t done = 0;
+	bool all_home;
 	int n;
 
 	if (!uses_map(engine, file) || size == 0 || off < 0)
@@ -233,11 +235,31 @@ ssize_t hy_engine_read(struct hy_engine *engine, struct hy_engine_file *file, vo
 	n = lookup(engine, file, first, (uint32_t)(last - first + 1), stack, &pieces, &heap);
 	if (n < 0)
 		return n;
-	/* the common case: nothing relocated, one request home; and the
-	 * case of a file changed outside the mount since its blocks were
-	 * copied, whose copies are gone now */
-	if ((n == 1 && pieces[0].bopt_block == HY_MAP_HOME) || !copies_fresh(engine, file)) {
+	/* the common case: nothing relocated, one request home */
+	if (n == 1 && pieces[0].bopt_block == HY_MAP_HOME) {
 		free(heap);
+		return hy_device_read(engine->backing, file->backing_fd, buf, size, off);
+	}
+	/* BOPT blocks are read under the file's gate, held shared, and looked
+	 * up again under it: the reconfigurator takes every gate once after
+	 * it drops extents, before it writes over their BOPT blocks, so no
+	 * read still uses an old place when a new copy goes there */
+	free(heap);
+	gate = &gate_of(engine, file->file_id)->lock;
+	pthread_rwlock_rdlock(gate);
+	n = lookup(engine, file, first, (uint32_t)(last - first + 1), stack, &pieces, &heap);
+	if (n < 0) {
+		pthread_rwlock_unlock(gate);
+		return n;
+	}
+	all_home = n == 1 && pieces[0].bopt_block == HY_MAP_HOME;
+	if (all_home || !stamp_matches(engine, file)) {
+		/* all home now, or the file changed outside the mount since its
+		 * blocks were copied: then its copies are dropped first */
+		pthread_rwlock_unlock(gate);
+		free(heap);
+		if (!all_home)
+			copies_fresh(engine, file);
 		return hy_device_read(engine->backing, file->backing_fd, buf, size, off);
 	}
 	for (int i = 0; i < n; i++) {
@@ -258,6 +280,7 @@ ssize_t hy_engine_read(struct hy_engine *engine, struct hy_engine_file *file, vo
 						   pieces[i].bopt_block * BLOCK + (from - pstart)));
 		}
 		if (r < 0) {
+			pthread_rwlock_unlock(gate);
 			free(heap);
 			return done ? (ssize_t)done : r;
 		}
@@ -265,6 +288,7 @@ ssize_t hy_engine_read(struct hy_engine *engine, struct hy_engine_file *file, vo
 		if ((size_t)r < len)
 			break; /* the end of the file, at home */
 	}
+	pthread_rwlock_unlock(gate);
 	free(heap);
 	return (ssize_t)done;
 }

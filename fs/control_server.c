@@ -62,29 +62,66 @@ static void reply_and_close(struct bufferevent *bev, char *line)
 	bufferevent_enable(bev, EV_WRITE);
 }
 
+/* A handler's answer: its result, or its error. */
+static char *from_handler(struct json_object *(*handler)(void *, struct json_object *, char *,
+							 size_t),
+			  void *ctx, struct json_object *request, const char *name)
+{
+	struct json_object *result;
+	char why[1024];
+
+	if (!handler) {
+		snprintf(why, sizeof(why), "this mount cannot %s: it has no BOPT (bopt=none, or "
+					   "profile=off)", name);
+		return hy_control_format_error(why);
+	}
+	snprintf(why, sizeof(why), "out of memory");
+	result = handler(ctx, request, why, sizeof(why));
+	return result ? hy_control_format_result(result) : hy_control_format_error(why);
+}
+
 static char *answer(struct hy_control_server *srv, const char *line, size_t len)
 {
 	struct hy_control_request req;
 	struct json_object *result;
-	char why[256];
+	char why[256], *out = NULL;
 	int rc = hy_control_parse_request(line, len, &req, why, sizeof(why));
 
 	if (rc)
 		return hy_control_format_error(why);
 	switch (req.command) {
 	case HY_CONTROL_PING:
-		return hy_control_format_result(json_object_new_object());
+		out = hy_control_format_result(json_object_new_object());
+		break;
 	case HY_CONTROL_SYNC:
 		/* with the profiler off there is nothing to wait for */
 		rc = srv->handlers.sync ? srv->handlers.sync(srv->handlers.ctx) : -ENOSYS;
 		if (rc && rc != -ENOSYS)
-			return hy_control_format_error("the profiler's writer has failed");
-		return hy_control_format_result(json_object_new_object());
+			out = hy_control_format_error("the profiler's writer has failed");
+		else
+			out = hy_control_format_result(json_object_new_object());
+		break;
 	case HY_CONTROL_STATUS:
 		result = srv->handlers.status(srv->handlers.ctx);
-		return result ? hy_control_format_result(result) : NULL;
+		out = result ? hy_control_format_result(result) : NULL;
+		break;
+	case HY_CONTROL_REORGANIZE:
+		out = from_handler(srv->handlers.reorganize, srv->handlers.ctx, req.object,
+				   "reorganize");
+		break;
+	case HY_CONTROL_PROGRESS:
+		out = from_handler(srv->handlers.progress, srv->handlers.ctx, req.object,
+				   "report a reorganization");
+		break;
+	case HY_CONTROL_EXPLAIN:
+		out = from_handler(srv->handlers.explain, srv->handlers.ctx, req.object,
+				   "explain");
+		break;
+	default:
+		out = hy_control_format_error("unknown command");
 	}
-	return hy_control_format_error("unknown command");
+	hy_control_request_clear(&req);
+	return out;
 }
 
 static void connection_read(struct bufferevent *bev, void *arg)

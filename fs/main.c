@@ -21,7 +21,9 @@
 
 #include <fuse_lowlevel.h>
 
+#include "hybridfs/borg.h"
 #include "hybridfs/control_server.h"
+#include "hybridfs/inode.h"
 #include "hybridfs/fs.h"
 #include "hybridfs/profiler.h"
 #include "hybridfs/log.h"
@@ -81,6 +83,56 @@ static bool register_mount(const struct hy_options *opts, const struct hy_state 
 static struct json_object *status_handler(void *ctx)
 {
 	return hy_fs_status(ctx);
+}
+
+/* What the reconfigurator yields to: requests served by the mount. */
+static uint64_t activity(void *ctx)
+{
+	struct hy_fs *fs = ctx;
+
+	return atomic_load_explicit(&fs->ops[HY_OP_READ], memory_order_relaxed) +
+	       atomic_load_explicit(&fs->ops[HY_OP_WRITE], memory_order_relaxed) +
+	       atomic_load_explicit(&fs->ops[HY_OP_LOOKUP], memory_order_relaxed);
+}
+
+/* BORG: the BOPT, the map and the reconfigurator. Needs the profiler's
+ * file ids. The default BOPT is left out (with a warning) when it cannot be
+ * made; one the user asked for fails the mount. */
+static int open_borg(const struct hy_options *opts, struct hy_fs *fs, const struct hy_state *state)
+{
+	struct hy_borg_config config = {
+		.state_dir = opts->state_dir,
+		.db_path = state->db_path,
+		.uuid = state->uuid,
+		.backing = opts->backing_real,
+		.root_fd = fs->inodes->root->fd,
+		.bopt_spec = opts->bopt,
+		.bopt_given = opts->bopt_given || opts->bopt_size_given,
+		.bopt_size = opts->bopt_size,
+		.rate = opts->reorg_rate,
+		.engine = fs->engine,
+		.activity = activity,
+		.activity_ctx = fs,
+	};
+	char why[1024];
+	int rc;
+
+	if (opts->bopt && strcmp(opts->bopt, "none") == 0)
+		return 0;
+	if (!fs->profiler) {
+		if (config.bopt_given)
+			hy_log(LOG_WARNING, "bopt: left out: BORG needs the profiler (profile=on)");
+		return 0;
+	}
+	rc = hy_borg_open(&config, &fs->borg, why, sizeof(why));
+	if (rc == 0)
+		return 0;
+	if (config.bopt_given) {
+		hy_log(LOG_ERR, "%s", why);
+		return rc;
+	}
+	hy_log(LOG_WARNING, "%s; mounting without a BOPT (reorganize is off)", why);
+	return 0;
 }
 
 static int sync_handler(void *ctx)
@@ -301,11 +353,16 @@ int main(int argc, char **argv)
 			hy_log(LOG_ERR, "%s; going on with profile=off", why);
 		fs.profiler = profiler;
 	}
+	if (open_borg(&opts, &fs, state) < 0)
+		goto out_unmount;
 	{
 		struct hy_control_handlers handlers = {
 			.ctx = &fs,
 			.status = status_handler,
 			.sync = sync_handler,
+			.reorganize = fs.borg ? hy_fs_reorganize : NULL,
+			.progress = fs.borg ? hy_fs_progress : NULL,
+			.explain = fs.borg ? hy_fs_explain : NULL,
 		};
 
 		if (hy_control_server_start(opts.state_dir, &handlers, &control, why, sizeof(why)) <
@@ -340,6 +397,9 @@ int main(int argc, char **argv)
 out_unmount:
 	hy_control_server_stop(control);
 	control = NULL;
+	/* no request is in flight: the loop has ended, or never ran */
+	hy_borg_close(fs.borg);
+	fs.borg = NULL;
 	if (registered && hy_runtime_unregister(state->uuid) < 0)
 		hy_log(LOG_WARNING, "cannot remove the runtime file of mount %s", state->uuid);
 	fuse_session_unmount(se);
@@ -351,6 +411,8 @@ out:
 	if (loop_config)
 		fuse_loop_cfg_destroy(loop_config);
 	hy_control_server_stop(control);
+	hy_borg_close(fs.borg);
+	fs.borg = NULL;
 	hy_fs_destroy(&fs);	    /* closes handles first: they hold profiler state */
 	hy_profiler_free(profiler); /* drains the log into the database */
 	hy_state_close(state);

@@ -29,6 +29,9 @@ static const char *const command_names[] = {
 	[HY_CONTROL_STATUS] = "status",
 	[HY_CONTROL_SYNC] = "sync",
 	[HY_CONTROL_PING] = "ping",
+	[HY_CONTROL_REORGANIZE] = "reorganize",
+	[HY_CONTROL_PROGRESS] = "progress",
+	[HY_CONTROL_EXPLAIN] = "explain",
 };
 
 #define N_COMMANDS (sizeof(command_names) / sizeof(command_names[0]))
@@ -253,13 +256,19 @@ int hy_control_parse_request(const char *line, size_t len, struct hy_control_req
 		    memcmp(command_names[i], name, name_len) == 0) {
 			req->version = HY_CONTROL_VERSION;
 			req->command = (enum hy_control_command)i;
-			json_object_put(obj);
+			req->object = obj; /* its arguments, for the handler */
 			return 0;
 		}
 	}
 	quote_untrusted(quoted, name, name_len);
 	json_object_put(obj);
 	return say(-ENOSYS, why, why_size, "unknown command \"%s\"", quoted);
+}
+
+void hy_control_request_clear(struct hy_control_request *req)
+{
+	json_object_put(req->object);
+	req->object = NULL;
 }
 
 const char *hy_control_command_name(enum hy_control_command command)
@@ -311,7 +320,8 @@ static struct json_object *new_message(const char *key, struct json_object *valu
 	return obj;
 }
 
-char *hy_control_format_request(enum hy_control_command command)
+char *hy_control_format_request_args(enum hy_control_command command,
+				     struct json_object *args)
 {
 	const char *name = hy_control_command_name(command);
 	struct json_object *obj;
@@ -319,7 +329,23 @@ char *hy_control_format_request(enum hy_control_command command)
 	if (!name)
 		return NULL;
 	obj = new_message("cmd", json_object_new_string(name));
+	if (obj && args) {
+		json_object_object_foreach(args, key, value)
+		{
+			if (strcmp(key, "v") == 0 || strcmp(key, "cmd") == 0)
+				continue;
+			if (json_object_object_add(obj, key, json_object_get(value)) != 0) {
+				json_object_put(obj);
+				return NULL;
+			}
+		}
+	}
 	return obj ? finish_line(obj) : NULL;
+}
+
+char *hy_control_format_request(enum hy_control_command command)
+{
+	return hy_control_format_request_args(command, NULL);
 }
 
 char *hy_control_format_error(const char *why)
@@ -588,6 +614,13 @@ static ssize_t read_line(const char *state_dir, int sock, char *buf, int64_t dea
 int hy_control_call(const char *state_dir, enum hy_control_command command, int timeout_ms,
 		    struct json_object **result, char *why, size_t why_size)
 {
+	return hy_control_call_args(state_dir, command, NULL, timeout_ms, result, why, why_size);
+}
+
+int hy_control_call_args(const char *state_dir, enum hy_control_command command,
+			 struct json_object *args, int timeout_ms, struct json_object **result,
+			 char *why, size_t why_size)
+{
 	int64_t deadline = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
 	int dir_fd = -1, sock = -1, rc;
 	char *request = NULL, *buf = NULL;
@@ -598,9 +631,14 @@ int hy_control_call(const char *state_dir, enum hy_control_command command, int 
 		return say(-EINVAL, why, why_size, "no state folder given");
 	if (!hy_control_command_name(command))
 		return say(-EINVAL, why, why_size, "unknown command %d", (int)command);
-	request = hy_control_format_request(command);
+	request = hy_control_format_request_args(command, args);
 	if (!request)
 		return say(-ENOMEM, why, why_size, "out of memory");
+	if (strlen(request) > HY_CONTROL_MAX_LINE) {
+		free(request);
+		return say(-E2BIG, why, why_size, "the request is over the limit of %d bytes",
+			   HY_CONTROL_MAX_LINE);
+	}
 
 	dir_fd = open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (dir_fd < 0) {

@@ -13,6 +13,7 @@
 #include <fuse_lowlevel.h>
 
 #include "hybridfs/options.h"
+#include "hybridfs/units.h"
 
 #define HY_DEFAULT_MAX_THREADS 16
 
@@ -133,6 +134,17 @@ static int parse_count(const char *name, const char *value, int64_t *out, char *
 	return 0;
 }
 
+static int parse_size(const char *name, const char *value, bool allow_zero, uint64_t *out,
+		      char *why, size_t why_size)
+{
+	if (hy_units_parse_size(value, allow_zero, out) < 0)
+		return say(why, why_size,
+			   "option \"%s%s%s\": not a size (bytes, or a whole number with K, M, G "
+			   "or T%s)",
+			   name, value ? "=" : "", value ? value : "", allow_zero ? "; 0: none" : "");
+	return 0;
+}
+
 static int parse_bool(const char *name, const char *value, bool *out, char *why, size_t why_size)
 {
 	if (!value || strcmp(value, "on") == 0 || strcmp(value, "1") == 0 ||
@@ -216,6 +228,25 @@ static int parse_one(struct hy_options *opts, char *word, char *why, size_t why_
 		return parse_duration(name, value, &opts->profile_max_age_s, why, why_size);
 	if (strcmp(name, "profile_max_rows") == 0)
 		return parse_count(name, value, &opts->profile_max_rows, why, why_size);
+	if (strcmp(name, "bopt") == 0) {
+		if (!value || !*value)
+			return say(why, why_size,
+				   "option \"bopt\" needs a place: bopt=PATH, UUID=..., LABEL=... "
+				   "or none");
+		opts->bopt_given = true;
+		return set_string(&opts->bopt, value);
+	}
+	if (strcmp(name, "bopt_size") == 0) {
+		opts->bopt_size_given = true;
+		if (parse_size(name, value, false, &opts->bopt_size, why, why_size))
+			return -EINVAL;
+		if (opts->bopt_size < HY_OPTIONS_BOPT_MIN)
+			return say(why, why_size,
+				   "option \"bopt_size=%s\": a BOPT needs at least 1M", value);
+		return 0;
+	}
+	if (strcmp(name, "reorg_rate") == 0)
+		return parse_size(name, value, true, &opts->reorg_rate, why, why_size);
 	if (strcmp(name, "max_threads") == 0)
 		return parse_uint(name, value, 1, 256, &opts->max_threads, why, why_size);
 	if (!value && in_list(kernel_flags, name))
@@ -270,6 +301,8 @@ static void options_reset(struct hy_options *opts)
 	opts->profile = true;
 	opts->profile_max_age_s = 30 * 86400;
 	opts->profile_max_rows = 10000000;
+	opts->bopt_size = HY_OPTIONS_BOPT_SIZE;
+	opts->reorg_rate = HY_OPTIONS_REORG_RATE;
 }
 
 int hy_options_parse(int argc, char **argv, struct hy_options *opts, char *why, size_t why_size)
@@ -550,6 +583,12 @@ void hy_options_usage(const char *program, FILE *out)
 		"  profile_max_age=AGE    keep the log this long: 90s, 15m, 12h, 30d (default\n"
 		"                         30d; 0 keeps all)\n"
 		"  profile_max_rows=N     keep at most N requests (default 10000000; 0: all)\n"
+		"  bopt=PATH|UUID=U|LABEL=L|none  BORG's optimized region, where\n"
+		"                         reorganization copies hot blocks in access order\n"
+		"                         (default: the file bopt in the state folder)\n"
+		"  bopt_size=SIZE         size of a BOPT file (default 256M)\n"
+		"  reorg_rate=SIZE        bytes per second a reorganization copies at most\n"
+		"                         (default 64M; 0: no limit)\n"
 		"  nosuid, nodev, noexec, noatime, ... passed to the kernel\n"
 		"\n"
 		"See hybridfs(8).\n",
@@ -567,5 +606,6 @@ void hy_options_free(struct hy_options *opts)
 	free(opts->mountpoint_real);
 	free(opts->state_dir);
 	free(opts->kernel_options);
+	free(opts->bopt);
 	memset(opts, 0, sizeof(*opts));
 }

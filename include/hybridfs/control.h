@@ -10,11 +10,19 @@
  *
  *   request:   {"v": 1, "cmd": "status"}
  *              "v"    protocol version, a number; must be HY_CONTROL_VERSION
- *              "cmd"  "status" | "sync" | "ping"
+ *              "cmd"  "status" | "sync" | "ping" | "reorganize" | "progress"
+ *                     | "explain"
  *                     status: counters and the busiest processes
  *                     sync:   answered once every profiler record queued
  *                             before the request is in the database
  *                     ping:   answered at once, for liveness
+ *                     reorganize: starts BORG's reorganization; members
+ *                             "mode" ("cumulative"|"partial"), "since_ns",
+ *                             "gap_ns", "decay", "capacity_blocks" (all
+ *                             optional); answered once it has started
+ *                     progress: where the last reorganization is
+ *                     explain: where the blocks of the file at "path"
+ *                             (relative to the mountpoint) live
  *              other members are ignored (later versions may add some)
  *
  *   response:  {"v": 1, "ok": true, "result": {...}}
@@ -51,19 +59,25 @@ enum hy_control_command {
 	HY_CONTROL_STATUS,
 	HY_CONTROL_SYNC,
 	HY_CONTROL_PING,
+	HY_CONTROL_REORGANIZE,
+	HY_CONTROL_PROGRESS,
+	HY_CONTROL_EXPLAIN,
 };
 
 struct hy_control_request {
 	int version;
 	enum hy_control_command command;
+	struct json_object *object; /* the whole request, for its arguments */
 };
 
 /* Parses one request line (@len bytes, newline not included, not
  * necessarily NUL-terminated). Returns 0, or with a message in @why:
  * -E2BIG oversized, -EINVAL malformed, -EPROTO another version, -ENOSYS
- * unknown command. */
+ * unknown command. On success req->object holds the request object: give
+ * it back with hy_control_request_clear(). */
 int hy_control_parse_request(const char *line, size_t len, struct hy_control_request *req,
 			     char *why, size_t why_size);
+void hy_control_request_clear(struct hy_control_request *req);
 
 /* The name of a command ("status"), or NULL. */
 const char *hy_control_command_name(enum hy_control_command command);
@@ -71,6 +85,9 @@ const char *hy_control_command_name(enum hy_control_command command);
 /* Request and response lines, newline included; NULL when out of memory.
  * hy_control_format_result() takes ownership of @result. */
 char *hy_control_format_request(enum hy_control_command command);
+/* ... with @args' members (borrowed; "v" and "cmd" are ignored) added. */
+char *hy_control_format_request_args(enum hy_control_command command,
+				     struct json_object *args);
 char *hy_control_format_result(struct json_object *result);
 char *hy_control_format_error(const char *why);
 
@@ -91,5 +108,9 @@ int hy_control_socket_path(int state_dir_fd, char *buf, size_t size);
  * daemon; -EACCES: refused). */
 int hy_control_call(const char *state_dir, enum hy_control_command command, int timeout_ms,
 		    struct json_object **result, char *why, size_t why_size);
+/* ... with arguments (see hy_control_format_request_args()). */
+int hy_control_call_args(const char *state_dir, enum hy_control_command command,
+			 struct json_object *args, int timeout_ms, struct json_object **result,
+			 char *why, size_t why_size);
 
 #endif

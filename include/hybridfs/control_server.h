@@ -35,6 +35,15 @@ struct hy_control_handlers {
 	struct json_object *(*status)(void *ctx);
 	/* "sync": 0 once every profiler record so far is in the database. */
 	int (*sync)(void *ctx);
+	/* "reorganize", "progress", "explain": the result for @request (the
+	 * whole request object, borrowed), or NULL with a message in @why.
+	 * NULL handlers answer that the mount cannot do it. */
+	struct json_object *(*reorganize)(void *ctx, struct json_object *request, char *why,
+					  size_t why_size);
+	struct json_object *(*progress)(void *ctx, struct json_object *request, char *why,
+					size_t why_size);
+	struct json_object *(*explain)(void *ctx, struct json_object *request, char *why,
+				       size_t why_size);
 };
 
 struct hy_control_server;

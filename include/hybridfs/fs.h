@@ -40,6 +40,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 struct fuse_lowlevel_ops;
@@ -73,6 +74,8 @@ enum hy_fs_op {
 };
 
 struct hy_profiler;
+struct hy_borg;
+struct json_object;
 
 struct hy_fs {
 	struct hy_inode_table *inodes;
@@ -96,6 +99,7 @@ struct hy_fs {
 	struct hy_fs_handle handles;  /* sentinel of the open handles' list */
 
 	struct hy_profiler *profiler; /* NULL with profile=off; owned by main */
+	struct hy_borg *borg;	      /* NULL without a BOPT; owned by main */
 	_Atomic uint64_t ops[HY_OP_COUNT];
 	_Atomic uint64_t bytes_read, bytes_written;
 
@@ -108,6 +112,17 @@ struct hy_fs {
  * mount, operations and bytes by kind, the profiler's figures, the
  * database's size and the busiest processes. NULL when out of memory. */
 struct json_object *hy_fs_status(struct hy_fs *fs);
+
+/* BORG's control requests (fs/borg_handlers.c; control_server.h has the
+ * handler contract; @ctx is the struct hy_fs, whose borg is set) and its
+ * part of "status". */
+struct json_object *hy_fs_reorganize(void *ctx, struct json_object *request, char *why,
+				     size_t why_size);
+struct json_object *hy_fs_progress(void *ctx, struct json_object *request, char *why,
+				   size_t why_size);
+struct json_object *hy_fs_explain(void *ctx, struct json_object *request, char *why,
+				  size_t why_size);
+struct json_object *hy_fs_borg_status(struct hy_fs *fs);
 
 extern const struct fuse_lowlevel_ops hy_fs_operations;
 

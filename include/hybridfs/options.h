@@ -24,6 +24,10 @@
 #include <stdio.h>
 
 #define HY_STATE_DIR_NAME ".hybridfs" /* default state folder, inside BACKING */
+#define HY_OPTIONS_BOPT_NAME "bopt"   /* the default BOPT, a file in the state folder */
+#define HY_OPTIONS_BOPT_SIZE (256ULL << 20)
+#define HY_OPTIONS_BOPT_MIN (1ULL << 20)
+#define HY_OPTIONS_REORG_RATE (64ULL << 20)
 
 struct hy_options {
 	char *program;	       /* basename of argv[0] */
@@ -53,6 +57,15 @@ struct hy_options {
 	bool profile;		   /* the access profiler (on by default) */
 	int64_t profile_max_age_s; /* access log retention by age; 0 keeps all */
 	int64_t profile_max_rows;  /* ... and by row count; 0 keeps all */
+
+	/* BORG: the BOPT (NULL: STATE/bopt; "none": no BOPT), its size, and
+	 * how fast a reorganization copies (bytes/s; 0: no limit). The _given
+	 * flags say the user asked: then a BOPT that cannot be made fails the
+	 * mount instead of being left out. */
+	char *bopt;
+	bool bopt_given, bopt_size_given;
+	uint64_t bopt_size;
+	uint64_t reorg_rate;
 
 	/* Mount options passed to the kernel unchanged, comma separated
 	 * (nosuid, nodev, noexec, noatime, ...). Owned. */

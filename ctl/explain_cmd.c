@@ -1,0 +1,149 @@
+/*
+ * explain_cmd.c - `hybridctl explain PATH [--json]`: asks the daemon of
+ * the mount PATH is in where the file's blocks live, range by range (the
+ * BOPT, with its block, or home) and how hot they are (the master access
+ * graph's weight after the last reorganization).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "ctl.h"
+#include "hybridfs/control.h"
+#include "hybridfs/runtime.h"
+
+static uint64_t member_u64(struct json_object *obj, const char *key)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(obj, key, &v) ? (uint64_t)json_object_get_int64(v) : 0;
+}
+
+/* The registered mount holding @real (the longest mountpoint that is a
+ * prefix of it at a '/'), and @real's path inside it. */
+static int find_mount(const char *real, char *state_dir, size_t size, const char **inside)
+{
+	struct hy_runtime_entry *entries;
+	size_t n, best = SIZE_MAX, best_len = 0;
+	int rc = hy_runtime_list(&entries, &n);
+
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(entries[i].mountpoint);
+
+		if (strncmp(real, entries[i].mountpoint, len) == 0 &&
+		    (real[len] == '/' || real[len] == '\0') && len >= best_len) {
+			best = i;
+			best_len = len;
+		}
+	}
+	if (best == SIZE_MAX) {
+		free(entries);
+		return -ENOENT;
+	}
+	snprintf(state_dir, size, "%s", entries[best].state_dir);
+	*inside = real + best_len + (real[best_len] == '/');
+	/* a mountpoint of "/" */
+	if (best_len == 1)
+		*inside = real + 1;
+	free(entries);
+	return 0;
+}
+
+static void print_human(struct json_object *r, const char *path)
+{
+	struct json_object *ranges = json_object_object_get(r, "ranges");
+	size_t n = ranges ? json_object_array_length(ranges) : 0;
+
+	printf("%s: file %" PRIu64 ", %" PRIu64 " bytes, %" PRIu64 " blocks of 4 KiB\n", path,
+	       member_u64(r, "file_id"), member_u64(r, "size"), member_u64(r, "blocks"));
+	if (!n)
+		return;
+	printf("%12s %12s %10s  %-5s %12s  %s\n", "FIRST", "LAST", "BLOCKS", "WHERE", "BOPT BLOCK",
+	       "HEAT");
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *x = json_object_array_get_idx(ranges, i), *heat, *bb;
+		uint64_t first = member_u64(x, "first"), count = member_u64(x, "count");
+		char bopt[24] = "-", h[24] = "-";
+
+		if (json_object_object_get_ex(x, "bopt_block", &bb))
+			snprintf(bopt, sizeof(bopt), "%" PRIu64, (uint64_t)json_object_get_int64(bb));
+		if (json_object_object_get_ex(x, "heat", &heat))
+			snprintf(h, sizeof(h), "%.2f", json_object_get_double(heat));
+		printf("%12" PRIu64 " %12" PRIu64 " %10" PRIu64 "  %-5s %12s  %s\n", first,
+		       first + count - 1, count,
+		       json_object_get_string(json_object_object_get(x, "where")), bopt, h);
+	}
+	if (json_object_object_get(r, "truncated"))
+		printf("(more ranges follow; the list is cut)\n");
+}
+
+int hy_ctl_explain(int argc, char **argv)
+{
+	struct json_object *args, *result = NULL;
+	const char *path = NULL, *inside;
+	char real[PATH_MAX], dir[PATH_MAX], why[1024];
+	bool json = false;
+	int rc;
+
+	for (int i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0) {
+			json = true;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			fprintf(stderr, "hybridctl: explain: unknown option \"%s\"\n", argv[i]);
+			return 2;
+		} else if (!path) {
+			path = argv[i];
+		} else {
+			fprintf(stderr, "hybridctl: explain: one PATH only\n");
+			return 2;
+		}
+	}
+	if (!path) {
+		fprintf(stderr, "usage: hybridctl explain PATH [--json]\n");
+		return 2;
+	}
+	if (!realpath(path, real)) {
+		fprintf(stderr, "hybridctl: explain: \"%s\": %s\n", path, strerror(errno));
+		return 1;
+	}
+	rc = find_mount(real, dir, sizeof(dir), &inside);
+	if (rc) {
+		if (rc == -ENOENT)
+			fprintf(stderr, "hybridctl: explain: \"%s\" is not in a hybridfs mount of yours\n",
+				path);
+		else
+			fprintf(stderr, "hybridctl: cannot read the runtime folder: %s\n",
+				strerror(-rc));
+		return 1;
+	}
+	if (!*inside) {
+		fprintf(stderr, "hybridctl: explain: \"%s\" is the mount itself, not a file\n", path);
+		return 1;
+	}
+	args = json_object_new_object();
+	if (!args) {
+		fprintf(stderr, "hybridctl: out of memory\n");
+		return 1;
+	}
+	json_object_object_add(args, "path", json_object_new_string(inside));
+	rc = hy_control_call_args(dir, HY_CONTROL_EXPLAIN, args, 30000, &result, why, sizeof(why));
+	json_object_put(args);
+	if (rc) {
+		fprintf(stderr, "hybridctl: explain: %s\n", why);
+		return 1;
+	}
+	if (json)
+		printf("%s\n", json_object_to_json_string_ext(result, JSON_C_TO_STRING_PLAIN));
+	else
+		print_human(result, path);
+	json_object_put(result);
+	return 0;
+}

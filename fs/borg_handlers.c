@@ -1,0 +1,401 @@
+/*
+ * borg_handlers.c - the control requests of BORG: "reorganize",
+ * "progress" and "explain" (control.h), and BORG's part of "status".
+ * They run on the control thread; see fs.h and borg.h.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <json-c/json.h>
+#include <sqlite3.h>
+
+#include "hybridfs/borg.h"
+#include "hybridfs/device.h"
+#include "hybridfs/engine.h"
+#include "hybridfs/fs.h"
+#include "hybridfs/inode.h"
+#include "hybridfs/map.h"
+
+#define BLOCK 4096
+/* Ranges an explain answer lists at most (the line limit is 64 KiB). */
+#define EXPLAIN_MAX_RANGES 400
+
+static void add_u64(struct json_object *obj, const char *key, uint64_t v)
+{
+	json_object_object_add(obj, key, json_object_new_uint64(v));
+}
+
+/* An optional number member: 0 when absent, -EINVAL when of another type. */
+static int member_number(struct json_object *req, const char *key, double lo, double hi,
+			 double *out, bool *given, char *why, size_t why_size)
+{
+	struct json_object *v;
+
+	*given = false;
+	if (!json_object_object_get_ex(req, key, &v))
+		return 0;
+	if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_double)) {
+		snprintf(why, why_size, "member \"%s\" is not a number", key);
+		return -EINVAL;
+	}
+	*out = json_object_get_double(v);
+	if (!(*out >= lo && *out <= hi)) {
+		snprintf(why, why_size, "member \"%s\" is out of range (%g to %g)", key, lo, hi);
+		return -EINVAL;
+	}
+	*given = true;
+	return 0;
+}
+
+struct json_object *hy_fs_reorganize(void *ctx, struct json_object *req, char *why,
+				     size_t why_size)
+{
+	struct hy_fs *fs = ctx;
+	struct hy_reorganize_params params = {.decay = 0.5};
+	struct json_object *v, *result;
+	double x;
+	bool given;
+
+	if (json_object_object_get_ex(req, "mode", &v)) {
+		const char *mode = json_object_is_type(v, json_type_string)
+					   ? json_object_get_string(v)
+					   : "";
+
+		if (strcmp(mode, "partial") == 0) {
+			params.partial = true;
+		} else if (strcmp(mode, "cumulative") != 0) {
+			snprintf(why, why_size, "member \"mode\" must be \"cumulative\" or \"partial\"");
+			return NULL;
+		}
+	}
+	if (member_number(req, "since_ns", 0, 9.2e18, &x, &given, why, why_size))
+		return NULL;
+	params.since_ns = given ? (int64_t)x : 0;
+	if (member_number(req, "gap_ns", 1, 3.2e16, &x, &given, why, why_size))
+		return NULL;
+	params.gap_ns = given ? (int64_t)x : 0;
+	if (member_number(req, "decay", 1e-9, 1, &x, &given, why, why_size))
+		return NULL;
+	if (given)
+		params.decay = x;
+	if (member_number(req, "capacity_blocks", 1, 1.8e19, &x, &given, why, why_size))
+		return NULL;
+	params.capacity_blocks = given ? (uint64_t)x : 0;
+	if (hy_borg_reorganize(fs->borg, &params, why, why_size) < 0)
+		return NULL;
+	result = json_object_new_object();
+	if (result) {
+		struct hy_borg_progress p;
+
+		hy_borg_get_progress(fs->borg, &p);
+		add_u64(result, "run", p.run);
+	}
+	return result;
+}
+
+static struct json_object *progress_json(struct hy_borg *borg)
+{
+	struct json_object *o = json_object_new_object();
+	struct hy_borg_progress p;
+
+	if (!o)
+		return NULL;
+	hy_borg_get_progress(borg, &p);
+	json_object_object_add(o, "phase", json_object_new_string(hy_borg_phase_name(p.phase)));
+	add_u64(o, "run", p.run);
+	add_u64(o, "generation", p.generation);
+	add_u64(o, "requests", p.requests);
+	add_u64(o, "vertices", p.vertices);
+	add_u64(o, "edges", p.edges);
+	add_u64(o, "cut_vertices", p.cut_vertices);
+	add_u64(o, "ranges", p.ranges);
+	add_u64(o, "planned_blocks", p.planned_blocks);
+	add_u64(o, "kept_blocks", p.kept_blocks);
+	add_u64(o, "dropped_blocks", p.dropped_blocks);
+	add_u64(o, "copy_blocks", p.copy_blocks);
+	add_u64(o, "done_blocks", p.done_blocks);
+	add_u64(o, "copied_blocks", p.copied_blocks);
+	add_u64(o, "skipped_ranges", p.skipped_ranges);
+	add_u64(o, "skipped_blocks", p.skipped_blocks);
+	json_object_object_add(o, "seconds", json_object_new_double(p.seconds));
+	if (p.phase == HY_BORG_FAILED)
+		json_object_object_add(o, "error", json_object_new_string(p.error));
+	return o;
+}
+
+struct json_object *hy_fs_progress(void *ctx, struct json_object *req, char *why, size_t why_size)
+{
+	struct hy_fs *fs = ctx;
+
+	(void)req;
+	(void)why;
+	(void)why_size;
+	return progress_json(fs->borg);
+}
+
+struct json_object *hy_fs_borg_status(struct hy_fs *fs)
+{
+	struct json_object *o = json_object_new_object(), *dev;
+	struct hy_device_stats ds;
+	struct hy_borg_info info;
+
+	if (!o)
+		return NULL;
+	hy_borg_get_info(fs->borg, &info);
+	json_object_object_add(o, "path", json_object_new_string(info.path));
+	add_u64(o, "bytes", info.total_blocks * BLOCK);
+	add_u64(o, "read_region_blocks", info.read_blocks);
+	add_u64(o, "generation", info.generation);
+	json_object_object_add(o, "clean_at_mount", json_object_new_boolean(info.was_clean));
+	add_u64(o, "journal_replayed", info.replayed);
+	add_u64(o, "map_files", info.map_files);
+	add_u64(o, "map_extents", info.map_extents);
+	add_u64(o, "map_blocks", info.map_blocks);
+	add_u64(o, "bopt_reads", atomic_load(&fs->engine->bopt_reads));
+	add_u64(o, "released_blocks", atomic_load(&fs->engine->released_blocks));
+	add_u64(o, "stale_files", atomic_load(&fs->engine->stale_files));
+	if (fs->engine->bopt) {
+		dev = json_object_new_object();
+		hy_device_get_stats(fs->engine->bopt, &ds);
+		add_u64(dev, "reads", ds.reads);
+		add_u64(dev, "writes", ds.writes);
+		add_u64(dev, "bytes_read", ds.bytes_read);
+		add_u64(dev, "bytes_written", ds.bytes_written);
+		add_u64(dev, "syncs", ds.syncs);
+		add_u64(dev, "errors", ds.errors);
+		json_object_object_add(o, "device", dev);
+	}
+	json_object_object_add(o, "reorganization", progress_json(fs->borg));
+	return o;
+}
+
+/* ---- explain -------------------------------------------------------- */
+
+struct vertex {
+	uint64_t block, nblocks;
+	double weight;
+};
+
+/* The file's id: the newest files row with its dev, ino and birth. */
+static int file_id_of(sqlite3 *db, const struct stat *st, int64_t birth_ns, uint64_t *id)
+{
+	sqlite3_stmt *q;
+	int rc = -ENOENT;
+
+	if (sqlite3_prepare_v2(db,
+			       "SELECT id FROM files WHERE dev = ?1 AND ino = ?2 AND"
+			       " (birth_ns = ?3 OR ?3 = 0 OR birth_ns = 0) ORDER BY id DESC LIMIT 1",
+			       -1, &q, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, (sqlite3_int64)st->st_dev);
+	sqlite3_bind_int64(q, 2, (sqlite3_int64)st->st_ino);
+	sqlite3_bind_int64(q, 3, birth_ns);
+	if (sqlite3_step(q) == SQLITE_ROW) {
+		*id = (uint64_t)sqlite3_column_int64(q, 0);
+		rc = 0;
+	}
+	sqlite3_finalize(q);
+	return rc;
+}
+
+static int load_vertices(sqlite3 *db, uint64_t id, struct vertex **out, size_t *n)
+{
+	sqlite3_stmt *q;
+	size_t cap = 0;
+	int step;
+
+	*out = NULL;
+	*n = 0;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT block, nblocks, weight FROM graph_vertices WHERE file_id = ?1"
+			       " ORDER BY block",
+			       -1, &q, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_int64(q, 1, (sqlite3_int64)id);
+	while ((step = sqlite3_step(q)) == SQLITE_ROW) {
+		if (*n == cap) {
+			struct vertex *grown;
+
+			cap = cap ? 2 * cap : 64;
+			grown = realloc(*out, cap * sizeof(*grown));
+			if (!grown) {
+				sqlite3_finalize(q);
+				return -ENOMEM;
+			}
+			*out = grown;
+		}
+		(*out)[(*n)++] = (struct vertex){(uint64_t)sqlite3_column_int64(q, 0),
+						 (uint64_t)sqlite3_column_int64(q, 1),
+						 sqlite3_column_double(q, 2)};
+	}
+	sqlite3_finalize(q);
+	return step == SQLITE_DONE ? 0 : -EIO;
+}
+
+/* The heat at @block: the weight of the vertex holding it, or -1. */
+static double heat_at(const struct vertex *v, size_t n, uint64_t block, uint64_t *next_edge)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid].block + v[mid].nblocks <= block)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < n && v[lo].block <= block) {
+		*next_edge = v[lo].block + v[lo].nblocks;
+		return v[lo].weight;
+	}
+	*next_edge = lo < n ? v[lo].block : UINT64_MAX;
+	return -1;
+}
+
+static bool safe_relative(const char *path)
+{
+	const char *p = path;
+
+	if (!*path || *path == '/')
+		return false;
+	while (*p) {
+		const char *end = strchr(p, '/');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+
+		if (len == 2 && p[0] == '.' && p[1] == '.')
+			return false;
+		p += len;
+		while (*p == '/')
+			p++;
+	}
+	return true;
+}
+
+struct json_object *hy_fs_explain(void *ctx, struct json_object *req, char *why, size_t why_size)
+{
+	struct hy_fs *fs = ctx;
+	struct hy_map *map = hy_borg_map(fs->borg);
+	struct json_object *v, *result = NULL, *ranges;
+	struct hy_map_piece *pieces = NULL;
+	struct vertex *vertices = NULL;
+	const char *path;
+	struct statx stx;
+	struct stat st;
+	sqlite3 *db = NULL;
+	uint64_t id = 0, nblocks, listed = 0;
+	size_t nv = 0;
+	int n, rc;
+
+	if (!json_object_object_get_ex(req, "path", &v) || !json_object_is_type(v, json_type_string)) {
+		snprintf(why, why_size, "member \"path\" (a string) is missing");
+		return NULL;
+	}
+	path = json_object_get_string(v);
+	if (!safe_relative(path)) {
+		snprintf(why, why_size, "\"%s\" is not a path inside the mount", path);
+		return NULL;
+	}
+	if (fstatat(fs->inodes->root->fd, path, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+		snprintf(why, why_size, "\"%s\": %s", path, strerror(errno));
+		return NULL;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(why, why_size, "\"%s\" is not a regular file", path);
+		return NULL;
+	}
+	memset(&stx, 0, sizeof(stx));
+	if (statx(fs->inodes->root->fd, path, AT_SYMLINK_NOFOLLOW, STATX_BTIME, &stx) != 0)
+		stx.stx_mask = 0;
+	if (sqlite3_open_v2(fs->db_path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) !=
+	    SQLITE_OK) {
+		snprintf(why, why_size, "state database \"%s\": %s", fs->db_path,
+			 db ? sqlite3_errmsg(db) : "out of memory");
+		goto out;
+	}
+	sqlite3_busy_timeout(db, 5000);
+	rc = file_id_of(db, &st, (stx.stx_mask & STATX_BTIME) ? (int64_t)stx.stx_btime.tv_sec * 1000000000 + stx.stx_btime.tv_nsec : 0, &id);
+	if (rc == 0 && load_vertices(db, id, &vertices, &nv) < 0) {
+		snprintf(why, why_size, "state database \"%s\": cannot read the graph", fs->db_path);
+		goto out;
+	}
+	result = json_object_new_object();
+	ranges = json_object_new_array();
+	if (!result || !ranges) {
+		json_object_put(ranges);
+		goto out;
+	}
+	json_object_object_add(result, "path", json_object_new_string(path));
+	add_u64(result, "file_id", id);
+	add_u64(result, "size", (uint64_t)st.st_size);
+	nblocks = ((uint64_t)st.st_size + BLOCK - 1) / BLOCK;
+	add_u64(result, "blocks", nblocks);
+	json_object_object_add(result, "ranges", ranges);
+	if (nblocks == 0)
+		goto out;
+	if (nblocks > UINT32_MAX)
+		nblocks = UINT32_MAX;
+	/* where: the map's pieces (all home for a file never profiled) */
+	n = id ? hy_map_lookup(map, id, 0, (uint32_t)nblocks, NULL, 0) : 1;
+	pieces = calloc(n > 0 ? (size_t)n : 1, sizeof(*pieces));
+	if (!pieces)
+		goto fail;
+	if (id)
+		n = hy_map_lookup(map, id, 0, (uint32_t)nblocks, pieces, (size_t)n);
+	else
+		pieces[0] = (struct hy_map_piece){0, (uint32_t)nblocks, false, HY_MAP_HOME};
+	/* each piece, cut where the heat changes */
+	for (int i = 0; i < n && listed < EXPLAIN_MAX_RANGES; i++) {
+		uint64_t at = pieces[i].block, end = at + pieces[i].nblocks;
+
+		while (at < end && listed < EXPLAIN_MAX_RANGES) {
+			uint64_t edge, to;
+			double heat = heat_at(vertices, nv, at, &edge);
+			struct json_object *r = json_object_new_object();
+
+			to = edge < end ? edge : end;
+			/* merge neighbours of one heat (no vertex: cold) */
+			while (to < end && heat < 0) {
+				uint64_t e2;
+
+				if (heat_at(vertices, nv, to, &e2) >= 0)
+					break;
+				to = e2 < end ? e2 : end;
+			}
+			if (!r)
+				goto fail;
+			add_u64(r, "first", at);
+			add_u64(r, "count", to - at);
+			json_object_object_add(r, "where",
+					       json_object_new_string(pieces[i].bopt_block ==
+									      HY_MAP_HOME
+								      ? "home"
+								      : "bopt"));
+			if (pieces[i].bopt_block != HY_MAP_HOME)
+				add_u64(r, "bopt_block", pieces[i].bopt_block + (at - pieces[i].block));
+			if (heat >= 0)
+				json_object_object_add(r, "heat", json_object_new_double(heat));
+			json_object_array_add(ranges, r);
+			listed++;
+			at = to;
+		}
+	}
+	if (listed == EXPLAIN_MAX_RANGES)
+		json_object_object_add(result, "truncated", json_object_new_boolean(1));
+	goto out;
+fail:
+	json_object_put(result);
+	result = NULL;
+	snprintf(why, why_size, "out of memory");
+out:
+	free(pieces);
+	free(vertices);
+	sqlite3_close(db);
+	return result;
+}

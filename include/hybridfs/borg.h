@@ -1,0 +1,140 @@
+/*
+ * borg.h - BORG in the daemon: the BOPT, the indirection map and its
+ * journal opened at mount and closed at unmount, and the reconfigurator
+ * that carries a reorganization's plan out while the filesystem is in use.
+ *
+ * What it is for: fs/main.c opens it after mounting (hy_borg_open) and
+ * puts the map in the engine's read and write paths; `hybridctl
+ * reorganize` asks the control server for a reorganization, which runs on
+ * a named thread, "hy-reconfig":
+ *   1. plan (reorganize.h): analyzer and planner over the access log, for
+ *      the BOPT's read region; the graph, the run and the plan are saved;
+ *   2. drop: extents the plan does not keep leave the map (journaled,
+ *      durable), then a barrier (every engine gate taken once) waits out
+ *      reads that may still use their old BOPT blocks, so those blocks can
+ *      be written again;
+ *   3. copy, in plan order: each range's home file is found (the files
+ *      table's dev/ino/birth, searched for in the backing tree), clipped
+ *      to its whole blocks, read and written to the BOPT; once a batch is
+ *      durable (fdatasync of the BOPT), each range is committed under its
+ *      file's engine gate, held exclusive: if no write, truncation or copy
+ *      of the file began since the range was read, and its ctime is the
+ *      same, the relocation and the file's stamp are journaled and the map
+ *      changed; otherwise the copy is thrown away (counted as skipped).
+ *      So a block's map entry changes only after its new copy is durable,
+ *      every block has one current location at every moment (DESIGN.md
+ *      invariant 6), and a write that races a copy is never lost;
+ *   4. checkpoint: the map saved into the state database with the engine
+ *      quiesced, the journal emptied.
+ * The copy is rate-limited (reorg_rate=, bytes per second) and yields
+ * (sleeps a little) whenever the mount served requests during the last
+ * chunk. A reorganization stopped by unmount or a crash leaves a
+ * consistent map: what was committed stays, the rest is home.
+ *
+ * At open: the BOPT is made when missing (a new generation: a map saved
+ * for an earlier BOPT is refused and the map starts empty), made again
+ * when bopt_size= asks for another size, and checked; the map is loaded
+ * and the journal replayed. A journal that fails replay (damaged in the
+ * middle) is set aside as bopt-map.journal.damaged and the map starts
+ * empty: home copies are always current, so nothing is lost but the
+ * layout.
+ *
+ * Who calls it: fs/main.c (open, close), the control handlers in fs/main.c
+ * (reorganize, progress), fs/status.c and fs/explain.c (info, map).
+ *
+ * Memory: struct hy_borg owns the BOPT, the map, the journal, its SQLite
+ * connection and its thread; the engine borrows the first three between
+ * open and close. Locks: borg->lock guards the progress and the thread's
+ * state; it is never held across I/O. The reconfigurator takes the
+ * engine's gates as engine.h says.
+ */
+#ifndef HYBRIDFS_BORG_H
+#define HYBRIDFS_BORG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hybridfs/reorganize.h"
+
+struct hy_engine;
+struct hy_map;
+
+#define HY_BORG_DAMAGED_SUFFIX ".damaged"
+
+struct hy_borg_config {
+	const char *state_dir, *db_path, *uuid;
+	const char *backing;   /* the backing directory, absolute, for the file search */
+	int root_fd;	       /* its descriptor (borrowed) */
+	const char *bopt_spec; /* bopt=: NULL for STATE/bopt */
+	bool bopt_given;       /* bopt= or bopt_size= was given */
+	uint64_t bopt_size;    /* bytes, for a BOPT file */
+	uint64_t rate;	       /* bytes per second a copy may take; 0: no limit */
+	struct hy_engine *engine;
+	/* a counter of the mount's requests, to yield to them (may be NULL) */
+	uint64_t (*activity)(void *ctx);
+	void *activity_ctx;
+};
+
+enum hy_borg_phase {
+	HY_BORG_IDLE,
+	HY_BORG_PLANNING,
+	HY_BORG_DROPPING,
+	HY_BORG_COPYING,
+	HY_BORG_CHECKPOINTING,
+	HY_BORG_DONE,
+	HY_BORG_FAILED,
+};
+
+struct hy_borg_progress {
+	enum hy_borg_phase phase;
+	uint64_t run;	     /* reorganizations started since mount */
+	uint64_t generation; /* the plan's */
+	uint64_t requests, vertices, edges, cut_vertices; /* the analyzer's */
+	uint64_t ranges, planned_blocks;		   /* the plan's */
+	uint64_t kept_blocks, dropped_blocks;		   /* the diff's */
+	uint64_t copy_blocks;				   /* to copy */
+	uint64_t done_blocks;	 /* of copy_blocks: copied or skipped so far */
+	uint64_t copied_blocks;	 /* committed into the BOPT */
+	uint64_t skipped_ranges; /* files gone, changed during the copy, clipped */
+	uint64_t skipped_blocks;
+	double seconds;	 /* since the run started */
+	char error[512]; /* HY_BORG_FAILED: why */
+};
+
+struct hy_borg_info {
+	char path[4096];
+	uint64_t generation;
+	uint64_t total_blocks, read_blocks, write_blocks;
+	bool was_clean; /* the last unmount was clean */
+	uint64_t replayed; /* journal records applied at open */
+	uint64_t map_files, map_extents, map_blocks;
+};
+
+struct hy_borg;
+
+/* Opens (making it when needed) the BOPT, loads the map and replays the
+ * journal, and puts them in the engine. Returns 0 or a negative errno with
+ * a message; -ENOSPC when a BOPT file cannot be allocated. */
+int hy_borg_open(const struct hy_borg_config *config, struct hy_borg **out, char *why,
+		 size_t why_size);
+
+/* Starts a reorganization with @params (capacity_blocks 0: the whole read
+ * region; more is refused; save is forced on). -EBUSY when one is running,
+ * with a message. */
+int hy_borg_reorganize(struct hy_borg *borg, const struct hy_reorganize_params *params, char *why,
+		       size_t why_size);
+
+void hy_borg_get_progress(struct hy_borg *borg, struct hy_borg_progress *out);
+void hy_borg_get_info(struct hy_borg *borg, struct hy_borg_info *out);
+const char *hy_borg_phase_name(enum hy_borg_phase phase);
+
+/* The map, for explain (lookups only). */
+struct hy_map *hy_borg_map(struct hy_borg *borg);
+
+/* Stops a running reorganization (between chunks), checkpoints the map,
+ * marks the BOPT clean, takes the map out of the engine and frees it all.
+ * Call with no request in flight. */
+void hy_borg_close(struct hy_borg *borg);
+
+#endif

@@ -1,0 +1,1105 @@
+/* borg.c - see include/hybridfs/borg.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "hybridfs/bopt.h"
+#include "hybridfs/borg.h"
+#include "hybridfs/device.h"
+#include "hybridfs/engine.h"
+#include "hybridfs/log.h"
+#include "hybridfs/map.h"
+#include "hybridfs/map_journal.h"
+#include "hybridfs/state.h"
+
+#define BLOCK 4096
+/* A copy unit: at most this many blocks are read and written at once. */
+#define CHUNK_BLOCKS 256
+/* Copies made durable with one fdatasync of the BOPT, then committed. */
+#define BATCH_BYTES (8u << 20)
+/* How long the copy sleeps when the mount was busy during the last chunk. */
+#define YIELD_NS 2000000
+
+struct hy_borg {
+	struct hy_borg_config config;
+	char *state_dir, *db_path, *uuid, *backing;
+	struct hy_bopt *bopt;
+	struct hy_map *map;
+	struct hy_map_journal *journal;
+	sqlite3 *db; /* the reconfigurator's; used by one thread at a time */
+	bool was_clean;
+	uint64_t replayed;
+
+	pthread_mutex_t lock; /* guards what follows */
+	struct hy_borg_progress progress;
+	struct hy_reorganize_params params;
+	bool running, stop, joinable;
+	uint64_t runs;
+	pthread_t thread;
+	struct timespec started;
+};
+
+static int64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static char *join_path(const char *dir, const char *name)
+{
+	char *p = NULL;
+
+	if (asprintf(&p, "%s/%s", dir, name) < 0)
+		return NULL;
+	return p;
+}
+
+/* ---- open and close ------------------------------------------------- */
+
+/* Makes a BOPT file of the configured size at @path, with a generation no
+ * saved map can have (the time), and opens it. */
+static int make_bopt(struct hy_borg *b, const char *path, char *why, size_t why_size)
+{
+	uint64_t size = b->config.bopt_size;
+	int rc;
+
+	/* one block of header, one of write buffer (kept for assimilated
+	 * writes, not used yet), the rest read region */
+	rc = hy_bopt_create(path, b->uuid, size, size - 2 * BLOCK, false, why, why_size);
+	if (rc)
+		return rc;
+	rc = hy_bopt_open(path, b->uuid, &b->bopt, why, why_size);
+	if (rc)
+		return rc;
+	rc = hy_bopt_set_generation(b->bopt, (uint64_t)now_ns());
+	if (rc)
+		snprintf(why, why_size, "bopt: \"%s\": cannot write its generation: %s", path,
+			 strerror(-rc));
+	return rc;
+}
+
+static int open_bopt(struct hy_borg *b, char *why, size_t why_size)
+{
+	char path[4096];
+	struct stat st;
+	bool default_place = !b->config.bopt_spec;
+	int rc;
+
+	if (default_place) {
+		snprintf(path, sizeof(path), "%s/%s", b->state_dir, "bopt");
+	} else {
+		rc = hy_bopt_resolve(b->config.bopt_spec, path, sizeof(path), why, why_size);
+		if (rc)
+			return rc;
+	}
+	if (stat(path, &st) < 0) {
+		if (errno != ENOENT) {
+			rc = -errno;
+			snprintf(why, why_size, "bopt: cannot look at \"%s\": %s", path,
+				 strerror(-rc));
+			return rc;
+		}
+		hy_log(LOG_NOTICE, "bopt: making \"%s\" (%" PRIu64 " bytes)", path,
+		       b->config.bopt_size);
+		return make_bopt(b, path, why, why_size);
+	}
+	rc = hy_bopt_open(path, b->uuid, &b->bopt, why, why_size);
+	if (rc) {
+		/* Our own file in the state folder, damaged: home copies are
+		 * current, so it is made again rather than refusing the mount. */
+		if (!default_place || (rc != -EUCLEAN && rc != -EPROTO))
+			return rc;
+		hy_log(LOG_WARNING, "%s; making it again (its copies are dropped)", why);
+		return make_bopt(b, path, why, why_size);
+	}
+	if (S_ISREG(st.st_mode) && b->config.bopt_given &&
+	    b->bopt->header.total_blocks * BLOCK != (b->config.bopt_size / BLOCK) * BLOCK) {
+		hy_log(LOG_NOTICE,
+		       "bopt: \"%s\" has %" PRIu64 " bytes, bopt_size asks for %" PRIu64
+		       "; making it again (its copies are dropped)",
+		       path, b->bopt->header.total_blocks * BLOCK, b->config.bopt_size);
+		hy_bopt_close(b->bopt);
+		b->bopt = NULL;
+		return make_bopt(b, path, why, why_size);
+	}
+	return 0;
+}
+
+/* A journal that fails replay is set aside; the map starts empty. */
+static int reset_journal(struct hy_borg *b, const char *path, const char *failure, char *why,
+			 size_t why_size)
+{
+	char damaged[4200];
+	uint64_t generation = b->bopt->header.generation;
+	int rc;
+
+	snprintf(damaged, sizeof(damaged), "%s%s", path, HY_BORG_DAMAGED_SUFFIX);
+	hy_log(LOG_ERR,
+	       "%s; it is kept as \"%s\" and every BOPT copy is dropped (home copies are current, "
+	       "nothing is lost)",
+	       failure, damaged);
+	if (rename(path, damaged) < 0) {
+		rc = -errno;
+		snprintf(why, why_size, "cannot set the damaged map journal \"%s\" aside: %s", path,
+			 strerror(-rc));
+		return rc;
+	}
+	hy_map_free(b->map);
+	b->map = NULL;
+	rc = hy_map_new(&b->map);
+	if (rc) {
+		snprintf(why, why_size, "out of memory");
+		return rc;
+	}
+	rc = hy_map_journal_open(path, generation, 0, b->map, &b->journal, NULL, why, why_size);
+	if (rc)
+		return rc;
+	return hy_map_journal_checkpoint(b->journal, b->map, b->db, why, why_size);
+}
+
+static int open_map(struct hy_borg *b, char *why, size_t why_size)
+{
+	uint64_t generation = b->bopt->header.generation;
+	char failure[1024];
+	uint32_t epoch = 0;
+	char *path;
+	int rc;
+
+	rc = hy_map_new(&b->map);
+	if (rc) {
+		snprintf(why, why_size, "out of memory");
+		return rc;
+	}
+	rc = hy_map_load(b->map, b->db, generation, &epoch, why, why_size);
+	if (rc == -ESTALE) {
+		hy_log(LOG_NOTICE, "%s: the BOPT was made anew, the map starts empty", why);
+		epoch = 0;
+	} else if (rc) {
+		return rc;
+	}
+	path = join_path(b->state_dir, HY_MAP_JOURNAL_NAME);
+	if (!path) {
+		snprintf(why, why_size, "out of memory");
+		return -ENOMEM;
+	}
+	rc = hy_map_journal_open(path, generation, epoch, b->map, &b->journal, &b->replayed,
+				 failure, sizeof(failure));
+	if (rc == -EUCLEAN)
+		rc = reset_journal(b, path, failure, why, why_size);
+	else if (rc)
+		snprintf(why, why_size, "%s", failure);
+	free(path);
+	return rc;
+}
+
+int hy_borg_open(const struct hy_borg_config *config, struct hy_borg **out, char *why,
+		 size_t why_size)
+{
+	struct hy_borg *b = calloc(1, sizeof(*b));
+	int rc;
+
+	*out = NULL;
+	if (!b) {
+		snprintf(why, why_size, "out of memory");
+		return -ENOMEM;
+	}
+	b->config = *config;
+	b->state_dir = strdup(config->state_dir);
+	b->db_path = strdup(config->db_path);
+	b->uuid = strdup(config->uuid);
+	b->backing = strdup(config->backing);
+	if (!b->state_dir || !b->db_path || !b->uuid || !b->backing ||
+	    pthread_mutex_init(&b->lock, NULL) != 0) {
+		free(b->state_dir), free(b->db_path), free(b->uuid), free(b->backing);
+		free(b);
+		snprintf(why, why_size, "out of memory");
+		return -ENOMEM;
+	}
+	b->config.state_dir = b->state_dir;
+	b->config.db_path = b->db_path;
+	b->config.uuid = b->uuid;
+	b->config.backing = b->backing;
+	b->config.bopt_spec = NULL; /* used only here, below */
+	if (sqlite3_open_v2(config->db_path, &b->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+			    NULL) != SQLITE_OK) {
+		snprintf(why, why_size, "state database \"%s\": %s", config->db_path,
+			 b->db ? sqlite3_errmsg(b->db) : "out of memory");
+		rc = -EIO;
+		goto fail;
+	}
+	sqlite3_busy_timeout(b->db, 10000);
+	b->config.bopt_spec = config->bopt_spec;
+	rc = open_bopt(b, why, why_size);
+	b->config.bopt_spec = NULL;
+	if (rc)
+		goto fail;
+	b->was_clean = b->bopt->header.clean_shutdown;
+	rc = open_map(b, why, why_size);
+	if (rc)
+		goto fail;
+	rc = hy_bopt_set_clean(b->bopt, false);
+	if (rc) {
+		snprintf(why, why_size, "bopt: \"%s\": cannot write its header: %s", b->bopt->path,
+			 strerror(-rc));
+		goto fail;
+	}
+	hy_engine_set_bopt(config->engine, b->map, b->bopt->device, hy_bopt_read_offset(b->bopt, 0),
+			   b->journal);
+	if (!b->was_clean)
+		hy_log(LOG_NOTICE,
+		       "bopt: \"%s\" was not closed cleanly; the map comes from its last "
+		       "checkpoint and %" PRIu64 " journal records",
+		       b->bopt->path, b->replayed);
+	*out = b;
+	return 0;
+fail:
+	hy_map_journal_close(b->journal);
+	hy_map_free(b->map);
+	hy_bopt_close(b->bopt);
+	sqlite3_close(b->db);
+	pthread_mutex_destroy(&b->lock);
+	free(b->state_dir), free(b->db_path), free(b->uuid), free(b->backing);
+	free(b);
+	return rc;
+}
+
+/* Saves the map while nothing changes it. */
+static int checkpoint(struct hy_borg *b, char *why, size_t why_size)
+{
+	int rc;
+
+	hy_engine_quiesce(b->config.engine);
+	rc = hy_map_journal_checkpoint(b->journal, b->map, b->db, why, why_size);
+	hy_engine_resume(b->config.engine);
+	return rc;
+}
+
+void hy_borg_close(struct hy_borg *b)
+{
+	char why[1024];
+	bool joinable;
+
+	if (!b)
+		return;
+	pthread_mutex_lock(&b->lock);
+	b->stop = true;
+	joinable = b->joinable;
+	pthread_mutex_unlock(&b->lock);
+	if (joinable)
+		pthread_join(b->thread, NULL);
+	if (checkpoint(b, why, sizeof(why)) < 0)
+		hy_log(LOG_ERR, "the map's checkpoint at unmount failed: %s; the journal keeps it",
+		       why);
+	else if (hy_bopt_set_clean(b->bopt, true) < 0)
+		hy_log(LOG_ERR, "bopt: \"%s\": cannot mark it clean", b->bopt->path);
+	hy_engine_set_bopt(b->config.engine, NULL, NULL, 0, NULL);
+	hy_map_journal_close(b->journal);
+	hy_map_free(b->map);
+	hy_bopt_close(b->bopt);
+	sqlite3_close(b->db);
+	pthread_mutex_destroy(&b->lock);
+	free(b->state_dir), free(b->db_path), free(b->uuid), free(b->backing);
+	free(b);
+}
+
+/* ---- progress ------------------------------------------------------- */
+
+const char *hy_borg_phase_name(enum hy_borg_phase phase)
+{
+	static const char *const names[] = {
+		[HY_BORG_IDLE] = "idle",	  [HY_BORG_PLANNING] = "planning",
+		[HY_BORG_DROPPING] = "dropping", [HY_BORG_COPYING] = "copying",
+		[HY_BORG_CHECKPOINTING] = "checkpointing", [HY_BORG_DONE] = "done",
+		[HY_BORG_FAILED] = "failed",
+	};
+
+	return (unsigned)phase < sizeof(names) / sizeof(names[0]) ? names[phase] : "?";
+}
+
+static double seconds_since(const struct timespec *t0)
+{
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+void hy_borg_get_progress(struct hy_borg *b, struct hy_borg_progress *out)
+{
+	pthread_mutex_lock(&b->lock);
+	*out = b->progress;
+	if (b->running)
+		out->seconds = seconds_since(&b->started);
+	pthread_mutex_unlock(&b->lock);
+}
+
+void hy_borg_get_info(struct hy_borg *b, struct hy_borg_info *out)
+{
+	struct hy_map_stats stats;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(out->path, sizeof(out->path), "%s", b->bopt->path);
+	out->generation = b->bopt->header.generation;
+	out->total_blocks = b->bopt->header.total_blocks;
+	out->read_blocks = b->bopt->header.read_blocks;
+	out->write_blocks = b->bopt->header.write_blocks;
+	out->was_clean = b->was_clean;
+	out->replayed = b->replayed;
+	hy_map_get_stats(b->map, &stats);
+	out->map_files = stats.files;
+	out->map_extents = stats.extents;
+	out->map_blocks = stats.blocks;
+}
+
+struct hy_map *hy_borg_map(struct hy_borg *b)
+{
+	return b->map;
+}
+
+static bool stopping(struct hy_borg *b)
+{
+	bool stop;
+
+	pthread_mutex_lock(&b->lock);
+	stop = b->stop;
+	pthread_mutex_unlock(&b->lock);
+	return stop;
+}
+
+static void set_phase(struct hy_borg *b, enum hy_borg_phase phase)
+{
+	pthread_mutex_lock(&b->lock);
+	b->progress.phase = phase;
+	pthread_mutex_unlock(&b->lock);
+}
+
+/* ---- finding home files --------------------------------------------- */
+
+struct wanted {
+	uint64_t file_id;
+	uint64_t dev, ino;
+	int64_t birth_ns;
+	char *path; /* relative to the backing directory, once found */
+	int fd;	    /* open for the copy, or -1 */
+};
+
+struct search {
+	struct wanted *w; /* sorted by (dev, ino) */
+	size_t n, found;
+	size_t backing_len;
+	dev_t state_dev;
+	ino_t state_ino;
+	bool have_state;
+};
+
+/* nftw() has no argument for its callback; one search runs at a time (the
+ * reconfigurator thread is the only caller, and only one runs). */
+static struct search *current_search;
+
+static int by_dev_ino(const void *a, const void *b)
+{
+	const struct wanted *x = a, *y = b;
+
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+static int visit(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	struct search *s = current_search;
+	struct wanted key, *hit;
+
+	(void)ftw;
+	if (type == FTW_D && s->have_state && st->st_dev == s->state_dev &&
+	    st->st_ino == s->state_ino)
+		return FTW_SKIP_SUBTREE; /* the state folder: the BOPT, the database */
+	if (type != FTW_F || !S_ISREG(st->st_mode))
+		return FTW_CONTINUE;
+	key.dev = (uint64_t)st->st_dev;
+	key.ino = (uint64_t)st->st_ino;
+	hit = bsearch(&key, s->w, s->n, sizeof(*s->w), by_dev_ino);
+	if (!hit || hit->path)
+		return FTW_CONTINUE;
+	hit->path = strdup(path + s->backing_len + 1);
+	if (hit->path && ++s->found == s->n)
+		return FTW_STOP;
+	return FTW_CONTINUE;
+}
+
+static pthread_mutex_t search_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int by_id(const void *a, const void *b)
+{
+	const struct wanted *x = a, *y = b;
+
+	return x->file_id < y->file_id ? -1 : x->file_id > y->file_id;
+}
+
+/* The files of @ids (sorted, unique) with their identity from the files
+ * table and their place in the backing tree, found by one walk of it. */
+static int find_files(struct hy_borg *b, const uint64_t *ids, size_t n, struct search *s,
+		      char *why, size_t why_size)
+{
+	sqlite3_stmt *st;
+	struct stat sst;
+	size_t k = 0;
+	int rc = 0;
+
+	memset(s, 0, sizeof(*s));
+	s->w = calloc(n ? n : 1, sizeof(*s->w));
+	if (!s->w) {
+		snprintf(why, why_size, "out of memory for %zu files", n);
+		return -ENOMEM;
+	}
+	if (sqlite3_prepare_v2(b->db, "SELECT dev, ino, birth_ns FROM files WHERE id = ?1", -1,
+			       &st, NULL) != SQLITE_OK) {
+		snprintf(why, why_size, "state database: %s", sqlite3_errmsg(b->db));
+		return hy_state_errno(sqlite3_errcode(b->db));
+	}
+	for (size_t i = 0; i < n; i++) {
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)ids[i]);
+		if (sqlite3_step(st) == SQLITE_ROW) {
+			s->w[k].file_id = ids[i];
+			s->w[k].dev = (uint64_t)sqlite3_column_int64(st, 0);
+			s->w[k].ino = (uint64_t)sqlite3_column_int64(st, 1);
+			s->w[k].birth_ns = sqlite3_column_int64(st, 2);
+			s->w[k].fd = -1;
+			k++;
+		}
+		sqlite3_reset(st);
+	}
+	sqlite3_finalize(st);
+	s->n = k;
+	qsort(s->w, s->n, sizeof(*s->w), by_dev_ino);
+	s->backing_len = strlen(b->backing);
+	while (s->backing_len > 1 && b->backing[s->backing_len - 1] == '/')
+		s->backing_len--;
+	if (stat(b->state_dir, &sst) == 0) {
+		s->have_state = true;
+		s->state_dev = sst.st_dev;
+		s->state_ino = sst.st_ino;
+	}
+	if (s->n == 0)
+		return 0;
+	pthread_mutex_lock(&search_lock);
+	current_search = s;
+	if (nftw(b->backing, visit, 64, FTW_PHYS | FTW_MOUNT | FTW_ACTIONRETVAL) < 0) {
+		rc = -errno;
+		snprintf(why, why_size, "cannot search \"%s\" for the planned files: %s",
+			 b->backing, strerror(-rc));
+	}
+	current_search = NULL;
+	pthread_mutex_unlock(&search_lock);
+	/* from now on the copy looks files up by id */
+	qsort(s->w, s->n, sizeof(*s->w), by_id);
+	return rc;
+}
+
+static void search_free(struct search *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		free(s->w[i].path);
+		if (s->w[i].fd >= 0)
+			close(s->w[i].fd);
+	}
+	free(s->w);
+	memset(s, 0, sizeof(*s));
+}
+
+static struct wanted *wanted_by_id(const struct search *s, uint64_t file_id)
+{
+	struct wanted key = {.file_id = file_id};
+
+	return bsearch(&key, s->w, s->n, sizeof(*s->w), by_id);
+}
+
+/* Opens @w's file read-only and checks it is the same file (dev, ino and
+ * birth): -ENOENT when it is gone or another. */
+static int open_home(struct hy_borg *b, const struct wanted *w, int *fd_out)
+{
+	struct statx stx;
+	int fd;
+
+	if (!w || !w->path)
+		return -ENOENT;
+	fd = openat(b->config.root_fd, w->path, O_RDONLY | O_NOATIME | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == EPERM) /* O_NOATIME on a file we do not own */
+		fd = openat(b->config.root_fd, w->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_INO | STATX_BTIME, &stx) != 0 ||
+	    (uint64_t)makedev(stx.stx_dev_major, stx.stx_dev_minor) != w->dev || stx.stx_ino != w->ino ||
+	    ((stx.stx_mask & STATX_BTIME) && w->birth_ns &&
+	     (int64_t)stx.stx_btime.tv_sec * 1000000000 + stx.stx_btime.tv_nsec != w->birth_ns)) {
+		close(fd);
+		return -ENOENT;
+	}
+	*fd_out = fd;
+	return 0;
+}
+
+/* ---- the reconfigurator --------------------------------------------- */
+
+/* A range read and written to the BOPT, waiting for its commit. */
+struct pending {
+	uint64_t file_id;
+	uint64_t block;
+	uint32_t nblocks;
+	uint64_t bopt_block;
+	int fd;		  /* the home file, borrowed from the open-file cache */
+	uint64_t changes; /* the file's gate count when it was read */
+	int64_t stamp;	  /* its ctime then */
+};
+
+struct copier {
+	struct hy_borg *b;
+	struct search files;
+	size_t open;	    /* home files open now (their wanted.fd) */
+	struct pending *pending;
+	size_t npending, cap;
+	uint64_t batch_bytes;
+	unsigned char *buf;
+	/* pacing */
+	struct timespec t0;
+	uint64_t bytes;
+	uint64_t activity;
+};
+
+static void progress_add(struct hy_borg *b, uint64_t done, uint64_t copied, uint64_t skipped_ranges,
+			 uint64_t skipped_blocks)
+{
+	pthread_mutex_lock(&b->lock);
+	b->progress.done_blocks += done;
+	b->progress.copied_blocks += copied;
+	b->progress.skipped_ranges += skipped_ranges;
+	b->progress.skipped_blocks += skipped_blocks;
+	pthread_mutex_unlock(&b->lock);
+}
+
+static int ctime_of(int fd, int64_t *out)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) != 0)
+		return -errno;
+	*out = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+	return 0;
+}
+
+/* Commits the batch: the BOPT made durable once, then each range under its
+ * file's gate (exclusive) if nothing changed the file since it was read. */
+static int commit_batch(struct copier *c, char *why, size_t why_size)
+{
+	struct hy_borg *b = c->b;
+	struct hy_engine *engine = b->config.engine;
+	uint64_t ticket = 0;
+	int rc;
+
+	if (c->npending == 0)
+		return 0;
+	rc = hy_device_sync(b->bopt->device, 0, true);
+	if (rc) {
+		snprintf(why, why_size, "bopt: \"%s\": cannot make the copies durable: %s",
+			 b->bopt->path, strerror(-rc));
+		return rc;
+	}
+	for (size_t i = 0; i < c->npending; i++) {
+		struct pending *p = &c->pending[i];
+		struct hy_map_journal_record rec = {.file_id = p->file_id};
+		struct hy_map_extent e = {p->file_id, p->block, p->nblocks, false, p->bopt_block,
+					  p->stamp};
+		int64_t stamp = 0, old;
+		bool ok;
+
+		hy_engine_gate_lock(engine, p->file_id);
+		ok = hy_engine_gate_changes(engine, p->file_id) == p->changes &&
+		     ctime_of(p->fd, &stamp) == 0 && stamp == p->stamp;
+		if (ok && hy_map_get_stamp(b->map, p->file_id, &old) == 0 && old != p->stamp) {
+			/* the file's earlier copies were made under another
+			 * ctime: they are not to be trusted with this one's */
+			rec.type = HY_MJ_RELEASE;
+			rec.block = 0;
+			rec.nblocks = UINT32_MAX;
+			rc = hy_map_journal_append(b->journal, &rec);
+			if (rc == 0 && hy_map_release(b->map, p->file_id, 0, UINT64_MAX) < 0)
+				rc = -EIO;
+		}
+		if (ok && rc == 0) {
+			rec.type = HY_MJ_RELOCATE;
+			rec.block = p->block;
+			rec.nblocks = p->nblocks;
+			rec.bopt_block = p->bopt_block;
+			rc = hy_map_journal_write(b->journal, &rec, &ticket);
+			if (rc == 0) {
+				rec.type = HY_MJ_STAMP;
+				rec.block = (uint64_t)p->stamp;
+				rec.nblocks = 0;
+				rec.bopt_block = 0;
+				rc = hy_map_journal_write(b->journal, &rec, &ticket);
+			}
+			if (rc == 0) {
+				int r = hy_map_relocate(b->map, &e);
+
+				if (r) {
+					/* the diff keeps this from happening; if it did,
+					 * the journal's relocate is undone by a release */
+					hy_log(LOG_ERR,
+					       "reorganize: file %" PRIu64 " block %" PRIu64
+					       ": the map refused the relocation: %s",
+					       p->file_id, p->block, strerror(-r));
+					rec.type = HY_MJ_RELEASE;
+					rec.block = p->block;
+					rec.nblocks = p->nblocks;
+					rc = hy_map_journal_write(b->journal, &rec, &ticket);
+					ok = false;
+				}
+			}
+		}
+		hy_engine_gate_unlock(engine, p->file_id);
+		if (rc) {
+			snprintf(why, why_size, "the map journal failed: %s", strerror(-rc));
+			return rc;
+		}
+		if (ok)
+			progress_add(b, 0, p->nblocks, 0, 0);
+		else
+			progress_add(b, 0, 0, 1, p->nblocks);
+	}
+	c->npending = 0;
+	c->batch_bytes = 0;
+	if (ticket) {
+		rc = hy_map_journal_wait(b->journal, ticket);
+		if (rc) {
+			snprintf(why, why_size, "the map journal failed: %s", strerror(-rc));
+			return rc;
+		}
+	}
+	return 0;
+}
+
+/* Keeps the copy under the rate, and out of the way of the mount's users. */
+static void pace(struct copier *c, uint64_t bytes)
+{
+	struct hy_borg *b = c->b;
+	uint64_t activity;
+
+	c->bytes += bytes;
+	if (b->config.rate) {
+		double due = (double)c->bytes / (double)b->config.rate, now = seconds_since(&c->t0);
+
+		if (due > now) {
+			double wait = due - now;
+			struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
+
+			nanosleep(&ts, NULL);
+		}
+	}
+	if (b->config.activity) {
+		activity = b->config.activity(b->config.activity_ctx);
+		if (activity != c->activity) {
+			struct timespec ts = {0, YIELD_NS};
+
+			c->activity = activity;
+			nanosleep(&ts, NULL);
+		}
+	}
+}
+
+/* Home files stay open while their copies wait for the commit (which
+ * compares their ctime); at most MAX_OPEN at once, then the batch is
+ * committed and they are closed. Returns the descriptor, -ENOENT when the
+ * file is gone, or the commit's error. */
+#define MAX_OPEN 64
+
+static int home_fd(struct copier *c, uint64_t file_id, char *why, size_t why_size)
+{
+	struct wanted *w = wanted_by_id(&c->files, file_id);
+	int fd = -1, rc;
+
+	if (!w)
+		return -ENOENT;
+	if (w->fd >= 0)
+		return w->fd;
+	if (c->open == MAX_OPEN) {
+		rc = commit_batch(c, why, why_size);
+		if (rc)
+			return rc;
+		for (size_t i = 0; i < c->files.n; i++) {
+			if (c->files.w[i].fd >= 0) {
+				close(c->files.w[i].fd);
+				c->files.w[i].fd = -1;
+			}
+		}
+		c->open = 0;
+	}
+	rc = open_home(c->b, w, &fd);
+	if (rc)
+		return -ENOENT;
+	w->fd = fd;
+	c->open++;
+	return fd;
+}
+
+/* Reads one chunk home and writes it to the BOPT; queues its commit. */
+static int copy_chunk(struct copier *c, uint64_t file_id, uint64_t block, uint32_t nblocks,
+		      uint64_t bopt_block, char *why, size_t why_size)
+{
+	struct hy_borg *b = c->b;
+	struct hy_engine *engine = b->config.engine;
+	struct pending p = {file_id, block, nblocks, bopt_block, -1, 0, 0};
+	size_t len = (size_t)nblocks * BLOCK;
+	struct stat st;
+	ssize_t n;
+	int fd, rc;
+
+	fd = home_fd(c, file_id, why, why_size);
+	if (fd < 0 && fd != -ENOENT)
+		return fd;
+	if (fd < 0) {
+		progress_add(b, nblocks, 0, 1, nblocks);
+		return 0; /* gone, or another file now */
+	}
+	/* whole blocks of data only: never the last partial block */
+	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size / BLOCK <= block) {
+		progress_add(b, nblocks, 0, 1, nblocks);
+		return 0;
+	}
+	if ((uint64_t)st.st_size / BLOCK < block + nblocks) {
+		uint32_t keep = (uint32_t)((uint64_t)st.st_size / BLOCK - block);
+
+		progress_add(b, nblocks - keep, 0, 1, nblocks - keep);
+		nblocks = keep;
+		p.nblocks = keep;
+		len = (size_t)nblocks * BLOCK;
+	}
+	/* what the commit will compare with: no change may begin between
+	 * this and the read below without moving the count */
+	hy_engine_gate_lock(engine, file_id);
+	p.changes = hy_engine_gate_changes(engine, file_id);
+	rc = ctime_of(fd, &p.stamp);
+	hy_engine_gate_unlock(engine, file_id);
+	if (rc) {
+		progress_add(b, nblocks, 0, 1, nblocks);
+		return 0;
+	}
+	n = hy_device_read(engine->backing, fd, c->buf, len, (off_t)(block * BLOCK));
+	if (n != (ssize_t)len) {
+		progress_add(b, nblocks, 0, 1, nblocks); /* shrank meanwhile */
+		return 0;
+	}
+	n = hy_device_write(b->bopt->device, 0, c->buf, len,
+			    (off_t)hy_bopt_read_offset(b->bopt, bopt_block));
+	if (n != (ssize_t)len) {
+		rc = n < 0 ? (int)n : -EIO;
+		snprintf(why, why_size, "bopt: \"%s\": cannot write block %" PRIu64 ": %s",
+			 b->bopt->path, bopt_block, strerror(-rc));
+		return rc;
+	}
+	if (c->npending == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 64;
+		struct pending *grown = realloc(c->pending, cap * sizeof(*grown));
+
+		if (!grown) {
+			snprintf(why, why_size, "out of memory");
+			return -ENOMEM;
+		}
+		c->pending = grown;
+		c->cap = cap;
+	}
+	p.fd = fd;
+	c->pending[c->npending++] = p;
+	c->batch_bytes += len;
+	progress_add(b, nblocks, 0, 0, 0);
+	pace(c, len);
+	if (c->batch_bytes >= BATCH_BYTES)
+		return commit_batch(c, why, why_size);
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int copy_all(struct hy_borg *b, const struct hy_reorganize_diff *diff, char *why,
+		    size_t why_size)
+{
+	struct copier c = {.b = b};
+	uint64_t *ids = malloc((diff->ncopy ? diff->ncopy : 1) * sizeof(*ids));
+	size_t nids = 0;
+	int rc = 0;
+
+	c.buf = malloc((size_t)CHUNK_BLOCKS * BLOCK);
+	if (!ids || !c.buf) {
+		free(ids);
+		free(c.buf);
+		snprintf(why, why_size, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < diff->ncopy; i++)
+		ids[nids++] = diff->copy[i].file_id;
+	qsort(ids, nids, sizeof(*ids), cmp_u64);
+	{
+		size_t u = 0;
+
+		for (size_t i = 0; i < nids; i++)
+			if (u == 0 || ids[u - 1] != ids[i])
+				ids[u++] = ids[i];
+		nids = u;
+	}
+	rc = find_files(b, ids, nids, &c.files, why, why_size);
+	free(ids);
+	clock_gettime(CLOCK_MONOTONIC, &c.t0);
+	if (b->config.activity)
+		c.activity = b->config.activity(b->config.activity_ctx);
+	for (size_t i = 0; i < diff->ncopy && rc == 0; i++) {
+		const struct hy_reorganize_range *r = &diff->copy[i];
+
+		for (uint64_t at = 0; at < r->nblocks && rc == 0; at += CHUNK_BLOCKS) {
+			uint64_t n = r->nblocks - at < CHUNK_BLOCKS ? r->nblocks - at : CHUNK_BLOCKS;
+
+			if (stopping(b)) {
+				rc = -ECANCELED;
+				snprintf(why, why_size, "stopped: the filesystem is being unmounted");
+				break;
+			}
+			rc = copy_chunk(&c, r->file_id, r->block + at, (uint32_t)n,
+					r->bopt_block + at, why, why_size);
+		}
+	}
+	/* what was copied is committed even when stopped */
+	if (rc == 0 || rc == -ECANCELED) {
+		char more[256];
+		int crc = commit_batch(&c, more, sizeof(more));
+
+		if (crc && rc == 0) {
+			rc = crc;
+			snprintf(why, why_size, "%s", more);
+		}
+	}
+	search_free(&c.files);
+	free(c.pending);
+	free(c.buf);
+	return rc;
+}
+
+struct extent_list {
+	struct hy_map_extent *e;
+	size_t n, cap;
+};
+
+static int collect(const struct hy_map_extent *e, void *arg)
+{
+	struct extent_list *l = arg;
+
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 256;
+		struct hy_map_extent *grown = realloc(l->e, cap * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		l->e = grown;
+		l->cap = cap;
+	}
+	l->e[l->n++] = *e;
+	return 0;
+}
+
+/* Extents leaving the BOPT (or moving in it): released, durably, then a
+ * barrier so no read still uses their old places. */
+static int drop_all(struct hy_borg *b, const struct hy_reorganize_diff *diff, char *why,
+		    size_t why_size)
+{
+	uint64_t ticket = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < diff->ndrop && rc == 0; i++) {
+		struct hy_map_journal_record rec = {
+			.type = HY_MJ_RELEASE,
+			.file_id = diff->drop[i].file_id,
+			.block = diff->drop[i].block,
+			.nblocks = diff->drop[i].nblocks,
+		};
+
+		rc = hy_map_journal_write(b->journal, &rec, &ticket);
+	}
+	if (rc == 0 && ticket)
+		rc = hy_map_journal_wait(b->journal, ticket);
+	if (rc) {
+		snprintf(why, why_size, "the map journal failed: %s", strerror(-rc));
+		return rc;
+	}
+	for (size_t i = 0; i < diff->ndrop; i++)
+		if (hy_map_release(b->map, diff->drop[i].file_id, diff->drop[i].block,
+				   diff->drop[i].nblocks) < 0) {
+			snprintf(why, why_size, "out of memory releasing extents");
+			return -ENOMEM;
+		}
+	hy_engine_quiesce(b->config.engine);
+	hy_engine_resume(b->config.engine);
+	return 0;
+}
+
+static int run(struct hy_borg *b, char *why, size_t why_size)
+{
+	struct hy_reorganize_plan plan;
+	struct hy_reorganize_diff diff = {0};
+	struct extent_list current = {0};
+	int rc;
+
+	rc = hy_reorganize_make_plan(b->db, &b->params, &plan, why, why_size);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&b->lock);
+	b->progress.generation = plan.generation;
+	b->progress.requests = plan.analyzer.requests;
+	b->progress.vertices = plan.analyzer.vertices;
+	b->progress.edges = plan.analyzer.edges;
+	b->progress.cut_vertices = plan.analyzer.cut_vertices;
+	b->progress.ranges = plan.count;
+	b->progress.planned_blocks = plan.blocks;
+	b->progress.phase = HY_BORG_DROPPING;
+	pthread_mutex_unlock(&b->lock);
+
+	rc = hy_map_walk(b->map, collect, &current);
+	if (rc == 0)
+		rc = hy_reorganize_diff(current.e, current.n, plan.ranges, plan.count, &diff);
+	free(current.e);
+	if (rc) {
+		snprintf(why, why_size, "out of memory comparing the plan with the map");
+		goto out;
+	}
+	pthread_mutex_lock(&b->lock);
+	b->progress.kept_blocks = diff.keep_blocks;
+	b->progress.dropped_blocks = diff.drop_blocks;
+	b->progress.copy_blocks = diff.copy_blocks;
+	pthread_mutex_unlock(&b->lock);
+	rc = hy_reorganize_record(b->db, plan.generation, "copying", 0, diff.drop_blocks,
+				  diff.keep_blocks, 0, why, why_size);
+	if (rc == 0)
+		rc = drop_all(b, &diff, why, why_size);
+	if (rc)
+		goto out;
+	set_phase(b, HY_BORG_COPYING);
+	rc = copy_all(b, &diff, why, why_size);
+	if (rc && rc != -ECANCELED)
+		goto out;
+	set_phase(b, HY_BORG_CHECKPOINTING);
+	{
+		char cwhy[1024];
+		int crc = checkpoint(b, cwhy, sizeof(cwhy));
+
+		if (crc && rc == 0) {
+			rc = crc;
+			snprintf(why, why_size, "%s", cwhy);
+		}
+	}
+out:
+	{
+		struct hy_borg_progress p;
+		char rwhy[512];
+
+		hy_borg_get_progress(b, &p);
+		if (plan.generation &&
+		    hy_reorganize_record(b->db, plan.generation, rc ? "failed" : "done",
+					 p.copied_blocks, p.dropped_blocks, p.kept_blocks,
+					 p.skipped_ranges, rwhy, sizeof(rwhy)) < 0)
+			hy_log(LOG_WARNING, "%s", rwhy);
+	}
+	hy_reorganize_diff_free(&diff);
+	hy_reorganize_plan_free(&plan);
+	return rc;
+}
+
+static void *reconfig_main(void *arg)
+{
+	struct hy_borg *b = arg;
+	char why[1024] = "";
+	int rc;
+
+	pthread_setname_np(pthread_self(), "hy-reconfig");
+	rc = run(b, why, sizeof(why));
+	pthread_mutex_lock(&b->lock);
+	b->progress.seconds = seconds_since(&b->started);
+	b->progress.phase = rc ? HY_BORG_FAILED : HY_BORG_DONE;
+	if (rc)
+		snprintf(b->progress.error, sizeof(b->progress.error), "%s", why);
+	b->running = false;
+	pthread_mutex_unlock(&b->lock);
+	if (rc)
+		hy_log(LOG_ERR, "reorganization failed: %s", why);
+	else
+		hy_log(LOG_NOTICE,
+		       "reorganization %" PRIu64 " done: %" PRIu64 " blocks copied, %" PRIu64
+		       " dropped, %" PRIu64 " kept, %" PRIu64 " ranges skipped, %.1f s",
+		       b->progress.generation, b->progress.copied_blocks, b->progress.dropped_blocks,
+		       b->progress.kept_blocks, b->progress.skipped_ranges, b->progress.seconds);
+	return NULL;
+}
+
+int hy_borg_reorganize(struct hy_borg *b, const struct hy_reorganize_params *params, char *why,
+		       size_t why_size)
+{
+	uint64_t region = b->bopt->header.read_blocks;
+	int rc;
+
+	if (params->capacity_blocks > region) {
+		snprintf(why, why_size,
+			 "the capacity asked for (%" PRIu64 " blocks) is more than the BOPT's read "
+			 "region (%" PRIu64 " blocks of 4 KiB)",
+			 params->capacity_blocks, region);
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&b->lock);
+	if (b->running) {
+		pthread_mutex_unlock(&b->lock);
+		snprintf(why, why_size, "a reorganization is running already (run %" PRIu64 ")",
+			 b->progress.run);
+		return -EBUSY;
+	}
+	if (b->stop) {
+		pthread_mutex_unlock(&b->lock);
+		snprintf(why, why_size, "the filesystem is being unmounted");
+		return -ESHUTDOWN;
+	}
+	if (b->joinable) {
+		pthread_join(b->thread, NULL); /* the previous run, finished */
+		b->joinable = false;
+	}
+	b->params = *params;
+	b->params.save = true;
+	if (!b->params.capacity_blocks)
+		b->params.capacity_blocks = region;
+	memset(&b->progress, 0, sizeof(b->progress));
+	b->progress.run = ++b->runs;
+	b->progress.phase = HY_BORG_PLANNING;
+	clock_gettime(CLOCK_MONOTONIC, &b->started);
+	b->running = true;
+	rc = pthread_create(&b->thread, NULL, reconfig_main, b);
+	if (rc) {
+		b->running = false;
+		b->progress.phase = HY_BORG_IDLE;
+		pthread_mutex_unlock(&b->lock);
+		snprintf(why, why_size, "cannot start the reconfigurator thread: %s", strerror(rc));
+		return -rc;
+	}
+	b->joinable = true;
+	pthread_mutex_unlock(&b->lock);
+	return 0;
+}
