@@ -69,6 +69,7 @@ int hy_device_new(const char *name, const struct hy_device_ops *ops, void *priv,
 	*out = NULL;
 	if (!dev)
 		return -ENOMEM;
+	atomic_store(&dev->last_object, -1);
 	dev->ops = ops;
 	dev->priv = priv;
 	snprintf(dev->name, sizeof(dev->name), "%s", name);
@@ -88,6 +89,16 @@ void hy_device_free(struct hy_device *dev)
 	if (dev->ops->destroy)
 		dev->ops->destroy(dev);
 	free(dev);
+}
+
+/* A request that does not continue the last one is a seek on a disk. */
+static void count_position(struct hy_device *dev, int64_t object, off_t off, size_t len)
+{
+	if (atomic_load_explicit(&dev->last_object, memory_order_relaxed) != object ||
+	    atomic_load_explicit(&dev->next_offset, memory_order_relaxed) != (uint64_t)off)
+		atomic_fetch_add_explicit(&dev->seeks, 1, memory_order_relaxed);
+	atomic_store_explicit(&dev->last_object, object, memory_order_relaxed);
+	atomic_store_explicit(&dev->next_offset, (uint64_t)off + len, memory_order_relaxed);
 }
 
 ssize_t hy_device_read(struct hy_device *dev, int64_t object, void *buf, size_t len, off_t off)
@@ -112,6 +123,7 @@ ssize_t hy_device_read(struct hy_device *dev, int64_t object, void *buf, size_t 
 		done += (size_t)n;
 	}
 	atomic_fetch_add_explicit(&dev->bytes_read, done, memory_order_relaxed);
+	count_position(dev, object, off, done);
 	return (ssize_t)done;
 }
 
@@ -136,6 +148,7 @@ ssize_t hy_device_write(struct hy_device *dev, int64_t object, const void *buf, 
 		done += (size_t)n;
 	}
 	atomic_fetch_add_explicit(&dev->bytes_written, done, memory_order_relaxed);
+	count_position(dev, object, off, done);
 	return (ssize_t)done;
 }
 
@@ -175,6 +188,7 @@ void hy_device_get_stats(struct hy_device *dev, struct hy_device_stats *out)
 	out->bytes_written = atomic_load_explicit(&dev->bytes_written, memory_order_relaxed);
 	out->syncs = atomic_load_explicit(&dev->syncs, memory_order_relaxed);
 	out->errors = atomic_load_explicit(&dev->errors, memory_order_relaxed);
+	out->seeks = atomic_load_explicit(&dev->seeks, memory_order_relaxed);
 }
 
 int hy_device_stamp(struct hy_device *dev, int64_t object, int64_t *stamp)

@@ -169,6 +169,7 @@ struct json_object *hy_fs_borg_status(struct hy_fs *fs)
 		add_u64(dev, "bytes_written", ds.bytes_written);
 		add_u64(dev, "syncs", ds.syncs);
 		add_u64(dev, "errors", ds.errors);
+	add_u64(dev, "seeks", ds.seeks);
 		json_object_object_add(o, "device", dev);
 	}
 	json_object_object_add(o, "reorganization", progress_json(fs->borg));

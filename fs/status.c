@@ -74,6 +74,7 @@ struct json_object *hy_fs_status(struct hy_fs *fs)
 	add_u64(dev, "bytes_written", ds.bytes_written);
 	add_u64(dev, "syncs", ds.syncs);
 	add_u64(dev, "errors", ds.errors);
+	add_u64(dev, "seeks", ds.seeks);
 	json_object_object_add(root, "backing_device", dev);
 
 	inodes = json_object_new_object();

@@ -26,8 +26,11 @@
 #define BLOCK 4096
 /* A copy unit: at most this many blocks are read and written at once. */
 #define CHUNK_BLOCKS 256
-/* Copies made durable with one fdatasync of the BOPT, then committed. */
-#define BATCH_BYTES (8u << 20)
+/* Copies made durable with one fdatasync of the BOPT, then committed: a
+ * batch ends at this many bytes, or this long after it began (so a slow,
+ * rate-limited copy still commits as it goes). */
+#define BATCH_BYTES   (4u << 20)
+#define BATCH_SECONDS 0.5
 /* How long the copy sleeps when the mount was busy during the last chunk. */
 #define YIELD_NS 2000000
 
@@ -572,6 +575,7 @@ struct copier {
 	struct pending *pending;
 	size_t npending, cap;
 	uint64_t batch_bytes;
+	struct timespec batch_started;
 	unsigned char *buf;
 	/* pacing */
 	struct timespec t0;
@@ -821,11 +825,13 @@ static int copy_chunk(struct copier *c, uint64_t file_id, uint64_t block, uint32
 		c->cap = cap;
 	}
 	p.fd = fd;
+	if (c->npending == 0)
+		clock_gettime(CLOCK_MONOTONIC, &c->batch_started);
 	c->pending[c->npending++] = p;
 	c->batch_bytes += len;
 	progress_add(b, nblocks, 0, 0, 0);
 	pace(c, len);
-	if (c->batch_bytes >= BATCH_BYTES)
+	if (c->batch_bytes >= BATCH_BYTES || seconds_since(&c->batch_started) >= BATCH_SECONDS)
 		return commit_batch(c, why, why_size);
 	return 0;
 }

@@ -57,6 +57,7 @@ struct hy_device_stats {
 	uint64_t bytes_written;
 	uint64_t syncs;
 	uint64_t errors;
+	uint64_t seeks; /* requests that did not start where the last one ended */
 };
 
 struct hy_device {
@@ -64,6 +65,10 @@ struct hy_device {
 	char name[64]; /* for messages: "backing", "bopt", "cache" */
 	void *priv;    /* owned by ops->destroy */
 	_Atomic uint64_t reads, writes, bytes_read, bytes_written, syncs, errors;
+	/* Where the last request ended, to count seeks: a statistic, so racing
+	 * requests may each count as one. */
+	_Atomic int64_t last_object;
+	_Atomic uint64_t next_offset, seeks;
 };
 
 /* A device over open files: the object is a file descriptor. */

@@ -13,3 +13,7 @@ EXTRA_DIST += tests/integration/profiler.sh
 # BORG's analyzer and planner on a real mount (hybridctl reorganize --dry-run)
 TESTS += tests/integration/borg.sh
 EXTRA_DIST += tests/integration/borg.sh
+
+# BORG end to end: reorganize, explain, stale copies, racing writers, kill -9
+TESTS += tests/integration/reorganize.sh
+EXTRA_DIST += tests/integration/reorganize.sh

@@ -18,9 +18,21 @@
 #include "hybridfs/control.h"
 #include "suites.h"
 
+/* Parses and gives the request object back at once: these tests look at
+ * the command only (test_request_arguments looks at the object). */
+static int parse_len(const char *line, size_t len, struct hy_control_request *req, char *why,
+		     size_t why_size)
+{
+	int rc = hy_control_parse_request(line, len, req, why, why_size);
+
+	if (rc == 0)
+		hy_control_request_clear(req);
+	return rc;
+}
+
 static int parse(const char *line, struct hy_control_request *req, char *why, size_t why_size)
 {
-	return hy_control_parse_request(line, strlen(line), req, why, why_size);
+	return parse_len(line, strlen(line), req, why, why_size);
 }
 
 static bool has_control_chars(const char *s)
@@ -147,7 +159,7 @@ static void test_parse_malformed(void)
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		why[0] = '\0';
-		int rc = hy_control_parse_request(cases[i].line, cases[i].len, &req, why,
+		int rc = parse_len(cases[i].line, cases[i].len, &req, why,
 						  sizeof(why));
 		if (rc != -EINVAL)
 			fprintf(stderr, "\ncase %zu: rc %d (%s)\n", i, rc, why);
@@ -156,7 +168,7 @@ static void test_parse_malformed(void)
 		CU_ASSERT_FALSE(has_control_chars(why));
 		CU_ASSERT(strlen(why) < 200);
 	}
-	CU_ASSERT_EQUAL(hy_control_parse_request(NULL, 0, &req, why, sizeof(why)), -EINVAL);
+	CU_ASSERT_EQUAL(parse_len(NULL, 0, &req, why, sizeof(why)), -EINVAL);
 
 	/* the messages say which */
 	CU_ASSERT_EQUAL(parse("{\"v\":1}", &req, why, sizeof(why)), -EINVAL);
@@ -183,22 +195,22 @@ static void test_parse_oversized(void)
 	memset(line, ' ', HY_CONTROL_MAX_LINE + 1);
 	memcpy(line, object, sizeof(object) - 1);
 	CU_ASSERT_EQUAL(
-		hy_control_parse_request(line, HY_CONTROL_MAX_LINE + 1, &req, why, sizeof(why)),
+		parse_len(line, HY_CONTROL_MAX_LINE + 1, &req, why, sizeof(why)),
 		-E2BIG);
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "limit"));
 	/* the limit counts the newline: a line of MAX_LINE bytes plus "\n" is over */
-	CU_ASSERT_EQUAL(hy_control_parse_request(line, HY_CONTROL_MAX_LINE, &req, why, sizeof(why)),
+	CU_ASSERT_EQUAL(parse_len(line, HY_CONTROL_MAX_LINE, &req, why, sizeof(why)),
 			-E2BIG);
 	CU_ASSERT_EQUAL(
-		hy_control_parse_request(line, HY_CONTROL_MAX_LINE - 1, &req, why, sizeof(why)), 0);
+		parse_len(line, HY_CONTROL_MAX_LINE - 1, &req, why, sizeof(why)), 0);
 	CU_ASSERT_EQUAL(req.command, HY_CONTROL_PING);
 	/* garbage that big is refused for its size before it is parsed */
 	memset(line, '[', HY_CONTROL_MAX_LINE + 1);
 	CU_ASSERT_EQUAL(
-		hy_control_parse_request(line, HY_CONTROL_MAX_LINE + 1, &req, why, sizeof(why)),
+		parse_len(line, HY_CONTROL_MAX_LINE + 1, &req, why, sizeof(why)),
 		-E2BIG);
 	/* deep nesting under the limit is malformed, not a crash */
-	CU_ASSERT_EQUAL(hy_control_parse_request(line, 10000, &req, why, sizeof(why)), -EINVAL);
+	CU_ASSERT_EQUAL(parse_len(line, 10000, &req, why, sizeof(why)), -EINVAL);
 	free(line);
 }
 
@@ -257,7 +269,7 @@ static void test_hostile_command_not_echoed(void)
 	len += n;
 	memcpy(line + len, "\"}", 2);
 	len += 2;
-	CU_ASSERT_EQUAL(hy_control_parse_request(line, len, &req, why, sizeof(why)), -ENOSYS);
+	CU_ASSERT_EQUAL(parse_len(line, len, &req, why, sizeof(why)), -ENOSYS);
 	CU_ASSERT(strlen(why) < 100);
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "AAAA"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "...\""));
@@ -270,7 +282,7 @@ static void test_hostile_command_not_echoed(void)
 	}
 	memcpy(line + len, "\"}", 2);
 	len += 2;
-	CU_ASSERT_EQUAL(hy_control_parse_request(line, len, &req, why, sizeof(why)), -ENOSYS);
+	CU_ASSERT_EQUAL(parse_len(line, len, &req, why, sizeof(why)), -ENOSYS);
 	CU_ASSERT(strlen(why) < 100);
 	dots = strstr(why, "...\"");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(dots);
@@ -295,11 +307,11 @@ static void test_request_round_trip(void)
 		CU_ASSERT(len > 1);
 		CU_ASSERT_EQUAL(line[len - 1], '\n');
 		CU_ASSERT_PTR_EQUAL(strchr(line, '\n'), line + len - 1);
-		CU_ASSERT_EQUAL(hy_control_parse_request(line, len - 1, &req, why, sizeof(why)), 0);
+		CU_ASSERT_EQUAL(parse_len(line, len - 1, &req, why, sizeof(why)), 0);
 		CU_ASSERT_EQUAL(req.command, commands[i]);
 		CU_ASSERT_EQUAL(req.version, HY_CONTROL_VERSION);
 		/* the newline is whitespace too */
-		CU_ASSERT_EQUAL(hy_control_parse_request(line, len, &req, why, sizeof(why)), 0);
+		CU_ASSERT_EQUAL(parse_len(line, len, &req, why, sizeof(why)), 0);
 		free(line);
 	}
 	CU_ASSERT_PTR_NULL(hy_control_format_request((enum hy_control_command)42));
@@ -635,7 +647,7 @@ static void test_call_round_trip(void)
 	CU_ASSERT(s.request_len > 0);
 	CU_ASSERT_EQUAL(s.request[s.request_len - 1], '\n');
 	CU_ASSERT_EQUAL(
-		hy_control_parse_request(s.request, s.request_len - 1, &req, why, sizeof(why)), 0);
+		parse_len(s.request, s.request_len - 1, &req, why, sizeof(why)), 0);
 	CU_ASSERT_EQUAL(req.command, HY_CONTROL_PING);
 
 	/* an answer in pieces, and no timeout at all */
@@ -649,8 +661,36 @@ static void test_call_round_trip(void)
 	CU_ASSERT_EQUAL(json_object_get_int(member), 3);
 	json_object_put(result);
 	CU_ASSERT_EQUAL(
-		hy_control_parse_request(s.request, s.request_len - 1, &req, why, sizeof(why)), 0);
+		parse_len(s.request, s.request_len - 1, &req, why, sizeof(why)), 0);
 	CU_ASSERT_EQUAL(req.command, HY_CONTROL_STATUS);
+}
+
+static void test_request_arguments(void)
+{
+	struct json_object *args = json_object_new_object(), *v;
+	struct hy_control_request req;
+	char why[256], *line;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(args);
+	json_object_object_add(args, "path", json_object_new_string("dir/file"));
+	json_object_object_add(args, "cmd", json_object_new_string("status")); /* ignored */
+	json_object_object_add(args, "v", json_object_new_int(9));	    /* ignored */
+	line = hy_control_format_request_args(HY_CONTROL_EXPLAIN, args);
+	json_object_put(args);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(line);
+	CU_ASSERT_EQUAL_FATAL(hy_control_parse_request(line, strlen(line) - 1, &req, why, sizeof(why)),
+			      0);
+	CU_ASSERT_EQUAL(req.command, HY_CONTROL_EXPLAIN);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(req.object);
+	CU_ASSERT_TRUE(json_object_object_get_ex(req.object, "path", &v));
+	CU_ASSERT_STRING_EQUAL(json_object_get_string(v), "dir/file");
+	hy_control_request_clear(&req);
+	CU_ASSERT_PTR_NULL(req.object);
+	free(line);
+	/* the new commands have names both ends agree on */
+	CU_ASSERT_STRING_EQUAL(hy_control_command_name(HY_CONTROL_REORGANIZE), "reorganize");
+	CU_ASSERT_STRING_EQUAL(hy_control_command_name(HY_CONTROL_PROGRESS), "progress");
+	CU_ASSERT_STRING_EQUAL(hy_control_command_name(HY_CONTROL_EXPLAIN), "explain");
 }
 
 static void test_call_error_response(void)
@@ -795,6 +835,7 @@ int hy_test_add_control(void)
 	    !CU_add_test(suite, "socket path", test_socket_path) ||
 	    !CU_add_test(suite, "call round trip", test_call_round_trip) ||
 	    !CU_add_test(suite, "call with an error response", test_call_error_response) ||
+	    !CU_add_test(suite, "request arguments", test_request_arguments) ||
 	    !CU_add_test(suite, "call with no daemon", test_call_no_server) ||
 	    !CU_add_test(suite, "call timing out", test_call_timeout) ||
 	    !CU_add_test(suite, "call with bad answers", test_call_bad_answers))

@@ -129,6 +129,44 @@ static void test_profile_options(void)
 	expect_bad(bad_profile, "profile=sometimes");
 }
 
+static void test_bopt_options(void)
+{
+	const char *defaults[] = {"hybridfs", "/b", "/m", NULL};
+	const char *given[] = {"hybridfs", "-o", "bopt=LABEL=fast,bopt_size=16M,reorg_rate=0",
+			       "/b", "/m", NULL};
+	const char *none[] = {"hybridfs", "-o", "bopt=none", "/b", "/m", NULL};
+	const char *small[] = {"hybridfs", "-o", "bopt_size=512K", "/b", "/m", NULL};
+	const char *bad_size[] = {"hybridfs", "-o", "bopt_size=lots", "/b", "/m", NULL};
+	const char *bad_rate[] = {"hybridfs", "-o", "reorg_rate=-5M", "/b", "/m", NULL};
+	const char *empty[] = {"hybridfs", "-o", "bopt=", "/b", "/m", NULL};
+	struct hy_options o;
+
+	CU_ASSERT_EQUAL_FATAL(parse(&o, defaults), 0);
+	CU_ASSERT_PTR_NULL(o.bopt);
+	CU_ASSERT_FALSE(o.bopt_given);
+	CU_ASSERT_FALSE(o.bopt_size_given);
+	CU_ASSERT_EQUAL(o.bopt_size, HY_OPTIONS_BOPT_SIZE);
+	CU_ASSERT_EQUAL(o.reorg_rate, HY_OPTIONS_REORG_RATE);
+	hy_options_free(&o);
+
+	CU_ASSERT_EQUAL_FATAL(parse(&o, given), 0);
+	CU_ASSERT_STRING_EQUAL(o.bopt, "LABEL=fast");
+	CU_ASSERT_TRUE(o.bopt_given);
+	CU_ASSERT_TRUE(o.bopt_size_given);
+	CU_ASSERT_EQUAL(o.bopt_size, 16ULL << 20);
+	CU_ASSERT_EQUAL(o.reorg_rate, 0);
+	hy_options_free(&o);
+
+	CU_ASSERT_EQUAL_FATAL(parse(&o, none), 0);
+	CU_ASSERT_STRING_EQUAL(o.bopt, "none");
+	hy_options_free(&o);
+
+	expect_bad(small, "at least 1M");
+	expect_bad(bad_size, "bopt_size=lots");
+	expect_bad(bad_rate, "reorg_rate=-5M");
+	expect_bad(empty, "bopt");
+}
+
 static void test_bad_options(void)
 {
 	const char *unknown[] = {"hybridfs", "-o", "frobnicate", "/b", "/m", NULL};
@@ -275,6 +313,7 @@ int hy_test_add_options(void)
 	    !CU_add_test(s, "escaped comma", test_escaped_comma) ||
 	    !CU_add_test(s, "bad options name the problem", test_bad_options) ||
 	    !CU_add_test(s, "profiler options", test_profile_options) ||
+	    !CU_add_test(s, "BOPT options", test_bopt_options) ||
 	    !CU_add_test(s, "mount(8) helper mode", test_mount_helper) ||
 	    !CU_add_test(s, "path checks", test_paths) ||
 	    !CU_add_test(s, "libfuse arguments", test_fuse_args))

@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# BORG end to end on real mounts: `hybridctl reorganize` copies the blocks
+# one process reads again and again into the BOPT, in the order it reads
+# them, and later reads of them are served from there, sequentially; data
+# never changes on the way:
+#   1. checksums unchanged; `hybridctl explain` shows the planned blocks in
+#      the BOPT and the rest home; after a remount the hot set is read from
+#      the BOPT with far fewer seeks than from home (device counters);
+#   2. a file changed outside the mount (while mounted, or while not:
+#      rewritten, truncated, deleted and made again) is never served from a
+#      stale BOPT copy;
+#   3. writers racing a (slow) reorganization lose nothing;
+#   4. kill -9 of the daemon in the middle of a reorganization, remount:
+#      every file intact, the map consistent, and a new reorganization runs.
+. "$(dirname "$0")/lib.sh"
+hy_setup
+command -v jq >/dev/null || hy_skip "jq is missing (scripts/test installs it)"
+bin=${HY_TESTBIN:-$(dirname "$0")}
+HYBRIDCTL=${HYBRIDCTL:-$(dirname "$HYBRIDFS")/hybridctl}
+
+# status FIELD: a field of the mount's status (the daemon's report)
+status() { "$HYBRIDCTL" status "$m" --json | jq -r ".mounts[0].daemon.$1"; }
+# wait_for JQ-CONDITION: polls the status until it holds; the bound only
+# turns a hang into a failure
+wait_for() {
+	local i
+	for i in $(seq 1 1200); do
+		"$HYBRIDCTL" status "$m" --json 2>/dev/null |
+			jq -e ".mounts[0].daemon | $1" >/dev/null 2>&1 && return 0
+		sleep 0.05
+	done
+	hy_fail "waited 60 s for: $1"
+	return 1
+}
+# mount_ready BACKING MOUNTPOINT OPTIONS: mounts and waits for the control
+# socket (in the foreground the daemon opens it after the mount shows)
+mount_ready() {
+	hy_mount "$1" "$2" -o "$3"
+	wait_for '.bopt.path != null'
+}
+specs() { local blk; for blk in "$@"; do printf 'r:%d:4096 ' $((blk * 4096)); done; }
+
+# ---- 1. the hot set moves to the BOPT, data unchanged -----------------
+b=$HY_TMP/b m=$HY_TMP/m
+mkdir -p "$b"
+# made outside the mount, so the log holds only the reads below
+head -c 4M /dev/urandom >"$b/hot"
+head -c 1M /dev/urandom >"$b/cold"
+head -c 2M /dev/urandom >"$b/gone"
+head -c 2M /dev/urandom >"$b/cut"
+(cd "$b" && md5sum hot cold gone cut) >"$HY_TMP/sums"
+hot=(700 13 402 77 950 5 333 621 144 888 260 511 39 1003 456 190 802 66 299 733 581 120 917 350
+	8 644 222 777 410 97 999 533)
+# shellcheck disable=SC2046
+opts="writeback_cache=off,state=$HY_TMP/state,bopt_size=8M,reorg_rate=0"
+mount_ready "$b" "$m" "$opts"
+
+r0=$(status backing_device.reads) s0=$(status backing_device.seeks)
+# shellcheck disable=SC2046
+"$bin/hy-iogen" reader "$m/hot" $(specs "${hot[@]}") || hy_die "reading the hot set failed"
+r1=$(status backing_device.reads) s1=$(status backing_device.seeks)
+home_reads=$((r1 - r0)) home_seeks=$((s1 - s0))
+[ "$home_reads" = ${#hot[@]} ] || hy_fail "the hot set took $home_reads home reads, not ${#hot[@]}"
+for pass in 2 3; do
+	# shellcheck disable=SC2046
+	"$bin/hy-iogen" reader "$m/hot" $(specs "${hot[@]}") || hy_die "pass $pass failed"
+done
+# shellcheck disable=SC2046
+"$bin/hy-iogen" other "$m/gone" $(specs 3 300 100 3 300 100) || hy_die "reading gone failed"
+# shellcheck disable=SC2046
+"$bin/hy-iogen" other "$m/cut" $(specs 400 20 200 400 20 200) || hy_die "reading cut failed"
+
+out=$("$HYBRIDCTL" reorganize "$m" --gap 3600 2>&1)
+rc=$?
+echo "$out" >&2
+[ $rc = 0 ] || hy_fail "reorganize exited $rc"
+grep -q "^reorganized " <<<"$out" || hy_fail "reorganize printed no summary"
+[ "$(status bopt.reorganization.phase)" = done ] || hy_fail "the reorganization is not done"
+copied=$(status bopt.reorganization.copied_blocks)
+[ "$copied" = $((${#hot[@]} + 6)) ] || hy_fail "copied $copied blocks, expected $((${#hot[@]} + 6))"
+(cd "$m" && md5sum -c --quiet "$HY_TMP/sums") || hy_fail "a checksum changed after reorganize"
+
+# explain: every hot block is in the BOPT; the cold file is all home
+ex=$("$HYBRIDCTL" explain "$m/hot" --json) || hy_fail "explain hot failed"
+for blk in "${hot[@]}"; do
+	jq -e --argjson b "$blk" \
+		'any(.ranges[]; .where == "bopt" and .first <= $b and $b < .first + .count)' \
+		<<<"$ex" >/dev/null || hy_fail "explain: hot block $blk is not in the BOPT"
+done
+jq -e '([.ranges[] | select(.where == "bopt") | .count] | add) == 32 and
+	([.ranges[].count] | add) == .blocks' <<<"$ex" >/dev/null ||
+	hy_fail "explain: the ranges do not add up: $(jq -c . <<<"$ex" | head -c 400)"
+"$HYBRIDCTL" explain "$m/cold" --json | jq -e 'all(.ranges[]; .where == "home")' >/dev/null ||
+	hy_fail "explain: the cold file is not all home"
+"$HYBRIDCTL" explain "$m/hot" | grep -q "bopt" || hy_fail "explain's table shows no bopt range"
+msg=$("$HYBRIDCTL" explain "$HY_TMP" 2>&1)
+[ $? = 1 ] && grep -q "not in a hybridfs mount" <<<"$msg" ||
+	hy_fail "explain of a path outside any mount was not refused: $msg"
+
+# after a remount (no page cache, fresh counters): the hot set comes from
+# the BOPT, in one sequential sweep, and nothing from home
+hy_umount "$m"
+mount_ready "$b" "$m" "$opts"
+[ "$(status bopt.clean_at_mount)" = true ] || hy_fail "the BOPT was not closed cleanly"
+[ "$(status bopt.map_blocks)" = "$copied" ] || hy_fail "the map did not survive the remount"
+r0=$(status backing_device.reads) b0=$(status bopt.device.reads) s0=$(status bopt.device.seeks)
+# shellcheck disable=SC2046
+"$bin/hy-iogen" reader "$m/hot" $(specs "${hot[@]}") || hy_die "reading the hot set failed"
+r1=$(status backing_device.reads) b1=$(status bopt.device.reads) s1=$(status bopt.device.seeks)
+[ $((r1 - r0)) = 0 ] || hy_fail "the hot set still took $((r1 - r0)) home reads"
+[ $((b1 - b0)) = ${#hot[@]} ] || hy_fail "the hot set took $((b1 - b0)) BOPT reads"
+bopt_seeks=$((s1 - s0))
+hy_log "hot set: $home_seeks seeks from home before, $bopt_seeks in the BOPT after"
+[ $((bopt_seeks * 8)) -le "$home_seeks" ] ||
+	hy_fail "the BOPT reads are not sequential: $bopt_seeks seeks against $home_seeks at home"
+
+# ---- 2. outside changes are never served from the BOPT ----------------
+# while mounted: a hot block rewritten in the backing directory
+head -c 4096 /dev/urandom >"$HY_TMP/new"
+dd if="$HY_TMP/new" of="$b/hot" bs=4096 seek=700 conv=notrunc status=none
+dd if="$m/hot" of="$HY_TMP/got" bs=4096 skip=700 count=1 iflag=direct status=none
+cmp -s "$HY_TMP/new" "$HY_TMP/got" || hy_fail "a block changed outside the mount was read stale"
+[ "$(status bopt.stale_files)" = 1 ] || hy_fail "the stale file was not counted"
+hy_umount "$m"
+# while not mounted: truncated, deleted and made again
+truncate -s 4096 "$b/cut"
+rm "$b/gone"
+head -c 2M /dev/urandom >"$b/gone"
+(cd "$b" && md5sum hot cold gone cut) >"$HY_TMP/sums"
+mount_ready "$b" "$m" "$opts"
+(cd "$m" && md5sum -c --quiet "$HY_TMP/sums") || hy_fail "a file changed outside was read stale"
+# shellcheck disable=SC2046
+"$bin/hy-iogen" other "$m/gone" $(specs 3 300 100) || hy_fail "the new gone reads badly"
+for blk in 3 300 100; do
+	cmp -s <(dd if="$m/gone" bs=4096 skip=$blk count=1 iflag=direct status=none) \
+		<(dd if="$b/gone" bs=4096 skip=$blk count=1 status=none) ||
+		hy_fail "block $blk of the file made again is stale"
+done
+hy_umount "$m"
+
+# ---- 3. writers racing a reorganization lose nothing --------------------
+b=$HY_TMP/b2 m=$HY_TMP/m2
+mkdir -p "$b" "$HY_TMP/ref"
+for f in w1 w2; do
+	head -c 4M /dev/urandom >"$b/$f"
+	cp "$b/$f" "$HY_TMP/ref/$f"
+done
+mount_ready "$b" "$m" "writeback_cache=off,state=$HY_TMP/state2,bopt_size=16M,reorg_rate=2M"
+for f in w1 w2; do
+	# the files read backwards in 64 KiB pieces: 128 vertices to copy
+	# shellcheck disable=SC2046
+	"$bin/hy-iogen" reader "$m/$f" $(for o in $(seq 63 -1 0); do printf 'r:%d:65536 ' $((o * 65536)); done) ||
+		hy_die "reading $f failed"
+done
+"$HYBRIDCTL" reorganize "$m" --gap 3600 --quiet >"$HY_TMP/reorg.out" 2>&1 &
+rpid=$!
+for i in $(seq 1 150); do
+	f=w$((i % 2 + 1)) blk=$(((i * 7919) % 1024))
+	head -c 4096 /dev/urandom >"$HY_TMP/chunk"
+	dd if="$HY_TMP/chunk" of="$m/$f" bs=4096 seek=$blk conv=notrunc status=none ||
+		hy_fail "write $i failed"
+	dd if="$HY_TMP/chunk" of="$HY_TMP/ref/$f" bs=4096 seek=$blk conv=notrunc status=none
+done
+wait $rpid || hy_fail "the reorganization beside the writers failed: $(cat "$HY_TMP/reorg.out")"
+for f in w1 w2; do
+	cmp -s "$m/$f" "$HY_TMP/ref/$f" || hy_fail "$f through the mount lost a write"
+	cmp -s "$b/$f" "$HY_TMP/ref/$f" || hy_fail "$f at home lost a write"
+done
+hy_umount "$m"
+mount_ready "$b" "$m" "writeback_cache=off,state=$HY_TMP/state2,bopt_size=16M"
+for f in w1 w2; do
+	cmp -s <(dd if="$m/$f" bs=64K iflag=direct status=none) "$HY_TMP/ref/$f" ||
+		hy_fail "$f after a remount differs from what was written"
+done
+hy_umount "$m"
+
+# ---- 4. kill -9 in the middle of a reorganization ----------------------
+b=$HY_TMP/b3 m=$HY_TMP/m3
+mkdir -p "$b"
+head -c 6M /dev/urandom >"$b/big"
+(cd "$b" && md5sum big) >"$HY_TMP/sums3"
+mount_ready "$b" "$m" "writeback_cache=off,state=$HY_TMP/state3,bopt_size=16M,reorg_rate=1M"
+# shellcheck disable=SC2046
+"$bin/hy-iogen" reader "$m/big" $(for o in $(seq 95 -1 0); do printf 'r:%d:65536 ' $((o * 65536)); done) ||
+	hy_die "reading big failed"
+"$HYBRIDCTL" reorganize "$m" --gap 3600 --quiet >"$HY_TMP/reorg3.out" 2>&1 &
+rpid=$!
+wait_for '.bopt.reorganization.copied_blocks > 0'
+kill -9 "$HY_PID"
+wait "$rpid" && hy_fail "reorganize said it succeeded though its daemon was killed"
+fusermount3 -u -z "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
+mount_ready "$b" "$m" "writeback_cache=off,state=$HY_TMP/state3,bopt_size=16M,reorg_rate=0"
+[ "$(status bopt.clean_at_mount)" = false ] || hy_fail "the killed daemon's BOPT reads as clean"
+mapped=$(status bopt.map_blocks)
+[ "$mapped" -gt 0 ] && [ "$mapped" -lt 1536 ] ||
+	hy_fail "after the crash the map holds $mapped blocks (some, not all, were expected)"
+(cd "$m" && md5sum -c --quiet "$HY_TMP/sums3") || hy_fail "big is damaged after the crash"
+"$HYBRIDCTL" explain "$m/big" --json | jq -e '([.ranges[].count] | add) == .blocks' >/dev/null ||
+	hy_fail "explain after the crash does not add up"
+"$HYBRIDCTL" reorganize "$m" --gap 3600 --quiet || hy_fail "reorganize after the crash failed"
+[ "$(status bopt.map_blocks)" = 1536 ] || hy_fail "the second reorganization did not finish the plan"
+(cd "$m" && md5sum -c --quiet "$HY_TMP/sums3") || hy_fail "big is damaged after the second run"
+hy_umount "$m"
+hy_pass

@@ -1,0 +1,237 @@
+/* test_reorganize.c - plans from a log, plan records, plan diffs, sizes. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "hybridfs/map.h"
+#include "hybridfs/reorganize.h"
+#include "hybridfs/state.h"
+#include "hybridfs/units.h"
+#include "suites.h"
+
+static struct hy_reorganize_range rg(uint64_t file, uint64_t block, uint32_t n, uint64_t bopt)
+{
+	return (struct hy_reorganize_range){file, block, n, bopt, 0.0};
+}
+
+static struct hy_map_extent ext(uint64_t file, uint64_t block, uint32_t n, uint64_t bopt)
+{
+	return (struct hy_map_extent){file, block, n, false, bopt, 0};
+}
+
+static bool same(const struct hy_reorganize_range *r, uint64_t file, uint64_t block, uint32_t n,
+		 uint64_t bopt)
+{
+	return r->file_id == file && r->block == block && r->nblocks == n && r->bopt_block == bopt;
+}
+
+static void test_diff_empty_map(void)
+{
+	struct hy_reorganize_range plan[] = {rg(2, 0, 4, 6), rg(1, 10, 2, 0), rg(1, 3, 4, 2)};
+	struct hy_reorganize_diff d;
+
+	CU_ASSERT_EQUAL_FATAL(hy_reorganize_diff(NULL, 0, plan, 3, &d), 0);
+	CU_ASSERT_EQUAL(d.nkeep, 0);
+	CU_ASSERT_EQUAL(d.ndrop, 0);
+	CU_ASSERT_EQUAL_FATAL(d.ncopy, 3);
+	/* in BOPT order: the plan's order */
+	CU_ASSERT_TRUE(same(&d.copy[0], 1, 10, 2, 0));
+	CU_ASSERT_TRUE(same(&d.copy[1], 1, 3, 4, 2));
+	CU_ASSERT_TRUE(same(&d.copy[2], 2, 0, 4, 6));
+	CU_ASSERT_EQUAL(d.copy_blocks, 10);
+	hy_reorganize_diff_free(&d);
+}
+
+static void test_diff_same_plan(void)
+{
+	struct hy_map_extent cur[] = {ext(1, 3, 4, 2), ext(1, 10, 2, 0), ext(2, 0, 4, 6)};
+	struct hy_reorganize_range plan[] = {rg(1, 10, 2, 0), rg(1, 3, 4, 2), rg(2, 0, 4, 6)};
+	struct hy_reorganize_diff d;
+
+	CU_ASSERT_EQUAL_FATAL(hy_reorganize_diff(cur, 3, plan, 3, &d), 0);
+	CU_ASSERT_EQUAL(d.nkeep, 3);
+	CU_ASSERT_EQUAL(d.keep_blocks, 10);
+	CU_ASSERT_EQUAL(d.ndrop, 0);
+	CU_ASSERT_EQUAL(d.ncopy, 0);
+	hy_reorganize_diff_free(&d);
+}
+
+/* Partly in place, partly elsewhere, partly new, partly leaving. */
+static void test_diff_mixed(void)
+{
+	struct hy_map_extent cur[] = {
+		ext(1, 0, 10, 100), /* 5..9 stay at 105..109; 0..4 leave */
+		ext(2, 0, 4, 0),    /* moves to 50 */
+		ext(3, 7, 1, 200),  /* not in the plan: leaves */
+	};
+	struct hy_reorganize_range plan[] = {
+		rg(1, 5, 10, 105), /* 5..9 kept, 10..14 come in at 110 */
+		rg(2, 0, 4, 50),
+		rg(4, 0, 1, 1),
+	};
+	struct hy_reorganize_diff d;
+
+	CU_ASSERT_EQUAL_FATAL(hy_reorganize_diff(cur, 3, plan, 3, &d), 0);
+	CU_ASSERT_EQUAL_FATAL(d.nkeep, 1);
+	CU_ASSERT_TRUE(same(&d.keep[0], 1, 5, 5, 105));
+	CU_ASSERT_EQUAL_FATAL(d.ndrop, 3);
+	CU_ASSERT_TRUE(same(&d.drop[0], 1, 0, 5, 100));
+	CU_ASSERT_TRUE(same(&d.drop[1], 2, 0, 4, 0));
+	CU_ASSERT_TRUE(same(&d.drop[2], 3, 7, 1, 200));
+	CU_ASSERT_EQUAL(d.drop_blocks, 10);
+	CU_ASSERT_EQUAL_FATAL(d.ncopy, 3);
+	CU_ASSERT_TRUE(same(&d.copy[0], 4, 0, 1, 1));
+	CU_ASSERT_TRUE(same(&d.copy[1], 2, 0, 4, 50));
+	CU_ASSERT_TRUE(same(&d.copy[2], 1, 10, 5, 110));
+	CU_ASSERT_EQUAL(d.copy_blocks, 10);
+	CU_ASSERT_EQUAL(d.keep_blocks + d.copy_blocks, 15); /* the plan's blocks */
+	hy_reorganize_diff_free(&d);
+}
+
+/* A planned range with several extents inside, some in place. */
+static void test_diff_holes(void)
+{
+	struct hy_map_extent cur[] = {ext(1, 0, 2, 0), ext(1, 4, 2, 4), ext(1, 8, 2, 99)};
+	struct hy_reorganize_range plan[] = {rg(1, 0, 10, 0)};
+	struct hy_reorganize_diff d;
+
+	CU_ASSERT_EQUAL_FATAL(hy_reorganize_diff(cur, 3, plan, 1, &d), 0);
+	CU_ASSERT_EQUAL_FATAL(d.nkeep, 2);
+	CU_ASSERT_TRUE(same(&d.keep[0], 1, 0, 2, 0));
+	CU_ASSERT_TRUE(same(&d.keep[1], 1, 4, 2, 4));
+	CU_ASSERT_EQUAL_FATAL(d.ndrop, 1);
+	CU_ASSERT_TRUE(same(&d.drop[0], 1, 8, 2, 99));
+	CU_ASSERT_EQUAL_FATAL(d.ncopy, 2);
+	CU_ASSERT_TRUE(same(&d.copy[0], 1, 2, 2, 2));
+	CU_ASSERT_TRUE(same(&d.copy[1], 1, 6, 4, 6));
+	hy_reorganize_diff_free(&d);
+}
+
+static int64_t count(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st;
+	int64_t n = -1;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return -2;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		n = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return n;
+}
+
+/* One process reads blocks 10, 2, 20 of file 1 three times: the plan is
+ * 10, 2, 20 (borg.sh works it out), saved as generation 1; a second run
+ * reads nothing new and saves generation 2, replacing the ranges. */
+static void test_plan_from_log(void)
+{
+	struct hy_reorganize_params params = {.decay = 1.0, .capacity_blocks = 3, .save = true};
+	struct hy_reorganize_plan plan;
+	struct hy_state *state = NULL;
+	char *dir = hy_test_tmpdir(), why[512] = "";
+	static const int blocks[] = {10, 2, 20};
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+	CU_ASSERT_EQUAL_FATAL(hy_state_open(dir, "/backing", false, &state, why, sizeof(why)), 0);
+	for (int rep = 0; rep < 3; rep++) {
+		for (int i = 0; i < 3; i++) {
+			char sql[200];
+
+			snprintf(sql, sizeof(sql),
+				 "INSERT INTO access_log VALUES (%d, 1, 1, %d, 4096, 0, NULL, NULL)",
+				 1000 + rep * 10 + i, blocks[i] * 4096);
+			CU_ASSERT_EQUAL(sqlite3_exec(state->db, sql, NULL, NULL, NULL), SQLITE_OK);
+		}
+	}
+	CU_ASSERT_EQUAL_FATAL(hy_reorganize_make_plan(state->db, &params, &plan, why, sizeof(why)),
+			      0);
+	CU_ASSERT_EQUAL(plan.generation, 1);
+	CU_ASSERT_EQUAL(plan.analyzer.requests, 9);
+	CU_ASSERT_EQUAL(plan.last, 9);
+	CU_ASSERT_EQUAL_FATAL(plan.count, 3);
+	CU_ASSERT_TRUE(same(&plan.ranges[0], 1, 10, 1, 0));
+	CU_ASSERT_TRUE(same(&plan.ranges[1], 1, 2, 1, 1));
+	CU_ASSERT_TRUE(same(&plan.ranges[2], 1, 20, 1, 2));
+	CU_ASSERT_DOUBLE_EQUAL(plan.ranges[0].heat, 3.0, 1e-9);
+	CU_ASSERT_EQUAL(count(state->db, "SELECT count(*) FROM bopt_plan_ranges WHERE generation = 1"),
+			3);
+	CU_ASSERT_EQUAL(count(state->db, "SELECT block FROM bopt_plan_ranges WHERE bopt_block = 1"),
+			2);
+	CU_ASSERT_EQUAL(count(state->db, "SELECT count(*) FROM analyzer_runs"), 1);
+	CU_ASSERT_EQUAL(hy_reorganize_record(state->db, 1, "done", 3, 0, 0, 0, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(count(state->db, "SELECT copied_blocks FROM bopt_plans WHERE generation = 1"),
+			3);
+	CU_ASSERT_EQUAL(count(state->db, "SELECT finished_ns IS NOT NULL FROM bopt_plans"), 1);
+	hy_reorganize_plan_free(&plan);
+
+	/* cumulative again: the saved graph, nothing new in the log */
+	CU_ASSERT_EQUAL_FATAL(hy_reorganize_make_plan(state->db, &params, &plan, why, sizeof(why)),
+			      0);
+	CU_ASSERT_EQUAL(plan.generation, 2);
+	CU_ASSERT_EQUAL(plan.analyzer.requests, 0);
+	CU_ASSERT_EQUAL(plan.count, 3);
+	CU_ASSERT_EQUAL(count(state->db, "SELECT count(*) FROM bopt_plan_ranges"), 3);
+	CU_ASSERT_EQUAL(count(state->db, "SELECT min(generation) FROM bopt_plan_ranges"), 2);
+	hy_reorganize_plan_free(&plan);
+
+	/* a dry run (no save) changes nothing */
+	params.save = false;
+	CU_ASSERT_EQUAL_FATAL(hy_reorganize_make_plan(state->db, &params, &plan, why, sizeof(why)),
+			      0);
+	CU_ASSERT_EQUAL(plan.generation, 0);
+	CU_ASSERT_EQUAL(count(state->db, "SELECT count(*) FROM bopt_plans"), 2);
+	hy_reorganize_plan_free(&plan);
+
+	/* a bad decay is refused by name */
+	params.decay = 0;
+	CU_ASSERT_EQUAL(hy_reorganize_make_plan(state->db, &params, &plan, why, sizeof(why)),
+			-EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "decay"));
+	hy_state_close(state);
+	hy_test_rmtree(dir);
+	free(dir);
+}
+
+static void test_sizes(void)
+{
+	uint64_t v = 7;
+
+	CU_ASSERT_EQUAL(hy_units_parse_size("1G", false, &v), 0);
+	CU_ASSERT_EQUAL(v, 1ULL << 30);
+	CU_ASSERT_EQUAL(hy_units_parse_size("512m", false, &v), 0);
+	CU_ASSERT_EQUAL(v, 512ULL << 20);
+	CU_ASSERT_EQUAL(hy_units_parse_size("4096", false, &v), 0);
+	CU_ASSERT_EQUAL(v, 4096);
+	CU_ASSERT_EQUAL(hy_units_parse_size("0", true, &v), 0);
+	CU_ASSERT_EQUAL(v, 0);
+	v = 7;
+	CU_ASSERT_EQUAL(hy_units_parse_size("0", false, &v), -EINVAL);
+	CU_ASSERT_EQUAL(hy_units_parse_size("-1", true, &v), -EINVAL);
+	CU_ASSERT_EQUAL(hy_units_parse_size("+1", true, &v), -EINVAL);
+	CU_ASSERT_EQUAL(hy_units_parse_size(" 1", true, &v), -EINVAL);
+	CU_ASSERT_EQUAL(hy_units_parse_size("1X", true, &v), -EINVAL);
+	CU_ASSERT_EQUAL(hy_units_parse_size("1GB", true, &v), -EINVAL);
+	CU_ASSERT_EQUAL(hy_units_parse_size("", true, &v), -EINVAL);
+	CU_ASSERT_EQUAL(hy_units_parse_size(NULL, true, &v), -EINVAL);
+	CU_ASSERT_EQUAL(hy_units_parse_size("16777216T", true, &v), -EINVAL); /* 2^64 */
+	CU_ASSERT_EQUAL(hy_units_parse_size("99999999999999999999", true, &v), -EINVAL);
+	CU_ASSERT_EQUAL(v, 7); /* untouched by refusals */
+}
+
+int hy_test_add_reorganize(void)
+{
+	CU_pSuite suite = CU_add_suite("reorganize", NULL, NULL);
+
+	if (!suite || !CU_add_test(suite, "diff: nothing relocated yet", test_diff_empty_map) ||
+	    !CU_add_test(suite, "diff: the same plan again", test_diff_same_plan) ||
+	    !CU_add_test(suite, "diff: kept, leaving, moving, new", test_diff_mixed) ||
+	    !CU_add_test(suite, "diff: holes in a planned range", test_diff_holes) ||
+	    !CU_add_test(suite, "plans from a log, saved and recorded", test_plan_from_log) ||
+	    !CU_add_test(suite, "sizes", test_sizes))
+		return -1;
+	return 0;
+}
