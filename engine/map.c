@@ -536,8 +536,6 @@ int hy_map_relocate(struct hy_map *map, const struct hy_map_extent *e)
 		rc = -EEXIST;
 		goto out;
 	}
-	if (e->stamp)
-		f->stamp = e->stamp;
 	rc = file_reserve(f, f->n + 1);
 	if (rc)
 		goto out;
@@ -552,6 +550,9 @@ int hy_map_relocate(struct hy_map *map, const struct hy_map_extent *e)
 	pthread_mutex_unlock(&map->bopt_lock);
 	if (rc)
 		goto out;
+	/* nothing can fail from here on: the stamp may change with it */
+	if (e->stamp)
+		f->stamp = e->stamp;
 	/* Into the array, merged with its neighbours without a second move. */
 	left = i > 0 && mergeable(&f->ext[i - 1], &x);
 	right = i < f->n && mergeable(&x, &f->ext[i]);
@@ -704,6 +705,38 @@ int hy_map_walk(struct hy_map *map, int (*fn)(const struct hy_map_extent *e, voi
 	}
 	files_put(map, files, nfiles);
 	return rc;
+}
+
+int hy_map_file_extents(struct hy_map *map, uint64_t file_id, uint64_t from,
+			struct hy_map_extent **out, size_t *count)
+{
+	struct map_file *f;
+	size_t i, n = 0;
+	int rc;
+
+	*out = NULL;
+	*count = 0;
+	f = file_get(map, file_id, false, &rc);
+	if (!f)
+		return 0;
+	pthread_rwlock_rdlock(&f->lock);
+	i = find_first(f, from);
+	if (i < f->n) {
+		*out = malloc((f->n - i) * sizeof(**out));
+		if (!*out) {
+			pthread_rwlock_unlock(&f->lock);
+			file_put(map, f);
+			return -ENOMEM;
+		}
+		for (; i < f->n; i++)
+			(*out)[n++] = (struct hy_map_extent){f->file_id,	f->ext[i].block,
+							     f->ext[i].nblocks, f->ext[i].dirty,
+							     f->ext[i].bopt_block, f->stamp};
+	}
+	pthread_rwlock_unlock(&f->lock);
+	file_put(map, f);
+	*count = n;
+	return 0;
 }
 
 int hy_map_get_stamp(struct hy_map *map, uint64_t file_id, int64_t *stamp)

@@ -434,6 +434,43 @@ int hy_map_journal_append(struct hy_map_journal *j, const struct hy_map_journal_
 	return rc ? rc : hy_map_journal_wait(j, ticket);
 }
 
+int64_t hy_map_journal_release(struct hy_map_journal *j, struct hy_map *map, uint64_t file_id,
+				uint64_t block, uint64_t nblocks)
+{
+	struct hy_map_journal_record r = {.type = HY_MJ_RELEASE, .file_id = file_id};
+	uint64_t ticket = 0, end;
+	int rc = 0;
+
+	if (nblocks == 0)
+		return 0;
+	end = block > UINT64_MAX - nblocks ? UINT64_MAX : block + nblocks;
+	if (j && nblocks <= UINT32_MAX) {
+		r.block = block;
+		r.nblocks = (uint32_t)nblocks;
+		rc = hy_map_journal_append(j, &r);
+	} else if (j) {
+		/* a record holds 2^32 blocks at most: one per extent there */
+		struct hy_map_extent *e;
+		size_t n;
+
+		rc = hy_map_file_extents(map, file_id, block, &e, &n);
+		for (size_t i = 0; i < n && rc == 0 && e[i].block < end; i++) {
+			uint64_t lo = e[i].block > block ? e[i].block : block;
+			uint64_t hi = e[i].block + e[i].nblocks < end ? e[i].block + e[i].nblocks : end;
+
+			r.block = lo;
+			r.nblocks = (uint32_t)(hi - lo);
+			rc = hy_map_journal_write(j, &r, &ticket);
+		}
+		free(e);
+		if (rc == 0 && ticket)
+			rc = hy_map_journal_wait(j, ticket);
+	}
+	if (rc)
+		return rc;
+	return hy_map_release(map, file_id, block, end - block);
+}
+
 int hy_map_journal_checkpoint(struct hy_map_journal *j, struct hy_map *map, struct sqlite3 *db,
 			      char *why, size_t why_size)
 {

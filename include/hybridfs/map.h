@@ -102,6 +102,11 @@ int64_t hy_map_set_dirty(struct hy_map *map, uint64_t file_id, uint64_t block, u
  * for reading while its extents are visited. */
 int hy_map_walk(struct hy_map *map, int (*fn)(const struct hy_map_extent *e, void *arg), void *arg);
 
+/* Copies of @file_id's extents that end after block @from, in block
+ * order, into a malloc'd array (NULL and 0 when none). 0 or -ENOMEM. */
+int hy_map_file_extents(struct hy_map *map, uint64_t file_id, uint64_t from,
+			struct hy_map_extent **out, size_t *count);
+
 /* A file's stamp: the ctime (ns) its home file had when its relocated
  * blocks were copied, so that a change made outside the mount (which moves
  * the ctime) is noticed and the copies are dropped, never served. get

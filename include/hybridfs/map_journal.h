@@ -124,6 +124,13 @@ int hy_map_journal_wait(struct hy_map_journal *journal, uint64_t ticket);
  * the BOPT until remount). */
 int hy_map_journal_append(struct hy_map_journal *journal, const struct hy_map_journal_record *r);
 
+/* Releases [@block, @block + @nblocks) of @file_id (any length: past
+ * 2^32 blocks one record per relocated extent is written), durably in
+ * @journal (which may be NULL) and then in @map. Returns the blocks
+ * released or a negative errno. */
+int64_t hy_map_journal_release(struct hy_map_journal *journal, struct hy_map *map,
+				uint64_t file_id, uint64_t block, uint64_t nblocks);
+
 /* Checkpoint: saves @map whole into @db (hy_map_save with the journal's
  * generation and the next epoch), then empties the journal. The caller
  * keeps the map and the journal from changing meanwhile (the engine's

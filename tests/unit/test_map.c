@@ -1,7 +1,8 @@
 /* test_map.c - BORG's indirection map: lookups worked out by hand, the
  * split and merge rules, refused relocations, release and dirty marks,
- * stats and walks, save and load (with a stale and a damaged table), many
- * threads at once, and a million blocks kept in few extents.
+ * stats and walks, save and load (with a stale and a damaged table), file
+ * stamps and the checkpoint epoch, many threads at once, and a million
+ * blocks kept in few extents.
  *
  * Notation in the comments: [b, n -> p] is a piece of n blocks from file
  * block b, relocated to BOPT block p; [b, n HOME] is one at home; a "d"
@@ -432,7 +433,9 @@ static void test_persist(void)
 	CU_ASSERT_EQUAL(stats_of(back).files, 0);
 
 	/* A row that overlaps another of its file, written behind our back. */
-	CU_ASSERT_EQUAL(sqlite3_exec(state->db, "INSERT INTO bopt_map (file_id, block, nblocks, bopt_block, dirty, generation) VALUES (1, 5, 3, 900, 0, 7)",
+	CU_ASSERT_EQUAL(sqlite3_exec(state->db,
+				     "INSERT INTO bopt_map (file_id, block, nblocks, bopt_block, "
+				     "dirty, generation) VALUES (1, 5, 3, 900, 0, 7)",
 				     NULL, NULL, NULL),
 			SQLITE_OK);
 	why[0] = '\0';
@@ -443,7 +446,8 @@ static void test_persist(void)
 	/* A row whose BOPT blocks another uses. */
 	CU_ASSERT_EQUAL(sqlite3_exec(state->db,
 				     "DELETE FROM bopt_map WHERE block = 5;"
-				     "INSERT INTO bopt_map (file_id, block, nblocks, bopt_block, dirty, generation) VALUES (2, 0, 3, 108, 0, 7)",
+				     "INSERT INTO bopt_map (file_id, block, nblocks, bopt_block, "
+				     "dirty, generation) VALUES (2, 0, 3, 108, 0, 7)",
 				     NULL, NULL, NULL),
 			SQLITE_OK);
 	CU_ASSERT_EQUAL(hy_map_load(back, state->db, 7, &loaded_epoch, why, sizeof(why)), -EUCLEAN);
@@ -453,7 +457,8 @@ static void test_persist(void)
 	/* Malformed rows: no blocks, a dirty flag of 2, text for a number. */
 	CU_ASSERT_EQUAL(sqlite3_exec(state->db,
 				     "DELETE FROM bopt_map WHERE file_id = 2;"
-				     "INSERT INTO bopt_map (file_id, block, nblocks, bopt_block, dirty, generation) VALUES (3, 0, 0, 5000, 0, 7)",
+				     "INSERT INTO bopt_map (file_id, block, nblocks, bopt_block, "
+				     "dirty, generation) VALUES (3, 0, 0, 5000, 0, 7)",
 				     NULL, NULL, NULL),
 			SQLITE_OK);
 	CU_ASSERT_EQUAL(hy_map_load(back, state->db, 7, &loaded_epoch, why, sizeof(why)), -EUCLEAN);
@@ -479,6 +484,193 @@ static void test_persist(void)
 
 	hy_map_free(map);
 	hy_map_free(back);
+	hy_state_close(state);
+	hy_test_rmtree(tmp);
+	free(tmp);
+}
+
+/* ---- stamps --------------------------------------------------------- */
+
+static int64_t stamp_of(struct hy_map *map, uint64_t file_id)
+{
+	int64_t stamp = 0x5a5a5a5a;
+
+	CU_ASSERT_EQUAL(hy_map_get_stamp(map, file_id, &stamp), 0);
+	return stamp;
+}
+
+/* Every extent the walk reports carries its file's stamp. */
+struct stamp_walk {
+	uint64_t file_id;
+	int64_t want;
+	size_t seen, bad;
+};
+
+static int check_stamp(const struct hy_map_extent *e, void *arg)
+{
+	struct stamp_walk *w = arg;
+
+	if (e->file_id == w->file_id) {
+		w->seen++;
+		if (e->stamp != w->want)
+			w->bad++;
+	}
+	return 0;
+}
+
+static void check_walk_stamp(struct hy_map *map, uint64_t file_id, int64_t want, size_t extents)
+{
+	struct stamp_walk w = {file_id, want, 0, 0};
+
+	CU_ASSERT_EQUAL(hy_map_walk(map, check_stamp, &w), 0);
+	CU_ASSERT_EQUAL(w.seen, extents);
+	CU_ASSERT_EQUAL(w.bad, 0);
+}
+
+static void test_stamps(void)
+{
+	struct hy_map *map = new_map();
+	struct hy_map_extent e;
+	int64_t stamp = 77;
+
+	/* No extents: no stamp, and setting one does not make the file. */
+	CU_ASSERT_EQUAL(hy_map_get_stamp(map, 1, &stamp), -ENOENT);
+	CU_ASSERT_EQUAL(hy_map_set_stamp(map, 1, 5), -ENOENT);
+	CU_ASSERT_EQUAL(hy_map_get_stamp(map, 1, &stamp), -ENOENT);
+	CU_ASSERT_EQUAL(stats_of(map).files, 0);
+
+	/* A relocation with stamp 0 leaves a new file's stamp 0; a non-zero
+	 * one sets it; a later 0 keeps it. */
+	relocate_ok(map, 1, 0, 4, 100, false);
+	CU_ASSERT_EQUAL(stamp_of(map, 1), 0);
+	e = mk(1, 10, 2, 200, false);
+	e.stamp = 1000;
+	CU_ASSERT_EQUAL(hy_map_relocate(map, &e), 0);
+	CU_ASSERT_EQUAL(stamp_of(map, 1), 1000);
+	relocate_ok(map, 1, 20, 1, 300, false);
+	CU_ASSERT_EQUAL(stamp_of(map, 1), 1000);
+	CU_ASSERT_EQUAL(hy_map_set_stamp(map, 1, 2000), 0);
+	CU_ASSERT_EQUAL(stamp_of(map, 1), 2000);
+
+	/* Stamps are per file. */
+	e = mk(2, 0, 3, 400, false);
+	e.stamp = 3000;
+	CU_ASSERT_EQUAL(hy_map_relocate(map, &e), 0);
+	CU_ASSERT_EQUAL(stamp_of(map, 2), 3000);
+	CU_ASSERT_EQUAL(stamp_of(map, 1), 2000);
+	check_walk_stamp(map, 1, 2000, 3);
+	check_walk_stamp(map, 2, 3000, 1);
+
+	/* A relocation refused as already there leaves the stamp alone. */
+	e = mk(2, 1, 1, 900, false);
+	e.stamp = 9999;
+	CU_ASSERT_EQUAL(hy_map_relocate(map, &e), -EEXIST);
+	CU_ASSERT_EQUAL(stamp_of(map, 2), 3000);
+
+	/* A partial release keeps the stamp; releasing the last extent
+	 * forgets it. */
+	CU_ASSERT_EQUAL(hy_map_release(map, 1, 0, 4), 4);
+	CU_ASSERT_EQUAL(stamp_of(map, 1), 2000);
+	CU_ASSERT_EQUAL(hy_map_release(map, 1, 0, UINT64_MAX), 3);
+	CU_ASSERT_EQUAL(hy_map_get_stamp(map, 1, &stamp), -ENOENT);
+	CU_ASSERT_EQUAL(hy_map_set_stamp(map, 1, 4000), -ENOENT);
+	CU_ASSERT_EQUAL(stats_of(map).files, 1);
+	/* ... so a new copy of the file starts with no stamp, not the old. */
+	relocate_ok(map, 1, 0, 1, 100, false);
+	CU_ASSERT_EQUAL(stamp_of(map, 1), 0);
+	CU_ASSERT_EQUAL(stamp_of(map, 2), 3000);
+	hy_map_free(map);
+}
+
+static int64_t db_int(struct hy_state *state, const char *sql)
+{
+	sqlite3_stmt *stmt = NULL;
+	int64_t v = -1;
+
+	CU_ASSERT_EQUAL_FATAL(sqlite3_prepare_v2(state->db, sql, -1, &stmt, NULL), SQLITE_OK);
+	if (sqlite3_step(stmt) == SQLITE_ROW)
+		v = sqlite3_column_int64(stmt, 0);
+	sqlite3_finalize(stmt);
+	return v;
+}
+
+static void test_stamp_persist(void)
+{
+	struct hy_map *map = new_map(), *back = new_map(), *other = new_map();
+	const int64_t s1 = 1700000000123456789LL, s2 = -42; /* ns; before 1970 too */
+	struct hy_map_extent e;
+	struct hy_state *state;
+	uint32_t epoch = 99;
+	char why[256], *tmp;
+
+	state = open_state(&tmp);
+	e = mk(1, 0, 4, 100, false);
+	e.stamp = s1;
+	CU_ASSERT_EQUAL(hy_map_relocate(map, &e), 0);
+	relocate_ok(map, 1, 10, 2, 200, true); /* the file's stamp, not its own */
+	e = mk(2, 5, 1, 300, false);
+	e.stamp = s2;
+	CU_ASSERT_EQUAL(hy_map_relocate(map, &e), 0);
+	relocate_ok(map, 3, 0, 1, 400, false); /* never stamped: 0 */
+
+	/* Nothing saved yet: epoch 0. */
+	CU_ASSERT_EQUAL(hy_map_load(back, state->db, 7, &epoch, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(epoch, 0);
+
+	CU_ASSERT_EQUAL(hy_map_save(map, state->db, 7, 17, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(db_int(state, "SELECT generation FROM bopt_checkpoint WHERE id = 1"), 7);
+	CU_ASSERT_EQUAL(db_int(state, "SELECT epoch FROM bopt_checkpoint WHERE id = 1"), 17);
+	CU_ASSERT_EQUAL(db_int(state, "SELECT count(*) FROM bopt_checkpoint"), 1);
+	CU_ASSERT_EQUAL(
+		db_int(state, "SELECT stamp_ns FROM bopt_map WHERE file_id = 1 AND block = 10"),
+		s1);
+	CU_ASSERT_EQUAL(db_int(state, "SELECT stamp_ns FROM bopt_map WHERE file_id = 2"), s2);
+
+	CU_ASSERT_EQUAL(hy_map_load(back, state->db, 7, &epoch, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(epoch, 17);
+	CU_ASSERT_EQUAL(stats_of(back).extents, 4);
+	CU_ASSERT_EQUAL(stamp_of(back, 1), s1);
+	CU_ASSERT_EQUAL(stamp_of(back, 2), s2);
+	CU_ASSERT_EQUAL(stamp_of(back, 3), 0);
+	check_walk_stamp(back, 1, s1, 2);
+	check_walk_stamp(back, 2, s2, 1);
+	check_walk_stamp(back, 3, 0, 1);
+
+	/* The checkpoint record is in the map's transaction: a save whose
+	 * checkpoint record fails leaves the previous map and epoch. */
+	relocate_ok(other, 5, 0, 1, 500, false);
+	CU_ASSERT_EQUAL(
+		sqlite3_exec(state->db,
+			     "CREATE TEMP TRIGGER no_checkpoint BEFORE INSERT ON"
+			     " main.bopt_checkpoint BEGIN SELECT RAISE(ABORT, 'refused'); END",
+			     NULL, NULL, NULL),
+		SQLITE_OK);
+	why[0] = '\0';
+	CU_ASSERT(hy_map_save(other, state->db, 7, 18, why, sizeof(why)) < 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "checkpoint"));
+	CU_ASSERT_EQUAL(sqlite3_exec(state->db, "DROP TRIGGER no_checkpoint", NULL, NULL, NULL),
+			SQLITE_OK);
+	CU_ASSERT_EQUAL(db_int(state, "SELECT epoch FROM bopt_checkpoint WHERE id = 1"), 17);
+	CU_ASSERT_EQUAL(hy_map_load(back, state->db, 7, &epoch, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(epoch, 17);
+	CU_ASSERT_EQUAL(stats_of(back).extents, 4);
+	CU_ASSERT_EQUAL(stats_of(back).files, 3);
+	CU_ASSERT_EQUAL(stamp_of(back, 1), s1);
+
+	/* The largest epoch round-trips; one beyond 24 bits is refused. */
+	CU_ASSERT_EQUAL(hy_map_save(map, state->db, 7, HY_MAP_EPOCH_MASK, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(hy_map_load(back, state->db, 7, &epoch, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(epoch, 0xffffff);
+	CU_ASSERT_EQUAL(sqlite3_exec(state->db, "UPDATE bopt_checkpoint SET epoch = 16777216", NULL,
+				     NULL, NULL),
+			SQLITE_OK);
+	why[0] = '\0';
+	CU_ASSERT_EQUAL(hy_map_load(back, state->db, 7, &epoch, why, sizeof(why)), -EUCLEAN);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "epoch"));
+
+	hy_map_free(map);
+	hy_map_free(back);
+	hy_map_free(other);
 	hy_state_close(state);
 	hy_test_rmtree(tmp);
 	free(tmp);
@@ -716,6 +908,9 @@ int hy_test_add_map(void)
 	    !CU_add_test(s, "stats", test_stats) ||
 	    !CU_add_test(s, "walk order and early stop", test_walk) ||
 	    !CU_add_test(s, "save and load", test_persist) ||
+	    !CU_add_test(s, "stamps kept per file while it has extents", test_stamps) ||
+	    !CU_add_test(s, "stamps and the checkpoint epoch saved and loaded",
+			 test_stamp_persist) ||
 	    !CU_add_test(s, "lookups during changes", test_concurrency) ||
 	    !CU_add_test(s, "a million blocks, few extents", test_million))
 		return -1;

@@ -1,8 +1,9 @@
 /* test_map_journal.c - the indirection map's journal: the record's bytes,
  * decode's refusals, replay into a map (equal to the map the operations
  * build directly), the torn tail cut, other generations skipped, a record
- * the map refuses, checkpoint into SQLite, and group commit with 8
- * threads appending at once.
+ * the map refuses, checkpoint into SQLite, a crash inside a checkpoint
+ * (the epochs), write and wait by ticket, the epoch's 24-bit wrap, stamp
+ * records, and group commit with 8 threads appending at once.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -55,6 +56,10 @@ static int apply_direct(struct hy_map *map, const struct hy_map_journal_record *
 	switch (r->type) {
 	case HY_MJ_RELOCATE:
 		return hy_map_relocate(map, &e);
+	case HY_MJ_STAMP:
+		/* a stamp for a file with no extents is moot */
+		n = hy_map_set_stamp(map, r->file_id, (int64_t)r->block);
+		return n == -ENOENT ? 0 : (int)n;
 	case HY_MJ_RELEASE:
 		n = hy_map_release(map, r->file_id, r->block, r->nblocks);
 		break;
@@ -100,7 +105,7 @@ static void check_same(struct hy_map *a, struct hy_map *b)
 		const struct hy_map_extent *x = &la.e[i], *y = &lb.e[i];
 
 		if (x->file_id != y->file_id || x->block != y->block || x->nblocks != y->nblocks ||
-		    x->bopt_block != y->bopt_block || x->dirty != y->dirty)
+		    x->bopt_block != y->bopt_block || x->dirty != y->dirty || x->stamp != y->stamp)
 			bad++;
 	}
 	CU_ASSERT_EQUAL(bad, 0);
@@ -133,20 +138,28 @@ static char *journal_path(const char *dir)
 	return path;
 }
 
-/* Opens @path for @generation into @map; fatal unless it succeeds. */
-static struct hy_map_journal *open_ok(const char *path, uint64_t generation, struct hy_map *map,
-				      uint64_t *replayed)
+/* Opens @path for @generation after the checkpoint of @epoch into @map;
+ * fatal unless it succeeds. */
+static struct hy_map_journal *open_at(const char *path, uint64_t generation, uint32_t epoch,
+				      struct hy_map *map, uint64_t *replayed)
 {
 	struct hy_map_journal *j = NULL;
 	char why[512] = "";
 	int rc;
 
-	rc = hy_map_journal_open(path, generation, loaded_epoch, map, &j, replayed, why, sizeof(why));
+	rc = hy_map_journal_open(path, generation, epoch, map, &j, replayed, why, sizeof(why));
 	if (rc)
 		fprintf(stderr, "\n  map journal: %s\n", why);
 	CU_ASSERT_EQUAL_FATAL(rc, 0);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
 	return j;
+}
+
+/* The same, after the checkpoint hy_map_load() read last. */
+static struct hy_map_journal *open_ok(const char *path, uint64_t generation, struct hy_map *map,
+				      uint64_t *replayed)
+{
+	return open_at(path, generation, loaded_epoch, map, replayed);
 }
 
 static uint32_t fnv(const unsigned char *p, size_t n)
@@ -207,7 +220,7 @@ static void test_layout(void)
 	CU_ASSERT_EQUAL(back.bopt_block, r.bopt_block);
 	CU_ASSERT_EQUAL(back.nblocks, r.nblocks);
 
-	for (t = HY_MJ_RELOCATE; t <= HY_MJ_CLEAN; t++) {
+	for (t = HY_MJ_RELOCATE; t <= HY_MJ_STAMP; t++) {
 		r = rec((enum hy_map_journal_type)t, 7, 8, 9, t == HY_MJ_RELOCATE ? 10 : 0);
 		r.generation = 3;
 		hy_map_journal_encode(&r, buf);
@@ -514,8 +527,9 @@ static void test_refused(void)
 	CU_ASSERT_EQUAL(hy_map_journal_append(j, &r), 0);
 	hy_map_journal_close(j);
 	j = &dummy; /* must be reset */
-	CU_ASSERT_EQUAL(hy_map_journal_open(path, 1, loaded_epoch, map, &j, &replayed, why, sizeof(why)),
-			-EUCLEAN);
+	CU_ASSERT_EQUAL(
+		hy_map_journal_open(path, 1, loaded_epoch, map, &j, &replayed, why, sizeof(why)),
+		-EUCLEAN);
 	CU_ASSERT_PTR_NULL(j);
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, path));
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "record 2"));
@@ -531,7 +545,8 @@ static void test_refused(void)
 	CU_ASSERT_EQUAL(hy_map_journal_append(j, &other), 0);
 	hy_map_journal_close(j);
 	why[0] = '\0';
-	CU_ASSERT_EQUAL(hy_map_journal_open(path, 1, loaded_epoch, map, &j, NULL, why, sizeof(why)), -EUCLEAN);
+	CU_ASSERT_EQUAL(hy_map_journal_open(path, 1, loaded_epoch, map, &j, NULL, why, sizeof(why)),
+			-EUCLEAN);
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "record 2"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, strerror(EBUSY)));
 
@@ -599,6 +614,352 @@ static void test_checkpoint(void)
 	hy_map_free(later);
 	hy_state_close(state);
 	free(state_dir);
+	free(path);
+	hy_test_rmtree(dir);
+	free(dir);
+}
+
+/* Record @k of the journal at @path, as its bytes. */
+static void read_raw(const char *path, uint64_t k, unsigned char *buf)
+{
+	int fd = open(path, O_RDONLY);
+
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(pread(fd, buf, REC, (off_t)(k * REC)), REC);
+	close(fd);
+}
+
+static uint64_t raw_epoch(const char *path, uint64_t k)
+{
+	unsigned char buf[REC];
+
+	memset(buf, 0xee, sizeof(buf));
+	read_raw(path, k, buf);
+	return le(buf + 5, 3);
+}
+
+static struct hy_state *open_state_in(const char *dir, char **state_dir)
+{
+	struct hy_state *state = NULL;
+	char why[512] = "";
+
+	CU_ASSERT_FATAL(asprintf(state_dir, "%s/state", dir) > 0);
+	CU_ASSERT_EQUAL_FATAL(
+		hy_state_open(*state_dir, "/backing", false, &state, why, sizeof(why)), 0);
+	return state;
+}
+
+/* A checkpoint's save commits, and the daemon dies before the journal is
+ * emptied: the journal's records (of the old epoch) are in the saved map
+ * already, and replaying them onto it would relocate blocks twice. */
+static void test_checkpoint_crash(void)
+{
+	struct hy_map_journal_record ops[4 * N_EACH + 2], more[4];
+	char *dir = hy_test_tmpdir(), *path, *state_dir = NULL;
+	struct hy_map *map = new_map(), *scratch = new_map(), *old = new_map();
+	struct hy_map *loaded = new_map(), *later = new_map(), *last = new_map();
+	struct hy_state *state;
+	struct hy_map_journal *j;
+	uint64_t replayed = 99;
+	uint32_t epoch = 99;
+	int64_t stamp = 0;
+	char why[512] = "";
+	size_t n, i;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+	path = journal_path(dir);
+	state = open_state_in(dir, &state_dir);
+
+	n = make_ops(ops);
+	ops[n++] = rec(HY_MJ_STAMP, 1, 111, 0, 0);
+	ops[n++] = rec(HY_MJ_STAMP, 2, 222, 0, 0);
+	j = open_at(path, 11, 0, scratch, &replayed);
+	CU_ASSERT_EQUAL(replayed, 0);
+	CU_ASSERT_EQUAL(j->epoch, 0);
+	for (i = 0; i < n; i++) {
+		CU_ASSERT_EQUAL(hy_map_journal_append(j, &ops[i]), 0);
+		CU_ASSERT_EQUAL(apply_direct(map, &ops[i]), 0);
+	}
+	/* The checkpoint's save, with the next epoch... */
+	CU_ASSERT_EQUAL(hy_map_save(map, state->db, 11, j->epoch + 1, why, sizeof(why)), 0);
+	/* ... and the crash: the journal is never emptied. */
+	hy_map_journal_close(j);
+	CU_ASSERT_EQUAL(file_size(path), (off_t)(n * REC));
+	CU_ASSERT_EQUAL(raw_epoch(path, 0), 0);
+	CU_ASSERT_EQUAL(raw_epoch(path, n - 1), 0);
+
+	/* The records are all there: after the previous checkpoint (epoch
+	 * 0) they replay to the same map. */
+	j = open_at(path, 11, 0, old, &replayed);
+	CU_ASSERT_EQUAL(replayed, n);
+	check_same(map, old);
+	hy_map_journal_close(j);
+
+	/* After the new one, none of them replays: the saved map has them. */
+	CU_ASSERT_EQUAL(hy_map_load(loaded, state->db, 11, &epoch, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(epoch, 1);
+	j = open_at(path, 11, epoch, loaded, &replayed);
+	CU_ASSERT_EQUAL(replayed, 0);
+	CU_ASSERT_EQUAL(j->epoch, 1);
+	CU_ASSERT_EQUAL(j->written, n); /* skipped, not cut */
+	CU_ASSERT_EQUAL(file_size(path), (off_t)(n * REC));
+	check_same(map, loaded);
+	CU_ASSERT_EQUAL(hy_map_get_stamp(loaded, 2, &stamp), 0);
+	CU_ASSERT_EQUAL(stamp, 222);
+
+	/* Changes from now on carry the new epoch, after the old records. */
+	more[0] = rec(HY_MJ_RELOCATE, 9, 0, 8, 5000);
+	more[1] = rec(HY_MJ_STAMP, 9, 999, 0, 0);
+	more[2] = rec(HY_MJ_DIRTY, 9, 2, 2, 0);
+	more[3] = rec(HY_MJ_RELEASE, 1, 0, 3, 0);
+	for (i = 0; i < 4; i++) {
+		CU_ASSERT_EQUAL(hy_map_journal_append(j, &more[i]), 0);
+		CU_ASSERT_EQUAL(apply_direct(map, &more[i]), 0);
+	}
+	CU_ASSERT_EQUAL(j->written, n + 4);
+	hy_map_journal_close(j);
+	CU_ASSERT_EQUAL(file_size(path), (off_t)((n + 4) * REC));
+	CU_ASSERT_EQUAL(raw_epoch(path, n - 1), 0);
+	CU_ASSERT_EQUAL(raw_epoch(path, n), 1);
+	CU_ASSERT_EQUAL(raw_epoch(path, n + 3), 1);
+
+	/* Exactly those replay onto the saved map. */
+	epoch = 99;
+	CU_ASSERT_EQUAL(hy_map_load(later, state->db, 11, &epoch, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(epoch, 1);
+	j = open_at(path, 11, epoch, later, &replayed);
+	CU_ASSERT_EQUAL(replayed, 4);
+	CU_ASSERT_EQUAL(j->written, n + 4);
+	check_same(map, later);
+	CU_ASSERT_EQUAL(hy_map_get_stamp(later, 9, &stamp), 0);
+	CU_ASSERT_EQUAL(stamp, 999);
+
+	/* A checkpoint that completes: epoch 2, and the journal empty. */
+	CU_ASSERT_EQUAL(hy_map_journal_checkpoint(j, later, state->db, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(j->epoch, 2);
+	CU_ASSERT_EQUAL(j->written, 0);
+	CU_ASSERT_EQUAL(file_size(path), 0);
+	hy_map_journal_close(j);
+	CU_ASSERT_EQUAL(hy_map_load(last, state->db, 11, &epoch, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(epoch, 2);
+	j = open_at(path, 11, epoch, last, &replayed);
+	CU_ASSERT_EQUAL(replayed, 0);
+	check_same(map, last);
+	hy_map_journal_close(j);
+
+	hy_map_free(map);
+	hy_map_free(scratch);
+	hy_map_free(old);
+	hy_map_free(loaded);
+	hy_map_free(later);
+	hy_map_free(last);
+	hy_state_close(state);
+	free(state_dir);
+	free(path);
+	hy_test_rmtree(dir);
+	free(dir);
+}
+
+/* write() without waiting, then one wait for the last ticket. */
+static void test_write_wait(void)
+{
+	char *dir = hy_test_tmpdir(), *path;
+	struct hy_map *map = new_map(), *direct = new_map(), *back = new_map(), *other = new_map();
+	struct hy_map_journal_record r[3], bad = rec((enum hy_map_journal_type)0, 3, 0, 1, 0);
+	struct hy_map_journal *j;
+	unsigned char raw[REC];
+	uint64_t t[3] = {0, 0, 0}, tb = 77, replayed = 99;
+	int64_t stamp = 0;
+	int i;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+	path = journal_path(dir);
+	r[0] = rec(HY_MJ_RELOCATE, 3, 0, 4, 100);
+	r[1] = rec(HY_MJ_DIRTY, 3, 1, 2, 0);
+	r[2] = rec(HY_MJ_STAMP, 3, 4242, 0, 0);
+
+	j = open_at(path, 6, 0x123456, map, &replayed);
+	CU_ASSERT_EQUAL(replayed, 0);
+	for (i = 0; i < 3; i++) {
+		r[i].epoch = 7; /* the journal's epoch wins */
+		CU_ASSERT_EQUAL(hy_map_journal_write(j, &r[i], &t[i]), 0);
+		CU_ASSERT_EQUAL(apply_direct(direct, &r[i]), 0);
+	}
+	CU_ASSERT_EQUAL(t[0], 1);
+	CU_ASSERT_EQUAL(t[1], 2);
+	CU_ASSERT_EQUAL(t[2], 3);
+	CU_ASSERT_EQUAL(j->written, 3);
+	CU_ASSERT_EQUAL(j->durable, 0); /* nobody waited: not synced yet */
+	CU_ASSERT_EQUAL(file_size(path), 3 * REC);
+	CU_ASSERT_EQUAL(hy_map_journal_wait(j, t[2]), 0);
+	CU_ASSERT(j->durable >= j->written);
+	CU_ASSERT_EQUAL(j->durable, 3);
+	CU_ASSERT_EQUAL(j->syncing, false);
+	CU_ASSERT_EQUAL(j->error, 0);
+	/* Earlier tickets are durable already. */
+	CU_ASSERT_EQUAL(hy_map_journal_wait(j, t[0]), 0);
+	CU_ASSERT_EQUAL(hy_map_journal_wait(j, 0), 0);
+	/* A bad type takes no ticket and writes nothing. */
+	CU_ASSERT_EQUAL(hy_map_journal_write(j, &bad, &tb), -EINVAL);
+	CU_ASSERT_EQUAL(tb, 77);
+	CU_ASSERT_EQUAL(j->written, 3);
+	hy_map_journal_close(j);
+	CU_ASSERT_EQUAL(file_size(path), 3 * REC);
+
+	/* The bytes: the journal's generation and epoch (little-endian). */
+	for (i = 0; i < 3; i++) {
+		read_raw(path, (uint64_t)i, raw);
+		CU_ASSERT_EQUAL(raw[4], r[i].type);
+		CU_ASSERT_EQUAL(raw[5], 0x56);
+		CU_ASSERT_EQUAL(raw[6], 0x34);
+		CU_ASSERT_EQUAL(raw[7], 0x12);
+		CU_ASSERT_EQUAL(le(raw + 8, 8), 6);
+		CU_ASSERT_EQUAL(le(raw + 16, 8), 3);
+	}
+	CU_ASSERT_EQUAL(le(raw + 24, 8), 4242); /* the stamp is in the block field */
+
+	j = open_at(path, 6, 0x123456, back, &replayed);
+	CU_ASSERT_EQUAL(replayed, 3);
+	check_same(direct, back);
+	CU_ASSERT_EQUAL(hy_map_get_stamp(back, 3, &stamp), 0);
+	CU_ASSERT_EQUAL(stamp, 4242);
+	CU_ASSERT_EQUAL(map_extents(back), 3); /* 0, 1-2 dirty, 3 */
+	hy_map_journal_close(j);
+
+	/* After another checkpoint (epoch) none of them replays. */
+	j = open_at(path, 6, 0x123457, other, &replayed);
+	CU_ASSERT_EQUAL(replayed, 0);
+	CU_ASSERT_EQUAL(map_extents(other), 0);
+	hy_map_journal_close(j);
+
+	hy_map_free(map);
+	hy_map_free(direct);
+	hy_map_free(back);
+	hy_map_free(other);
+	free(path);
+	hy_test_rmtree(dir);
+	free(dir);
+}
+
+/* Epochs are 24 bits: the checkpoint after 0xffffff is 0. */
+static void test_epoch_wrap(void)
+{
+	char *dir = hy_test_tmpdir(), *path, *state_dir = NULL;
+	struct hy_map *map = new_map(), *back = new_map(), *fresh = new_map();
+	struct hy_map_journal_record r1 = rec(HY_MJ_RELOCATE, 1, 0, 2, 10);
+	struct hy_map_journal_record r2 = rec(HY_MJ_RELOCATE, 1, 2, 2, 12);
+	struct hy_state *state;
+	struct hy_map_journal *j;
+	unsigned char raw[REC];
+	uint64_t replayed = 99;
+	uint32_t epoch = 99;
+	char why[512] = "";
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+	path = journal_path(dir);
+	state = open_state_in(dir, &state_dir);
+
+	j = open_at(path, 3, HY_MAP_EPOCH_MASK, map, &replayed);
+	CU_ASSERT_EQUAL(j->epoch, 0xffffff);
+	CU_ASSERT_EQUAL(hy_map_journal_append(j, &r1), 0);
+	CU_ASSERT_EQUAL(apply_direct(map, &r1), 0);
+	read_raw(path, 0, raw);
+	CU_ASSERT_EQUAL(raw[5], 0xff);
+	CU_ASSERT_EQUAL(raw[6], 0xff);
+	CU_ASSERT_EQUAL(raw[7], 0xff);
+	CU_ASSERT_EQUAL(raw[8], 3); /* the generation starts after the epoch */
+
+	CU_ASSERT_EQUAL(hy_map_journal_checkpoint(j, map, state->db, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(j->epoch, 0);
+	CU_ASSERT_EQUAL(file_size(path), 0);
+	CU_ASSERT_EQUAL(hy_map_journal_append(j, &r2), 0);
+	CU_ASSERT_EQUAL(apply_direct(map, &r2), 0);
+	CU_ASSERT_EQUAL(raw_epoch(path, 0), 0);
+	hy_map_journal_close(j);
+
+	CU_ASSERT_EQUAL(hy_map_load(back, state->db, 3, &epoch, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(epoch, 0);
+	CU_ASSERT_EQUAL(map_extents(back), 1); /* blocks 0-1, from the checkpoint */
+	j = open_at(path, 3, epoch, back, &replayed);
+	CU_ASSERT_EQUAL(replayed, 1);
+	check_same(map, back);
+	hy_map_journal_close(j);
+
+	/* An epoch of more than 24 bits is taken modulo 2^24. */
+	j = open_at(path, 3, 0x1000000, fresh, &replayed);
+	CU_ASSERT_EQUAL(j->epoch, 0);
+	CU_ASSERT_EQUAL(replayed, 1);
+	hy_map_journal_close(j);
+
+	hy_map_free(map);
+	hy_map_free(back);
+	hy_map_free(fresh);
+	hy_state_close(state);
+	free(state_dir);
+	free(path);
+	hy_test_rmtree(dir);
+	free(dir);
+}
+
+/* Stamp records set a file's stamp, or do nothing when it has no extents
+ * (released since, or never relocated). */
+static void test_stamp_records(void)
+{
+	const int64_t big = 0x1122334455667788LL, negative = -1000;
+	struct hy_map_journal_record ops[] = {
+		rec(HY_MJ_RELOCATE, 4, 0, 4, 100),
+		rec(HY_MJ_STAMP, 4, (uint64_t)big, 0, 0),
+		rec(HY_MJ_STAMP, 5, 77, 0, 0), /* file 5 has no extents */
+		rec(HY_MJ_RELOCATE, 6, 0, 2, 200),
+		rec(HY_MJ_STAMP, 6, 50, 0, 0),
+		rec(HY_MJ_RELEASE, 6, 0, 2, 0),
+		rec(HY_MJ_STAMP, 6, 60, 0, 0), /* file 6 has none any more */
+		rec(HY_MJ_RELOCATE, 8, 0, 1, 300),
+		rec(HY_MJ_STAMP, 8, (uint64_t)negative, 0, 0),
+	};
+	const size_t n = sizeof(ops) / sizeof(ops[0]);
+	char *dir = hy_test_tmpdir(), *path;
+	struct hy_map *scratch = new_map(), *direct = new_map(), *map = new_map();
+	struct hy_map_journal *j;
+	struct hy_map_stats st;
+	unsigned char raw[REC];
+	uint64_t replayed = 99;
+	int64_t stamp = 0;
+	size_t i;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+	path = journal_path(dir);
+	j = open_at(path, 1, 0, scratch, NULL);
+	for (i = 0; i < n; i++) {
+		CU_ASSERT_EQUAL(hy_map_journal_append(j, &ops[i]), 0);
+		CU_ASSERT_EQUAL(apply_direct(direct, &ops[i]), 0);
+	}
+	hy_map_journal_close(j);
+	read_raw(path, 1, raw);
+	CU_ASSERT_EQUAL(raw[4], HY_MJ_STAMP);
+	CU_ASSERT_EQUAL(le(raw + 16, 8), 4);
+	CU_ASSERT_EQUAL(le(raw + 24, 8), (uint64_t)big);
+	CU_ASSERT_EQUAL(le(raw + 32, 8), 0);
+	CU_ASSERT_EQUAL(le(raw + 40, 4), 0);
+
+	j = open_at(path, 1, 0, map, &replayed);
+	CU_ASSERT_EQUAL(replayed, n); /* the moot ones were replayed too */
+	CU_ASSERT_EQUAL(j->written, n);
+	CU_ASSERT_EQUAL(hy_map_get_stamp(map, 4, &stamp), 0);
+	CU_ASSERT_EQUAL(stamp, big);
+	CU_ASSERT_EQUAL(hy_map_get_stamp(map, 8, &stamp), 0);
+	CU_ASSERT_EQUAL(stamp, negative);
+	CU_ASSERT_EQUAL(hy_map_get_stamp(map, 5, &stamp), -ENOENT);
+	CU_ASSERT_EQUAL(hy_map_get_stamp(map, 6, &stamp), -ENOENT);
+	hy_map_get_stats(map, &st);
+	CU_ASSERT_EQUAL(st.files, 2);
+	CU_ASSERT_EQUAL(st.blocks, 5);
+	check_same(direct, map);
+	hy_map_journal_close(j);
+
+	hy_map_free(scratch);
+	hy_map_free(direct);
+	hy_map_free(map);
 	free(path);
 	hy_test_rmtree(dir);
 	free(dir);
@@ -688,6 +1049,10 @@ int hy_test_add_map_journal(void)
 	    !CU_add_test(s, "other generations skipped", test_generations) ||
 	    !CU_add_test(s, "a refused record is EUCLEAN", test_refused) ||
 	    !CU_add_test(s, "checkpoint into SQLite", test_checkpoint) ||
+	    !CU_add_test(s, "crash inside a checkpoint", test_checkpoint_crash) ||
+	    !CU_add_test(s, "write, then wait for the ticket", test_write_wait) ||
+	    !CU_add_test(s, "epochs wrap at 24 bits", test_epoch_wrap) ||
+	    !CU_add_test(s, "stamp records", test_stamp_records) ||
 	    !CU_add_test(s, "group commit, 8 threads", test_group_commit))
 		return -1;
 	return 0;
