@@ -35,4 +35,7 @@ int hy_ctl_reorganize(int argc, char **argv);
  * exit status: 0, 1 (not in a mount, or the daemon cannot say), 2 (usage). */
 int hy_ctl_explain(int argc, char **argv);
 
+/* `hybridctl flush [MOUNTPOINT]`: BOPT writes home. The exit status. */
+int hy_ctl_flush(int argc, char **argv);
+
 #endif

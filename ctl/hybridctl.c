@@ -48,6 +48,7 @@ static void usage(FILE *out)
 		"                            [--capacity SIZE] [--gap SECONDS] [--decay F]\n"
 		"                            [--top N] [--quiet]\n"
 		"       hybridctl explain PATH [--json]\n"
+		"       hybridctl flush [MOUNTPOINT]\n"
 		"       hybridctl --help | --version\n"
 		"\n"
 		"  status        the mount, its daemon, operations and bytes by kind, the\n"
@@ -58,6 +59,7 @@ static void usage(FILE *out)
 		"  reorganize    BORG: the access log analyzed, hot blocks planned in access\n"
 		"                order and copied into the BOPT (--dry-run: the plan only)\n"
 		"  explain       where a file's blocks live (BOPT or home) and their heat\n"
+		"  flush         blocks written into the BOPT go home now\n"
 		"See hybridctl(8).\n");
 }
 
@@ -165,13 +167,15 @@ static void print_bopt(struct json_object *d)
 	}
 	human_bytes(jget_u64(b, "bytes", NULL), size, sizeof(size));
 	json_object_object_get_ex(b, "path", &v);
-	printf("%-12s %s, %s: %llu blocks of %llu files relocated (%llu extents), %llu reads "
-	       "served, %llu stale files dropped\n",
+	printf("%-12s %s, %s: %llu blocks of %llu files relocated (%llu extents, %llu dirty), "
+	       "%llu reads and %llu writes served, %llu stale files dropped\n",
 	       "bopt", v ? json_object_get_string(v) : "?", size,
 	       (unsigned long long)jget_u64(b, "map_blocks", NULL),
 	       (unsigned long long)jget_u64(b, "map_files", NULL),
 	       (unsigned long long)jget_u64(b, "map_extents", NULL),
+	       (unsigned long long)jget_u64(b, "dirty_blocks", NULL),
 	       (unsigned long long)jget_u64(b, "bopt_reads", NULL),
+	       (unsigned long long)jget_u64(b, "bopt_writes", NULL),
 	       (unsigned long long)jget_u64(b, "stale_files", NULL));
 	if (json_object_object_get_ex(b, "reorganization", &re) && jget_u64(re, "run", NULL)) {
 		json_object_object_get_ex(re, "phase", &v);
@@ -354,6 +358,8 @@ int main(int argc, char **argv)
 		return hy_ctl_reorganize(argc - 2, argv + 2);
 	if (strcmp(argv[1], "explain") == 0)
 		return hy_ctl_explain(argc - 2, argv + 2);
+	if (strcmp(argv[1], "flush") == 0)
+		return hy_ctl_flush(argc - 2, argv + 2);
 	fprintf(stderr, "hybridctl: unknown command \"%s\"\n", argv[1]);
 	usage(stderr);
 	return 2;

@@ -1,4 +1,5 @@
 bin_PROGRAMS += hybridctl
-hybridctl_SOURCES = ctl/hybridctl.c ctl/ctl.h ctl/trace_cmd.c ctl/mounts.c ctl/reorganize_cmd.c ctl/explain_cmd.c
+hybridctl_SOURCES = ctl/hybridctl.c ctl/ctl.h ctl/trace_cmd.c ctl/mounts.c ctl/reorganize_cmd.c ctl/explain_cmd.c \
+	ctl/flush_cmd.c
 hybridctl_CFLAGS = $(AM_CFLAGS) $(SQLITE_CFLAGS) $(JSONC_CFLAGS)
 hybridctl_LDADD = reconfig/libhyreorganize.a analyzer/libhyanalyzer.a planner/libhyplanner.a lib/libhycommon.a $(SQLITE_LIBS) $(JSONC_LIBS)

@@ -5,9 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hybridfs/device.h"
+#include "hybridfs/log.h"
 
 static ssize_t file_read(struct hy_device *dev, int64_t object, void *buf, size_t len, off_t off)
 {
@@ -41,19 +43,67 @@ static int file_allocate(struct hy_device *dev, int64_t object, int mode, off_t 
 	return fallocate((int)object, mode, off, len) < 0 ? -errno : 0;
 }
 
-static int file_stamp(struct hy_device *dev, int64_t object, int64_t *stamp)
+static int file_getattr(struct hy_device *dev, int64_t object, struct hy_device_attr *out)
 {
 	struct stat st;
 
 	(void)dev;
 	if (fstat((int)object, &st) != 0)
 		return -errno;
-	*stamp = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+	out->stamp = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+	out->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	out->size = (uint64_t)st.st_size;
 	return 0;
 }
 
+static int file_set_mtime(struct hy_device *dev, int64_t object, int64_t mtime_ns)
+{
+	struct timespec times[2] = {{0, UTIME_OMIT}, {0, UTIME_NOW}};
+
+	(void)dev;
+	if (mtime_ns >= 0) {
+		times[1].tv_sec = (time_t)(mtime_ns / 1000000000);
+		times[1].tv_nsec = (long)(mtime_ns % 1000000000);
+	}
+	return futimens((int)object, times) == 0 ? 0 : -errno;
+}
+
+/* The engine writes home through descriptors the mount's users opened,
+ * some read-only; the same file opened again through /proc gives one it
+ * may write (the daemon may: it opened it). */
+static int file_writable(struct hy_device *dev, int64_t object, int64_t *out, bool *opened)
+{
+	char path[64];
+	int flags = fcntl((int)object, F_GETFL), fd;
+
+	(void)dev;
+	*opened = false;
+	*out = object;
+	if (flags < 0)
+		return -errno;
+	if ((flags & O_ACCMODE) != O_RDONLY)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", (int)object);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	*out = fd;
+	*opened = true;
+	return 0;
+}
+
+static void file_close_object(struct hy_device *dev, int64_t object)
+{
+	(void)dev;
+	if (close((int)object) != 0)
+		hy_log(LOG_WARNING, "closing descriptor %d: %s", (int)object, strerror(errno));
+}
+
 static const struct hy_device_ops file_ops = {
-	.stamp = file_stamp,
+	.writable = file_writable,
+	.close_object = file_close_object,
+	.getattr = file_getattr,
+	.set_mtime = file_set_mtime,
 	.allocate = file_allocate,
 	.read = file_read,
 	.write = file_write,
@@ -191,7 +241,35 @@ void hy_device_get_stats(struct hy_device *dev, struct hy_device_stats *out)
 	out->seeks = atomic_load_explicit(&dev->seeks, memory_order_relaxed);
 }
 
+int hy_device_getattr(struct hy_device *dev, int64_t object, struct hy_device_attr *out)
+{
+	return dev->ops->getattr ? dev->ops->getattr(dev, object, out) : -EOPNOTSUPP;
+}
+
 int hy_device_stamp(struct hy_device *dev, int64_t object, int64_t *stamp)
 {
-	return dev->ops->stamp ? dev->ops->stamp(dev, object, stamp) : -EOPNOTSUPP;
+	struct hy_device_attr attr;
+	int rc = hy_device_getattr(dev, object, &attr);
+
+	if (rc == 0)
+		*stamp = attr.stamp;
+	return rc;
+}
+
+int hy_device_set_mtime(struct hy_device *dev, int64_t object, int64_t mtime_ns)
+{
+	return dev->ops->set_mtime ? dev->ops->set_mtime(dev, object, mtime_ns) : -EOPNOTSUPP;
+}
+
+int hy_device_writable(struct hy_device *dev, int64_t object, int64_t *out, bool *opened)
+{
+	*opened = false;
+	*out = object;
+	return dev->ops->writable ? dev->ops->writable(dev, object, out, opened) : 0;
+}
+
+void hy_device_close_object(struct hy_device *dev, int64_t object)
+{
+	if (dev->ops->close_object)
+		dev->ops->close_object(dev, object);
 }

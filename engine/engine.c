@@ -1,5 +1,6 @@
 /* engine.c - see include/hybridfs/engine.h. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -77,6 +78,11 @@ void hy_engine_resume(struct hy_engine *engine)
 		pthread_rwlock_unlock(&engine->gates[i].lock);
 }
 
+void hy_engine_set_bopt_writes(struct hy_engine *engine, bool on)
+{
+	engine->bopt_writes_on = on;
+}
+
 void hy_engine_set_bopt(struct hy_engine *engine, struct hy_map *map, struct hy_device *bopt,
 			uint64_t read_base, struct hy_map_journal *journal)
 {
@@ -151,23 +157,34 @@ static bool stamp_matches(struct hy_engine *engine, struct hy_engine_file *file)
 	return rc == 0 && stamp != 0 && stamp == now;
 }
 
-/* Drops every copy of @file: it changed outside the mount. */
+static int64_t sync_dirty(struct hy_engine *engine, struct hy_engine_file *file, uint64_t block,
+			  uint64_t nblocks);
+
+/* Drops every copy of @file: it changed outside the mount. Blocks written
+ * through the mount and not yet home go home first (within the file's
+ * size now), so no acknowledged write is lost. Gate held exclusive. */
 static void drop_stale(struct hy_engine *engine, struct hy_engine_file *file)
 {
-	int rc = release(engine, file, 0, UINT64_MAX);
+	int64_t synced = sync_dirty(engine, file, 0, UINT64_MAX);
+	int rc = synced < 0 ? (int)synced : release(engine, file, 0, UINT64_MAX);
 
 	if (rc < 0) {
-		hy_log(LOG_ERR, "file %" PRIu64 " changed outside the mount, and its BOPT copies "
-				"cannot be dropped: %s", file->file_id, strerror(-rc));
+		hy_log(LOG_ERR,
+		       "file %" PRIu64 " changed outside the mount, and its BOPT copies "
+		       "cannot be dropped: %s",
+		       file->file_id, strerror(-rc));
 		return;
 	}
 	atomic_fetch_add(&engine->stale_files, 1);
-	hy_log(LOG_NOTICE, "file %" PRIu64 " changed outside the mount since its blocks were "
-			   "copied to the BOPT: its copies are dropped", file->file_id);
+	hy_log(LOG_NOTICE,
+	       "file %" PRIu64 " changed outside the mount since its blocks were copied to the "
+	       "BOPT: its copies are dropped (%" PRId64 " blocks written through the mount went "
+	       "home first)",
+	       file->file_id, synced);
 }
 
 /* Before a read uses the BOPT: true when @file's copies are current.
- * A mismatch may be a write through the mount between its home write and
+ * A mismatch may be a change through the mount between its home change and
  * its stamp refresh; holding the gate exclusive waits those out before the
  * copies are judged stale. */
 static bool copies_fresh(struct hy_engine *engine, struct hy_engine_file *file)
@@ -184,34 +201,43 @@ static bool copies_fresh(struct hy_engine *engine, struct hy_engine_file *file)
 	return fresh;
 }
 
-/* A change of @file's data begins: its gate held shared (so that the
- * reconfigurator never commits a copy the change races), copies made stale
- * by an outside change dropped. Returns whether the gate is held. */
-static bool change_begin(struct hy_engine *engine, struct hy_engine_file *file)
+/* A change of @file's data begins: copies made stale by an outside change
+ * dropped, then its gate held, shared for writes (they only add dirty
+ * marks, which commute) or exclusive for what releases or syncs blocks
+ * (truncation, allocation, copies, sync home). Returns whether it is held. */
+static bool change_begin(struct hy_engine *engine, struct hy_engine_file *file, bool exclusive)
 {
 	struct hy_engine_gate *gate;
 
 	if (!uses_map(engine, file))
 		return false;
+	copies_fresh(engine, file);
 	gate = gate_of(engine, file->file_id);
-	pthread_rwlock_rdlock(&gate->lock);
+	if (exclusive)
+		pthread_rwlock_wrlock(&gate->lock);
+	else
+		pthread_rwlock_rdlock(&gate->lock);
 	atomic_fetch_add(&gate->changes, 1);
-	if (!stamp_matches(engine, file))
-		drop_stale(engine, file);
 	return true;
 }
 
-/* ... and ends: the copies left are current, so the stamp follows the
- * home file's new ctime. */
-static void change_end(struct hy_engine *engine, struct hy_engine_file *file, bool held)
+/* After a change through the mount: the copies left are current, so the
+ * stamp follows the home file's new ctime. The gate is held. */
+static void refresh_stamp(struct hy_engine *engine, struct hy_engine_file *file)
 {
 	int64_t stamp, now;
 
-	if (!held)
-		return;
 	if (hy_map_get_stamp(engine->map, file->file_id, &stamp) == 0 &&
 	    hy_device_stamp(engine->backing, file->backing_fd, &now) == 0 && now != stamp)
 		hy_map_set_stamp(engine->map, file->file_id, now);
+}
+
+/* ... and ends. */
+static void change_end(struct hy_engine *engine, struct hy_engine_file *file, bool held)
+{
+	if (!held)
+		return;
+	refresh_stamp(engine, file);
 	pthread_rwlock_unlock(&gate_of(engine, file->file_id)->lock);
 }
 
@@ -296,12 +322,14 @@ ssize_t hy_engine_read(struct hy_engine *engine, struct hy_engine_file *file, vo
 /* Before relocated blocks of [@block, @block + @nblocks) change at home:
  * the release is made durable in the journal, then the map drops them, so
  * that from now on their one current copy is home. Nothing to do, and no
- * journal write, when none of the range is relocated. */
+ * journal write, when none of the range is relocated. Dirty blocks must
+ * have gone home first (settle()). */
 static int release(struct hy_engine *engine, struct hy_engine_file *file, uint64_t block,
 		   uint64_t nblocks)
 {
 	struct hy_map_piece piece;
 	uint32_t probe = nblocks > UINT32_MAX ? UINT32_MAX : (uint32_t)nblocks;
+	int64_t gone;
 	int n;
 
 	if (!uses_map(engine, file) || nblocks == 0)
@@ -311,45 +339,10 @@ static int release(struct hy_engine *engine, struct hy_engine_file *file, uint64
 		return n;
 	if (n == 1 && piece.bopt_block == HY_MAP_HOME && nblocks <= UINT32_MAX)
 		return 0;
-	if (engine->journal) {
-		struct hy_map_journal_record r = {
-			.type = HY_MJ_RELEASE,
-			.file_id = file->file_id,
-			.block = block,
-			.nblocks = probe,
-		};
-		int rc;
-
-		/* a release of more than 2^32 blocks is journaled from the
-		 * relocated extents themselves, below */
-		if (nblocks <= UINT32_MAX && (rc = hy_map_journal_append(engine->journal, &r)) < 0)
-			return rc;
-		if (nblocks > UINT32_MAX) {
-			struct hy_map_piece all[PIECES_ON_STACK], *pieces = all, *heap = NULL;
-			int k = lookup(engine, file, block, UINT32_MAX, all, &pieces, &heap);
-
-			for (int i = 0; i < k; i++) {
-				if (pieces[i].bopt_block == HY_MAP_HOME)
-					continue;
-				r.block = pieces[i].block;
-				r.nblocks = pieces[i].nblocks;
-				if ((rc = hy_map_journal_append(engine->journal, &r)) < 0) {
-					free(heap);
-					return rc;
-				}
-			}
-			free(heap);
-			if (k < 0)
-				return k;
-		}
-	}
-	{
-		int64_t gone = hy_map_release(engine->map, file->file_id, block, nblocks);
-
-		if (gone < 0)
-			return -EIO;
-		atomic_fetch_add(&engine->released_blocks, (uint64_t)gone);
-	}
+	gone = hy_map_journal_release(engine->journal, engine->map, file->file_id, block, nblocks);
+	if (gone < 0)
+		return (int)gone;
+	atomic_fetch_add(&engine->released_blocks, (uint64_t)gone);
 	return 0;
 }
 
@@ -359,29 +352,239 @@ static uint64_t blocks_of(uint64_t off, uint64_t len, uint64_t *first)
 	return len ? (off + len - 1) / BLOCK - *first + 1 : 0;
 }
 
+/* Copies the dirty relocated pieces of [@block, @block + @nblocks) home
+ * (within the home file's size: a dirty block past it was cut off), makes
+ * them durable there, keeps the home file's modification time (the copy is
+ * not a change the user made now), and marks them clean: journaled, then
+ * in the map. The gate is held exclusive, so no write dirties them again
+ * meanwhile. Returns the blocks made clean, or a negative errno. */
+#define SYNC_CHUNK (1u << 20)
+
+static int64_t sync_dirty(struct hy_engine *engine, struct hy_engine_file *file, uint64_t block,
+			  uint64_t nblocks)
+{
+	struct hy_map_piece stack[PIECES_ON_STACK], *pieces, *heap;
+	uint32_t probe = nblocks > UINT32_MAX ? UINT32_MAX : (uint32_t)nblocks;
+	struct hy_device_attr attr = {0, -1, UINT64_MAX};
+	uint64_t ticket = 0, cleaned = 0, dirty = 0;
+	unsigned char *buf = NULL;
+	int64_t rc = 0, home = file->backing_fd;
+	bool opened = false;
+	int n;
+
+	if (!uses_map(engine, file) || nblocks == 0)
+		return 0;
+	if (block > UINT64_MAX - probe)
+		probe = (uint32_t)(UINT64_MAX - block);
+	n = lookup(engine, file, block, probe, stack, &pieces, &heap);
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n; i++)
+		if (pieces[i].bopt_block != HY_MAP_HOME && pieces[i].dirty)
+			dirty += pieces[i].nblocks;
+	if (!dirty)
+		goto out;
+	rc = hy_device_getattr(engine->backing, file->backing_fd, &attr);
+	if (rc == -EOPNOTSUPP)
+		rc = 0;
+	else if (rc < 0)
+		goto out;
+	buf = malloc(SYNC_CHUNK);
+	if (!buf) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	/* the descriptor may be a reader's */
+	rc = hy_device_writable(engine->backing, file->backing_fd, &home, &opened);
+	if (rc < 0)
+		goto out;
+	for (int i = 0; i < n && rc == 0; i++) {
+		uint64_t at = pieces[i].block * BLOCK, end = at + (uint64_t)pieces[i].nblocks * BLOCK;
+
+		if (pieces[i].bopt_block == HY_MAP_HOME || !pieces[i].dirty)
+			continue;
+		if (end > attr.size)
+			end = attr.size;
+		while (at < end && rc == 0) {
+			size_t len = end - at < SYNC_CHUNK ? (size_t)(end - at) : SYNC_CHUNK;
+			uint64_t from = engine->bopt_read_base + pieces[i].bopt_block * BLOCK +
+					(at - pieces[i].block * BLOCK);
+			ssize_t r = hy_device_read(engine->bopt, 0, buf, len, (off_t)from);
+
+			if (r == (ssize_t)len)
+				r = hy_device_write(engine->backing, home, buf, len, (off_t)at);
+			if (r != (ssize_t)len)
+				rc = r < 0 ? r : -EIO;
+			at += len;
+		}
+	}
+	if (rc == 0)
+		rc = hy_device_sync(engine->backing, home, true);
+	if (rc == 0 && attr.mtime_ns >= 0) {
+		int t = hy_device_set_mtime(engine->backing, home, attr.mtime_ns);
+
+		if (t < 0 && t != -EOPNOTSUPP)
+			hy_log(LOG_WARNING,
+			       "file %" PRIu64 ": cannot keep its modification time after its "
+			       "blocks went home: %s",
+			       file->file_id, strerror(-t));
+	}
+	for (int i = 0; i < n && rc == 0; i++) {
+		struct hy_map_journal_record r = {
+			.type = HY_MJ_CLEAN,
+			.file_id = file->file_id,
+			.block = pieces[i].block,
+			.nblocks = pieces[i].nblocks,
+		};
+
+		if (pieces[i].bopt_block == HY_MAP_HOME || !pieces[i].dirty)
+			continue;
+		if (engine->journal)
+			rc = hy_map_journal_write(engine->journal, &r, &ticket);
+	}
+	if (rc == 0 && ticket)
+		rc = hy_map_journal_wait(engine->journal, ticket);
+	for (int i = 0; i < n && rc == 0; i++) {
+		int64_t k;
+
+		if (pieces[i].bopt_block == HY_MAP_HOME || !pieces[i].dirty)
+			continue;
+		k = hy_map_set_dirty(engine->map, file->file_id, pieces[i].block,
+				     pieces[i].nblocks, false);
+		if (k < 0)
+			rc = k;
+		else
+			cleaned += (uint64_t)k;
+	}
+	if (rc == 0)
+		atomic_fetch_add(&engine->synced_blocks, cleaned);
+out:
+	if (opened)
+		hy_device_close_object(engine->backing, home);
+	free(buf);
+	free(heap);
+	return rc < 0 ? rc : (int64_t)cleaned;
+}
+
+/* What changes home data that relocated blocks may hold: their newer
+ * (dirty) copies go home first, then the range is released. Gate held
+ * exclusive. */
+static int settle(struct hy_engine *engine, struct hy_engine_file *file, uint64_t block,
+		  uint64_t nblocks)
+{
+	int64_t rc = sync_dirty(engine, file, block, nblocks);
+
+	return rc < 0 ? (int)rc : release(engine, file, block, nblocks);
+}
+
+/* BORG's write: relocated pieces are written into the BOPT and marked
+ * dirty (the mark durable before the data goes there: a crash never leaves
+ * newer data in a block the map calls clean), the rest home. The gate is
+ * held shared. */
+static ssize_t write_mapped(struct hy_engine *engine, struct hy_engine_file *file,
+			    const void *buf, size_t size, off_t off, struct hy_map_piece *pieces,
+			    int n)
+{
+	uint64_t end = (uint64_t)off + size;
+	bool into_bopt = false;
+	size_t done = 0;
+
+	for (int i = 0; i < n; i++) {
+		struct hy_map_journal_record r = {
+			.type = HY_MJ_DIRTY,
+			.file_id = file->file_id,
+			.block = pieces[i].block,
+			.nblocks = pieces[i].nblocks,
+		};
+		int rc;
+
+		if (pieces[i].bopt_block == HY_MAP_HOME || pieces[i].dirty)
+			continue;
+		if (engine->journal && (rc = hy_map_journal_append(engine->journal, &r)) < 0)
+			return rc;
+		if (hy_map_set_dirty(engine->map, file->file_id, pieces[i].block, pieces[i].nblocks,
+				     true) < 0)
+			return -EIO;
+	}
+	for (int i = 0; i < n; i++) {
+		uint64_t pstart = pieces[i].block * BLOCK,
+			 pend = pstart + (uint64_t)pieces[i].nblocks * BLOCK;
+		uint64_t from = pstart > (uint64_t)off ? pstart : (uint64_t)off;
+		uint64_t to = pend < end ? pend : end;
+		size_t len = (size_t)(to - from);
+		ssize_t r;
+
+		if (pieces[i].bopt_block == HY_MAP_HOME) {
+			r = hy_device_write(engine->backing, file->backing_fd,
+					    (const char *)buf + done, len, (off_t)from);
+		} else {
+			into_bopt = true;
+			atomic_fetch_add(&engine->bopt_writes, 1);
+			r = hy_device_write(engine->bopt, 0, (const char *)buf + done, len,
+					    (off_t)(engine->bopt_read_base +
+						    pieces[i].bopt_block * BLOCK + (from - pstart)));
+		}
+		if (r < 0) {
+			if (done)
+				break;
+			return r;
+		}
+		done += (size_t)r;
+		if ((size_t)r < len)
+			break;
+	}
+	/* the home file did not change, but it was written: its time says so */
+	if (into_bopt) {
+		int t = hy_device_set_mtime(engine->backing, file->backing_fd, -1);
+
+		if (t < 0 && t != -EOPNOTSUPP)
+			hy_log(LOG_WARNING, "file %" PRIu64 ": cannot set its modification time: %s",
+			       file->file_id, strerror(-t));
+	}
+	return (ssize_t)done;
+}
+
 ssize_t hy_engine_write(struct hy_engine *engine, struct hy_engine_file *file, const void *buf,
 			size_t size, off_t off)
 {
-	bool held = change_begin(engine, file);
-	uint64_t first, n;
-	ssize_t rc = 0;
+	struct hy_map_piece stack[PIECES_ON_STACK], *pieces = stack, *heap = NULL;
+	uint64_t first, nblocks;
+	bool held;
+	ssize_t rc;
+	int n;
 
-	if (off >= 0) {
-		n = blocks_of((uint64_t)off, size, &first);
-		rc = release(engine, file, first, n);
-	}
-	if (rc >= 0)
+	if (!uses_map(engine, file) || off < 0 || size == 0)
+		return hy_device_write(engine->backing, file->backing_fd, buf, size, off);
+	nblocks = blocks_of((uint64_t)off, size, &first);
+	held = change_begin(engine, file, false);
+	n = nblocks <= UINT32_MAX
+		    ? lookup(engine, file, first, (uint32_t)nblocks, stack, &pieces, &heap)
+		    : -EFBIG;
+	if (n < 0) {
+		rc = n;
+	} else if (n == 1 && pieces[0].bopt_block == HY_MAP_HOME) {
 		rc = hy_device_write(engine->backing, file->backing_fd, buf, size, off);
+	} else if (engine->bopt_writes_on) {
+		rc = write_mapped(engine, file, buf, size, off, pieces, n);
+	} else {
+		/* home only: the relocated blocks go home first, then away */
+		change_end(engine, file, held);
+		held = change_begin(engine, file, true);
+		rc = settle(engine, file, first, nblocks);
+		if (rc >= 0)
+			rc = hy_device_write(engine->backing, file->backing_fd, buf, size, off);
+	}
+	free(heap);
 	change_end(engine, file, held);
 	return rc;
 }
 
 int hy_engine_truncate(struct hy_engine *engine, struct hy_engine_file *file, off_t size)
 {
-	bool held = change_begin(engine, file);
+	bool held = change_begin(engine, file, true);
 	/* from the block holding the new end on: its tail, or all of it, changes */
-	int rc = size >= 0 ? release(engine, file, (uint64_t)size / BLOCK,
-				     UINT64_MAX - (uint64_t)size / BLOCK)
+	int rc = size >= 0 ? settle(engine, file, (uint64_t)size / BLOCK,
+				    UINT64_MAX - (uint64_t)size / BLOCK)
 			   : 0;
 
 	if (rc >= 0)
@@ -390,24 +593,63 @@ int hy_engine_truncate(struct hy_engine *engine, struct hy_engine_file *file, of
 	return rc;
 }
 
+int64_t hy_engine_sync_home(struct hy_engine *engine, struct hy_engine_file *file)
+{
+	int64_t rc;
+
+	if (!uses_map(engine, file))
+		return 0;
+	/* not a change of the file's data (the home copies catch up with the
+	 * BOPT's), so the gate's count stays: a copy in progress is still good */
+	copies_fresh(engine, file);
+	hy_engine_gate_lock(engine, file->file_id);
+	rc = sync_dirty(engine, file, 0, UINT64_MAX);
+	if (rc > 0)
+		refresh_stamp(engine, file);
+	hy_engine_gate_unlock(engine, file->file_id);
+	return rc;
+}
+
 int hy_engine_fsync(struct hy_engine *engine, struct hy_engine_file *file, bool data_only)
 {
+	int64_t rc = 0;
+	int64_t stamp;
+
+	/* BOPT copies written through the mount go home: fsync'd data is
+	 * where a plain directory would have it (DESIGN.md invariant 1) */
+	if (uses_map(engine, file) && hy_map_get_stamp(engine->map, file->file_id, &stamp) == 0)
+		rc = hy_engine_sync_home(engine, file);
+	if (rc < 0)
+		return (int)rc;
 	return hy_device_sync(engine->backing, file->backing_fd, data_only);
+}
+
+int hy_engine_close(struct hy_engine *engine, struct hy_engine_file *file)
+{
+	int64_t stamp, rc = 0;
+
+	/* FusionCache's session write-back: a closed file's BOPT writes go home */
+	if (uses_map(engine, file) && hy_map_get_stamp(engine->map, file->file_id, &stamp) == 0)
+		rc = hy_engine_sync_home(engine, file);
+	return rc < 0 ? (int)rc : 0;
 }
 
 int hy_engine_fallocate(struct hy_engine *engine, struct hy_engine_file *file, int mode, off_t off,
 			off_t len)
 {
-	bool held = change_begin(engine, file);
+	bool held = change_begin(engine, file, true);
 	uint64_t first, n;
 	int rc = 0;
 
-	/* punching a hole or zeroing changes the data; plain allocation too
-	 * when it grows a file whose last block is relocated: release the
-	 * whole range either way */
+	/* punching a hole or zeroing changes the data, collapsing or inserting
+	 * a range moves everything after it, and plain allocation may grow the
+	 * file: what relocated blocks there hold goes home, then the range (to
+	 * the end, for a move) is released */
 	if (off >= 0 && len > 0) {
 		n = blocks_of((uint64_t)off, (uint64_t)len, &first);
-		rc = release(engine, file, first, n);
+		if (mode & (FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_INSERT_RANGE))
+			n = UINT64_MAX - first;
+		rc = settle(engine, file, first, n);
 	}
 	if (rc >= 0)
 		rc = hy_device_allocate(engine->backing, file->backing_fd, mode, off, len);
@@ -416,20 +658,30 @@ int hy_engine_fallocate(struct hy_engine *engine, struct hy_engine_file *file, i
 }
 
 /* Both files are in the backing directory, so the kernel can copy (or
- * share extents) without the data passing through the daemon. The source's
- * relocated blocks are clean copies of home, so home is current to copy
- * from; the destination's are released first. */
+ * share extents) without the data passing through the daemon: the
+ * source's BOPT writes go home first, and the destination's relocated
+ * blocks in the range are settled. */
 ssize_t hy_engine_copy_range(struct hy_engine *engine, struct hy_engine_file *in, off_t off_in,
 			     struct hy_engine_file *out, off_t off_out, size_t len, int flags)
 {
-	bool held = change_begin(engine, out);
 	uint64_t first, n;
 	ssize_t copied;
-	int rc = 0;
+	int64_t rc = 0;
+	bool held;
 
+	if (off_in >= 0 && len > 0) {
+		held = change_begin(engine, in, true);
+		n = blocks_of((uint64_t)off_in, len, &first);
+		if (held)
+			rc = sync_dirty(engine, in, first, n);
+		change_end(engine, in, held);
+		if (rc < 0)
+			return rc;
+	}
+	held = change_begin(engine, out, true);
 	if (off_out >= 0) {
 		n = blocks_of((uint64_t)off_out, len, &first);
-		rc = release(engine, out, first, n);
+		rc = settle(engine, out, first, n);
 	}
 	if (rc < 0) {
 		change_end(engine, out, held);

@@ -139,6 +139,21 @@ struct json_object *hy_fs_progress(void *ctx, struct json_object *req, char *why
 	return progress_json(fs->borg);
 }
 
+struct json_object *hy_fs_flush(void *ctx, struct json_object *req, char *why, size_t why_size)
+{
+	struct hy_fs *fs = ctx;
+	struct json_object *result;
+	uint64_t synced;
+
+	(void)req;
+	if (hy_borg_flush(fs->borg, &synced, why, why_size) < 0)
+		return NULL;
+	result = json_object_new_object();
+	if (result)
+		add_u64(result, "synced_blocks", synced);
+	return result;
+}
+
 struct json_object *hy_fs_borg_status(struct hy_fs *fs)
 {
 	struct json_object *o = json_object_new_object(), *dev;
@@ -157,6 +172,9 @@ struct json_object *hy_fs_borg_status(struct hy_fs *fs)
 	add_u64(o, "map_files", info.map_files);
 	add_u64(o, "map_extents", info.map_extents);
 	add_u64(o, "map_blocks", info.map_blocks);
+	add_u64(o, "dirty_blocks", info.dirty_blocks);
+	add_u64(o, "bopt_writes", atomic_load(&fs->engine->bopt_writes));
+	add_u64(o, "synced_blocks", atomic_load(&fs->engine->synced_blocks));
 	add_u64(o, "bopt_reads", atomic_load(&fs->engine->bopt_reads));
 	add_u64(o, "released_blocks", atomic_load(&fs->engine->released_blocks));
 	add_u64(o, "stale_files", atomic_load(&fs->engine->stale_files));

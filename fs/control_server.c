@@ -117,6 +117,9 @@ static char *answer(struct hy_control_server *srv, const char *line, size_t len)
 		out = from_handler(srv->handlers.explain, srv->handlers.ctx, req.object,
 				   "explain");
 		break;
+	case HY_CONTROL_FLUSH:
+		out = from_handler(srv->handlers.flush, srv->handlers.ctx, req.object, "flush");
+		break;
 	default:
 		out = hy_control_format_error("unknown command");
 	}

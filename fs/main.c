@@ -34,6 +34,10 @@
 /* Descriptors kept for the open files of the mount's users (and SQLite,
  * libevent, the device): the rest may cache directory descriptors. */
 #define HY_FD_HEADROOM 1024
+/* What the daemon itself holds open at most, whatever the limit: three
+ * SQLite connections (database, WAL, shared memory each), the BOPT and its
+ * journal, the control socket and its event loop, /dev/fuse, stdio. */
+#define HY_FD_OWN 24
 
 static size_t raise_fd_limit(void)
 {
@@ -51,7 +55,8 @@ static size_t raise_fd_limit(void)
 	if (lim.rlim_cur == RLIM_INFINITY || lim.rlim_cur > (1u << 20))
 		lim.rlim_cur = 1u << 20;
 	if (lim.rlim_cur <= 2 * HY_FD_HEADROOM)
-		return lim.rlim_cur / 2;
+		return lim.rlim_cur > 4 * HY_FD_OWN ? lim.rlim_cur / 2 - HY_FD_OWN / 2
+						    : lim.rlim_cur / 4;
 	return (lim.rlim_cur - HY_FD_HEADROOM) / 2;
 }
 
@@ -110,6 +115,7 @@ static int open_borg(const struct hy_options *opts, struct hy_fs *fs, const stru
 		.bopt_given = opts->bopt_given || opts->bopt_size_given,
 		.bopt_size = opts->bopt_size,
 		.rate = opts->reorg_rate,
+		.bopt_writes = opts->bopt_writes,
 		.engine = fs->engine,
 		.activity = activity,
 		.activity_ctx = fs,
@@ -363,6 +369,7 @@ int main(int argc, char **argv)
 			.reorganize = fs.borg ? hy_fs_reorganize : NULL,
 			.progress = fs.borg ? hy_fs_progress : NULL,
 			.explain = fs.borg ? hy_fs_explain : NULL,
+			.flush = fs.borg ? hy_fs_flush : NULL,
 		};
 
 		if (hy_control_server_start(opts.state_dir, &handlers, &control, why, sizeof(why)) <

@@ -31,6 +31,7 @@
 struct hy_file {
 	struct hy_fs_handle link;     /* first: a handle is found from its link */
 	struct hy_engine_file engine; /* engine.backing_fd is fd */
+	struct hy_inode *inode;	      /* held by the kernel while the file is open */
 	int fd;
 	bool profiled; /* prof is set up */
 	struct hy_profile_handle prof;
@@ -63,17 +64,27 @@ static void handle_untrack(struct hy_fs *fs, struct hy_fs_handle *h)
 	pthread_mutex_unlock(&fs->handles_lock);
 }
 
-/* Closes an open file handle; 0 or the negative errno of close(2). */
+/* Closes an open file handle; 0 or the negative errno of close(2) or of
+ * sending the file's BOPT writes home. */
 static int file_free(struct hy_fs *fs, struct hy_file *file)
 {
-	int rc;
+	int rc, home = 0;
 
+	/* when the last handle goes, the session's writes into the BOPT go
+	 * home, while the descriptor is still open (FusionCache's session
+	 * write-back) */
+	if (atomic_fetch_sub(&file->inode->opens, 1) == 1)
+		home = hy_engine_close(fs->engine, &file->engine);
+	if (home < 0)
+		hy_log(LOG_ERR, "file %llu: its BOPT writes cannot go home at close: %s (they stay "
+				"in the BOPT, journaled, and go home at the next flush)",
+		       (unsigned long long)file->engine.file_id, strerror(-home));
 	handle_untrack(fs, &file->link);
 	if (file->profiled)
 		hy_profiler_close(&file->prof);
 	rc = close(file->fd) < 0 ? -errno : 0;
 	free(file);
-	return rc;
+	return rc ? rc : home;
 }
 
 static void dir_free(struct hy_fs *fs, struct hy_dir *dir)
@@ -327,8 +338,8 @@ static int set_times(const struct hy_inode_ref *ref, struct fuse_file_info *fi,
 	return utimensat(ref->dirfd, ref->name, tv, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
 }
 
-static int set_size(struct hy_fs *fs, const struct hy_inode_ref *ref, struct fuse_file_info *fi,
-		    off_t size)
+static int set_size(struct hy_fs *fs, struct hy_inode *inode, const struct hy_inode_ref *ref,
+		    struct fuse_file_info *fi, off_t size)
 {
 	struct hy_engine_file file;
 	int fd, rc;
@@ -342,6 +353,9 @@ static int set_size(struct hy_fs *fs, const struct hy_inode_ref *ref, struct fus
 	if (fd < 0)
 		return -errno;
 	hy_engine_file_init(fs->engine, &file, fd);
+	/* known once the file was opened since mount: its relocated blocks are
+	 * settled; otherwise its stamp catches the change at the next read */
+	hy_engine_file_set_id(&file, atomic_load(&inode->file_id));
 	rc = hy_engine_truncate(fs->engine, &file, size);
 	close(fd);
 	return rc;
@@ -383,7 +397,7 @@ static int do_setattr(struct hy_fs *fs, struct hy_inode *inode, const struct sta
 		}
 	}
 	if (to_set & FUSE_SET_ATTR_SIZE) {
-		rc = set_size(fs, &ref, fi, attr->st_size);
+		rc = set_size(fs, inode, &ref, fi, attr->st_size);
 		if (rc)
 			goto out;
 	}
@@ -712,6 +726,8 @@ static int file_new(struct hy_fs *fs, fuse_req_t req, struct hy_inode *inode, in
 	if (!file)
 		return -ENOMEM;
 	file->fd = fd;
+	file->inode = inode;
+	atomic_fetch_add(&inode->opens, 1);
 	hy_engine_file_init(fs->engine, &file->engine, fd);
 	if (fs->profiler) {
 		char name[NAME_MAX + 1];

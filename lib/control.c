@@ -32,6 +32,7 @@ static const char *const command_names[] = {
 	[HY_CONTROL_REORGANIZE] = "reorganize",
 	[HY_CONTROL_PROGRESS] = "progress",
 	[HY_CONTROL_EXPLAIN] = "explain",
+	[HY_CONTROL_FLUSH] = "flush",
 };
 
 #define N_COMMANDS (sizeof(command_names) / sizeof(command_names[0]))

@@ -245,6 +245,8 @@ static int parse_one(struct hy_options *opts, char *word, char *why, size_t why_
 				   "option \"bopt_size=%s\": a BOPT needs at least 1M", value);
 		return 0;
 	}
+	if (strcmp(name, "bopt_writes") == 0)
+		return parse_bool(name, value, &opts->bopt_writes, why, why_size);
 	if (strcmp(name, "reorg_rate") == 0)
 		return parse_size(name, value, true, &opts->reorg_rate, why, why_size);
 	if (strcmp(name, "max_threads") == 0)
@@ -303,6 +305,7 @@ static void options_reset(struct hy_options *opts)
 	opts->profile_max_rows = 10000000;
 	opts->bopt_size = HY_OPTIONS_BOPT_SIZE;
 	opts->reorg_rate = HY_OPTIONS_REORG_RATE;
+	opts->bopt_writes = true;
 }
 
 int hy_options_parse(int argc, char **argv, struct hy_options *opts, char *why, size_t why_size)
@@ -589,6 +592,8 @@ void hy_options_usage(const char *program, FILE *out)
 		"  bopt_size=SIZE         size of a BOPT file (default 256M)\n"
 		"  reorg_rate=SIZE        bytes per second a reorganization copies at most\n"
 		"                         (default 64M; 0: no limit)\n"
+		"  bopt_writes=on|off     writes to relocated blocks go into the BOPT and\n"
+		"                         home later (default on), or home at once\n"
 		"  nosuid, nodev, noexec, noatime, ... passed to the kernel\n"
 		"\n"
 		"See hybridfs(8).\n",

@@ -50,8 +50,13 @@ struct hy_borg {
 	bool running, stop, joinable;
 	uint64_t runs;
 	pthread_t thread;
+	pthread_t cleaner;
+	pthread_cond_t cleaner_cond; /* wakes the cleaner to stop */
+	bool cleaner_started;
 	struct timespec started;
 };
+
+static void *cleaner_main(void *arg);
 
 static int64_t now_ns(void)
 {
@@ -225,7 +230,8 @@ int hy_borg_open(const struct hy_borg_config *config, struct hy_borg **out, char
 	b->uuid = strdup(config->uuid);
 	b->backing = strdup(config->backing);
 	if (!b->state_dir || !b->db_path || !b->uuid || !b->backing ||
-	    pthread_mutex_init(&b->lock, NULL) != 0) {
+	    pthread_mutex_init(&b->lock, NULL) != 0 ||
+	    pthread_cond_init(&b->cleaner_cond, NULL) != 0) {
 		free(b->state_dir), free(b->db_path), free(b->uuid), free(b->backing);
 		free(b);
 		snprintf(why, why_size, "out of memory");
@@ -261,6 +267,14 @@ int hy_borg_open(const struct hy_borg_config *config, struct hy_borg **out, char
 	}
 	hy_engine_set_bopt(config->engine, b->map, b->bopt->device, hy_bopt_read_offset(b->bopt, 0),
 			   b->journal);
+	hy_engine_set_bopt_writes(config->engine, config->bopt_writes);
+	/* dirty blocks left by a crash, and those of files held open long, go
+	 * home in the background */
+	if (pthread_create(&b->cleaner, NULL, cleaner_main, b) == 0)
+		b->cleaner_started = true;
+	else
+		hy_log(LOG_WARNING, "cannot start the cleaner thread: BOPT writes go home only at "
+				    "close, fsync, flush and unmount");
 	if (!b->was_clean)
 		hy_log(LOG_NOTICE,
 		       "bopt: \"%s\" was not closed cleanly; the map comes from its last "
@@ -273,6 +287,7 @@ fail:
 	hy_map_free(b->map);
 	hy_bopt_close(b->bopt);
 	sqlite3_close(b->db);
+	pthread_cond_destroy(&b->cleaner_cond);
 	pthread_mutex_destroy(&b->lock);
 	free(b->state_dir), free(b->db_path), free(b->uuid), free(b->backing);
 	free(b);
@@ -300,9 +315,21 @@ void hy_borg_close(struct hy_borg *b)
 	pthread_mutex_lock(&b->lock);
 	b->stop = true;
 	joinable = b->joinable;
+	pthread_cond_broadcast(&b->cleaner_cond);
 	pthread_mutex_unlock(&b->lock);
 	if (joinable)
 		pthread_join(b->thread, NULL);
+	if (b->cleaner_started)
+		pthread_join(b->cleaner, NULL);
+	/* DESIGN.md invariant 3: at unmount every BOPT write goes home */
+	{
+		uint64_t synced;
+
+		if (hy_borg_flush(b, &synced, why, sizeof(why)) < 0)
+			hy_log(LOG_ERR, "flush at unmount: %s; those blocks stay in the BOPT, "
+					"journaled, and go home at the next mount",
+			       why);
+	}
 	if (checkpoint(b, why, sizeof(why)) < 0)
 		hy_log(LOG_ERR, "the map's checkpoint at unmount failed: %s; the journal keeps it",
 		       why);
@@ -313,6 +340,7 @@ void hy_borg_close(struct hy_borg *b)
 	hy_map_free(b->map);
 	hy_bopt_close(b->bopt);
 	sqlite3_close(b->db);
+	pthread_cond_destroy(&b->cleaner_cond);
 	pthread_mutex_destroy(&b->lock);
 	free(b->state_dir), free(b->db_path), free(b->uuid), free(b->backing);
 	free(b);
@@ -365,6 +393,7 @@ void hy_borg_get_info(struct hy_borg *b, struct hy_borg_info *out)
 	out->map_files = stats.files;
 	out->map_extents = stats.extents;
 	out->map_blocks = stats.blocks;
+	out->dirty_blocks = stats.dirty_blocks;
 }
 
 struct hy_map *hy_borg_map(struct hy_borg *b)
@@ -454,8 +483,8 @@ static int by_id(const void *a, const void *b)
 
 /* The files of @ids (sorted, unique) with their identity from the files
  * table and their place in the backing tree, found by one walk of it. */
-static int find_files(struct hy_borg *b, const uint64_t *ids, size_t n, struct search *s,
-		      char *why, size_t why_size)
+static int find_files(struct hy_borg *b, sqlite3 *db, const uint64_t *ids, size_t n,
+		      struct search *s, char *why, size_t why_size)
 {
 	sqlite3_stmt *st;
 	struct stat sst;
@@ -468,10 +497,10 @@ static int find_files(struct hy_borg *b, const uint64_t *ids, size_t n, struct s
 		snprintf(why, why_size, "out of memory for %zu files", n);
 		return -ENOMEM;
 	}
-	if (sqlite3_prepare_v2(b->db, "SELECT dev, ino, birth_ns FROM files WHERE id = ?1", -1,
-			       &st, NULL) != SQLITE_OK) {
-		snprintf(why, why_size, "state database: %s", sqlite3_errmsg(b->db));
-		return hy_state_errno(sqlite3_errcode(b->db));
+	if (sqlite3_prepare_v2(db, "SELECT dev, ino, birth_ns FROM files WHERE id = ?1", -1, &st,
+			       NULL) != SQLITE_OK) {
+		snprintf(why, why_size, "state database: %s", sqlite3_errmsg(db));
+		return hy_state_errno(sqlite3_errcode(db));
 	}
 	for (size_t i = 0; i < n; i++) {
 		sqlite3_bind_int64(st, 1, (sqlite3_int64)ids[i]);
@@ -532,16 +561,16 @@ static struct wanted *wanted_by_id(const struct search *s, uint64_t file_id)
 
 /* Opens @w's file read-only and checks it is the same file (dev, ino and
  * birth): -ENOENT when it is gone or another. */
-static int open_home(struct hy_borg *b, const struct wanted *w, int *fd_out)
+static int open_home(struct hy_borg *b, const struct wanted *w, int access, int *fd_out)
 {
 	struct statx stx;
 	int fd;
 
 	if (!w || !w->path)
 		return -ENOENT;
-	fd = openat(b->config.root_fd, w->path, O_RDONLY | O_NOATIME | O_NOFOLLOW | O_CLOEXEC);
+	fd = openat(b->config.root_fd, w->path, access | O_NOATIME | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 && errno == EPERM) /* O_NOATIME on a file we do not own */
-		fd = openat(b->config.root_fd, w->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		fd = openat(b->config.root_fd, w->path, access | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	if (statx(fd, "", AT_EMPTY_PATH, STATX_INO | STATX_BTIME, &stx) != 0 ||
@@ -632,16 +661,12 @@ static int commit_batch(struct copier *c, char *why, size_t why_size)
 		hy_engine_gate_lock(engine, p->file_id);
 		ok = hy_engine_gate_changes(engine, p->file_id) == p->changes &&
 		     ctime_of(p->fd, &stamp) == 0 && stamp == p->stamp;
-		if (ok && hy_map_get_stamp(b->map, p->file_id, &old) == 0 && old != p->stamp) {
-			/* the file's earlier copies were made under another
-			 * ctime: they are not to be trusted with this one's */
-			rec.type = HY_MJ_RELEASE;
-			rec.block = 0;
-			rec.nblocks = UINT32_MAX;
-			rc = hy_map_journal_append(b->journal, &rec);
-			if (rc == 0 && hy_map_release(b->map, p->file_id, 0, UINT64_MAX) < 0)
-				rc = -EIO;
-		}
+		/* the file's earlier copies were made under another ctime: it
+		 * changed outside the mount, and the read path settles that
+		 * (their newer blocks home, then dropped) before this copy can
+		 * join them */
+		if (ok && hy_map_get_stamp(b->map, p->file_id, &old) == 0 && old != p->stamp)
+			ok = false;
 		if (ok && rc == 0) {
 			rec.type = HY_MJ_RELOCATE;
 			rec.block = p->block;
@@ -750,7 +775,7 @@ static int home_fd(struct copier *c, uint64_t file_id, char *why, size_t why_siz
 		}
 		c->open = 0;
 	}
-	rc = open_home(c->b, w, &fd);
+	rc = open_home(c->b, w, O_RDONLY, &fd);
 	if (rc)
 		return -ENOENT;
 	w->fd = fd;
@@ -869,7 +894,7 @@ static int copy_all(struct hy_borg *b, const struct hy_reorganize_diff *diff, ch
 				ids[u++] = ids[i];
 		nids = u;
 	}
-	rc = find_files(b, ids, nids, &c.files, why, why_size);
+	rc = find_files(b, b->db, ids, nids, &c.files, why, why_size);
 	free(ids);
 	clock_gettime(CLOCK_MONOTONIC, &c.t0);
 	if (b->config.activity)
@@ -927,39 +952,220 @@ static int collect(const struct hy_map_extent *e, void *arg)
 	return 0;
 }
 
-/* Extents leaving the BOPT (or moving in it): released, durably, then a
- * barrier so no read still uses their old places. */
+/* Extents leaving the BOPT (or moving in it) are released, a gate stripe
+ * at a time: under the stripe's gate, held exclusive, each clean piece is
+ * journaled and released, and the records are made durable before the
+ * gate is let go, so no change of those files can slip in between. Dirty
+ * pieces (written through the mount, not home yet) stay where they are;
+ * copies planned onto their BOPT blocks are then refused and skipped.
+ * Then a barrier (every gate taken once) waits out reads that may still
+ * use the old places. */
+static int cmp_stripe(const void *x, const void *y, void *arg)
+{
+	const struct hy_reorganize_range *d = arg;
+	size_t i = *(const size_t *)x, j = *(const size_t *)y;
+	uint64_t si = d[i].file_id % HY_ENGINE_GATES, sj = d[j].file_id % HY_ENGINE_GATES;
+
+	if (si != sj)
+		return si < sj ? -1 : 1;
+	return i < j ? -1 : i > j;
+}
+
 static int drop_all(struct hy_borg *b, const struct hy_reorganize_diff *diff, char *why,
 		    size_t why_size)
 {
-	uint64_t ticket = 0;
+	struct hy_engine *engine = b->config.engine;
+	size_t *order = malloc((diff->ndrop ? diff->ndrop : 1) * sizeof(*order));
+	uint64_t kept_dirty = 0;
 	int rc = 0;
 
-	for (size_t i = 0; i < diff->ndrop && rc == 0; i++) {
-		struct hy_map_journal_record rec = {
-			.type = HY_MJ_RELEASE,
-			.file_id = diff->drop[i].file_id,
-			.block = diff->drop[i].block,
-			.nblocks = diff->drop[i].nblocks,
-		};
-
-		rc = hy_map_journal_write(b->journal, &rec, &ticket);
-	}
-	if (rc == 0 && ticket)
-		rc = hy_map_journal_wait(b->journal, ticket);
-	if (rc) {
-		snprintf(why, why_size, "the map journal failed: %s", strerror(-rc));
-		return rc;
+	if (!order) {
+		snprintf(why, why_size, "out of memory");
+		return -ENOMEM;
 	}
 	for (size_t i = 0; i < diff->ndrop; i++)
-		if (hy_map_release(b->map, diff->drop[i].file_id, diff->drop[i].block,
-				   diff->drop[i].nblocks) < 0) {
-			snprintf(why, why_size, "out of memory releasing extents");
-			return -ENOMEM;
+		order[i] = i;
+	qsort_r(order, diff->ndrop, sizeof(*order), cmp_stripe, diff->drop);
+	for (size_t i = 0; i < diff->ndrop && rc == 0;) {
+		uint64_t stripe = diff->drop[order[i]].file_id % HY_ENGINE_GATES, ticket = 0;
+		uint64_t locked = diff->drop[order[i]].file_id;
+
+		hy_engine_gate_lock(engine, locked);
+		for (; i < diff->ndrop && rc == 0 &&
+		       diff->drop[order[i]].file_id % HY_ENGINE_GATES == stripe;
+		     i++) {
+			const struct hy_reorganize_range *d = &diff->drop[order[i]];
+			struct hy_map_piece piece;
+			uint64_t at = d->block, end = d->block + d->nblocks;
+
+			while (at < end && rc == 0) {
+				struct hy_map_journal_record rec = {.type = HY_MJ_RELEASE,
+								    .file_id = d->file_id};
+				int n = hy_map_lookup(b->map, d->file_id, at, (uint32_t)(end - at),
+						      &piece, 1);
+
+				if (n < 0) {
+					rc = n;
+					break;
+				}
+				if (piece.bopt_block != HY_MAP_HOME && piece.dirty) {
+					kept_dirty += piece.nblocks;
+				} else if (piece.bopt_block != HY_MAP_HOME) {
+					rec.block = piece.block;
+					rec.nblocks = piece.nblocks;
+					rc = hy_map_journal_write(b->journal, &rec, &ticket);
+					if (rc == 0 && hy_map_release(b->map, d->file_id, piece.block,
+								      piece.nblocks) < 0)
+						rc = -ENOMEM;
+				}
+				at = piece.block + piece.nblocks;
+			}
 		}
-	hy_engine_quiesce(b->config.engine);
-	hy_engine_resume(b->config.engine);
+		if (rc == 0 && ticket)
+			rc = hy_map_journal_wait(b->journal, ticket);
+		hy_engine_gate_unlock(engine, locked);
+	}
+	free(order);
+	if (rc) {
+		snprintf(why, why_size, "dropping extents from the map failed: %s", strerror(-rc));
+		return rc;
+	}
+	if (kept_dirty) {
+		hy_log(LOG_NOTICE,
+		       "reorganize: %" PRIu64 " blocks written through the mount and not home yet "
+		       "stay in the BOPT",
+		       kept_dirty);
+		pthread_mutex_lock(&b->lock);
+		b->progress.dropped_blocks -= kept_dirty;
+		b->progress.kept_blocks += kept_dirty;
+		pthread_mutex_unlock(&b->lock);
+	}
+	hy_engine_quiesce(engine);
+	hy_engine_resume(engine);
 	return 0;
+}
+
+/* ---- flushing: dirty BOPT blocks home ------------------------------- */
+
+static int collect_dirty(const struct hy_map_extent *e, void *arg)
+{
+	struct {
+		uint64_t *ids;
+		size_t n, cap;
+	} *l = arg;
+
+	if (!e->dirty || (l->n && l->ids[l->n - 1] == e->file_id))
+		return 0;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 64;
+		uint64_t *grown = realloc(l->ids, cap * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		l->ids = grown;
+		l->cap = cap;
+	}
+	l->ids[l->n++] = e->file_id;
+	return 0;
+}
+
+int hy_borg_flush(struct hy_borg *b, uint64_t *synced, char *why, size_t why_size)
+{
+	struct {
+		uint64_t *ids;
+		size_t n, cap;
+	} dirty = {NULL, 0, 0};
+	struct search files;
+	uint64_t unreachable = 0;
+	sqlite3 *db = NULL;
+	int rc;
+
+	*synced = 0;
+	/* the walk gives files in id order, so each id comes once */
+	rc = hy_map_walk(b->map, collect_dirty, &dirty);
+	if (rc) {
+		free(dirty.ids);
+		snprintf(why, why_size, "out of memory");
+		return rc;
+	}
+	if (!dirty.n) {
+		free(dirty.ids);
+		return 0;
+	}
+	/* its own connection: the reconfigurator's may be busy on its thread */
+	if (sqlite3_open_v2(b->db_path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) !=
+	    SQLITE_OK) {
+		snprintf(why, why_size, "state database \"%s\": %s", b->db_path,
+			 db ? sqlite3_errmsg(db) : "out of memory");
+		sqlite3_close(db);
+		free(dirty.ids);
+		return -EIO;
+	}
+	sqlite3_busy_timeout(db, 10000);
+	rc = find_files(b, db, dirty.ids, dirty.n, &files, why, why_size);
+	sqlite3_close(db);
+	for (size_t i = 0; i < dirty.n && rc == 0; i++) {
+		struct wanted *w = wanted_by_id(&files, dirty.ids[i]);
+		struct hy_engine_file file;
+		int64_t n;
+		int fd;
+
+		if (open_home(b, w, O_RDWR, &fd) < 0) {
+			unreachable++;
+			continue;
+		}
+		hy_engine_file_init(b->config.engine, &file, fd);
+		hy_engine_file_set_id(&file, dirty.ids[i]);
+		n = hy_engine_sync_home(b->config.engine, &file);
+		close(fd);
+		if (n < 0) {
+			rc = (int)n;
+			snprintf(why, why_size, "file %" PRIu64 ": its BOPT writes cannot go home: %s",
+				 dirty.ids[i], strerror(-rc));
+		} else {
+			*synced += (uint64_t)n;
+		}
+	}
+	if (unreachable)
+		hy_log(LOG_WARNING,
+		       "flush: %" PRIu64 " files with blocks written into the BOPT were not found "
+		       "in \"%s\" (gone, or unreadable); their blocks stay in the BOPT",
+		       unreachable, b->backing);
+	search_free(&files);
+	free(dirty.ids);
+	return rc;
+}
+
+/* The background half of write-back: every HY_BORG_CLEAN_SECONDS, dirty
+ * blocks of files held open that long go home. */
+static void *cleaner_main(void *arg)
+{
+	struct hy_borg *b = arg;
+
+	pthread_setname_np(pthread_self(), "hy-cleaner");
+	pthread_mutex_lock(&b->lock);
+	while (!b->stop) {
+		struct timespec until;
+		struct hy_map_stats stats;
+
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += HY_BORG_CLEAN_SECONDS;
+		pthread_cond_timedwait(&b->cleaner_cond, &b->lock, &until);
+		if (b->stop)
+			break;
+		pthread_mutex_unlock(&b->lock);
+		hy_map_get_stats(b->map, &stats);
+		if (stats.dirty_blocks) {
+			char why[512];
+			uint64_t synced;
+
+			if (hy_borg_flush(b, &synced, why, sizeof(why)) < 0)
+				hy_log(LOG_ERR, "background flush: %s", why);
+		}
+		pthread_mutex_lock(&b->lock);
+	}
+	pthread_mutex_unlock(&b->lock);
+	return NULL;
 }
 
 static int run(struct hy_borg *b, char *why, size_t why_size)

@@ -42,8 +42,14 @@
  * Who calls it: fs/main.c (open, close), the control handlers in fs/main.c
  * (reorganize, progress), fs/status.c and fs/explain.c (info, map).
  *
+ * Writes: with bopt_writes, a write to relocated blocks goes into their
+ * BOPT copy, marked dirty (engine.h); dirty blocks go home at close,
+ * fsync, `hybridctl flush` (hy_borg_flush), from the cleaner thread
+ * ("hy-cleaner") every HY_BORG_CLEAN_SECONDS, and at unmount (DESIGN.md
+ * invariant 3). A reorganization leaves dirty extents where they are.
+ *
  * Memory: struct hy_borg owns the BOPT, the map, the journal, its SQLite
- * connection and its thread; the engine borrows the first three between
+ * connection and its threads; the engine borrows the first three between
  * open and close. Locks: borg->lock guards the progress and the thread's
  * state; it is never held across I/O. The reconfigurator takes the
  * engine's gates as engine.h says.
@@ -61,6 +67,7 @@ struct hy_engine;
 struct hy_map;
 
 #define HY_BORG_DAMAGED_SUFFIX ".damaged"
+#define HY_BORG_CLEAN_SECONDS  30 /* how often the cleaner looks for dirty blocks */
 
 struct hy_borg_config {
 	const char *state_dir, *db_path, *uuid;
@@ -70,6 +77,7 @@ struct hy_borg_config {
 	bool bopt_given;       /* bopt= or bopt_size= was given */
 	uint64_t bopt_size;    /* bytes, for a BOPT file */
 	uint64_t rate;	       /* bytes per second a copy may take; 0: no limit */
+	bool bopt_writes;      /* writes to relocated blocks go to the BOPT */
 	struct hy_engine *engine;
 	/* a counter of the mount's requests, to yield to them (may be NULL) */
 	uint64_t (*activity)(void *ctx);
@@ -108,7 +116,7 @@ struct hy_borg_info {
 	uint64_t total_blocks, read_blocks, write_blocks;
 	bool was_clean; /* the last unmount was clean */
 	uint64_t replayed; /* journal records applied at open */
-	uint64_t map_files, map_extents, map_blocks;
+	uint64_t map_files, map_extents, map_blocks, dirty_blocks;
 };
 
 struct hy_borg;
@@ -128,6 +136,13 @@ int hy_borg_reorganize(struct hy_borg *borg, const struct hy_reorganize_params *
 void hy_borg_get_progress(struct hy_borg *borg, struct hy_borg_progress *out);
 void hy_borg_get_info(struct hy_borg *borg, struct hy_borg_info *out);
 const char *hy_borg_phase_name(enum hy_borg_phase phase);
+
+/* Writes every dirty BOPT block home (the files are found as the
+ * reconfigurator finds them) and marks them clean: `hybridctl flush`, the
+ * cleaner thread (every HY_BORG_CLEAN_SECONDS while there are any), and
+ * unmount. Returns 0 with the blocks made clean in @synced, or a negative
+ * errno with a message. Files not found keep their blocks in the BOPT. */
+int hy_borg_flush(struct hy_borg *borg, uint64_t *synced, char *why, size_t why_size);
 
 /* The map, for explain (lookups only). */
 struct hy_map *hy_borg_map(struct hy_borg *borg);

@@ -11,7 +11,7 @@
  *   request:   {"v": 1, "cmd": "status"}
  *              "v"    protocol version, a number; must be HY_CONTROL_VERSION
  *              "cmd"  "status" | "sync" | "ping" | "reorganize" | "progress"
- *                     | "explain"
+ *                     | "explain" | "flush"
  *                     status: counters and the busiest processes
  *                     sync:   answered once every profiler record queued
  *                             before the request is in the database
@@ -23,6 +23,8 @@
  *                     progress: where the last reorganization is
  *                     explain: where the blocks of the file at "path"
  *                             (relative to the mountpoint) live
+ *                     flush:  answered once every block written into the
+ *                             BOPT is home
  *              other members are ignored (later versions may add some)
  *
  *   response:  {"v": 1, "ok": true, "result": {...}}
@@ -62,6 +64,7 @@ enum hy_control_command {
 	HY_CONTROL_REORGANIZE,
 	HY_CONTROL_PROGRESS,
 	HY_CONTROL_EXPLAIN,
+	HY_CONTROL_FLUSH,
 };
 
 struct hy_control_request {

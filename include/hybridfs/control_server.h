@@ -20,7 +20,8 @@
  * Locks: the handlers run on the control thread, one request at a time;
  * they take the locks of what they read (profiler, counters) and must not
  * hold any across their return. A sync request blocks the control thread
- * (not the FUSE workers) until the profiler has caught up.
+ * (not the FUSE workers) until the profiler has caught up; a flush request
+ * until every BOPT write is home.
  */
 #ifndef HYBRIDFS_CONTROL_SERVER_H
 #define HYBRIDFS_CONTROL_SERVER_H
@@ -35,7 +36,7 @@ struct hy_control_handlers {
 	struct json_object *(*status)(void *ctx);
 	/* "sync": 0 once every profiler record so far is in the database. */
 	int (*sync)(void *ctx);
-	/* "reorganize", "progress", "explain": the result for @request (the
+	/* "reorganize", "progress", "explain", "flush": the result for @request (the
 	 * whole request object, borrowed), or NULL with a message in @why.
 	 * NULL handlers answer that the mount cannot do it. */
 	struct json_object *(*reorganize)(void *ctx, struct json_object *request, char *why,
@@ -44,6 +45,8 @@ struct hy_control_handlers {
 					size_t why_size);
 	struct json_object *(*explain)(void *ctx, struct json_object *request, char *why,
 				       size_t why_size);
+	struct json_object *(*flush)(void *ctx, struct json_object *request, char *why,
+				     size_t why_size);
 };
 
 struct hy_control_server;

@@ -29,6 +29,12 @@
 
 struct hy_device;
 
+struct hy_device_attr {
+	int64_t stamp;	  /* ctime, ns */
+	int64_t mtime_ns; /* modification time, ns */
+	uint64_t size;	  /* bytes */
+};
+
 struct hy_device_ops {
 	/* Reads up to @len bytes at @off; returns the count (short only at the
 	 * end of the object) or a negative errno. */
@@ -43,9 +49,19 @@ struct hy_device_ops {
 	/* fallocate(2) on @object, any mode the medium takes; may be NULL
 	 * (then -EOPNOTSUPP). */
 	int (*allocate)(struct hy_device *dev, int64_t object, int mode, off_t off, off_t len);
-	/* @object's change stamp: a value that changes whenever its data or
-	 * size changes (a file's ctime in ns); may be NULL (-EOPNOTSUPP). */
-	int (*stamp)(struct hy_device *dev, int64_t object, int64_t *stamp);
+	/* @object's change stamp (its ctime in ns: it changes whenever the
+	 * data or size does), modification time and size; may be NULL
+	 * (-EOPNOTSUPP: a medium nobody else writes). */
+	int (*getattr)(struct hy_device *dev, int64_t object, struct hy_device_attr *out);
+	/* Sets @object's modification time (@mtime_ns, or now when < 0); may
+	 * be NULL (-EOPNOTSUPP). */
+	int (*set_mtime)(struct hy_device *dev, int64_t object, int64_t mtime_ns);
+	/* A writable object for the same data as @object (which may have been
+	 * opened read-only): @object itself (*@opened false) or a new one
+	 * (*@opened true) that close_object() gives back. May be NULL: then
+	 * every object is writable. */
+	int (*writable)(struct hy_device *dev, int64_t object, int64_t *out, bool *opened);
+	void (*close_object)(struct hy_device *dev, int64_t object);
 	/* Releases the device's private data (may be NULL). */
 	void (*destroy)(struct hy_device *dev);
 };
@@ -89,8 +105,12 @@ ssize_t hy_device_write(struct hy_device *dev, int64_t object, const void *buf, 
 int hy_device_sync(struct hy_device *dev, int64_t object, bool data_only);
 int hy_device_truncate(struct hy_device *dev, int64_t object, off_t size);
 int hy_device_allocate(struct hy_device *dev, int64_t object, int mode, off_t off, off_t len);
-/* Not counted as a request: a metadata look. */
+/* Not counted as requests: metadata. stamp() is getattr()'s stamp. */
+int hy_device_getattr(struct hy_device *dev, int64_t object, struct hy_device_attr *out);
 int hy_device_stamp(struct hy_device *dev, int64_t object, int64_t *stamp);
+int hy_device_set_mtime(struct hy_device *dev, int64_t object, int64_t mtime_ns);
+int hy_device_writable(struct hy_device *dev, int64_t object, int64_t *out, bool *opened);
+void hy_device_close_object(struct hy_device *dev, int64_t object);
 
 void hy_device_get_stats(struct hy_device *dev, struct hy_device_stats *out);
 

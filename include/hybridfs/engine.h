@@ -67,7 +67,10 @@ struct hy_engine {
 	} gates[HY_ENGINE_GATES];
 	_Atomic uint64_t stale_files;	/* files whose copies were dropped as stale */
 	_Atomic uint64_t bopt_reads;	/* read requests sent to the BOPT */
-	_Atomic uint64_t released_blocks; /* relocated blocks released by writes */
+	_Atomic uint64_t released_blocks; /* relocated blocks released by changes */
+	_Atomic uint64_t bopt_writes;	  /* write requests sent to the BOPT */
+	_Atomic uint64_t synced_blocks;	  /* dirty BOPT blocks written home */
+	bool bopt_writes_on;		  /* hy_engine_set_bopt_writes() */
 };
 
 /* One open backing file, as the engine sees it. */
@@ -105,6 +108,23 @@ void hy_engine_resume(struct hy_engine *engine);
 void hy_engine_set_bopt(struct hy_engine *engine, struct hy_map *map, struct hy_device *bopt,
 			uint64_t read_base, struct hy_map_journal *journal);
 void hy_engine_free(struct hy_engine *engine);
+
+/* BORG's writes into the BOPT (bopt_writes=on): a write to relocated
+ * blocks goes to their BOPT copy, marked dirty (journaled before the data
+ * goes there), and the home file's modification time is set; dirty blocks
+ * go home (hy_engine_sync_home) at fsync, at close (FusionCache's session
+ * write-back), before anything releases them, and when the daemon flushes.
+ * Off: a write to relocated blocks releases them and goes home. Set before
+ * requests flow. */
+void hy_engine_set_bopt_writes(struct hy_engine *engine, bool on);
+
+/* Writes @file's dirty BOPT blocks home (durably, keeping the home file's
+ * modification time) and marks them clean, under the file's gate held
+ * exclusive. Returns the blocks made clean or a negative errno. */
+int64_t hy_engine_sync_home(struct hy_engine *engine, struct hy_engine_file *file);
+
+/* A handle of @file is closed: its dirty blocks go home. 0 or -errno. */
+int hy_engine_close(struct hy_engine *engine, struct hy_engine_file *file);
 
 void hy_engine_file_init(struct hy_engine *engine, struct hy_engine_file *file, int backing_fd);
 

@@ -48,6 +48,7 @@ struct hy_inode {
 	ino_t ino;
 	mode_t type;		  /* S_IFMT bits; never change */
 	_Atomic uint64_t file_id; /* the profiler's file id once known, else 0 */
+	_Atomic unsigned opens;	  /* open file handles (the kernel keeps the inode) */
 
 	/* protected by table->lock: */
 	uint64_t nlookup;	 /* the kernel's lookup count */

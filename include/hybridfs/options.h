@@ -66,6 +66,7 @@ struct hy_options {
 	bool bopt_given, bopt_size_given;
 	uint64_t bopt_size;
 	uint64_t reorg_rate;
+	bool bopt_writes; /* writes to relocated blocks go into the BOPT */
 
 	/* Mount options passed to the kernel unchanged, comma separated
 	 * (nosuid, nodev, noexec, noatime, ...). Owned. */

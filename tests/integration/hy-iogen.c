@@ -10,6 +10,8 @@
  *   r:OFFSET:LENGTH   one pread(2) of LENGTH bytes at OFFSET
  *   w:OFFSET:LENGTH   one pwrite(2) of LENGTH bytes at OFFSET
  *   rename:NEWPATH    rename(2) FILE to NEWPATH while it stays open
+ *   wait:FIFO         open FIFO and read one byte from it, FILE still open
+ *                     (a test holds the file open this way, without sleeping)
  * OFFSET and LENGTH must be multiples of 4096 (O_DIRECT); buffers are
  * aligned with posix_memalign(3). Each request is issued exactly once and
  * must be done in full (a short read or write is an error).
@@ -128,7 +130,16 @@ int main(int argc, char **argv)
 	if (fd < 0)
 		die(1, "%s: open: %s", path, strerror(errno));
 	for (int i = 3; i < argc; i++) {
-		if (strncmp(argv[i], "rename:", 7) == 0) {
+		if (strncmp(argv[i], "wait:", 5) == 0) {
+			char byte;
+			int ff = open(argv[i] + 5, O_RDONLY | O_CLOEXEC);
+
+			if (ff < 0)
+				die(1, "%s: open: %s", argv[i] + 5, strerror(errno));
+			if (read(ff, &byte, 1) < 0)
+				die(1, "%s: read: %s", argv[i] + 5, strerror(errno));
+			close(ff);
+		} else if (strncmp(argv[i], "rename:", 7) == 0) {
 			const char *to = argv[i] + 7;
 
 			if (!*to)
