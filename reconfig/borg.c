@@ -667,7 +667,22 @@ static int commit_batch(struct copier *c, char *why, size_t why_size)
 		 * join them */
 		if (ok && hy_map_get_stamp(b->map, p->file_id, &old) == 0 && old != p->stamp)
 			ok = false;
-		if (ok && rc == 0) {
+		/* the map first: a relocation it refuses (the diff keeps that
+		 * from happening) must never reach the journal, whose replay
+		 * would refuse it too. Under the gate no change of the file can
+		 * come between the two, so the records keep their order. */
+		if (ok) {
+			int r = hy_map_relocate(b->map, &e);
+
+			if (r) {
+				hy_log(LOG_ERR,
+				       "reorganize: file %" PRIu64 " block %" PRIu64
+				       ": the map refused the relocation: %s",
+				       p->file_id, p->block, strerror(-r));
+				ok = false;
+			}
+		}
+		if (ok) {
 			rec.type = HY_MJ_RELOCATE;
 			rec.block = p->block;
 			rec.nblocks = p->nblocks;
@@ -679,23 +694,6 @@ static int commit_batch(struct copier *c, char *why, size_t why_size)
 				rec.nblocks = 0;
 				rec.bopt_block = 0;
 				rc = hy_map_journal_write(b->journal, &rec, &ticket);
-			}
-			if (rc == 0) {
-				int r = hy_map_relocate(b->map, &e);
-
-				if (r) {
-					/* the diff keeps this from happening; if it did,
-					 * the journal's relocate is undone by a release */
-					hy_log(LOG_ERR,
-					       "reorganize: file %" PRIu64 " block %" PRIu64
-					       ": the map refused the relocation: %s",
-					       p->file_id, p->block, strerror(-r));
-					rec.type = HY_MJ_RELEASE;
-					rec.block = p->block;
-					rec.nblocks = p->nblocks;
-					rc = hy_map_journal_write(b->journal, &rec, &ticket);
-					ok = false;
-				}
 			}
 		}
 		hy_engine_gate_unlock(engine, p->file_id);
