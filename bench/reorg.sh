@@ -18,6 +18,13 @@
 #      would otherwise serve home reads from memory). The device layer
 #      counts each pass's requests and seeks (a request that does not start
 #      where the previous one on that device ended).
+#   3. Writes to the hot set: one pass of HOT 4 KiB O_DIRECT writes in the
+#      same order, timed, home (bopt=none), into the BOPT (bopt_writes=on:
+#      each first write to a clean extent makes its dirty mark durable, one
+#      journal fdatasync) and home with the copies dropped (bopt_writes=off),
+#      each BOPT case on a state trained and reorganized afresh (a write
+#      moves the home file's ctime, which makes older copies stale); then
+#      the unmount, which sends the dirty blocks home, is timed too.
 #
 # Usage (root for dropping caches; else the home passes may be cached):
 #   bench/reorg.sh [BUILD_DIR] [--dir DIR] [--data MIB] [--hot N]
@@ -191,6 +198,42 @@ for round in $(seq 1 "$ROUNDS"); do
 	pass "$TMP/s3" "bopt=none" backing_device "$TMP/home"
 	pass "$TMP/s2" "bopt_size=$((HOT / 256 + 16))M" bopt.device "$TMP/bopt"
 done
+# writes: each BOPT case on a state trained and reorganized afresh
+wspec=${spec//r:/w:}
+train() { # STATE
+	local pass
+	rm -rf "$1"
+	mount_fs "$TMP/b2" "$m" "state=$1,writeback_cache=off,bopt_size=$((HOT / 256 + 16))M,reorg_rate=0"
+	for pass in 1 2 3; do
+		# shellcheck disable=SC2086
+		"$IOGEN" reader "$m/big" $spec || die "training pass $pass failed"
+	done
+	"$HYBRIDCTL" reorganize "$m" --gap 3600 --quiet || die "reorganize failed"
+	umount_fs "$m"
+}
+wpass() { # STATE OPTIONS FILE: "write-seconds unmount-seconds"
+	local t0 t1 t2
+	mount_fs "$TMP/b2" "$m" "state=$1,writeback_cache=off,$2"
+	drop_caches
+	t0=$(now)
+	# shellcheck disable=SC2086
+	"$IOGEN" writer "$m/big" $wspec || die "write pass failed"
+	t1=$(now)
+	w=$(st "$m" "bopt.bopt_writes // 0")
+	umount_fs "$m"
+	t2=$(now)
+	echo "$(calc "$t1 - $t0") $(calc "$t2 - $t1") $w" >>"$3"
+}
+: >"$TMP/w-home" && : >"$TMP/w-on" && : >"$TMP/w-off"
+for round in $(seq 1 "$ROUNDS"); do
+	say "writes, round $round of $ROUNDS"
+	wpass "$TMP/s3" "bopt=none" "$TMP/w-home"
+	train "$TMP/s4"
+	wpass "$TMP/s4" "bopt_size=$((HOT / 256 + 16))M,bopt_writes=on" "$TMP/w-on"
+	train "$TMP/s5"
+	wpass "$TMP/s5" "bopt_size=$((HOT / 256 + 16))M,bopt_writes=off" "$TMP/w-off"
+done
+
 home_s=$(cut -d' ' -f1 "$TMP/home" | median) bopt_s=$(cut -d' ' -f1 "$TMP/bopt" | median)
 home_r=$(cut -d' ' -f2 "$TMP/home" | median) bopt_r=$(cut -d' ' -f2 "$TMP/bopt" | median)
 home_k=$(cut -d' ' -f3 "$TMP/home" | median) bopt_k=$(cut -d' ' -f3 "$TMP/bopt" | median)
@@ -209,4 +252,13 @@ home_k=$(cut -d' ' -f3 "$TMP/home" | median) bopt_k=$(cut -d' ' -f3 "$TMP/bopt" 
 	printf '| BOPT after reorganize | %.3f | %s | %s |\n' "$bopt_s" "$bopt_r" "$bopt_k"
 	printf '| ratio BOPT / home | %.2f | %.2f | %.3f |\n' "$(calc "$bopt_s / $home_s")" \
 		"$(calc "$bopt_r / $home_r")" "$(calc "$bopt_k / $home_k")"
+	echo
+	echo "| hot set, $HOT x 4 KiB writes, one pass (median of $ROUNDS) | write seconds | unmount seconds | writes into the BOPT |"
+	echo "|---|--:|--:|--:|"
+	for c in home on off; do
+		printf '| %s | %.3f | %.3f | %s |\n' \
+			"$(case $c in home) echo "home (bopt=none)" ;; on) echo "into the BOPT (bopt_writes=on)" ;; off) echo "home, copies dropped (bopt_writes=off)" ;; esac)" \
+			"$(cut -d' ' -f1 "$TMP/w-$c" | median)" "$(cut -d' ' -f2 "$TMP/w-$c" | median)" \
+			"$(cut -d' ' -f3 "$TMP/w-$c" | median)"
+	done
 } | tee "${OUT:-/dev/null}"

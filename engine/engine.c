@@ -320,8 +320,8 @@ ssize_t hy_engine_read(struct hy_engine *engine, struct hy_engine_file *file, vo
 }
 
 /* Before relocated blocks of [@block, @block + @nblocks) change at home:
- * the release is made durable in the journal, then the map drops them, so
- * that from now on their one current copy is home. Nothing to do, and no
+ * the release is journaled, then the map drops them, so that from now on
+ * their one current copy is home. Nothing to do, and no
  * journal write, when none of the range is relocated. Dirty blocks must
  * have gone home first (settle()). */
 static int release(struct hy_engine *engine, struct hy_engine_file *file, uint64_t block,
@@ -339,7 +339,11 @@ static int release(struct hy_engine *engine, struct hy_engine_file *file, uint64
 		return n;
 	if (n == 1 && piece.bopt_block == HY_MAP_HOME && nblocks <= UINT32_MAX)
 		return 0;
-	gone = hy_map_journal_release(engine->journal, engine->map, file->file_id, block, nblocks);
+	/* not waited for: the change that follows moves the home file's
+	 * ctime, so after a crash that lost this record the stamp check drops
+	 * the copies before any read could use them */
+	gone = hy_map_journal_release(engine->journal, engine->map, file->file_id, block, nblocks,
+				      false);
 	if (gone < 0)
 		return (int)gone;
 	atomic_fetch_add(&engine->released_blocks, (uint64_t)gone);
@@ -478,17 +482,31 @@ static int settle(struct hy_engine *engine, struct hy_engine_file *file, uint64_
 }
 
 /* BORG's write: relocated pieces are written into the BOPT and marked
- * dirty (the mark durable before the data goes there: a crash never leaves
- * newer data in a block the map calls clean), the rest home. The gate is
- * held shared. */
+ * dirty, the rest home. The gate is held shared. Crash consistency comes
+ * from the order: first the home file's modification time is set (so its
+ * ctime moves: after a crash the stamp check drops copies the journal did
+ * not keep dirty, before any read), then the dirty marks are journaled
+ * (not waited for: fsync and close make them durable with the data's way
+ * home), then the data goes to the BOPT. Unsynced writes may be lost in a
+ * crash, as with any filesystem; they never come back half. */
 static ssize_t write_mapped(struct hy_engine *engine, struct hy_engine_file *file,
 			    const void *buf, size_t size, off_t off, struct hy_map_piece *pieces,
 			    int n)
 {
-	uint64_t end = (uint64_t)off + size;
+	uint64_t end = (uint64_t)off + size, ticket;
 	bool into_bopt = false;
 	size_t done = 0;
+	int t;
 
+	for (int i = 0; i < n; i++)
+		if (pieces[i].bopt_block != HY_MAP_HOME)
+			into_bopt = true;
+	/* the home file was written, though its blocks did not change: its
+	 * time says so, as a plain write's would */
+	t = into_bopt ? hy_device_set_mtime(engine->backing, file->backing_fd, -1) : 0;
+	if (t < 0 && t != -EOPNOTSUPP)
+		hy_log(LOG_WARNING, "file %" PRIu64 ": cannot set its modification time: %s",
+		       file->file_id, strerror(-t));
 	for (int i = 0; i < n; i++) {
 		struct hy_map_journal_record r = {
 			.type = HY_MJ_DIRTY,
@@ -500,7 +518,7 @@ static ssize_t write_mapped(struct hy_engine *engine, struct hy_engine_file *fil
 
 		if (pieces[i].bopt_block == HY_MAP_HOME || pieces[i].dirty)
 			continue;
-		if (engine->journal && (rc = hy_map_journal_append(engine->journal, &r)) < 0)
+		if (engine->journal && (rc = hy_map_journal_write(engine->journal, &r, &ticket)) < 0)
 			return rc;
 		if (hy_map_set_dirty(engine->map, file->file_id, pieces[i].block, pieces[i].nblocks,
 				     true) < 0)
@@ -518,7 +536,6 @@ static ssize_t write_mapped(struct hy_engine *engine, struct hy_engine_file *fil
 			r = hy_device_write(engine->backing, file->backing_fd,
 					    (const char *)buf + done, len, (off_t)from);
 		} else {
-			into_bopt = true;
 			atomic_fetch_add(&engine->bopt_writes, 1);
 			r = hy_device_write(engine->bopt, 0, (const char *)buf + done, len,
 					    (off_t)(engine->bopt_read_base +
@@ -532,14 +549,6 @@ static ssize_t write_mapped(struct hy_engine *engine, struct hy_engine_file *fil
 		done += (size_t)r;
 		if ((size_t)r < len)
 			break;
-	}
-	/* the home file did not change, but it was written: its time says so */
-	if (into_bopt) {
-		int t = hy_device_set_mtime(engine->backing, file->backing_fd, -1);
-
-		if (t < 0 && t != -EOPNOTSUPP)
-			hy_log(LOG_WARNING, "file %" PRIu64 ": cannot set its modification time: %s",
-			       file->file_id, strerror(-t));
 	}
 	return (ssize_t)done;
 }

@@ -434,8 +434,18 @@ int hy_map_journal_append(struct hy_map_journal *j, const struct hy_map_journal_
 	return rc ? rc : hy_map_journal_wait(j, ticket);
 }
 
+int hy_map_journal_sync(struct hy_map_journal *j)
+{
+	uint64_t written;
+
+	pthread_mutex_lock(&j->lock);
+	written = j->written;
+	pthread_mutex_unlock(&j->lock);
+	return hy_map_journal_wait(j, written);
+}
+
 int64_t hy_map_journal_release(struct hy_map_journal *j, struct hy_map *map, uint64_t file_id,
-				uint64_t block, uint64_t nblocks)
+				uint64_t block, uint64_t nblocks, bool durable)
 {
 	struct hy_map_journal_record r = {.type = HY_MJ_RELEASE, .file_id = file_id};
 	uint64_t ticket = 0, end;
@@ -447,7 +457,7 @@ int64_t hy_map_journal_release(struct hy_map_journal *j, struct hy_map *map, uin
 	if (j && nblocks <= UINT32_MAX) {
 		r.block = block;
 		r.nblocks = (uint32_t)nblocks;
-		rc = hy_map_journal_append(j, &r);
+		rc = hy_map_journal_write(j, &r, &ticket);
 	} else if (j) {
 		/* a record holds 2^32 blocks at most: one per extent there */
 		struct hy_map_extent *e;
@@ -463,9 +473,9 @@ int64_t hy_map_journal_release(struct hy_map_journal *j, struct hy_map *map, uin
 			rc = hy_map_journal_write(j, &r, &ticket);
 		}
 		free(e);
-		if (rc == 0 && ticket)
-			rc = hy_map_journal_wait(j, ticket);
 	}
+	if (rc == 0 && ticket && durable)
+		rc = hy_map_journal_wait(j, ticket);
 	if (rc)
 		return rc;
 	return hy_map_release(map, file_id, block, end - block);

@@ -1206,6 +1206,14 @@ static int run(struct hy_borg *b, char *why, size_t why_size)
 		rc = drop_all(b, &diff, why, why_size);
 	if (rc)
 		goto out;
+	/* releases journaled by writers and truncations are not waited for
+	 * (their stamps cover a crash); BOPT blocks they freed may be copied
+	 * over now, so their records must be durable first */
+	rc = hy_map_journal_sync(b->journal);
+	if (rc) {
+		snprintf(why, why_size, "the map journal failed: %s", strerror(-rc));
+		goto out;
+	}
 	set_phase(b, HY_BORG_COPYING);
 	rc = copy_all(b, &diff, why, why_size);
 	if (rc && rc != -ECANCELED)

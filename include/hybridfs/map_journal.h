@@ -125,11 +125,14 @@ int hy_map_journal_wait(struct hy_map_journal *journal, uint64_t ticket);
 int hy_map_journal_append(struct hy_map_journal *journal, const struct hy_map_journal_record *r);
 
 /* Releases [@block, @block + @nblocks) of @file_id (any length: past
- * 2^32 blocks one record per relocated extent is written), durably in
- * @journal (which may be NULL) and then in @map. Returns the blocks
- * released or a negative errno. */
+ * 2^32 blocks one record per relocated extent is written) in @journal
+ * (which may be NULL; made durable first when @durable) and then in @map.
+ * Returns the blocks released or a negative errno. */
 int64_t hy_map_journal_release(struct hy_map_journal *journal, struct hy_map *map,
-				uint64_t file_id, uint64_t block, uint64_t nblocks);
+				uint64_t file_id, uint64_t block, uint64_t nblocks, bool durable);
+
+/* Waits until every record written so far is durable. 0 or -errno. */
+int hy_map_journal_sync(struct hy_map_journal *journal);
 
 /* Checkpoint: saves @map whole into @db (hy_map_save with the journal's
  * generation and the next epoch), then empties the journal. The caller
