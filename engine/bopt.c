@@ -249,7 +249,15 @@ int hy_bopt_resolve(const char *spec, char *buf, size_t size, char *why, size_t 
 		say(why, why_size, "bopt: empty location");
 		return -EINVAL;
 	}
-	if (strncmp(spec, "UUID=", 5) != 0 && strncmp(spec, "LABEL=", 6) != 0) {
+	if (strncmp(spec, "UUID=", 5) != 0 && strncmp(spec, "LABEL=", 6) != 0 &&
+	    strncmp(spec, "PARTUUID=", 9) != 0 && strncmp(spec, "PARTLABEL=", 10) != 0) {
+		if (spec[0] != '/') {
+			say(why, why_size,
+			    "bopt: \"%s\" is neither an absolute path nor UUID=, LABEL=, "
+			    "PARTUUID= or PARTLABEL=",
+			    spec);
+			return -EINVAL;
+		}
 		n = snprintf(buf, size, "%s", spec);
 		if (n < 0 || (size_t)n >= size) {
 			say(why, why_size, "bopt: \"%s\" is too long a path", spec);
@@ -443,6 +451,9 @@ static int create_block(const char *path, const char *uuid, uint64_t read_bytes,
 		say(why, why_size, "bopt: cannot find the size of the block device \"%s\"", path);
 		goto out;
 	}
+	/* 0: all of the device but the header and one write-buffer block */
+	if (read_bytes == 0 && size >= 3 * HY_BOPT_BLOCK)
+		read_bytes = size / HY_BOPT_BLOCK * HY_BOPT_BLOCK - 2 * HY_BOPT_BLOCK;
 	rc = plan_sizes(path, uuid, size, read_bytes, &h, why, why_size);
 	if (rc < 0)
 		goto out;

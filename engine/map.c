@@ -739,6 +739,16 @@ int hy_map_file_extents(struct hy_map *map, uint64_t file_id, uint64_t from,
 	return 0;
 }
 
+bool hy_map_bopt_in_use(struct hy_map *map, uint64_t bopt_block, uint64_t nblocks)
+{
+	bool used;
+
+	pthread_mutex_lock(&map->bopt_lock);
+	used = used_overlaps(map, bopt_block, nblocks);
+	pthread_mutex_unlock(&map->bopt_lock);
+	return used;
+}
+
 int hy_map_get_stamp(struct hy_map *map, uint64_t file_id, int64_t *stamp)
 {
 	struct map_file *f;

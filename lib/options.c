@@ -233,6 +233,13 @@ static int parse_one(struct hy_options *opts, char *word, char *why, size_t why_
 			return say(why, why_size,
 				   "option \"bopt\" needs a place: bopt=PATH, UUID=..., LABEL=... "
 				   "or none");
+		if (value[0] != '/' && strcmp(value, "none") != 0 && strncmp(value, "UUID=", 5) != 0 &&
+		    strncmp(value, "LABEL=", 6) != 0 && strncmp(value, "PARTUUID=", 9) != 0 &&
+		    strncmp(value, "PARTLABEL=", 10) != 0)
+			return say(why, why_size,
+				   "option \"bopt=%s\": give an absolute path, UUID=, LABEL=, "
+				   "PARTUUID=, PARTLABEL= or none",
+				   value);
 		opts->bopt_given = true;
 		return set_string(&opts->bopt, value);
 	}
@@ -586,7 +593,8 @@ void hy_options_usage(const char *program, FILE *out)
 		"  profile_max_age=AGE    keep the log this long: 90s, 15m, 12h, 30d (default\n"
 		"                         30d; 0 keeps all)\n"
 		"  profile_max_rows=N     keep at most N requests (default 10000000; 0: all)\n"
-		"  bopt=PATH|UUID=U|LABEL=L|none  BORG's optimized region, where\n"
+		"  bopt=PATH|UUID=U|LABEL=L|PARTUUID=U|PARTLABEL=L|none  BORG's optimized\n"
+		"                         region (a file or a device used whole), where\n"
 		"                         reorganization copies hot blocks in access order\n"
 		"                         (default: the file bopt in the state folder)\n"
 		"  bopt_size=SIZE         size of a BOPT file (default 256M)\n"

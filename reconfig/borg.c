@@ -82,11 +82,15 @@ static char *join_path(const char *dir, const char *name)
 static int make_bopt(struct hy_borg *b, const char *path, char *why, size_t why_size)
 {
 	uint64_t size = b->config.bopt_size;
+	struct stat st;
 	int rc;
 
 	/* one block of header, one of write buffer (kept for assimilated
-	 * writes, not used yet), the rest read region */
-	rc = hy_bopt_create(path, b->uuid, size, size - 2 * BLOCK, false, why, why_size);
+	 * writes, not used yet), the rest read region; a device is used whole */
+	if (stat(path, &st) == 0 && S_ISBLK(st.st_mode))
+		rc = hy_bopt_create(path, b->uuid, 0, 0, false, why, why_size);
+	else
+		rc = hy_bopt_create(path, b->uuid, size, size - 2 * BLOCK, false, why, why_size);
 	if (rc)
 		return rc;
 	rc = hy_bopt_open(path, b->uuid, &b->bopt, why, why_size);
@@ -97,6 +101,22 @@ static int make_bopt(struct hy_borg *b, const char *path, char *why, size_t why_
 		snprintf(why, why_size, "bopt: \"%s\": cannot write its generation: %s", path,
 			 strerror(-rc));
 	return rc;
+}
+
+/* Whether @path starts with a BOPT header's magic (a damaged or foreign
+ * BOPT is refused, never made anew over). */
+static bool has_bopt_magic(const char *path)
+{
+	char magic[8];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool yes;
+
+	if (fd < 0)
+		return true; /* unreadable: let the open's refusal stand */
+	yes = pread(fd, magic, sizeof(magic), 0) != (ssize_t)sizeof(magic) ||
+	      memcmp(magic, HY_BOPT_MAGIC, sizeof(magic)) == 0;
+	close(fd);
+	return yes;
 }
 
 static int open_bopt(struct hy_borg *b, char *why, size_t why_size)
@@ -125,6 +145,13 @@ static int open_bopt(struct hy_borg *b, char *why, size_t why_size)
 		return make_bopt(b, path, why, why_size);
 	}
 	rc = hy_bopt_open(path, b->uuid, &b->bopt, why, why_size);
+	if (rc && S_ISBLK(st.st_mode) && !has_bopt_magic(path)) {
+		/* a device named for the BOPT that is not one yet: made one
+		 * (hy_bopt_create refuses it when libblkid finds a filesystem
+		 * or another signature there) */
+		hy_log(LOG_NOTICE, "bopt: making a BOPT on the device \"%s\"", path);
+		return make_bopt(b, path, why, why_size);
+	}
 	if (rc) {
 		/* Our own file in the state folder, damaged: home copies are
 		 * current, so it is made again rather than refusing the mount. */
@@ -793,6 +820,13 @@ static int copy_chunk(struct copier *c, uint64_t file_id, uint64_t block, uint32
 	ssize_t n;
 	int fd, rc;
 
+	/* BOPT blocks still held (an extent written through the mount and not
+	 * home yet stays where it is) are never written over: the data there
+	 * is that file's only current copy */
+	if (hy_map_bopt_in_use(b->map, bopt_block, nblocks)) {
+		progress_add(b, nblocks, 0, 1, nblocks);
+		return 0;
+	}
 	fd = home_fd(c, file_id, why, why_size);
 	if (fd < 0 && fd != -ENOENT)
 		return fd;

@@ -2,9 +2,10 @@
  * bopt.h - the BOPT: BORG's optimized region, one preallocated file or
  * partition that holds hot blocks in access order.
  *
- * Where it is: `bopt=PATH|UUID=...|LABEL=...` (UUID and LABEL resolved
- * through libblkid), by default a file beside the backing directory on the
- * same disk, as BORG has it. Its size is `bopt_size=`.
+ * Where it is: `bopt=PATH|UUID=...|LABEL=...|PARTUUID=...|PARTLABEL=...`
+ * (an absolute path; the tags resolved through libblkid), by default a file
+ * in the state folder, beside the backing directory on the same disk, as
+ * BORG has it. Its size is `bopt_size=`; a device is used whole.
  *
  * Format (all integers little-endian; blocks of 4096 bytes):
  *
@@ -69,16 +70,19 @@ struct hy_bopt {
 	struct hy_device *device;
 };
 
-/* Resolves `bopt=`'s value: a path as it is, "UUID=..." or "LABEL=..."
- * through libblkid. Returns 0 with the path in @buf, or -ENOENT naming what
- * was not found. */
+/* Resolves `bopt=`'s value: an absolute path as it is, "UUID=...",
+ * "LABEL=...", "PARTUUID=..." or "PARTLABEL=..." through libblkid (the last
+ * two name a partition by its table entry, so an empty one can be named).
+ * Returns 0 with the path in @buf, -EINVAL for anything else (a relative
+ * path: likely a mistyped tag), or -ENOENT naming what was not found. */
 int hy_bopt_resolve(const char *spec, char *buf, size_t size, char *why, size_t why_size);
 
 /* Makes a BOPT: a new file of @size bytes (preallocated with fallocate,
  * refusing to replace an existing file unless it is already this mount's
  * BOPT), or a block device's whole size when @path is one (refused if
  * libblkid finds a filesystem or other signature on it, unless @force).
- * @read_bytes of it are the read region, the rest (less the header) the
+ * @read_bytes of it (0 for a device: all but the header and one block) are
+ * the read region, the rest (less the header) the
  * write buffer. Returns 0 or a negative errno with a message. */
 int hy_bopt_create(const char *path, const char *uuid, uint64_t size, uint64_t read_bytes,
 		   bool force, char *why, size_t why_size);

@@ -102,6 +102,10 @@ int64_t hy_map_set_dirty(struct hy_map *map, uint64_t file_id, uint64_t block, u
  * for reading while its extents are visited. */
 int hy_map_walk(struct hy_map *map, int (*fn)(const struct hy_map_extent *e, void *arg), void *arg);
 
+/* Whether any extent uses a BOPT block of [@bopt_block, +@nblocks): the
+ * reconfigurator asks before it writes a copy there. */
+bool hy_map_bopt_in_use(struct hy_map *map, uint64_t bopt_block, uint64_t nblocks);
+
 /* Copies of @file_id's extents that end after block @from, in block
  * order, into a malloc'd array (NULL and 0 when none). 0 or -ENOMEM. */
 int hy_map_file_extents(struct hy_map *map, uint64_t file_id, uint64_t from,

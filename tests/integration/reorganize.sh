@@ -15,7 +15,9 @@
 #   5. BORG's writes: a write to a relocated block goes into the BOPT, marked
 #      dirty, home unchanged until `hybridctl flush` (or close, or
 #      unmount); after kill -9 the journal brings the dirty block back and
-#      unmount sends it home.
+#      unmount sends it home;
+#   6. a reorganization never copies over a block written through the
+#      mount and not home yet (its BOPT copy is the only current one).
 . "$(dirname "$0")/lib.sh"
 hy_setup
 command -v jq >/dev/null || hy_skip "jq is missing (scripts/test installs it)"
@@ -264,4 +266,38 @@ cmp -s "$HY_TMP/w77" <(dd if="$m/f" bs=4096 skip=77 count=1 iflag=direct status=
 hy_umount "$m"
 cmp -s "$HY_TMP/w77" <(dd if="$b/f" bs=4096 skip=77 count=1 status=none) ||
 	hy_fail "unmount did not send the dirty block home"
+
+# ---- 6. a new plan does not write over a dirty extent -------------------
+b=$HY_TMP/b5 m=$HY_TMP/m5
+mkdir -p "$b"
+head -c 64K /dev/urandom >"$b/a"
+head -c 64K /dev/urandom >"$b/c"
+cp "$b/c" "$HY_TMP/c.orig"
+opts="writeback_cache=off,state=$HY_TMP/state5,bopt_size=8M,reorg_rate=0"
+mount_ready "$b" "$m" "$opts"
+for pass in 1 2 3; do
+	# shellcheck disable=SC2046
+	"$bin/hy-iogen" reader "$m/a" $(specs 5 1 9) || hy_die "reading a failed"
+done
+"$HYBRIDCTL" reorganize "$m" --gap 3600 --quiet || hy_fail "the first reorganization failed"
+rm -f "$HY_TMP/go" && mkfifo "$HY_TMP/go"
+"$bin/hy-iogen" holder "$m/a" w:$((5 * 4096)):4096 wait:"$HY_TMP/go" &
+wpid=$!
+wait_for '.bopt.dirty_blocks == 1'
+dd if="$m/a" of="$HY_TMP/a5" bs=4096 skip=5 count=1 iflag=direct status=none
+for pass in 1 2 3; do
+	# shellcheck disable=SC2046
+	"$bin/hy-iogen" reader "$m/c" $(specs 2 7 4 11) || hy_die "reading c failed"
+done
+# partial: a plan of c alone, from BOPT block 0, where a's blocks are
+"$HYBRIDCTL" reorganize "$m" --gap 3600 --mode partial --quiet || hy_fail "the second reorganization failed"
+cmp -s "$HY_TMP/a5" <(dd if="$m/a" bs=4096 skip=5 count=1 iflag=direct status=none) ||
+	hy_fail "the dirty block of a was written over by the new plan"
+cmp -s "$m/c" "$HY_TMP/c.orig" || hy_fail "c reads wrong after the second reorganization"
+echo >"$HY_TMP/go"
+wait $wpid || hy_fail "the holder of a failed"
+hy_umount "$m"
+cmp -s "$HY_TMP/a5" <(dd if="$b/a" bs=4096 skip=5 count=1 status=none) ||
+	hy_fail "the write to a did not reach home"
+cmp -s "$b/c" "$HY_TMP/c.orig" || hy_fail "c changed at home"
 hy_pass

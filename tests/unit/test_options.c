@@ -139,6 +139,7 @@ static void test_bopt_options(void)
 	const char *bad_size[] = {"hybridfs", "-o", "bopt_size=lots", "/b", "/m", NULL};
 	const char *bad_rate[] = {"hybridfs", "-o", "reorg_rate=-5M", "/b", "/m", NULL};
 	const char *empty[] = {"hybridfs", "-o", "bopt=", "/b", "/m", NULL};
+	const char *relative[] = {"hybridfs", "-o", "bopt=PARTUID=x", "/b", "/m", NULL};
 	struct hy_options o;
 
 	CU_ASSERT_EQUAL_FATAL(parse(&o, defaults), 0);
@@ -165,6 +166,7 @@ static void test_bopt_options(void)
 	expect_bad(bad_size, "bopt_size=lots");
 	expect_bad(bad_rate, "reorg_rate=-5M");
 	expect_bad(empty, "bopt");
+	expect_bad(relative, "bopt=PARTUID=x");
 }
 
 static void test_bad_options(void)
