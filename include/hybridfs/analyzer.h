@@ -44,8 +44,8 @@
  * the log after that rowid and folds it into the saved graph: an
  * incremental run equals one full run over the same records.
  *
- * Who calls it: `hybridctl reorganize` (later), the trace simulator
- * (later), the unit tests.
+ * Who calls it: reconfig/reorganize.c (for `hybridctl reorganize` and the
+ * daemon's reconfigurator), the trace simulator (later), the unit tests.
  *
  * Memory: the analyzer owns its graph; hy_analyzer_export() gives arrays
  * the caller frees with free(). Locks: none; one thread at a time.

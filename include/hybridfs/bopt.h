@@ -33,8 +33,8 @@
  * with a message naming the file and the problem; nothing is written to a
  * BOPT that failed a check.
  *
- * Who calls it: the daemon at mount, the reconfigurator and the engine
- * (later); the unit tests.
+ * Who calls it: reconfig/borg.c at mount (it hands the engine the BOPT's
+ * device); the unit tests.
  *
  * Memory: struct hy_bopt owns its descriptor and its device (device.h:
  * object 0, offsets in bytes from the start of the BOPT). Locks: header

@@ -20,13 +20,17 @@
  *
  * Locks: with a BOPT in use, HY_ENGINE_GATES gates (rwlocks) striped by
  * file id order the changes of a file's data against the reconfigurator:
- * a write, truncation, allocation or copy holds its file's gate shared
- * across its I/O (writers of a file run in parallel); the reconfigurator
- * holds it exclusive only to check and commit a copy (hy_engine_gate_*),
- * and a checkpoint holds every gate (hy_engine_quiesce). Order: gate, then
- * the journal's lock, then the map's locks. Reads take no gate. Requests
- * on different files, and on different ranges of one file, run in
- * parallel; the map (map.h) takes its per-file rwlock for a lookup.
+ * a write holds its file's gate shared across its I/O (writers of a file
+ * run in parallel: they only add dirty marks, which commute); a
+ * truncation, allocation, copy or sync home holds it exclusive (they send
+ * dirty blocks home and release ranges); a read that uses the BOPT holds
+ * it shared (reads of home only take none); the reconfigurator holds it
+ * exclusive to drop extents and to check and commit a copy
+ * (hy_engine_gate_*), and takes every gate once as a barrier and for a
+ * checkpoint (hy_engine_quiesce). Order: gate, then the journal's lock,
+ * then the map's locks. Requests on different files, and on different
+ * ranges of one file, run in parallel; the map (map.h) takes its per-file
+ * rwlock for a lookup.
  *
  * Stale copies: a relocated file's map entry keeps the home file's ctime
  * from when it was copied (its stamp). A read that would use the BOPT
@@ -98,11 +102,11 @@ void hy_engine_resume(struct hy_engine *engine);
 
 /* Puts BORG's indirection map in the path: reads of relocated blocks go to
  * the BOPT device at @read_base + bopt_block * 4096, adjacent relocated
- * blocks in one request; a write, truncation, hole punch or copy that
- * changes relocated blocks first releases them (journaled in @journal when
- * it is not NULL, before the map changes), so their one current copy is
- * home. (BORG's writes into the BOPT, marked dirty and synced home later,
- * are not done yet: the journal and the map have dirty marks for them.) A
+ * blocks in one request; writes to them go there too with bopt_writes
+ * (hy_engine_set_bopt_writes), else release them; a truncation, hole
+ * punch or copy that changes relocated blocks first sends their dirty
+ * blocks home and releases them (journaled in @journal when it is not
+ * NULL, before the map changes), so their one current copy is home. A
  * plan must never relocate a file's last partial block, so relocated
  * blocks are always whole blocks of data. */
 void hy_engine_set_bopt(struct hy_engine *engine, struct hy_map *map, struct hy_device *bopt,

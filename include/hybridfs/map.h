@@ -25,11 +25,12 @@
  * transaction (table bopt_map, schema 4) with the BOPT generation it
  * belongs to; hy_map_load() reads it back and refuses a map whose
  * generation is not the BOPT's. The rule that keeps a crash safe is the
- * caller's: an extent is added only after its BOPT copy is durable, and
- * a dirty mark is saved before the write that made it is acknowledged.
+ * caller's: an extent is added only after its BOPT copy is durable; a
+ * dirty mark is journaled before the write's data goes to the BOPT, after
+ * the home file's ctime moved (engine.c says why that is enough).
  *
- * Who calls it: the engine's read and write paths and the reconfigurator
- * (later); the unit tests.
+ * Who calls it: the engine's read and write paths, the reconfigurator
+ * (reconfig/borg.c), explain (fs/borg_handlers.c); the unit tests.
  *
  * Memory: the map owns its files and extents; lookups copy pieces into the
  * caller's array. Locks: as above; never held across I/O or SQLite.

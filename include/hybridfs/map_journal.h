@@ -37,7 +37,7 @@
  * one fdatasync makes durable every record written before it started, so a
  * thread waits only until a sync that began after its write has finished.
  *
- * Who calls it: the engine's write path and the reconfigurator (later),
+ * Who calls it: the engine's write path and the reconfigurator,
  * the daemon at mount (replay) and at checkpoints and unmount; the tests.
  *
  * Memory: struct hy_map_journal owns its descriptor and path.

@@ -26,8 +26,8 @@
  *   Ties are broken by the lower vertex index, so a graph always gives the
  *   same plan. With a max-heap with lazy updates the cost is O(E log V).
  *
- * Who calls it: `hybridctl reorganize` (later), the trace simulator
- * (later), the unit tests.
+ * Who calls it: reconfig/reorganize.c (for `hybridctl reorganize` and the
+ * daemon's reconfigurator), the trace simulator (later), the unit tests.
  *
  * Memory: hy_planner_plan() fills a struct hy_plan whose array it
  * allocates; hy_plan_free() releases it. The input arrays are only read.

@@ -20,8 +20,10 @@
  *   drop: relocated now but not (or elsewhere) in the plan: they leave the
  *         BOPT (a block that moves is dropped and copied again);
  *   copy: in the plan but not in place: they come in.
- * Home copies are always current (writes go home), so a block that moves
- * inside the BOPT is copied from home like one that comes in.
+ * A clean block's home copy is current, so a block that moves inside the
+ * BOPT is copied from home like one that comes in; a dirty one (written
+ * into the BOPT, not home yet) is not dropped: it stays where it is, and a
+ * copy planned onto its place is skipped (borg.h).
  *
  * Who calls it: ctl/reorganize_cmd.c, reconfig/borg.c, the unit tests.
  *
