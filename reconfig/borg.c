@@ -1221,6 +1221,18 @@ static int run(struct hy_borg *b, char *why, size_t why_size)
 	b->progress.phase = HY_BORG_DROPPING;
 	pthread_mutex_unlock(&b->lock);
 
+	/* blocks leaving the BOPT go home first if they are dirty: a flush
+	 * now sends every dirty block home, so the drops below find clean
+	 * ones (but for writes that come meanwhile: those stay in place) */
+	{
+		struct hy_map_stats stats;
+		uint64_t synced;
+
+		hy_map_get_stats(b->map, &stats);
+		rc = stats.dirty_blocks ? hy_borg_flush(b, &synced, why, why_size) : 0;
+		if (rc < 0)
+			goto out;
+	}
 	rc = hy_map_walk(b->map, collect, &current);
 	if (rc == 0)
 		rc = hy_reorganize_diff(current.e, current.n, plan.ranges, plan.count, &diff);

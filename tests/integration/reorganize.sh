@@ -16,8 +16,8 @@
 #      dirty, home unchanged until `hybridctl flush` (or close, or
 #      unmount); after kill -9 the journal brings the dirty block back and
 #      unmount sends it home;
-#   6. a reorganization never copies over a block written through the
-#      mount and not home yet (its BOPT copy is the only current one).
+#   6. a reorganization sends blocks written through the mount home before
+#      they leave the BOPT, and never copies over one still held there.
 . "$(dirname "$0")/lib.sh"
 hy_setup
 command -v jq >/dev/null || hy_skip "jq is missing (scripts/test installs it)"
@@ -293,6 +293,9 @@ done
 "$HYBRIDCTL" reorganize "$m" --gap 3600 --mode partial --quiet || hy_fail "the second reorganization failed"
 cmp -s "$HY_TMP/a5" <(dd if="$m/a" bs=4096 skip=5 count=1 iflag=direct status=none) ||
 	hy_fail "the dirty block of a was written over by the new plan"
+[ "$(status bopt.dirty_blocks)" = 0 ] || hy_fail "the reorganization left a dirty block in the BOPT"
+cmp -s "$HY_TMP/a5" <(dd if="$b/a" bs=4096 skip=5 count=1 status=none) ||
+	hy_fail "the dirty block of a did not go home before it left the BOPT"
 cmp -s "$m/c" "$HY_TMP/c.orig" || hy_fail "c reads wrong after the second reorganization"
 echo >"$HY_TMP/go"
 wait $wpid || hy_fail "the holder of a failed"
