@@ -21,9 +21,10 @@
  *         BOPT (a block that moves is dropped and copied again);
  *   copy: in the plan but not in place: they come in.
  * A clean block's home copy is current, so a block that moves inside the
- * BOPT is copied from home like one that comes in; a dirty one (written
- * into the BOPT, not home yet) is not dropped: it stays where it is, and a
- * copy planned onto its place is skipped (borg.h).
+ * BOPT is copied from home like one that comes in; the reconfigurator
+ * sends dirty ones home before it drops (borg.h), and one dirtied after
+ * that is not dropped: it stays where it is, and a copy planned onto its
+ * place is skipped.
  *
  * Who calls it: ctl/reorganize_cmd.c, reconfig/borg.c, the unit tests.
  *
