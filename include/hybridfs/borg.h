@@ -9,10 +9,11 @@
  * a named thread, "hy-reconfig":
  *   1. plan (reorganize.h): analyzer and planner over the access log, for
  *      the BOPT's read region; the graph, the run and the plan are saved;
- *   2. drop: extents the plan does not keep leave the map (journaled,
- *      durable), then a barrier (every engine gate taken once) waits out
- *      reads that may still use their old BOPT blocks, so those blocks can
- *      be written again;
+ *   2. drop: dirty blocks go home (a flush), then extents the plan does
+ *      not keep leave the map (journaled, durable; one dirtied since
+ *      stays, and nothing is copied onto it), then a barrier (every engine
+ *      gate taken once) waits out reads that may still use their old BOPT
+ *      blocks, so those blocks can be written again;
  *   3. copy, in plan order: each range's home file is found (the files
  *      table's dev/ino/birth, searched for in the backing tree), clipped
  *      to its whole blocks, read and written to the BOPT; once a batch is
@@ -46,7 +47,7 @@
  * BOPT copy, marked dirty (engine.h); dirty blocks go home at close,
  * fsync, `hybridctl flush` (hy_borg_flush), from the cleaner thread
  * ("hy-cleaner") every HY_BORG_CLEAN_SECONDS, and at unmount (DESIGN.md
- * invariant 3). A reorganization leaves dirty extents where they are.
+ * invariant 3).
  *
  * Memory: struct hy_borg owns the BOPT, the map, the journal, its SQLite
  * connection and its threads; the engine borrows the first three between
