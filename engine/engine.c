@@ -227,8 +227,10 @@ static void refresh_stamp(struct hy_engine *engine, struct hy_engine_file *file)
 {
 	int64_t stamp, now;
 
+	/* only forward: two writers of the file may refresh in either order,
+	 * and the older ctime would make the file look changed outside */
 	if (hy_map_get_stamp(engine->map, file->file_id, &stamp) == 0 &&
-	    hy_device_stamp(engine->backing, file->backing_fd, &now) == 0 && now != stamp)
+	    hy_device_stamp(engine->backing, file->backing_fd, &now) == 0 && now > stamp)
 		hy_map_set_stamp(engine->map, file->file_id, now);
 }
 
@@ -424,6 +426,10 @@ static int64_t sync_dirty(struct hy_engine *engine, struct hy_engine_file *file,
 	}
 	if (rc == 0)
 		rc = hy_device_sync(engine->backing, home, true);
+	/* the BOPT's copies stay in use, clean: they must be durable before
+	 * the map says they equal home (a checkpoint may save that) */
+	if (rc == 0)
+		rc = hy_device_sync(engine->bopt, 0, true);
 	if (rc == 0 && attr.mtime_ns >= 0) {
 		int t = hy_device_set_mtime(engine->backing, home, attr.mtime_ns);
 
@@ -628,6 +634,11 @@ int hy_engine_fsync(struct hy_engine *engine, struct hy_engine_file *file, bool 
 	 * where a plain directory would have it (DESIGN.md invariant 1) */
 	if (uses_map(engine, file) && hy_map_get_stamp(engine->map, file->file_id, &stamp) == 0)
 		rc = hy_engine_sync_home(engine, file);
+	/* releases are journaled without waiting (a moved ctime covers a
+	 * crash); fdatasync need not make the ctime durable, so the records
+	 * must be */
+	if (rc == 0 && uses_map(engine, file) && engine->journal)
+		rc = hy_map_journal_sync(engine->journal);
 	if (rc < 0)
 		return (int)rc;
 	return hy_device_sync(engine->backing, file->backing_fd, data_only);

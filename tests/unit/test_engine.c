@@ -1,7 +1,9 @@
 /* test_engine.c - the engine over the device layer: requests reach the
  * device named by the operations table, and every device counts them; reads
  * through the indirection map, stamps that drop the copies of a file
- * changed outside the mount, and the gates. */
+ * changed outside the mount, the gates, and BORG's writes into the BOPT
+ * (dirty blocks and their way home). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -9,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,11 +22,20 @@
 #include "suites.h"
 
 /* A device that keeps one object in memory and returns short transfers,
- * the way a model or a fault injector plugs in. */
+ * the way a model or a fault injector plugs in. With @watch_map set (a
+ * BOPT's), every write notes how many journal records were written, how
+ * many blocks the map called dirty and the home object's change stamp
+ * (@watch_stamp) when it came, to check what comes before the data. */
 struct memory_device {
 	char data[1 << 18];
 	size_t size;
 	int syncs;
+	struct hy_map *watch_map;
+	struct hy_map_journal *watch_journal;
+	const int64_t *watch_stamp;
+	int watched_writes;
+	uint64_t written_at_write, dirty_at_write;
+	int64_t stamp_at_write;
 };
 
 static ssize_t mem_read(struct hy_device *dev, int64_t object, void *buf, size_t len, off_t off)
@@ -49,6 +61,20 @@ static ssize_t mem_write(struct hy_device *dev, int64_t object, const void *buf,
 		return -ENOSPC;
 	if (len > 1000)
 		len = 1000;
+	if (m->watch_map) {
+		struct hy_map_stats st;
+
+		hy_map_get_stats(m->watch_map, &st);
+		m->dirty_at_write = st.dirty_blocks;
+		m->written_at_write = 0;
+		if (m->watch_journal) {
+			pthread_mutex_lock(&m->watch_journal->lock);
+			m->written_at_write = m->watch_journal->written;
+			pthread_mutex_unlock(&m->watch_journal->lock);
+		}
+		m->stamp_at_write = m->watch_stamp ? *m->watch_stamp : 0;
+		m->watched_writes++;
+	}
 	memcpy(m->data + off, buf, len);
 	if ((size_t)off + len > m->size)
 		m->size = (size_t)off + len;
@@ -253,10 +279,17 @@ static void test_engine_reads_through_map(void)
 /* ---- stamps: copies of files changed outside the mount --------------- */
 
 /* A device with a few objects whose change stamp moves with every change
- * made through it, like a file's ctime; the test changes an object "from
- * outside" with outside_write(). Writes are short, like memory_device's. */
+ * made through it, like a file's ctime, and whose modification time moves
+ * with every write, truncation or allocation, like a file's mtime; the test
+ * changes an object "from outside" with outside_write(). Writes are short,
+ * like memory_device's. Objects ST_RO(k) are read-only handles of object k
+ * (writes through them fail with -EBADF); writable() gives for them a new
+ * writable handle ST_RW(k), which close_object() counts back. Each sync
+ * keeps a snapshot of the object's data, to check what was durable. */
 #define STAMPED_OBJECTS 4
 #define STAMPED_SIZE	(16 * 4096)
+#define ST_RO(k)	((k) + STAMPED_OBJECTS)
+#define ST_RW(k)	((k) + 2 * STAMPED_OBJECTS)
 
 struct stamped_device {
 	struct stamped_object {
@@ -264,21 +297,40 @@ struct stamped_device {
 		size_t size;
 		int64_t stamp;
 		int64_t mtime_ns;
+		int syncs;		   /* sync requests */
+		bool last_data_only;	   /* the last sync's data_only */
+		char synced[STAMPED_SIZE]; /* the data at the last sync */
+		size_t synced_size;
 	} obj[STAMPED_OBJECTS];
 	int64_t clock; /* the last stamp given */
 	int stamp_calls;
+	int opened, closed, bad_closes; /* writable handles */
 };
 
 static struct stamped_object *object_of(struct hy_device *dev, int64_t object)
 {
 	struct stamped_device *m = dev->priv;
 
-	return object >= 0 && object < STAMPED_OBJECTS ? &m->obj[object] : NULL;
+	return object >= 0 && object < 3 * STAMPED_OBJECTS ? &m->obj[object % STAMPED_OBJECTS]
+							   : NULL;
+}
+
+static bool read_only(int64_t object)
+{
+	return object >= ST_RO(0) && object < ST_RW(0);
 }
 
 static void touch(struct stamped_device *m, struct stamped_object *o)
 {
 	o->stamp = ++m->clock;
+}
+
+/* A change of the data or size: the change time and the modification time
+ * move. */
+static void modify(struct stamped_device *m, struct stamped_object *o)
+{
+	touch(m, o);
+	o->mtime_ns = o->stamp * 1000;
 }
 
 static ssize_t st_read(struct hy_device *dev, int64_t object, void *buf, size_t len, off_t off)
@@ -300,7 +352,7 @@ static ssize_t st_write(struct hy_device *dev, int64_t object, const void *buf, 
 {
 	struct stamped_object *o = object_of(dev, object);
 
-	if (!o || off < 0)
+	if (!o || off < 0 || read_only(object))
 		return -EBADF;
 	if ((size_t)off + len > STAMPED_SIZE)
 		return -ENOSPC;
@@ -309,43 +361,60 @@ static ssize_t st_write(struct hy_device *dev, int64_t object, const void *buf, 
 	memcpy(o->data + off, buf, len);
 	if ((size_t)off + len > o->size)
 		o->size = (size_t)off + len;
-	touch(dev->priv, o);
+	modify(dev->priv, o);
 	return (ssize_t)len;
 }
 
 static int st_sync(struct hy_device *dev, int64_t object, bool data_only)
 {
-	return object_of(dev, object) ? 0 : -EBADF;
+	struct stamped_object *o = object_of(dev, object);
+
+	if (!o)
+		return -EBADF;
+	o->syncs++;
+	o->last_data_only = data_only;
+	memcpy(o->synced, o->data, o->size);
+	o->synced_size = o->size;
+	return 0;
 }
 
 static int st_truncate(struct hy_device *dev, int64_t object, off_t size)
 {
 	struct stamped_object *o = object_of(dev, object);
 
-	if (!o)
+	if (!o || read_only(object))
 		return -EBADF;
 	if (size < 0 || (size_t)size > STAMPED_SIZE)
 		return -EFBIG;
 	if ((size_t)size > o->size)
 		memset(o->data + o->size, 0, (size_t)size - o->size);
 	o->size = (size_t)size;
-	touch(dev->priv, o);
+	modify(dev->priv, o);
 	return 0;
 }
 
+/* Plain allocation (may grow the object) and hole punching (zeroes, keeps
+ * the size). */
 static int st_allocate(struct hy_device *dev, int64_t object, int mode, off_t off, off_t len)
 {
 	struct stamped_object *o = object_of(dev, object);
 
-	if (!o)
+	if (!o || read_only(object))
 		return -EBADF;
 	if (off < 0 || len <= 0 || (size_t)(off + len) > STAMPED_SIZE)
 		return -EINVAL;
-	if ((size_t)(off + len) > o->size) {
+	if (mode & FALLOC_FL_PUNCH_HOLE) {
+		size_t end = (size_t)(off + len) < o->size ? (size_t)(off + len) : o->size;
+
+		if (!(mode & FALLOC_FL_KEEP_SIZE))
+			return -EOPNOTSUPP;
+		if ((size_t)off < end)
+			memset(o->data + off, 0, end - (size_t)off);
+	} else if ((size_t)(off + len) > o->size) {
 		memset(o->data + o->size, 0, (size_t)(off + len) - o->size);
 		o->size = (size_t)(off + len);
 	}
-	touch(dev->priv, o);
+	modify(dev->priv, o);
 	return 0;
 }
 
@@ -369,9 +438,35 @@ static int st_set_mtime(struct hy_device *dev, int64_t object, int64_t mtime_ns)
 	if (!o)
 		return -EBADF;
 	/* like a file's: the change time moves too */
-	o->mtime_ns = mtime_ns >= 0 ? mtime_ns : o->stamp + 1;
+	o->mtime_ns = mtime_ns >= 0 ? mtime_ns : (o->stamp + 1) * 1000;
 	touch(dev->priv, o);
 	return 0;
+}
+
+static int st_writable(struct hy_device *dev, int64_t object, int64_t *out, bool *opened)
+{
+	struct stamped_device *m = dev->priv;
+
+	if (!object_of(dev, object))
+		return -EBADF;
+	*out = object;
+	*opened = false;
+	if (read_only(object)) {
+		*out = ST_RW(object - ST_RO(0));
+		*opened = true;
+		m->opened++;
+	}
+	return 0;
+}
+
+static void st_close_object(struct hy_device *dev, int64_t object)
+{
+	struct stamped_device *m = dev->priv;
+
+	if (object >= ST_RW(0) && object < ST_RW(STAMPED_OBJECTS))
+		m->closed++;
+	else
+		m->bad_closes++;
 }
 
 static void st_destroy(struct hy_device *dev)
@@ -387,6 +482,8 @@ static const struct hy_device_ops stamped_ops = {
 	.allocate = st_allocate,
 	.getattr = st_getattr,
 	.set_mtime = st_set_mtime,
+	.writable = st_writable,
+	.close_object = st_close_object,
 	.destroy = st_destroy,
 };
 
@@ -398,7 +495,18 @@ static void outside_write(struct stamped_device *m, int object, size_t off, size
 	memset(o->data + off, c, len);
 	if (off + len > o->size)
 		o->size = off + len;
-	touch(m, o);
+	modify(m, o);
+}
+
+/* ... and a truncation behind its back. */
+static void outside_truncate(struct stamped_device *m, int object, size_t size)
+{
+	struct stamped_object *o = &m->obj[object];
+
+	if (size > o->size)
+		memset(o->data + o->size, 0, size - o->size);
+	o->size = size;
+	modify(m, o);
 }
 
 /* The fixture: file 7 is object 1 of the home device, 12 blocks, block i
@@ -525,6 +633,83 @@ static void fx_read_all(struct fixture *fx, const char *want)
 	CU_ASSERT_EQUAL(bad, 0);
 }
 
+/* Whether the @len bytes at @p are all @c. */
+static bool all_bytes(const char *p, size_t len, char c)
+{
+	for (size_t i = 0; i < len; i++) {
+		if (p[i] != c)
+			return false;
+	}
+	return true;
+}
+
+/* Block @blk of the fixture's home object, and BOPT block @bopt_blk. */
+static const char *home_block(struct fixture *fx, uint64_t blk)
+{
+	return fx->home->obj[FX_OBJECT].data + blk * BLK;
+}
+
+static const char *bopt_block(struct fixture *fx, uint64_t bopt_blk)
+{
+	return fx->bm->data + FX_BASE + bopt_blk * BLK;
+}
+
+/* The map's piece for block @blk of the fixture's file. */
+static struct hy_map_piece piece_at(struct hy_map *map, uint64_t blk)
+{
+	struct hy_map_piece p = {0, 0, false, 0};
+
+	CU_ASSERT_EQUAL(hy_map_lookup(map, FX_FILE, blk, 1, &p, 1), 1);
+	return p;
+}
+
+/* The records of the journal file at @path, decoded into @r (up to @max):
+ * their count, or -1 when one does not decode or there are more. */
+static int journal_records(const char *path, struct hy_map_journal_record *r, int max)
+{
+	unsigned char raw[HY_MAP_JOURNAL_RECORD];
+	int fd = open(path, O_RDONLY), n = 0;
+
+	if (fd < 0)
+		return -1;
+	while (pread(fd, raw, sizeof(raw), (off_t)n * HY_MAP_JOURNAL_RECORD) ==
+	       (ssize_t)sizeof(raw)) {
+		if (n >= max || hy_map_journal_decode(raw, &r[n]) != 0) {
+			close(fd);
+			return -1;
+		}
+		n++;
+	}
+	close(fd);
+	return n;
+}
+
+struct want_record {
+	enum hy_map_journal_type type;
+	uint64_t block;
+	uint32_t nblocks;
+};
+
+/* The fixture's journal holds exactly @n records for file 7 in generation
+ * 1, with @want's types and ranges, in order. (Written: whether they are
+ * durable yet is asserted where that is promised.) */
+static void check_journal(struct fixture *fx, const struct want_record *want, int n)
+{
+	struct hy_map_journal_record r[16];
+	int got = journal_records(fx->journal_path, r, 16);
+
+	CU_ASSERT_EQUAL(got, n);
+	CU_ASSERT_EQUAL(fx->journal->written, (uint64_t)n);
+	for (int i = 0; i < n && i < got; i++) {
+		CU_ASSERT_EQUAL(r[i].type, want[i].type);
+		CU_ASSERT_EQUAL(r[i].generation, 1);
+		CU_ASSERT_EQUAL(r[i].file_id, FX_FILE);
+		CU_ASSERT_EQUAL(r[i].block, want[i].block);
+		CU_ASSERT_EQUAL(r[i].nblocks, want[i].nblocks);
+		CU_ASSERT_EQUAL(r[i].bopt_block, 0);
+	}
+}
+
 static void test_stamp_fresh_copies(void)
 {
 	struct fixture fx;
@@ -584,9 +769,10 @@ static void test_stamp_outside_change(void)
 	CU_ASSERT_EQUAL(p[0].bopt_block, HY_MAP_HOME);
 	CU_ASSERT_EQUAL(hy_map_get_stamp(fx.map, FX_FILE, &stamp), -ENOENT);
 
-	/* The drop was journaled first: one release per relocated extent. */
+	/* The drop was journaled first, one release per relocated extent (not
+	 * waited for: the outside change already moved the ctime, so a crash
+	 * that loses them drops the copies again). */
 	CU_ASSERT_EQUAL(fx.journal->written, 2);
-	CU_ASSERT_EQUAL(fx.journal->durable, 2);
 	fd = open(fx.journal_path, O_RDONLY);
 	CU_ASSERT_FATAL(fd >= 0);
 	CU_ASSERT_EQUAL(pread(fd, raw, sizeof(raw), 0), (ssize_t)sizeof(raw));
@@ -667,8 +853,26 @@ static void test_stamp_refreshed_by_write(void)
 	CU_ASSERT_EQUAL(stamp, fx.home->obj[FX_OBJECT].stamp);
 	CU_ASSERT_EQUAL(fx.engine->released_blocks, 1);
 	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 4);
+	/* journaled, not waited for: the home write moved the ctime, which
+	 * drops the copies after a crash that loses the record */
 	CU_ASSERT_EQUAL(fx.journal->written, 1);
-	CU_ASSERT_EQUAL(fx.journal->durable, 1);
+	/* BORG's writes are off (the default): nothing went to the BOPT, and
+	 * the one record is the release, not a dirty mark */
+	CU_ASSERT_FALSE(fx.engine->bopt_writes_on);
+	CU_ASSERT_EQUAL(fx.engine->bopt_writes, 0);
+	CU_ASSERT_EQUAL(fx.engine->synced_blocks, 0);
+	{
+		const struct want_record want[] = {{HY_MJ_RELEASE, 3, 1}};
+		struct hy_device_stats bs;
+
+		check_journal(&fx, want, 1);
+		hy_device_get_stats(fx.bopt, &bs);
+		CU_ASSERT_EQUAL(bs.writes, 0);
+	}
+	CU_ASSERT(all_bytes(home_block(&fx, 3), BLK, 'W'));
+	CU_ASSERT(all_bytes(bopt_block(&fx, 11), BLK, 'd'));
+	CU_ASSERT_EQUAL(piece_at(fx.map, 3).bopt_block, HY_MAP_HOME);
+	CU_ASSERT_EQUAL(fx_map(&fx).dirty_blocks, 0);
 	/* the other copies are still current: read from the BOPT (2, 4-5, 8) */
 	fx_read_all(&fx, "ABcWefGHiJKL");
 	CU_ASSERT_EQUAL(bopt_reads(&fx), 3);
@@ -850,6 +1054,723 @@ static void test_stamp_unsupported(void)
 	fx_teardown(&fx);
 }
 
+/* ---- BORG's writes into the BOPT --------------------------------------- */
+
+/* The fixture with a journal and BORG's writes on; the BOPT device notes
+ * the journal and the map at each write. */
+static void fx_setup_writes(struct fixture *fx)
+{
+	fx_setup(fx, &stamped_ops, true, -1);
+	hy_engine_set_bopt_writes(fx->engine, true);
+	fx->bm->watch_map = fx->map;
+	fx->bm->watch_journal = fx->journal;
+	fx->bm->watch_stamp = &fx->home->obj[FX_OBJECT].stamp;
+}
+
+static void write_block(struct fixture *fx, uint64_t blk, char c)
+{
+	char buf[BLK];
+
+	memset(buf, c, sizeof(buf));
+	CU_ASSERT_EQUAL(hy_engine_write(fx->engine, &fx->file, buf, BLK, (off_t)(blk * BLK)), BLK);
+}
+
+/* A write to relocated blocks goes into their BOPT copies, marked dirty:
+ * before the data goes there the home file's modification time (and so its
+ * ctime) moved, the mark was journaled (not waited for) and is in the map.
+ * Its home pieces go home; the home file's data stays; reads see the new
+ * bytes; a block already dirty gets no second mark. */
+static void test_bopt_write_dirty(void)
+{
+	const struct want_record want[] = {
+		{HY_MJ_DIRTY, 5, 1}, {HY_MJ_DIRTY, 3, 1}, {HY_MJ_DIRTY, 2, 1}, {HY_MJ_DIRTY, 4, 1}};
+	static char snap[STAMPED_SIZE];
+	struct stamped_object *home;
+	struct hy_device_stats bs;
+	struct hy_map_piece p;
+	struct fixture fx;
+	int64_t stamp = 0, stamp0, mtime;
+	char buf[3 * BLK];
+
+	fx_setup_writes(&fx);
+	home = &fx.home->obj[FX_OBJECT];
+	CU_ASSERT(fx.engine->bopt_writes_on);
+	stamp0 = home->stamp;
+
+	/* Two blocks: relocated, clean block 5 (BOPT block 13) and home block
+	 * 6. (Relocated blocks 3 and 6 are not adjacent: block 3 comes next.) */
+	memset(buf, 'W', sizeof(buf));
+	CU_ASSERT_EQUAL(hy_engine_write(fx.engine, &fx.file, buf, 2 * BLK, 5 * BLK), 2 * BLK);
+	CU_ASSERT(all_bytes(bopt_block(&fx, 13), BLK, 'W'));
+	CU_ASSERT(all_bytes(home_block(&fx, 5), BLK, 'F')); /* home copy not yet */
+	CU_ASSERT(all_bytes(home_block(&fx, 6), BLK, 'W'));
+	CU_ASSERT(all_bytes(bopt_block(&fx, 12), BLK, 'e')); /* the neighbours untouched */
+	CU_ASSERT(all_bytes(bopt_block(&fx, 14), BLK, '?'));
+	CU_ASSERT(all_bytes(home_block(&fx, 7), BLK, 'H'));
+	p = piece_at(fx.map, 5);
+	CU_ASSERT_EQUAL(p.bopt_block, 13);
+	CU_ASSERT(p.dirty);
+	CU_ASSERT_FALSE(piece_at(fx.map, 4).dirty);
+	CU_ASSERT_EQUAL(fx_map(&fx).dirty_blocks, 1);
+	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 5);
+	check_journal(&fx, want, 1);
+	/* not waited for: fsync and close make it durable */
+	CU_ASSERT_EQUAL(fx.journal->durable, 0);
+	CU_ASSERT(fx.bm->watched_writes >= 1);
+	CU_ASSERT_EQUAL(fx.bm->written_at_write, 1);
+	CU_ASSERT_EQUAL(fx.bm->dirty_at_write, 1);
+	CU_ASSERT(fx.bm->stamp_at_write > stamp0);
+	CU_ASSERT_EQUAL(fx.engine->bopt_writes, 1);
+	CU_ASSERT_EQUAL(fx.engine->released_blocks, 0);
+	CU_ASSERT_EQUAL(fx.engine->synced_blocks, 0);
+
+	/* One relocated block only: block 3 into BOPT block 11. The home data
+	 * stays byte for byte, but its modification time moves. */
+	memcpy(snap, home->data, sizeof(snap));
+	mtime = home->mtime_ns;
+	stamp0 = home->stamp;
+	fx.bm->watched_writes = 0;
+	write_block(&fx, 3, 'V');
+	CU_ASSERT(all_bytes(bopt_block(&fx, 11), BLK, 'V'));
+	CU_ASSERT_EQUAL(memcmp(snap, home->data, sizeof(snap)), 0);
+	CU_ASSERT_EQUAL(home->size, FX_BLOCKS * BLK);
+	CU_ASSERT(home->mtime_ns > mtime);
+	p = piece_at(fx.map, 3);
+	CU_ASSERT_EQUAL(p.bopt_block, 11);
+	CU_ASSERT(p.dirty);
+	CU_ASSERT_EQUAL(fx_map(&fx).dirty_blocks, 2);
+	check_journal(&fx, want, 2);
+	CU_ASSERT(fx.bm->watched_writes >= 1);
+	CU_ASSERT_EQUAL(fx.bm->written_at_write, 2);
+	CU_ASSERT_EQUAL(fx.bm->dirty_at_write, 2);
+	CU_ASSERT(fx.bm->stamp_at_write > stamp0);	     /* the ctime moved first */
+	CU_ASSERT_EQUAL(home->stamp, fx.bm->stamp_at_write); /* and not after */
+	CU_ASSERT_EQUAL(fx.engine->bopt_writes, 2);
+	/* the stamp follows the home's new change time: the copies stay fresh */
+	CU_ASSERT_EQUAL(hy_map_get_stamp(fx.map, FX_FILE, &stamp), 0);
+	CU_ASSERT_EQUAL(stamp, home->stamp);
+
+	/* Reads see the new bytes: the relocated blocks (5 of them) from the
+	 * BOPT, new or not. */
+	hy_device_get_stats(fx.bopt, &bs);
+	fx_read_all(&fx, "ABcVeWWHiJKL");
+	{
+		struct hy_device_stats after;
+
+		hy_device_get_stats(fx.bopt, &after);
+		CU_ASSERT_EQUAL(after.bytes_read - bs.bytes_read, 5 * BLK);
+	}
+	CU_ASSERT_EQUAL(fx.engine->stale_files, 0);
+
+	/* A second write to dirty block 3: no new mark, straight to the BOPT. */
+	CU_ASSERT_EQUAL(hy_engine_write(fx.engine, &fx.file, "UUUUUUUUUU", 10, 3 * BLK + 100), 10);
+	check_journal(&fx, want, 2);
+	CU_ASSERT_EQUAL(fx.engine->bopt_writes, 3);
+	CU_ASSERT(all_bytes(bopt_block(&fx, 11), 100, 'V'));
+	CU_ASSERT(all_bytes(bopt_block(&fx, 11) + 100, 10, 'U'));
+	CU_ASSERT(all_bytes(bopt_block(&fx, 11) + 110, BLK - 110, 'V'));
+	CU_ASSERT(all_bytes(home_block(&fx, 3), BLK, 'D'));
+	CU_ASSERT_EQUAL(hy_engine_read(fx.engine, &fx.file, buf, 20, 3 * BLK + 95), 20);
+	CU_ASSERT_EQUAL(memcmp(buf, "VVVVVUUUUUUUUUUVVVVV", 20), 0);
+
+	/* Blocks 2-4 (clean, dirty, clean): one mark each for the clean ones,
+	 * after which 2-5 are one dirty extent. */
+	memset(buf, 'X', sizeof(buf));
+	CU_ASSERT_EQUAL(hy_engine_write(fx.engine, &fx.file, buf, 3 * BLK, 2 * BLK), 3 * BLK);
+	check_journal(&fx, want, 4);
+	CU_ASSERT_EQUAL(fx_map(&fx).dirty_blocks, 4);
+	CU_ASSERT_EQUAL(fx_map(&fx).extents, 2);
+	CU_ASSERT_EQUAL(memcmp(snap, home->data, sizeof(snap)), 0);
+	fx_read_all(&fx, "ABXXXWWHiJKL");
+	CU_ASSERT_EQUAL(fx.engine->released_blocks, 0);
+	CU_ASSERT_EQUAL(fx.engine->synced_blocks, 0);
+	CU_ASSERT_EQUAL(fx.engine->stale_files, 0);
+	fx_teardown(&fx);
+}
+
+/* hy_engine_sync_home: the dirty block goes home, durably, with the home
+ * file's modification time kept, then is marked clean (journaled first);
+ * its BOPT copy stays in use. */
+static void test_bopt_write_sync_home(void)
+{
+	const struct want_record want[] = {{HY_MJ_DIRTY, 3, 1}, {HY_MJ_CLEAN, 3, 1}};
+	struct stamped_object *home;
+	struct hy_map_piece p;
+	struct fixture fx;
+	int64_t stamp = 0, mtime;
+
+	fx_setup_writes(&fx);
+	home = &fx.home->obj[FX_OBJECT];
+	write_block(&fx, 3, 'W');
+	CU_ASSERT(all_bytes(home_block(&fx, 3), BLK, 'D'));
+	CU_ASSERT_EQUAL(home->syncs, 0);
+	mtime = home->mtime_ns;
+
+	CU_ASSERT_EQUAL(hy_engine_sync_home(fx.engine, &fx.file), 1);
+	for (uint64_t blk = 0; blk < FX_BLOCKS; blk++)
+		CU_ASSERT(all_bytes(home_block(&fx, blk), BLK, blk == 3 ? 'W' : (char)('A' + blk)));
+	CU_ASSERT_EQUAL(home->size, FX_BLOCKS * BLK);
+	/* durable: synced after the copy (the snapshot has it) */
+	CU_ASSERT_EQUAL(home->syncs, 1);
+	CU_ASSERT(home->last_data_only);
+	CU_ASSERT_EQUAL(home->synced_size, FX_BLOCKS * BLK);
+	CU_ASSERT(all_bytes(home->synced + 3 * BLK, BLK, 'W'));
+	/* the copy home is not a change of the user's: the time is as before */
+	CU_ASSERT_EQUAL(home->mtime_ns, mtime);
+	check_journal(&fx, want, 2);
+	CU_ASSERT_EQUAL(fx.journal->durable, 2); /* the dirty mark with the clean one */
+	p = piece_at(fx.map, 3);
+	CU_ASSERT_EQUAL(p.bopt_block, 11);
+	CU_ASSERT_FALSE(p.dirty);
+	CU_ASSERT_EQUAL(fx_map(&fx).dirty_blocks, 0);
+	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 5);
+	CU_ASSERT_EQUAL(fx_map(&fx).extents, 2); /* 2-5 one extent again */
+	CU_ASSERT_EQUAL(fx.engine->synced_blocks, 1);
+	CU_ASSERT_EQUAL(fx.engine->released_blocks, 0);
+	CU_ASSERT(all_bytes(bopt_block(&fx, 11), BLK, 'W'));
+	/* the stamp follows the home's change time: the copies stay in use */
+	CU_ASSERT_EQUAL(hy_map_get_stamp(fx.map, FX_FILE, &stamp), 0);
+	CU_ASSERT_EQUAL(stamp, home->stamp);
+	fx_read_all(&fx, "ABcWefGHiJKL");
+	CU_ASSERT_EQUAL(fx.engine->bopt_reads, 2);
+	CU_ASSERT_EQUAL(fx.engine->stale_files, 0);
+
+	/* Nothing dirty: nothing to do. */
+	CU_ASSERT_EQUAL(hy_engine_sync_home(fx.engine, &fx.file), 0);
+	CU_ASSERT_EQUAL(home->syncs, 1);
+	CU_ASSERT_EQUAL(home->mtime_ns, mtime);
+	check_journal(&fx, want, 2);
+	CU_ASSERT_EQUAL(fx.engine->synced_blocks, 1);
+	fx_teardown(&fx);
+
+	/* A home device with no getattr, set_mtime or writable op: the whole
+	 * block goes home through the object itself. */
+	fx_setup(&fx, &unstamped_ops, true, 0);
+	hy_engine_set_bopt_writes(fx.engine, true);
+	write_block(&fx, 8, 'W');
+	CU_ASSERT(all_bytes(home_block(&fx, 8), BLK, 'I'));
+	CU_ASSERT(piece_at(fx.map, 8).dirty);
+	CU_ASSERT_EQUAL(hy_engine_sync_home(fx.engine, &fx.file), 1);
+	CU_ASSERT(all_bytes(home_block(&fx, 8), BLK, 'W'));
+	CU_ASSERT_EQUAL(fx.home->obj[FX_OBJECT].syncs, 1);
+	CU_ASSERT_EQUAL(fx.home->obj[FX_OBJECT].size, FX_BLOCKS * BLK);
+	CU_ASSERT_FALSE(piece_at(fx.map, 8).dirty);
+	{
+		const struct want_record want8[] = {{HY_MJ_DIRTY, 8, 1}, {HY_MJ_CLEAN, 8, 1}};
+
+		check_journal(&fx, want8, 2);
+	}
+	fx_teardown(&fx);
+}
+
+/* fsync and close send dirty blocks home too; fsync then syncs the home
+ * file as asked. A read-only handle's close writes home through a writable
+ * handle the device gives (and takes back). */
+static void test_bopt_write_fsync_close(void)
+{
+	const struct want_record want[] = {{HY_MJ_DIRTY, 4, 1}, {HY_MJ_CLEAN, 4, 1},
+					   {HY_MJ_DIRTY, 8, 1}, {HY_MJ_CLEAN, 8, 1},
+					   {HY_MJ_DIRTY, 2, 1}, {HY_MJ_CLEAN, 2, 1}};
+	struct stamped_object *home;
+	struct hy_engine_file ro;
+	struct fixture fx;
+	int64_t mtime;
+
+	fx_setup_writes(&fx);
+	home = &fx.home->obj[FX_OBJECT];
+
+	/* fsync: home (data only, with the copy), then the file as asked */
+	write_block(&fx, 4, 'W');
+	mtime = home->mtime_ns;
+	CU_ASSERT_EQUAL(hy_engine_fsync(fx.engine, &fx.file, false), 0);
+	CU_ASSERT(all_bytes(home_block(&fx, 4), BLK, 'W'));
+	CU_ASSERT_EQUAL(home->syncs, 2);
+	CU_ASSERT_FALSE(home->last_data_only);
+	CU_ASSERT(all_bytes(home->synced + 4 * BLK, BLK, 'W'));
+	CU_ASSERT_EQUAL(home->mtime_ns, mtime);
+	CU_ASSERT_FALSE(piece_at(fx.map, 4).dirty);
+	CU_ASSERT_EQUAL(fx_map(&fx).dirty_blocks, 0);
+	CU_ASSERT_EQUAL(fx.engine->synced_blocks, 1);
+	check_journal(&fx, want, 2);
+	CU_ASSERT_EQUAL(fx.journal->durable, 2);
+	/* the BOPT copy, clean and still in use, is durable too */
+	CU_ASSERT(fx.bm->syncs >= 1);
+	/* nothing dirty: one sync of the file */
+	CU_ASSERT_EQUAL(hy_engine_fsync(fx.engine, &fx.file, true), 0);
+	CU_ASSERT_EQUAL(home->syncs, 3);
+	CU_ASSERT(home->last_data_only);
+	check_journal(&fx, want, 2);
+
+	/* close */
+	write_block(&fx, 8, 'V');
+	CU_ASSERT(all_bytes(home_block(&fx, 8), BLK, 'I'));
+	mtime = home->mtime_ns;
+	CU_ASSERT_EQUAL(hy_engine_close(fx.engine, &fx.file), 0);
+	CU_ASSERT(all_bytes(home_block(&fx, 8), BLK, 'V'));
+	CU_ASSERT_EQUAL(home->syncs, 4);
+	CU_ASSERT(all_bytes(home->synced + 8 * BLK, BLK, 'V'));
+	CU_ASSERT_EQUAL(home->mtime_ns, mtime);
+	CU_ASSERT_FALSE(piece_at(fx.map, 8).dirty);
+	CU_ASSERT_EQUAL(fx.engine->synced_blocks, 2);
+	check_journal(&fx, want, 4);
+	CU_ASSERT_EQUAL(fx.journal->durable, 4);
+	CU_ASSERT_EQUAL(hy_engine_close(fx.engine, &fx.file), 0);
+	CU_ASSERT_EQUAL(home->syncs, 4);
+	check_journal(&fx, want, 4);
+
+	/* The close of a read-only handle of the file: its descriptor cannot
+	 * write, the one writable() gives can, and is given back. */
+	write_block(&fx, 2, 'U');
+	CU_ASSERT_EQUAL(hy_device_write(fx.backing, ST_RO(FX_OBJECT), "x", 1, 0), -EBADF);
+	hy_engine_file_init(fx.engine, &ro, ST_RO(FX_OBJECT));
+	hy_engine_file_set_id(&ro, FX_FILE);
+	CU_ASSERT_EQUAL(hy_engine_close(fx.engine, &ro), 0);
+	CU_ASSERT(all_bytes(home_block(&fx, 2), BLK, 'U'));
+	CU_ASSERT_EQUAL(fx.home->opened, 1);
+	CU_ASSERT_EQUAL(fx.home->closed, 1);
+	CU_ASSERT_EQUAL(fx.home->bad_closes, 0);
+	CU_ASSERT_FALSE(piece_at(fx.map, 2).dirty);
+	CU_ASSERT_EQUAL(fx.engine->synced_blocks, 3);
+	check_journal(&fx, want, 6);
+	CU_ASSERT_EQUAL(fx.journal->durable, 6);
+	/* a writable handle is asked for only when there is something to write */
+	CU_ASSERT_EQUAL(hy_engine_close(fx.engine, &ro), 0);
+	CU_ASSERT_EQUAL(fx.home->opened, 1);
+	fx_read_all(&fx, "ABUdWfGHVJKL");
+	CU_ASSERT_EQUAL(fx.engine->stale_files, 0);
+	fx_teardown(&fx);
+}
+
+/* A truncation inside a dirty block: the block goes home before the
+ * relocations from it on are released, so its bytes below the new size
+ * are home; a truncation to 0 leaves nothing relocated. */
+static void test_bopt_write_truncate(void)
+{
+	const struct want_record want[] = {{HY_MJ_DIRTY, 3, 1},
+					   {HY_MJ_CLEAN, 3, 1},
+					   {HY_MJ_RELEASE, 3, 3},
+					   {HY_MJ_RELEASE, 8, 1}};
+	const struct want_record want0[] = {{HY_MJ_DIRTY, 2, 1},   {HY_MJ_DIRTY, 8, 1},
+					    {HY_MJ_CLEAN, 2, 1},   {HY_MJ_CLEAN, 8, 1},
+					    {HY_MJ_RELEASE, 2, 4}, {HY_MJ_RELEASE, 8, 1}};
+	static char out[FX_BLOCKS * BLK];
+	struct stamped_object *home;
+	struct fixture fx;
+	int64_t stamp;
+
+	fx_setup_writes(&fx);
+	home = &fx.home->obj[FX_OBJECT];
+	write_block(&fx, 3, 'W');
+	CU_ASSERT_EQUAL(hy_engine_truncate(fx.engine, &fx.file, 3 * BLK + 100), 0);
+	CU_ASSERT_EQUAL(home->size, 3 * BLK + 100);
+	CU_ASSERT(all_bytes(home_block(&fx, 3), 100, 'W'));
+	CU_ASSERT(all_bytes(home_block(&fx, 2), BLK, 'C'));
+	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 1); /* block 2 */
+	CU_ASSERT_EQUAL(fx_map(&fx).dirty_blocks, 0);
+	CU_ASSERT_EQUAL(piece_at(fx.map, 2).bopt_block, 10);
+	CU_ASSERT_EQUAL(piece_at(fx.map, 3).bopt_block, HY_MAP_HOME);
+	CU_ASSERT_EQUAL(piece_at(fx.map, 8).bopt_block, HY_MAP_HOME);
+	CU_ASSERT_EQUAL(fx.engine->synced_blocks, 1);
+	CU_ASSERT_EQUAL(fx.engine->released_blocks, 4);
+	check_journal(&fx, want, 4);
+	CU_ASSERT(fx.journal->durable >= 2); /* the block was home, durably, first */
+	CU_ASSERT_EQUAL(hy_map_get_stamp(fx.map, FX_FILE, &stamp), 0);
+	CU_ASSERT_EQUAL(stamp, home->stamp);
+	memset(out, 0, sizeof(out));
+	CU_ASSERT_EQUAL(hy_engine_read(fx.engine, &fx.file, out, sizeof(out), 0), 3 * BLK + 100);
+	CU_ASSERT(all_bytes(out, BLK, 'A'));
+	CU_ASSERT(all_bytes(out + 2 * BLK, BLK, 'c')); /* still from the BOPT */
+	CU_ASSERT(all_bytes(out + 3 * BLK, 100, 'W'));
+	CU_ASSERT_EQUAL(fx.engine->stale_files, 0);
+	fx_teardown(&fx);
+
+	/* to 0, with two dirty blocks */
+	fx_setup_writes(&fx);
+	home = &fx.home->obj[FX_OBJECT];
+	write_block(&fx, 2, 'X');
+	write_block(&fx, 8, 'Y');
+	CU_ASSERT_EQUAL(fx_map(&fx).dirty_blocks, 2);
+	CU_ASSERT_EQUAL(hy_engine_truncate(fx.engine, &fx.file, 0), 0);
+	CU_ASSERT_EQUAL(home->size, 0);
+	CU_ASSERT_EQUAL(fx_map(&fx).files, 0);
+	CU_ASSERT_EQUAL(fx_map(&fx).extents, 0);
+	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 0);
+	CU_ASSERT_EQUAL(hy_map_get_stamp(fx.map, FX_FILE, &stamp), -ENOENT);
+	CU_ASSERT_EQUAL(fx.engine->synced_blocks, 2);
+	CU_ASSERT_EQUAL(fx.engine->released_blocks, 5);
+	check_journal(&fx, want0, 6);
+	CU_ASSERT(fx.journal->durable >= 4);
+	CU_ASSERT_EQUAL(hy_engine_read(fx.engine, &fx.file, out, sizeof(out), 0), 0);
+	fx_teardown(&fx);
+}
+
+/* A hole punched in a dirty block: the block goes home first, so the bytes
+ * around the hole are the new ones; a clean block is released with no
+ * clean mark. */
+static void test_bopt_write_punch_hole(void)
+{
+	const struct want_record want[] = {{HY_MJ_DIRTY, 3, 1},
+					   {HY_MJ_CLEAN, 3, 1},
+					   {HY_MJ_RELEASE, 3, 1},
+					   {HY_MJ_RELEASE, 8, 1}};
+	const int punch = FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE;
+	struct stamped_object *home;
+	struct fixture fx;
+	char buf[BLK];
+
+	fx_setup_writes(&fx);
+	home = &fx.home->obj[FX_OBJECT];
+	write_block(&fx, 3, 'W');
+	CU_ASSERT_EQUAL(hy_engine_fallocate(fx.engine, &fx.file, punch, 3 * BLK + 100, 200), 0);
+	CU_ASSERT_EQUAL(home->size, FX_BLOCKS * BLK);
+	CU_ASSERT(all_bytes(home_block(&fx, 3), 100, 'W'));
+	CU_ASSERT(all_bytes(home_block(&fx, 3) + 100, 200, '\0'));
+	CU_ASSERT(all_bytes(home_block(&fx, 3) + 300, BLK - 300, 'W'));
+	CU_ASSERT_EQUAL(piece_at(fx.map, 3).bopt_block, HY_MAP_HOME);
+	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 4);
+	CU_ASSERT_EQUAL(fx_map(&fx).dirty_blocks, 0);
+	CU_ASSERT_EQUAL(fx.engine->synced_blocks, 1);
+	CU_ASSERT_EQUAL(fx.engine->released_blocks, 1);
+	check_journal(&fx, want, 3);
+	CU_ASSERT(fx.journal->durable >= 2);
+	CU_ASSERT_EQUAL(hy_engine_read(fx.engine, &fx.file, buf, BLK, 3 * BLK), BLK);
+	CU_ASSERT_EQUAL(memcmp(buf, home_block(&fx, 3), BLK), 0);
+	fx_read_all(&fx, "ABcWefGHiJKL");
+	CU_ASSERT_EQUAL(fx.engine->stale_files, 0);
+
+	/* clean block 8: released, nothing synced */
+	CU_ASSERT_EQUAL(hy_engine_fallocate(fx.engine, &fx.file, punch, 8 * BLK, BLK), 0);
+	CU_ASSERT(all_bytes(home_block(&fx, 8), BLK, '\0'));
+	CU_ASSERT_EQUAL(fx.engine->synced_blocks, 1);
+	CU_ASSERT_EQUAL(fx.engine->released_blocks, 2);
+	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 3);
+	check_journal(&fx, want, 4);
+	fx_teardown(&fx);
+}
+
+/* A change made outside to a file with a dirty block: the read that finds
+ * it drops the copies, and the dirty block went home first, within the
+ * home file's size now. */
+static void test_bopt_write_outside_change(void)
+{
+	const struct want_record want[] = {{HY_MJ_DIRTY, 3, 1},
+					   {HY_MJ_CLEAN, 3, 1},
+					   {HY_MJ_RELEASE, 2, 4},
+					   {HY_MJ_RELEASE, 8, 1}};
+	static char out[FX_BLOCKS * BLK];
+	struct stamped_object *home;
+	struct fixture fx;
+
+	/* written elsewhere: the whole dirty block goes home */
+	fx_setup_writes(&fx);
+	home = &fx.home->obj[FX_OBJECT];
+	write_block(&fx, 3, 'W');
+	outside_write(fx.home, FX_OBJECT, 9 * BLK, BLK, 'Y');
+	fx_read_all(&fx, "ABCWEFGHIYKL");
+	CU_ASSERT_EQUAL(fx.engine->stale_files, 1);
+	CU_ASSERT_EQUAL(fx.engine->bopt_reads, 0);
+	CU_ASSERT_EQUAL(fx.engine->synced_blocks, 1);
+	CU_ASSERT_EQUAL(fx.engine->released_blocks, 5);
+	CU_ASSERT_EQUAL(fx_map(&fx).files, 0);
+	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 0);
+	CU_ASSERT(all_bytes(home_block(&fx, 3), BLK, 'W'));
+	CU_ASSERT_EQUAL(home->size, FX_BLOCKS * BLK);
+	check_journal(&fx, want, 4);
+	CU_ASSERT(fx.journal->durable >= 2);
+	fx_teardown(&fx);
+
+	/* cut outside inside the dirty block: what is left of it goes home,
+	 * and the file does not grow back */
+	fx_setup_writes(&fx);
+	home = &fx.home->obj[FX_OBJECT];
+	write_block(&fx, 3, 'W');
+	outside_truncate(fx.home, FX_OBJECT, 3 * BLK + 100);
+	memset(out, 0, sizeof(out));
+	CU_ASSERT_EQUAL(hy_engine_read(fx.engine, &fx.file, out, sizeof(out), 0), 3 * BLK + 100);
+	CU_ASSERT(all_bytes(out + 2 * BLK, BLK, 'C'));
+	CU_ASSERT(all_bytes(out + 3 * BLK, 100, 'W'));
+	CU_ASSERT_EQUAL(home->size, 3 * BLK + 100);
+	CU_ASSERT_EQUAL(fx.engine->stale_files, 1);
+	CU_ASSERT_EQUAL(fx.engine->synced_blocks, 1);
+	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 0);
+	check_journal(&fx, want, 4);
+	fx_teardown(&fx);
+
+	/* cut below it: none of it goes home */
+	fx_setup_writes(&fx);
+	home = &fx.home->obj[FX_OBJECT];
+	write_block(&fx, 3, 'W');
+	outside_truncate(fx.home, FX_OBJECT, 2 * BLK);
+	CU_ASSERT_EQUAL(hy_engine_read(fx.engine, &fx.file, out, sizeof(out), 0), 2 * BLK);
+	CU_ASSERT_EQUAL(home->size, 2 * BLK);
+	CU_ASSERT_EQUAL(fx.engine->stale_files, 1);
+	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 0);
+	fx_teardown(&fx);
+}
+
+/* BORG's writes off, with a dirty block from before (a mount with them on,
+ * its journal replayed): a write there sends the dirty block home first,
+ * then releases it and writes home, so the rest of the block is kept. */
+static void test_home_write_settles_dirty(void)
+{
+	const struct want_record want[] = {{HY_MJ_CLEAN, 3, 1}, {HY_MJ_RELEASE, 3, 1}};
+	struct hy_device_stats bs;
+	struct fixture fx;
+
+	fx_setup(&fx, &stamped_ops, true, -1);
+	CU_ASSERT_FALSE(fx.engine->bopt_writes_on);
+	CU_ASSERT_EQUAL(hy_map_set_dirty(fx.map, FX_FILE, 3, 1, true), 1);
+	fill(fx.bm, FX_BASE + 11 * BLK, BLK, 'W');
+	CU_ASSERT_EQUAL(hy_engine_write(fx.engine, &fx.file, "QQQQQQQQQQ", 10, 3 * BLK + 50), 10);
+	CU_ASSERT(all_bytes(home_block(&fx, 3), 50, 'W'));
+	CU_ASSERT(all_bytes(home_block(&fx, 3) + 50, 10, 'Q'));
+	CU_ASSERT(all_bytes(home_block(&fx, 3) + 60, BLK - 60, 'W'));
+	CU_ASSERT_EQUAL(piece_at(fx.map, 3).bopt_block, HY_MAP_HOME);
+	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 4);
+	CU_ASSERT_EQUAL(fx_map(&fx).dirty_blocks, 0);
+	CU_ASSERT_EQUAL(fx.engine->synced_blocks, 1);
+	CU_ASSERT_EQUAL(fx.engine->released_blocks, 1);
+	CU_ASSERT_EQUAL(fx.engine->bopt_writes, 0);
+	hy_device_get_stats(fx.bopt, &bs);
+	CU_ASSERT_EQUAL(bs.writes, 0);
+	check_journal(&fx, want, 2);
+	CU_ASSERT(fx.journal->durable >= 1);
+	fx_read_all(&fx, "ABcWefGHiJKL");
+	CU_ASSERT_EQUAL(fx.engine->stale_files, 0);
+	fx_teardown(&fx);
+}
+
+/* Copies @len bytes (all when < 0) of the file at @from to a new file @to. */
+static void copy_file(const char *from, const char *to, ssize_t len)
+{
+	char buf[4096];
+	int in = open(from, O_RDONLY), out = open(to, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+	ssize_t n;
+
+	CU_ASSERT_FATAL(in >= 0 && out >= 0);
+	n = pread(in, buf, sizeof(buf), 0);
+	CU_ASSERT_FATAL(n >= 0 && n < (ssize_t)sizeof(buf));
+	if (len >= 0 && len < n)
+		n = len;
+	CU_ASSERT_EQUAL(pwrite(out, buf, (size_t)n, 0), n);
+	close(in);
+	close(out);
+}
+
+/* The fixture's map as a restart would rebuild it: the relocations (the
+ * checkpoint), then the journal at @path replayed. */
+static struct hy_map *replayed_map(const char *path, uint64_t *replayed)
+{
+	struct hy_map_journal *j = NULL;
+	struct hy_map *m;
+	char why[512] = "";
+
+	*replayed = 0;
+	CU_ASSERT_EQUAL_FATAL(hy_map_new(&m), 0);
+	for (size_t i = 0; i < sizeof(fx_extents) / sizeof(fx_extents[0]); i++) {
+		struct hy_map_extent e = {.file_id = FX_FILE,
+					  .block = fx_extents[i].block,
+					  .nblocks = fx_extents[i].nblocks,
+					  .bopt_block = fx_extents[i].bopt_block};
+
+		CU_ASSERT_EQUAL(hy_map_relocate(m, &e), 0);
+	}
+	CU_ASSERT_EQUAL(hy_map_journal_open(path, 1, 0, m, &j, replayed, why, sizeof(why)), 0);
+	hy_map_journal_close(j);
+	return m;
+}
+
+/* A crash after a dirty write (the daemon killed: the journal file holds
+ * what was written to it, durable or not): the journal replayed into a
+ * fresh map marks the block dirty (so it is read from the BOPT and goes
+ * home later); after the sync home it is clean; a clean record torn by a
+ * crash leaves it dirty, which is safe. */
+static void test_bopt_write_journal_replay(void)
+{
+	const struct hy_map_piece want[] = {{0, 2, false, HY_MAP_HOME}, {2, 1, false, 10},
+					    {3, 1, true, 11},		{4, 2, false, 12},
+					    {6, 2, false, HY_MAP_HOME}, {8, 1, false, 20},
+					    {9, 3, false, HY_MAP_HOME}};
+	struct hy_map_piece p[16];
+	struct hy_map_stats st;
+	struct hy_map *m;
+	struct fixture fx;
+	uint64_t replayed;
+	char *copy;
+	int n;
+
+	fx_setup_writes(&fx);
+	CU_ASSERT_FATAL(asprintf(&copy, "%s/crash.journal", fx.dir) > 0);
+	write_block(&fx, 3, 'W');
+
+	copy_file(fx.journal_path, copy, -1);
+	m = replayed_map(copy, &replayed);
+	CU_ASSERT_EQUAL(replayed, 1);
+	n = hy_map_lookup(m, FX_FILE, 0, FX_BLOCKS, p, 16);
+	CU_ASSERT_EQUAL(n, 7);
+	for (int i = 0; i < n && i < 7; i++) {
+		CU_ASSERT_EQUAL(p[i].block, want[i].block);
+		CU_ASSERT_EQUAL(p[i].nblocks, want[i].nblocks);
+		CU_ASSERT_EQUAL(p[i].dirty, want[i].dirty);
+		CU_ASSERT_EQUAL(p[i].bopt_block, want[i].bopt_block);
+	}
+	hy_map_get_stats(m, &st);
+	CU_ASSERT_EQUAL(st.dirty_blocks, 1);
+	CU_ASSERT_EQUAL(st.blocks, 5);
+	hy_map_free(m);
+
+	/* after the sync home */
+	CU_ASSERT_EQUAL(hy_engine_sync_home(fx.engine, &fx.file), 1);
+	copy_file(fx.journal_path, copy, -1);
+	m = replayed_map(copy, &replayed);
+	CU_ASSERT_EQUAL(replayed, 2);
+	hy_map_get_stats(m, &st);
+	CU_ASSERT_EQUAL(st.dirty_blocks, 0);
+	CU_ASSERT_EQUAL(st.blocks, 5);
+	CU_ASSERT_EQUAL(st.extents, 2);
+	CU_ASSERT_EQUAL(piece_at(m, 3).bopt_block, 11);
+	hy_map_free(m);
+
+	/* the clean record torn */
+	copy_file(fx.journal_path, copy, HY_MAP_JOURNAL_RECORD + 20);
+	m = replayed_map(copy, &replayed);
+	CU_ASSERT_EQUAL(replayed, 1);
+	CU_ASSERT(piece_at(m, 3).dirty);
+	hy_map_free(m);
+	free(copy);
+	fx_teardown(&fx);
+}
+
+/* The number of descriptors open in this process. */
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+static int64_t mtime_of(int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) != 0)
+		return -1;
+	return (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+/* Over real files (copy_file_range(2) needs real descriptors, so the copy
+ * is tested here and not over the model): a copy from a file with a dirty
+ * block copies the new bytes, and the source's modification time is kept;
+ * a read-only handle's close writes home through a descriptor opened for
+ * it, and closed again. */
+static void test_bopt_write_real_files(void)
+{
+	char *tmp = hy_test_tmpdir(), src[512], dst[512], jpath[512], why[512] = "";
+	struct memory_device *bm = calloc(1, sizeof(*bm));
+	struct hy_map_extent e = {.file_id = FX_FILE, .block = 2, .nblocks = 4, .bopt_block = 10};
+	static char buf[FX_BLOCKS * BLK];
+	struct hy_engine_file in, out, ro;
+	struct hy_map_journal *journal;
+	struct hy_device *backing, *bopt;
+	struct hy_engine *engine;
+	struct hy_map *map;
+	int fd, fd_out, fd_ro, fds;
+	int64_t mtime;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(tmp);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(bm);
+	snprintf(src, sizeof(src), "%s/src", tmp);
+	snprintf(dst, sizeof(dst), "%s/dst", tmp);
+	snprintf(jpath, sizeof(jpath), "%s/%s", tmp, HY_MAP_JOURNAL_NAME);
+	fd = open(src, O_CREAT | O_RDWR, 0600);
+	fd_out = open(dst, O_CREAT | O_RDWR, 0600);
+	CU_ASSERT_FATAL(fd >= 0 && fd_out >= 0);
+	for (size_t blk = 0; blk < FX_BLOCKS; blk++)
+		memset(buf + blk * BLK, (char)('A' + blk), BLK);
+	CU_ASSERT_EQUAL_FATAL(pwrite(fd, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	fill(bm, 0, FX_BASE + 24 * BLK, '?');
+	for (size_t k = 0; k < 4; k++)
+		fill(bm, FX_BASE + (10 + k) * BLK, BLK, (char)('c' + k));
+	CU_ASSERT_EQUAL_FATAL(hy_device_file_new("backing", &backing), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_device_new("bopt", &memory_ops, bm, &bopt), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_engine_new(backing, &engine), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_map_new(&map), 0);
+	CU_ASSERT_EQUAL(hy_device_stamp(backing, fd, &e.stamp), 0);
+	CU_ASSERT_EQUAL(hy_map_relocate(map, &e), 0);
+	CU_ASSERT_EQUAL_FATAL(
+		hy_map_journal_open(jpath, 1, 0, map, &journal, NULL, why, sizeof(why)), 0);
+	hy_engine_set_bopt(engine, map, bopt, FX_BASE, journal);
+	hy_engine_set_bopt_writes(engine, true);
+	hy_engine_file_init(engine, &in, fd);
+	hy_engine_file_set_id(&in, FX_FILE);
+	hy_engine_file_init(engine, &out, fd_out);
+	hy_engine_file_set_id(&out, FX_FILE + 2);
+
+	/* block 3 dirty: new in the BOPT, old at home */
+	memset(buf, 'W', BLK);
+	CU_ASSERT_EQUAL(hy_engine_write(engine, &in, buf, BLK, 3 * BLK), BLK);
+	CU_ASSERT_EQUAL(pread(fd, buf, BLK, 3 * BLK), BLK);
+	CU_ASSERT(all_bytes(buf, BLK, 'D'));
+	CU_ASSERT(all_bytes(bm->data + FX_BASE + 11 * BLK, BLK, 'W'));
+	mtime = mtime_of(fd);
+
+	/* from inside block 3 into block 4: the new bytes, then block 4's */
+	CU_ASSERT_EQUAL(hy_engine_copy_range(engine, &in, 3 * BLK + 10, &out, 0, BLK, 0), BLK);
+	CU_ASSERT_EQUAL(pread(fd_out, buf, 2 * BLK, 0), BLK);
+	CU_ASSERT(all_bytes(buf, BLK - 10, 'W'));
+	CU_ASSERT(all_bytes(buf + BLK - 10, 10, 'E'));
+	CU_ASSERT_EQUAL(pread(fd, buf, BLK, 3 * BLK), BLK);
+	CU_ASSERT(all_bytes(buf, BLK, 'W'));
+	CU_ASSERT_EQUAL(mtime_of(fd), mtime);
+	CU_ASSERT_FALSE(piece_at(map, 3).dirty);
+	CU_ASSERT_EQUAL(piece_at(map, 3).bopt_block, 11);
+	CU_ASSERT_EQUAL(engine->synced_blocks, 1);
+	CU_ASSERT_EQUAL(engine->released_blocks, 0);
+	CU_ASSERT_EQUAL(journal->written, 2);
+	CU_ASSERT_EQUAL(journal->durable, 2);
+	/* the source's copies are still good */
+	CU_ASSERT_EQUAL(hy_engine_read(engine, &in, buf, BLK, 3 * BLK), BLK);
+	CU_ASSERT(all_bytes(buf, BLK, 'W'));
+	CU_ASSERT_EQUAL(engine->bopt_reads, 1);
+	CU_ASSERT_EQUAL(engine->stale_files, 0);
+
+	/* a read-only handle's close */
+	fd_ro = open(src, O_RDONLY);
+	CU_ASSERT_FATAL(fd_ro >= 0);
+	hy_engine_file_init(engine, &ro, fd_ro);
+	hy_engine_file_set_id(&ro, FX_FILE);
+	memset(buf, 'V', BLK);
+	CU_ASSERT_EQUAL(hy_engine_write(engine, &in, buf, BLK, 4 * BLK), BLK);
+	CU_ASSERT(piece_at(map, 4).dirty);
+	mtime = mtime_of(fd);
+	fds = count_fds();
+	CU_ASSERT_EQUAL(hy_engine_close(engine, &ro), 0);
+	CU_ASSERT_EQUAL(count_fds(), fds);
+	CU_ASSERT_EQUAL(pread(fd, buf, BLK, 4 * BLK), BLK);
+	CU_ASSERT(all_bytes(buf, BLK, 'V'));
+	CU_ASSERT_EQUAL(mtime_of(fd), mtime);
+	CU_ASSERT_FALSE(piece_at(map, 4).dirty);
+	CU_ASSERT_EQUAL(engine->synced_blocks, 2);
+	CU_ASSERT_EQUAL(journal->written, 4);
+
+	hy_map_journal_close(journal);
+	hy_map_free(map);
+	hy_engine_free(engine);
+	hy_device_free(bopt);
+	hy_device_free(backing);
+	close(fd);
+	close(fd_out);
+	close(fd_ro);
+	hy_test_rmtree(tmp);
+	free(tmp);
+}
+
 int hy_test_add_engine(void)
 {
 	CU_pSuite s = CU_add_suite("engine", NULL, NULL);
@@ -864,7 +1785,21 @@ int hy_test_add_engine(void)
 	    !CU_add_test(s, "writes through the engine refresh the stamp",
 			 test_stamp_refreshed_by_write) ||
 	    !CU_add_test(s, "gates count changes; quiesce and resume", test_gates) ||
-	    !CU_add_test(s, "a home device without stamps", test_stamp_unsupported))
+	    !CU_add_test(s, "a home device without stamps", test_stamp_unsupported) ||
+	    !CU_add_test(s, "BORG's writes: into the BOPT, marked dirty first",
+			 test_bopt_write_dirty) ||
+	    !CU_add_test(s, "BORG's writes: sync home", test_bopt_write_sync_home) ||
+	    !CU_add_test(s, "BORG's writes: fsync and close send them home",
+			 test_bopt_write_fsync_close) ||
+	    !CU_add_test(s, "BORG's writes: truncation", test_bopt_write_truncate) ||
+	    !CU_add_test(s, "BORG's writes: a hole punched", test_bopt_write_punch_hole) ||
+	    !CU_add_test(s, "BORG's writes: an outside change", test_bopt_write_outside_change) ||
+	    !CU_add_test(s, "BORG's writes off: a dirty block goes home first",
+			 test_home_write_settles_dirty) ||
+	    !CU_add_test(s, "BORG's writes: the journal after a crash",
+			 test_bopt_write_journal_replay) ||
+	    !CU_add_test(s, "BORG's writes over real files: copy range, read-only close",
+			 test_bopt_write_real_files))
 		return -1;
 	return 0;
 }
