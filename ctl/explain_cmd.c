@@ -74,7 +74,8 @@ static void print_human(struct json_object *r, const char *path)
 		char bopt[24] = "-", h[24] = "-";
 
 		if (json_object_object_get_ex(x, "bopt_block", &bb))
-			snprintf(bopt, sizeof(bopt), "%" PRIu64, (uint64_t)json_object_get_int64(bb));
+			snprintf(bopt, sizeof(bopt), "%" PRIu64,
+				 (uint64_t)json_object_get_int64(bb));
 		if (json_object_object_get_ex(x, "heat", &heat))
 			snprintf(h, sizeof(h), "%.2f", json_object_get_double(heat));
 		printf("%12" PRIu64 " %12" PRIu64 " %10" PRIu64 "  %-5s %12s  %s\n", first,
@@ -117,7 +118,8 @@ int hy_ctl_explain(int argc, char **argv)
 	rc = find_mount(real, dir, sizeof(dir), &inside);
 	if (rc) {
 		if (rc == -ENOENT)
-			fprintf(stderr, "hybridctl: explain: \"%s\" is not in a hybridfs mount of yours\n",
+			fprintf(stderr,
+				"hybridctl: explain: \"%s\" is not in a hybridfs mount of yours\n",
 				path);
 		else
 			fprintf(stderr, "hybridctl: cannot read the runtime folder: %s\n",
@@ -125,7 +127,8 @@ int hy_ctl_explain(int argc, char **argv)
 		return 1;
 	}
 	if (!*inside) {
-		fprintf(stderr, "hybridctl: explain: \"%s\" is the mount itself, not a file\n", path);
+		fprintf(stderr, "hybridctl: explain: \"%s\" is the mount itself, not a file\n",
+			path);
 		return 1;
 	}
 	args = json_object_new_object();

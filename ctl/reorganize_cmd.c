@@ -135,8 +135,9 @@ static int parse_args(int argc, char **argv, struct reorganize_args *a)
 		return 2;
 	}
 	if (a->state_dir && !a->dry_run) {
-		fprintf(stderr, "hybridctl: reorganize: --state reads a folder without its daemon, "
-				"so it goes only with --dry-run; name the MOUNTPOINT to reorganize\n");
+		fprintf(stderr,
+			"hybridctl: reorganize: --state reads a folder without its daemon, "
+			"so it goes only with --dry-run; name the MOUNTPOINT to reorganize\n");
 		return 2;
 	}
 	if (a->since) {
@@ -349,8 +350,10 @@ static int reorganize_mount(const struct reorganize_args *a, const char *dir, co
 		if (member_u64(p, "run") != run) {
 			if (bar)
 				fputc('\n', stderr);
-			fprintf(stderr, "hybridctl: reorganize: %s: another reorganization started "
-					"meanwhile\n", mount);
+			fprintf(stderr,
+				"hybridctl: reorganize: %s: another reorganization started "
+				"meanwhile\n",
+				mount);
 			json_object_put(p);
 			return 1;
 		}

@@ -108,6 +108,25 @@ static bool uses_map(const struct hy_engine *engine, const struct hy_engine_file
 	return engine->map && file->file_id;
 }
 
+/* The part of @piece that the request [@off, @end) covers: its length,
+ * and its first byte in @from. */
+static size_t piece_span(const struct hy_map_piece *piece, uint64_t off, uint64_t end,
+			 uint64_t *from)
+{
+	uint64_t pstart = piece->block * BLOCK, pend = pstart + (uint64_t)piece->nblocks * BLOCK;
+
+	*from = pstart > off ? pstart : off;
+	return (size_t)((pend < end ? pend : end) - *from);
+}
+
+/* Where byte @from of relocated @piece lies on the BOPT device. */
+static off_t bopt_offset(const struct hy_engine *engine, const struct hy_map_piece *piece,
+			 uint64_t from)
+{
+	return (off_t)(engine->bopt_read_base + piece->bopt_block * BLOCK +
+		       (from - piece->block * BLOCK));
+}
+
 /* The pieces of [@first, @first + @nblocks): on the stack when they fit,
  * else in *@heap (freed by the caller). Returns the count or -errno. */
 static int lookup(struct hy_engine *engine, const struct hy_engine_file *file, uint64_t first,
@@ -291,11 +310,8 @@ ssize_t hy_engine_read(struct hy_engine *engine, struct hy_engine_file *file, vo
 		return hy_device_read(engine->backing, file->backing_fd, buf, size, off);
 	}
 	for (int i = 0; i < n; i++) {
-		uint64_t pstart = pieces[i].block * BLOCK,
-			 pend = pstart + (uint64_t)pieces[i].nblocks * BLOCK;
-		uint64_t from = pstart > (uint64_t)off ? pstart : (uint64_t)off;
-		uint64_t to = pend < end ? pend : end;
-		size_t len = (size_t)(to - from);
+		uint64_t from;
+		size_t len = piece_span(&pieces[i], (uint64_t)off, end, &from);
 		ssize_t r;
 
 		if (pieces[i].bopt_block == HY_MAP_HOME) {
@@ -304,8 +320,7 @@ ssize_t hy_engine_read(struct hy_engine *engine, struct hy_engine_file *file, vo
 		} else {
 			atomic_fetch_add(&engine->bopt_reads, 1);
 			r = hy_device_read(engine->bopt, 0, (char *)buf + done, len,
-					   (off_t)(engine->bopt_read_base +
-						   pieces[i].bopt_block * BLOCK + (from - pstart)));
+					   bopt_offset(engine, &pieces[i], from));
 		}
 		if (r < 0) {
 			pthread_rwlock_unlock(gate);
@@ -405,7 +420,8 @@ static int64_t sync_dirty(struct hy_engine *engine, struct hy_engine_file *file,
 	if (rc < 0)
 		goto out;
 	for (int i = 0; i < n && rc == 0; i++) {
-		uint64_t at = pieces[i].block * BLOCK, end = at + (uint64_t)pieces[i].nblocks * BLOCK;
+		uint64_t at = pieces[i].block * BLOCK,
+			 end = at + (uint64_t)pieces[i].nblocks * BLOCK;
 
 		if (pieces[i].bopt_block == HY_MAP_HOME || !pieces[i].dirty)
 			continue;
@@ -413,9 +429,8 @@ static int64_t sync_dirty(struct hy_engine *engine, struct hy_engine_file *file,
 			end = attr.size;
 		while (at < end && rc == 0) {
 			size_t len = end - at < SYNC_CHUNK ? (size_t)(end - at) : SYNC_CHUNK;
-			uint64_t from = engine->bopt_read_base + pieces[i].bopt_block * BLOCK +
-					(at - pieces[i].block * BLOCK);
-			ssize_t r = hy_device_read(engine->bopt, 0, buf, len, (off_t)from);
+			ssize_t r = hy_device_read(engine->bopt, 0, buf, len,
+						   bopt_offset(engine, &pieces[i], at));
 
 			if (r == (ssize_t)len)
 				r = hy_device_write(engine->backing, home, buf, len, (off_t)at);
@@ -459,8 +474,8 @@ static int64_t sync_dirty(struct hy_engine *engine, struct hy_engine_file *file,
 
 		if (pieces[i].bopt_block == HY_MAP_HOME || !pieces[i].dirty)
 			continue;
-		k = hy_map_set_dirty(engine->map, file->file_id, pieces[i].block,
-				     pieces[i].nblocks, false);
+		k = hy_map_set_dirty(engine->map, file->file_id, pieces[i].block, pieces[i].nblocks,
+				     false);
 		if (k < 0)
 			rc = k;
 		else
@@ -495,9 +510,8 @@ static int settle(struct hy_engine *engine, struct hy_engine_file *file, uint64_
  * (not waited for: fsync and close make them durable with the data's way
  * home), then the data goes to the BOPT. Unsynced writes may be lost in a
  * crash, as with any filesystem; they never come back half. */
-static ssize_t write_mapped(struct hy_engine *engine, struct hy_engine_file *file,
-			    const void *buf, size_t size, off_t off, struct hy_map_piece *pieces,
-			    int n)
+static ssize_t write_mapped(struct hy_engine *engine, struct hy_engine_file *file, const void *buf,
+			    size_t size, off_t off, struct hy_map_piece *pieces, int n)
 {
 	uint64_t end = (uint64_t)off + size, ticket;
 	bool into_bopt = false;
@@ -524,18 +538,16 @@ static ssize_t write_mapped(struct hy_engine *engine, struct hy_engine_file *fil
 
 		if (pieces[i].bopt_block == HY_MAP_HOME || pieces[i].dirty)
 			continue;
-		if (engine->journal && (rc = hy_map_journal_write(engine->journal, &r, &ticket)) < 0)
+		if (engine->journal &&
+		    (rc = hy_map_journal_write(engine->journal, &r, &ticket)) < 0)
 			return rc;
 		if (hy_map_set_dirty(engine->map, file->file_id, pieces[i].block, pieces[i].nblocks,
 				     true) < 0)
 			return -EIO;
 	}
 	for (int i = 0; i < n; i++) {
-		uint64_t pstart = pieces[i].block * BLOCK,
-			 pend = pstart + (uint64_t)pieces[i].nblocks * BLOCK;
-		uint64_t from = pstart > (uint64_t)off ? pstart : (uint64_t)off;
-		uint64_t to = pend < end ? pend : end;
-		size_t len = (size_t)(to - from);
+		uint64_t from;
+		size_t len = piece_span(&pieces[i], (uint64_t)off, end, &from);
 		ssize_t r;
 
 		if (pieces[i].bopt_block == HY_MAP_HOME) {
@@ -544,8 +556,7 @@ static ssize_t write_mapped(struct hy_engine *engine, struct hy_engine_file *fil
 		} else {
 			atomic_fetch_add(&engine->bopt_writes, 1);
 			r = hy_device_write(engine->bopt, 0, (const char *)buf + done, len,
-					    (off_t)(engine->bopt_read_base +
-						    pieces[i].bopt_block * BLOCK + (from - pstart)));
+					    bopt_offset(engine, &pieces[i], from));
 		}
 		if (r < 0) {
 			if (done)

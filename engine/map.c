@@ -695,8 +695,8 @@ int hy_map_walk(struct hy_map *map, int (*fn)(const struct hy_map_extent *e, voi
 
 		pthread_rwlock_rdlock(&f->lock);
 		for (k = 0; k < f->n && rc == 0; k++) {
-			struct hy_map_extent e = {f->file_id,	       f->ext[k].block,
-						  f->ext[k].nblocks,   f->ext[k].dirty,
+			struct hy_map_extent e = {f->file_id,		f->ext[k].block,
+						  f->ext[k].nblocks,	f->ext[k].dirty,
 						  f->ext[k].bopt_block, f->stamp};
 
 			rc = fn(&e, arg);
@@ -729,8 +729,8 @@ int hy_map_file_extents(struct hy_map *map, uint64_t file_id, uint64_t from,
 			return -ENOMEM;
 		}
 		for (; i < f->n; i++)
-			(*out)[n++] = (struct hy_map_extent){f->file_id,	f->ext[i].block,
-							     f->ext[i].nblocks, f->ext[i].dirty,
+			(*out)[n++] = (struct hy_map_extent){f->file_id,	   f->ext[i].block,
+							     f->ext[i].nblocks,	   f->ext[i].dirty,
 							     f->ext[i].bopt_block, f->stamp};
 	}
 	pthread_rwlock_unlock(&f->lock);
@@ -838,6 +838,21 @@ static int64_t now_ns(void)
 
 	clock_gettime(CLOCK_REALTIME, &t);
 	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+int hy_map_snapshot(struct hy_map *map, struct hy_map_extent **out, size_t *count)
+{
+	struct extent_list l = {NULL, 0, 0};
+	int rc = hy_map_walk(map, collect, &l);
+
+	if (rc) {
+		free(l.e);
+		l.e = NULL;
+		l.n = 0;
+	}
+	*out = l.e;
+	*count = l.n;
+	return rc;
 }
 
 int hy_map_save(struct hy_map *map, struct sqlite3 *db, uint64_t generation, uint32_t epoch,
@@ -970,7 +985,8 @@ static int load_epoch(sqlite3 *db, uint64_t generation, uint32_t *epoch, char *w
 
 		if (v < 0 || v > HY_MAP_EPOCH_MASK) {
 			sqlite3_finalize(stmt);
-			snprintf(why, why_size, "bopt_checkpoint: epoch %" PRId64 " is out of range", v);
+			snprintf(why, why_size,
+				 "bopt_checkpoint: epoch %" PRId64 " is out of range", v);
 			return -EUCLEAN;
 		}
 		*epoch = (uint32_t)v;
@@ -985,7 +1001,7 @@ static int load_epoch(sqlite3 *db, uint64_t generation, uint32_t *epoch, char *w
 int hy_map_load(struct hy_map *map, struct sqlite3 *db, uint64_t generation, uint32_t *epoch,
 		char *why, size_t why_size)
 {
-	static const char *const names[] = {"file_id", "block",	    "nblocks", "bopt_block",
+	static const char *const names[] = {"file_id", "block",	     "nblocks", "bopt_block",
 					    "dirty",   "generation", "stamp_ns"};
 	struct hy_map_extent prev = {0, 0, 0, false, 0, 0};
 	bool have_prev = false;
@@ -1032,7 +1048,8 @@ int hy_map_load(struct hy_map *map, struct sqlite3 *db, uint64_t generation, uin
 			rc = -ESTALE;
 			goto fail;
 		}
-		e = (struct hy_map_extent){v[0], v[1], (uint32_t)v[2], v[4] == 1, v[3], (int64_t)v[6]};
+		e = (struct hy_map_extent){v[0],      v[1], (uint32_t)v[2],
+					   v[4] == 1, v[3], (int64_t)v[6]};
 		if (v[2] == 0 || v[2] > UINT32_MAX || v[4] > 1 || v[1] > UINT64_MAX - v[2] ||
 		    v[3] >= UINT64_MAX - v[2]) {
 			snprintf(why, why_size,

@@ -445,7 +445,7 @@ int hy_map_journal_sync(struct hy_map_journal *j)
 }
 
 int64_t hy_map_journal_release(struct hy_map_journal *j, struct hy_map *map, uint64_t file_id,
-				uint64_t block, uint64_t nblocks, bool durable)
+			       uint64_t block, uint64_t nblocks, bool durable)
 {
 	struct hy_map_journal_record r = {.type = HY_MJ_RELEASE, .file_id = file_id};
 	uint64_t ticket = 0, end;
@@ -466,7 +466,8 @@ int64_t hy_map_journal_release(struct hy_map_journal *j, struct hy_map *map, uin
 		rc = hy_map_file_extents(map, file_id, block, &e, &n);
 		for (size_t i = 0; i < n && rc == 0 && e[i].block < end; i++) {
 			uint64_t lo = e[i].block > block ? e[i].block : block;
-			uint64_t hi = e[i].block + e[i].nblocks < end ? e[i].block + e[i].nblocks : end;
+			uint64_t hi =
+				e[i].block + e[i].nblocks < end ? e[i].block + e[i].nblocks : end;
 
 			r.block = lo;
 			r.nblocks = (uint32_t)(hi - lo);

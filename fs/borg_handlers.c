@@ -53,8 +53,7 @@ static int member_number(struct json_object *req, const char *key, double lo, do
 	return 0;
 }
 
-struct json_object *hy_fs_reorganize(void *ctx, struct json_object *req, char *why,
-				     size_t why_size)
+struct json_object *hy_fs_reorganize(void *ctx, struct json_object *req, char *why, size_t why_size)
 {
 	struct hy_fs *fs = ctx;
 	struct hy_reorganize_params params = {.decay = 0.5};
@@ -63,14 +62,14 @@ struct json_object *hy_fs_reorganize(void *ctx, struct json_object *req, char *w
 	bool given;
 
 	if (json_object_object_get_ex(req, "mode", &v)) {
-		const char *mode = json_object_is_type(v, json_type_string)
-					   ? json_object_get_string(v)
-					   : "";
+		const char *mode =
+			json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
 
 		if (strcmp(mode, "partial") == 0) {
 			params.partial = true;
 		} else if (strcmp(mode, "cumulative") != 0) {
-			snprintf(why, why_size, "member \"mode\" must be \"cumulative\" or \"partial\"");
+			snprintf(why, why_size,
+				 "member \"mode\" must be \"cumulative\" or \"partial\"");
 			return NULL;
 		}
 	}
@@ -156,8 +155,7 @@ struct json_object *hy_fs_flush(void *ctx, struct json_object *req, char *why, s
 
 struct json_object *hy_fs_borg_status(struct hy_fs *fs)
 {
-	struct json_object *o = json_object_new_object(), *dev;
-	struct hy_device_stats ds;
+	struct json_object *o = json_object_new_object();
 	struct hy_borg_info info;
 
 	if (!o)
@@ -178,18 +176,8 @@ struct json_object *hy_fs_borg_status(struct hy_fs *fs)
 	add_u64(o, "bopt_reads", atomic_load(&fs->engine->bopt_reads));
 	add_u64(o, "released_blocks", atomic_load(&fs->engine->released_blocks));
 	add_u64(o, "stale_files", atomic_load(&fs->engine->stale_files));
-	if (fs->engine->bopt) {
-		dev = json_object_new_object();
-		hy_device_get_stats(fs->engine->bopt, &ds);
-		add_u64(dev, "reads", ds.reads);
-		add_u64(dev, "writes", ds.writes);
-		add_u64(dev, "bytes_read", ds.bytes_read);
-		add_u64(dev, "bytes_written", ds.bytes_written);
-		add_u64(dev, "syncs", ds.syncs);
-		add_u64(dev, "errors", ds.errors);
-	add_u64(dev, "seeks", ds.seeks);
-		json_object_object_add(o, "device", dev);
-	}
+	if (fs->engine->bopt)
+		json_object_object_add(o, "device", hy_fs_device_status(fs->engine->bopt));
 	json_object_object_add(o, "reorganization", progress_json(fs->borg));
 	return o;
 }
@@ -207,10 +195,11 @@ static int file_id_of(sqlite3 *db, const struct stat *st, int64_t birth_ns, uint
 	sqlite3_stmt *q;
 	int rc = -ENOENT;
 
-	if (sqlite3_prepare_v2(db,
-			       "SELECT id FROM files WHERE dev = ?1 AND ino = ?2 AND"
-			       " (birth_ns = ?3 OR ?3 = 0 OR birth_ns = 0) ORDER BY id DESC LIMIT 1",
-			       -1, &q, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(
+		    db,
+		    "SELECT id FROM files WHERE dev = ?1 AND ino = ?2 AND"
+		    " (birth_ns = ?3 OR ?3 = 0 OR birth_ns = 0) ORDER BY id DESC LIMIT 1",
+		    -1, &q, NULL) != SQLITE_OK)
 		return -EIO;
 	sqlite3_bind_int64(q, 1, (sqlite3_int64)st->st_dev);
 	sqlite3_bind_int64(q, 2, (sqlite3_int64)st->st_ino);
@@ -231,10 +220,11 @@ static int load_vertices(sqlite3 *db, uint64_t id, struct vertex **out, size_t *
 
 	*out = NULL;
 	*n = 0;
-	if (sqlite3_prepare_v2(db,
-			       "SELECT block, nblocks, weight FROM graph_vertices WHERE file_id = ?1"
-			       " ORDER BY block",
-			       -1, &q, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(
+		    db,
+		    "SELECT block, nblocks, weight FROM graph_vertices WHERE file_id = ?1"
+		    " ORDER BY block",
+		    -1, &q, NULL) != SQLITE_OK)
 		return -EIO;
 	sqlite3_bind_int64(q, 1, (sqlite3_int64)id);
 	while ((step = sqlite3_step(q)) == SQLITE_ROW) {
@@ -312,7 +302,8 @@ struct json_object *hy_fs_explain(void *ctx, struct json_object *req, char *why,
 	size_t nv = 0;
 	int n, rc;
 
-	if (!json_object_object_get_ex(req, "path", &v) || !json_object_is_type(v, json_type_string)) {
+	if (!json_object_object_get_ex(req, "path", &v) ||
+	    !json_object_is_type(v, json_type_string)) {
 		snprintf(why, why_size, "member \"path\" (a string) is missing");
 		return NULL;
 	}
@@ -339,9 +330,14 @@ struct json_object *hy_fs_explain(void *ctx, struct json_object *req, char *why,
 		goto out;
 	}
 	sqlite3_busy_timeout(db, 5000);
-	rc = file_id_of(db, &st, (stx.stx_mask & STATX_BTIME) ? (int64_t)stx.stx_btime.tv_sec * 1000000000 + stx.stx_btime.tv_nsec : 0, &id);
+	rc = file_id_of(db, &st,
+			(stx.stx_mask & STATX_BTIME)
+				? (int64_t)stx.stx_btime.tv_sec * 1000000000 + stx.stx_btime.tv_nsec
+				: 0,
+			&id);
 	if (rc == 0 && load_vertices(db, id, &vertices, &nv) < 0) {
-		snprintf(why, why_size, "state database \"%s\": cannot read the graph", fs->db_path);
+		snprintf(why, why_size, "state database \"%s\": cannot read the graph",
+			 fs->db_path);
 		goto out;
 	}
 	result = json_object_new_object();
@@ -391,13 +387,13 @@ struct json_object *hy_fs_explain(void *ctx, struct json_object *req, char *why,
 				goto fail;
 			add_u64(r, "first", at);
 			add_u64(r, "count", to - at);
-			json_object_object_add(r, "where",
-					       json_object_new_string(pieces[i].bopt_block ==
-									      HY_MAP_HOME
-								      ? "home"
-								      : "bopt"));
+			json_object_object_add(
+				r, "where",
+				json_object_new_string(
+					pieces[i].bopt_block == HY_MAP_HOME ? "home" : "bopt"));
 			if (pieces[i].bopt_block != HY_MAP_HOME)
-				add_u64(r, "bopt_block", pieces[i].bopt_block + (at - pieces[i].block));
+				add_u64(r, "bopt_block",
+					pieces[i].bopt_block + (at - pieces[i].block));
 			if (heat >= 0)
 				json_object_object_add(r, "heat", json_object_new_double(heat));
 			json_object_array_add(ranges, r);

@@ -71,8 +71,10 @@ static char *from_handler(struct json_object *(*handler)(void *, struct json_obj
 	char why[1024];
 
 	if (!handler) {
-		snprintf(why, sizeof(why), "this mount cannot %s: it has no BOPT (bopt=none, or "
-					   "profile=off)", name);
+		snprintf(why, sizeof(why),
+			 "this mount cannot %s: it has no BOPT (bopt=none, or "
+			 "profile=off)",
+			 name);
 		return hy_control_format_error(why);
 	}
 	snprintf(why, sizeof(why), "out of memory");
@@ -114,8 +116,7 @@ static char *answer(struct hy_control_server *srv, const char *line, size_t len)
 				   "report a reorganization");
 		break;
 	case HY_CONTROL_EXPLAIN:
-		out = from_handler(srv->handlers.explain, srv->handlers.ctx, req.object,
-				   "explain");
+		out = from_handler(srv->handlers.explain, srv->handlers.ctx, req.object, "explain");
 		break;
 	case HY_CONTROL_FLUSH:
 		out = from_handler(srv->handlers.flush, srv->handlers.ctx, req.object, "flush");

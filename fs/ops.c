@@ -76,8 +76,9 @@ static int file_free(struct hy_fs *fs, struct hy_file *file)
 	if (atomic_fetch_sub(&file->inode->opens, 1) == 1)
 		home = hy_engine_close(fs->engine, &file->engine);
 	if (home < 0)
-		hy_log(LOG_ERR, "file %llu: its BOPT writes cannot go home at close: %s (they stay "
-				"in the BOPT, journaled, and go home at the next flush)",
+		hy_log(LOG_ERR,
+		       "file %llu: its BOPT writes cannot go home at close: %s (they stay "
+		       "in the BOPT, journaled, and go home at the next flush)",
 		       (unsigned long long)file->engine.file_id, strerror(-home));
 	handle_untrack(fs, &file->link);
 	if (file->profiled)

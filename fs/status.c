@@ -39,11 +39,27 @@ static int64_t file_size(const char *path)
 	return path && stat(path, &st) == 0 ? (int64_t)st.st_size : 0;
 }
 
+struct json_object *hy_fs_device_status(struct hy_device *device)
+{
+	struct json_object *dev = json_object_new_object();
+	struct hy_device_stats ds;
+
+	if (!dev)
+		return NULL;
+	hy_device_get_stats(device, &ds);
+	add_u64(dev, "reads", ds.reads);
+	add_u64(dev, "writes", ds.writes);
+	add_u64(dev, "bytes_read", ds.bytes_read);
+	add_u64(dev, "bytes_written", ds.bytes_written);
+	add_u64(dev, "syncs", ds.syncs);
+	add_u64(dev, "errors", ds.errors);
+	add_u64(dev, "seeks", ds.seeks);
+	return dev;
+}
+
 struct json_object *hy_fs_status(struct hy_fs *fs)
 {
-	struct json_object *root = json_object_new_object(), *ops, *bytes, *dev, *inodes, *prof,
-			   *procs;
-	struct hy_device_stats ds;
+	struct json_object *root = json_object_new_object(), *ops, *bytes, *inodes, *prof, *procs;
 	char wal[4200];
 
 	if (!root)
@@ -66,16 +82,7 @@ struct json_object *hy_fs_status(struct hy_fs *fs)
 	add_u64(bytes, "written", atomic_load_explicit(&fs->bytes_written, memory_order_relaxed));
 	json_object_object_add(root, "bytes", bytes);
 
-	hy_device_get_stats(fs->backing, &ds);
-	dev = json_object_new_object();
-	add_u64(dev, "reads", ds.reads);
-	add_u64(dev, "writes", ds.writes);
-	add_u64(dev, "bytes_read", ds.bytes_read);
-	add_u64(dev, "bytes_written", ds.bytes_written);
-	add_u64(dev, "syncs", ds.syncs);
-	add_u64(dev, "errors", ds.errors);
-	add_u64(dev, "seeks", ds.seeks);
-	json_object_object_add(root, "backing_device", dev);
+	json_object_object_add(root, "backing_device", hy_fs_device_status(fs->backing));
 
 	inodes = json_object_new_object();
 	pthread_mutex_lock(&fs->inodes->lock);

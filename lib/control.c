@@ -26,12 +26,9 @@
 #define ERROR_TEXT_MAX 4096
 
 static const char *const command_names[] = {
-	[HY_CONTROL_STATUS] = "status",
-	[HY_CONTROL_SYNC] = "sync",
-	[HY_CONTROL_PING] = "ping",
-	[HY_CONTROL_REORGANIZE] = "reorganize",
-	[HY_CONTROL_PROGRESS] = "progress",
-	[HY_CONTROL_EXPLAIN] = "explain",
+	[HY_CONTROL_STATUS] = "status",	    [HY_CONTROL_SYNC] = "sync",
+	[HY_CONTROL_PING] = "ping",	    [HY_CONTROL_REORGANIZE] = "reorganize",
+	[HY_CONTROL_PROGRESS] = "progress", [HY_CONTROL_EXPLAIN] = "explain",
 	[HY_CONTROL_FLUSH] = "flush",
 };
 
@@ -321,8 +318,7 @@ static struct json_object *new_message(const char *key, struct json_object *valu
 	return obj;
 }
 
-char *hy_control_format_request_args(enum hy_control_command command,
-				     struct json_object *args)
+char *hy_control_format_request_args(enum hy_control_command command, struct json_object *args)
 {
 	const char *name = hy_control_command_name(command);
 	struct json_object *obj;

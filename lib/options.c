@@ -141,7 +141,8 @@ static int parse_size(const char *name, const char *value, bool allow_zero, uint
 		return say(why, why_size,
 			   "option \"%s%s%s\": not a size (bytes, or a whole number with K, M, G "
 			   "or T%s)",
-			   name, value ? "=" : "", value ? value : "", allow_zero ? "; 0: none" : "");
+			   name, value ? "=" : "", value ? value : "",
+			   allow_zero ? "; 0: none" : "");
 	return 0;
 }
 
@@ -233,9 +234,9 @@ static int parse_one(struct hy_options *opts, char *word, char *why, size_t why_
 			return say(why, why_size,
 				   "option \"bopt\" needs a place: bopt=PATH, UUID=..., LABEL=... "
 				   "or none");
-		if (value[0] != '/' && strcmp(value, "none") != 0 && strncmp(value, "UUID=", 5) != 0 &&
-		    strncmp(value, "LABEL=", 6) != 0 && strncmp(value, "PARTUUID=", 9) != 0 &&
-		    strncmp(value, "PARTLABEL=", 10) != 0)
+		if (value[0] != '/' && strcmp(value, "none") != 0 &&
+		    strncmp(value, "UUID=", 5) != 0 && strncmp(value, "LABEL=", 6) != 0 &&
+		    strncmp(value, "PARTUUID=", 9) != 0 && strncmp(value, "PARTLABEL=", 10) != 0)
 			return say(why, why_size,
 				   "option \"bopt=%s\": give an absolute path, UUID=, LABEL=, "
 				   "PARTUUID=, PARTLABEL= or none",

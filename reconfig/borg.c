@@ -240,6 +240,20 @@ static int open_map(struct hy_borg *b, char *why, size_t why_size)
 	return rc;
 }
 
+/* What hy_borg_open() made, in any state of it (its lock and condition
+ * are made first, with the strings). */
+static void borg_free(struct hy_borg *b)
+{
+	hy_map_journal_close(b->journal);
+	hy_map_free(b->map);
+	hy_bopt_close(b->bopt);
+	sqlite3_close(b->db);
+	pthread_cond_destroy(&b->cleaner_cond);
+	pthread_mutex_destroy(&b->lock);
+	free(b->state_dir), free(b->db_path), free(b->uuid), free(b->backing);
+	free(b);
+}
+
 int hy_borg_open(const struct hy_borg_config *config, struct hy_borg **out, char *why,
 		 size_t why_size)
 {
@@ -310,14 +324,7 @@ int hy_borg_open(const struct hy_borg_config *config, struct hy_borg **out, char
 	*out = b;
 	return 0;
 fail:
-	hy_map_journal_close(b->journal);
-	hy_map_free(b->map);
-	hy_bopt_close(b->bopt);
-	sqlite3_close(b->db);
-	pthread_cond_destroy(&b->cleaner_cond);
-	pthread_mutex_destroy(&b->lock);
-	free(b->state_dir), free(b->db_path), free(b->uuid), free(b->backing);
-	free(b);
+	borg_free(b);
 	return rc;
 }
 
@@ -353,8 +360,9 @@ void hy_borg_close(struct hy_borg *b)
 		uint64_t synced;
 
 		if (hy_borg_flush(b, &synced, why, sizeof(why)) < 0)
-			hy_log(LOG_ERR, "flush at unmount: %s; those blocks stay in the BOPT, "
-					"journaled, and go home at the next mount",
+			hy_log(LOG_ERR,
+			       "flush at unmount: %s; those blocks stay in the BOPT, "
+			       "journaled, and go home at the next mount",
 			       why);
 	}
 	if (checkpoint(b, why, sizeof(why)) < 0)
@@ -363,14 +371,7 @@ void hy_borg_close(struct hy_borg *b)
 	else if (hy_bopt_set_clean(b->bopt, true) < 0)
 		hy_log(LOG_ERR, "bopt: \"%s\": cannot mark it clean", b->bopt->path);
 	hy_engine_set_bopt(b->config.engine, NULL, NULL, 0, NULL);
-	hy_map_journal_close(b->journal);
-	hy_map_free(b->map);
-	hy_bopt_close(b->bopt);
-	sqlite3_close(b->db);
-	pthread_cond_destroy(&b->cleaner_cond);
-	pthread_mutex_destroy(&b->lock);
-	free(b->state_dir), free(b->db_path), free(b->uuid), free(b->backing);
-	free(b);
+	borg_free(b);
 }
 
 /* ---- progress ------------------------------------------------------- */
@@ -378,9 +379,12 @@ void hy_borg_close(struct hy_borg *b)
 const char *hy_borg_phase_name(enum hy_borg_phase phase)
 {
 	static const char *const names[] = {
-		[HY_BORG_IDLE] = "idle",	  [HY_BORG_PLANNING] = "planning",
-		[HY_BORG_DROPPING] = "dropping", [HY_BORG_COPYING] = "copying",
-		[HY_BORG_CHECKPOINTING] = "checkpointing", [HY_BORG_DONE] = "done",
+		[HY_BORG_IDLE] = "idle",
+		[HY_BORG_PLANNING] = "planning",
+		[HY_BORG_DROPPING] = "dropping",
+		[HY_BORG_COPYING] = "copying",
+		[HY_BORG_CHECKPOINTING] = "checkpointing",
+		[HY_BORG_DONE] = "done",
 		[HY_BORG_FAILED] = "failed",
 	};
 
@@ -601,7 +605,8 @@ static int open_home(struct hy_borg *b, const struct wanted *w, int access, int 
 	if (fd < 0)
 		return -errno;
 	if (statx(fd, "", AT_EMPTY_PATH, STATX_INO | STATX_BTIME, &stx) != 0 ||
-	    (uint64_t)makedev(stx.stx_dev_major, stx.stx_dev_minor) != w->dev || stx.stx_ino != w->ino ||
+	    (uint64_t)makedev(stx.stx_dev_major, stx.stx_dev_minor) != w->dev ||
+	    stx.stx_ino != w->ino ||
 	    ((stx.stx_mask & STATX_BTIME) && w->birth_ns &&
 	     (int64_t)stx.stx_btime.tv_sec * 1000000000 + stx.stx_btime.tv_nsec != w->birth_ns)) {
 		close(fd);
@@ -627,7 +632,7 @@ struct pending {
 struct copier {
 	struct hy_borg *b;
 	struct search files;
-	size_t open;	    /* home files open now (their wanted.fd) */
+	size_t open; /* home files open now (their wanted.fd) */
 	struct pending *pending;
 	size_t npending, cap;
 	uint64_t batch_bytes;
@@ -680,8 +685,8 @@ static int commit_batch(struct copier *c, char *why, size_t why_size)
 	for (size_t i = 0; i < c->npending; i++) {
 		struct pending *p = &c->pending[i];
 		struct hy_map_journal_record rec = {.file_id = p->file_id};
-		struct hy_map_extent e = {p->file_id, p->block, p->nblocks, false, p->bopt_block,
-					  p->stamp};
+		struct hy_map_extent e = {p->file_id, p->block,	     p->nblocks,
+					  false,      p->bopt_block, p->stamp};
 		int64_t stamp = 0, old;
 		bool ok;
 
@@ -757,7 +762,8 @@ static void pace(struct copier *c, uint64_t bytes)
 
 		if (due > now) {
 			double wait = due - now;
-			struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
+			struct timespec ts = {(time_t)wait,
+					      (long)((wait - (double)(time_t)wait) * 1e9)};
 
 			nanosleep(&ts, NULL);
 		}
@@ -935,11 +941,13 @@ static int copy_all(struct hy_borg *b, const struct hy_reorganize_diff *diff, ch
 		const struct hy_reorganize_range *r = &diff->copy[i];
 
 		for (uint64_t at = 0; at < r->nblocks && rc == 0; at += CHUNK_BLOCKS) {
-			uint64_t n = r->nblocks - at < CHUNK_BLOCKS ? r->nblocks - at : CHUNK_BLOCKS;
+			uint64_t n =
+				r->nblocks - at < CHUNK_BLOCKS ? r->nblocks - at : CHUNK_BLOCKS;
 
 			if (stopping(b)) {
 				rc = -ECANCELED;
-				snprintf(why, why_size, "stopped: the filesystem is being unmounted");
+				snprintf(why, why_size,
+					 "stopped: the filesystem is being unmounted");
 				break;
 			}
 			rc = copy_chunk(&c, r->file_id, r->block + at, (uint32_t)n,
@@ -960,28 +968,6 @@ static int copy_all(struct hy_borg *b, const struct hy_reorganize_diff *diff, ch
 	free(c.pending);
 	free(c.buf);
 	return rc;
-}
-
-struct extent_list {
-	struct hy_map_extent *e;
-	size_t n, cap;
-};
-
-static int collect(const struct hy_map_extent *e, void *arg)
-{
-	struct extent_list *l = arg;
-
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 256;
-		struct hy_map_extent *grown = realloc(l->e, cap * sizeof(*grown));
-
-		if (!grown)
-			return -ENOMEM;
-		l->e = grown;
-		l->cap = cap;
-	}
-	l->e[l->n++] = *e;
-	return 0;
 }
 
 /* Extents leaving the BOPT (or moving in it) are released, a gate stripe
@@ -1046,8 +1032,9 @@ static int drop_all(struct hy_borg *b, const struct hy_reorganize_diff *diff, ch
 					rec.block = piece.block;
 					rec.nblocks = piece.nblocks;
 					rc = hy_map_journal_write(b->journal, &rec, &ticket);
-					if (rc == 0 && hy_map_release(b->map, d->file_id, piece.block,
-								      piece.nblocks) < 0)
+					if (rc == 0 &&
+					    hy_map_release(b->map, d->file_id, piece.block,
+							   piece.nblocks) < 0)
 						rc = -ENOMEM;
 				}
 				at = piece.block + piece.nblocks;
@@ -1152,7 +1139,8 @@ int hy_borg_flush(struct hy_borg *b, uint64_t *synced, char *why, size_t why_siz
 		close(fd);
 		if (n < 0) {
 			rc = (int)n;
-			snprintf(why, why_size, "file %" PRIu64 ": its BOPT writes cannot go home: %s",
+			snprintf(why, why_size,
+				 "file %" PRIu64 ": its BOPT writes cannot go home: %s",
 				 dirty.ids[i], strerror(-rc));
 		} else {
 			*synced += (uint64_t)n;
@@ -1204,7 +1192,8 @@ static int run(struct hy_borg *b, char *why, size_t why_size)
 {
 	struct hy_reorganize_plan plan;
 	struct hy_reorganize_diff diff = {0};
-	struct extent_list current = {0};
+	struct hy_map_extent *current = NULL;
+	size_t ncurrent = 0;
 	int rc;
 
 	rc = hy_reorganize_make_plan(b->db, &b->params, &plan, why, why_size);
@@ -1233,10 +1222,10 @@ static int run(struct hy_borg *b, char *why, size_t why_size)
 		if (rc < 0)
 			goto out;
 	}
-	rc = hy_map_walk(b->map, collect, &current);
+	rc = hy_map_snapshot(b->map, &current, &ncurrent);
 	if (rc == 0)
-		rc = hy_reorganize_diff(current.e, current.n, plan.ranges, plan.count, &diff);
-	free(current.e);
+		rc = hy_reorganize_diff(current, ncurrent, plan.ranges, plan.count, &diff);
+	free(current);
 	if (rc) {
 		snprintf(why, why_size, "out of memory comparing the plan with the map");
 		goto out;
@@ -1274,18 +1263,17 @@ static int run(struct hy_borg *b, char *why, size_t why_size)
 			snprintf(why, why_size, "%s", cwhy);
 		}
 	}
-out:
-	{
-		struct hy_borg_progress p;
-		char rwhy[512];
+out : {
+	struct hy_borg_progress p;
+	char rwhy[512];
 
-		hy_borg_get_progress(b, &p);
-		if (plan.generation &&
-		    hy_reorganize_record(b->db, plan.generation, rc ? "failed" : "done",
-					 p.copied_blocks, p.dropped_blocks, p.kept_blocks,
-					 p.skipped_ranges, rwhy, sizeof(rwhy)) < 0)
-			hy_log(LOG_WARNING, "%s", rwhy);
-	}
+	hy_borg_get_progress(b, &p);
+	if (plan.generation &&
+	    hy_reorganize_record(b->db, plan.generation, rc ? "failed" : "done", p.copied_blocks,
+				 p.dropped_blocks, p.kept_blocks, p.skipped_ranges, rwhy,
+				 sizeof(rwhy)) < 0)
+		hy_log(LOG_WARNING, "%s", rwhy);
+}
 	hy_reorganize_diff_free(&diff);
 	hy_reorganize_plan_free(&plan);
 	return rc;
@@ -1312,8 +1300,9 @@ static void *reconfig_main(void *arg)
 		hy_log(LOG_NOTICE,
 		       "reorganization %" PRIu64 " done: %" PRIu64 " blocks copied, %" PRIu64
 		       " dropped, %" PRIu64 " kept, %" PRIu64 " ranges skipped, %.1f s",
-		       b->progress.generation, b->progress.copied_blocks, b->progress.dropped_blocks,
-		       b->progress.kept_blocks, b->progress.skipped_ranges, b->progress.seconds);
+		       b->progress.generation, b->progress.copied_blocks,
+		       b->progress.dropped_blocks, b->progress.kept_blocks,
+		       b->progress.skipped_ranges, b->progress.seconds);
 	return NULL;
 }
 

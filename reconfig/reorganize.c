@@ -106,10 +106,11 @@ static int save_plan(sqlite3 *db, const struct hy_reorganize_params *params,
 	}
 	sqlite3_finalize(st);
 	st = NULL;
-	if (sqlite3_prepare_v2(db,
-			       "INSERT INTO bopt_plan_ranges (generation, bopt_block, file_id, block,"
-			       " nblocks, heat) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-			       -1, &st, NULL) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(
+		    db,
+		    "INSERT INTO bopt_plan_ranges (generation, bopt_block, file_id, block,"
+		    " nblocks, heat) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+		    -1, &st, NULL) != SQLITE_OK) {
 		rc = db_fail(db, "cannot prepare the plan's ranges", why, why_size);
 		goto fail;
 	}
@@ -301,8 +302,8 @@ static int push(struct range_list *l, uint64_t file_id, uint64_t block, uint64_t
 		l->r = grown;
 		l->cap = cap;
 	}
-	l->r[l->n++] = (struct hy_reorganize_range){file_id, block, (uint32_t)nblocks, bopt_block,
-						    0.0};
+	l->r[l->n++] =
+		(struct hy_reorganize_range){file_id, block, (uint32_t)nblocks, bopt_block, 0.0};
 	l->blocks += nblocks;
 	return 0;
 }
@@ -342,16 +343,16 @@ static int subtract(const struct hy_reorganize_range *from, size_t n,
 		while (k < nkept && (kept[k].file_id < r->file_id ||
 				     (kept[k].file_id == r->file_id && end_of(&kept[k]) <= at)))
 			k++;
-		for (size_t j = k; j < nkept && kept[j].file_id == r->file_id && kept[j].block < end;
-		     j++) {
-			if (kept[j].block > at &&
-			    push(out, r->file_id, at, kept[j].block - at,
-				 r->bopt_block + (at - r->block)))
+		for (size_t j = k;
+		     j < nkept && kept[j].file_id == r->file_id && kept[j].block < end; j++) {
+			if (kept[j].block > at && push(out, r->file_id, at, kept[j].block - at,
+						       r->bopt_block + (at - r->block)))
 				return -ENOMEM;
 			if (end_of(&kept[j]) > at)
 				at = end_of(&kept[j]);
 		}
-		if (at < end && push(out, r->file_id, at, end - at, r->bopt_block + (at - r->block)))
+		if (at < end &&
+		    push(out, r->file_id, at, end - at, r->bopt_block + (at - r->block)))
 			return -ENOMEM;
 	}
 	return 0;
@@ -373,7 +374,8 @@ int hy_reorganize_diff(const struct hy_map_extent *current, size_t ncurrent,
 		goto fail;
 	for (size_t k = 0; k < ncurrent; k++)
 		cur[k] = (struct hy_reorganize_range){current[k].file_id, current[k].block,
-						      current[k].nblocks, current[k].bopt_block, 0.0};
+						      current[k].nblocks, current[k].bopt_block,
+						      0.0};
 	memcpy(plan, ranges, nranges * sizeof(*plan));
 	qsort(cur, ncurrent, sizeof(*cur), by_file_block);
 	qsort(plan, nranges, sizeof(*plan), by_file_block);
@@ -394,7 +396,8 @@ int hy_reorganize_diff(const struct hy_map_extent *current, size_t ncurrent,
 			uint64_t lo = c->block > p->block ? c->block : p->block;
 			uint64_t hi = end_of(c) < end_of(p) ? end_of(c) : end_of(p);
 
-			if (lo < hi && c->bopt_block + (lo - c->block) == p->bopt_block + (lo - p->block) &&
+			if (lo < hi &&
+			    c->bopt_block + (lo - c->block) == p->bopt_block + (lo - p->block) &&
 			    push(&keep, c->file_id, lo, hi - lo, c->bopt_block + (lo - c->block)))
 				goto fail;
 			if (end_of(c) <= end_of(p))

@@ -97,12 +97,12 @@ enum hy_borg_phase {
 
 struct hy_borg_progress {
 	enum hy_borg_phase phase;
-	uint64_t run;	     /* reorganizations started since mount */
-	uint64_t generation; /* the plan's */
+	uint64_t run;					  /* reorganizations started since mount */
+	uint64_t generation;				  /* the plan's */
 	uint64_t requests, vertices, edges, cut_vertices; /* the analyzer's */
-	uint64_t ranges, planned_blocks;		   /* the plan's */
-	uint64_t kept_blocks, dropped_blocks;		   /* the diff's */
-	uint64_t copy_blocks;				   /* to copy */
+	uint64_t ranges, planned_blocks;		  /* the plan's */
+	uint64_t kept_blocks, dropped_blocks;		  /* the diff's */
+	uint64_t copy_blocks;				  /* to copy */
 	uint64_t done_blocks;	 /* of copy_blocks: copied or skipped so far */
 	uint64_t copied_blocks;	 /* committed into the BOPT */
 	uint64_t skipped_ranges; /* files gone, changed during the copy, clipped */
@@ -115,7 +115,7 @@ struct hy_borg_info {
 	char path[4096];
 	uint64_t generation;
 	uint64_t total_blocks, read_blocks, write_blocks;
-	bool was_clean; /* the last unmount was clean */
+	bool was_clean;	   /* the last unmount was clean */
 	uint64_t replayed; /* journal records applied at open */
 	uint64_t map_files, map_extents, map_blocks, dirty_blocks;
 };

@@ -89,8 +89,7 @@ const char *hy_control_command_name(enum hy_control_command command);
  * hy_control_format_result() takes ownership of @result. */
 char *hy_control_format_request(enum hy_control_command command);
 /* ... with @args' members (borrowed; "v" and "cmd" are ignored) added. */
-char *hy_control_format_request_args(enum hy_control_command command,
-				     struct json_object *args);
+char *hy_control_format_request_args(enum hy_control_command command, struct json_object *args);
 char *hy_control_format_result(struct json_object *result);
 char *hy_control_format_error(const char *why);
 

@@ -69,8 +69,8 @@ struct hy_engine {
 		pthread_rwlock_t lock;
 		_Atomic uint64_t changes; /* data changes begun under this gate */
 	} gates[HY_ENGINE_GATES];
-	_Atomic uint64_t stale_files;	/* files whose copies were dropped as stale */
-	_Atomic uint64_t bopt_reads;	/* read requests sent to the BOPT */
+	_Atomic uint64_t stale_files;	  /* files whose copies were dropped as stale */
+	_Atomic uint64_t bopt_reads;	  /* read requests sent to the BOPT */
 	_Atomic uint64_t released_blocks; /* relocated blocks released by changes */
 	_Atomic uint64_t bopt_writes;	  /* write requests sent to the BOPT */
 	_Atomic uint64_t synced_blocks;	  /* dirty BOPT blocks written home */

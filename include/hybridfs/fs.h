@@ -122,9 +122,10 @@ struct json_object *hy_fs_progress(void *ctx, struct json_object *request, char 
 				   size_t why_size);
 struct json_object *hy_fs_explain(void *ctx, struct json_object *request, char *why,
 				  size_t why_size);
-struct json_object *hy_fs_flush(void *ctx, struct json_object *request, char *why,
-				size_t why_size);
+struct json_object *hy_fs_flush(void *ctx, struct json_object *request, char *why, size_t why_size);
 struct json_object *hy_fs_borg_status(struct hy_fs *fs);
+/* A device's counters for "status" (the backing device, the BOPT). */
+struct json_object *hy_fs_device_status(struct hy_device *device);
 
 extern const struct fuse_lowlevel_ops hy_fs_operations;
 

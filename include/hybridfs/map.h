@@ -42,19 +42,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HY_MAP_HOME UINT64_MAX /* a piece that is not relocated */
-#define HY_MAP_EPOCH_MASK 0xffffffu /* journal epochs are 24 bits */
-#define HY_MAP_STRIPES 64
+#define HY_MAP_HOME	  UINT64_MAX /* a piece that is not relocated */
+#define HY_MAP_EPOCH_MASK 0xffffffu  /* journal epochs are 24 bits */
+#define HY_MAP_STRIPES	  64
 
 struct sqlite3;
 
 struct hy_map_extent {
 	uint64_t file_id;
-	uint64_t block;     /* first 4 KiB block in the file */
-	uint32_t nblocks;   /* >= 1 */
-	bool dirty;         /* the BOPT copy is newer than home */
+	uint64_t block;	     /* first 4 KiB block in the file */
+	uint32_t nblocks;    /* >= 1 */
+	bool dirty;	     /* the BOPT copy is newer than home */
 	uint64_t bopt_block; /* where block lives in the BOPT */
-	int64_t stamp;       /* the file's: its home ctime (ns) when copied; 0: keep */
+	int64_t stamp;	     /* the file's: its home ctime (ns) when copied; 0: keep */
 };
 
 /* One piece of a looked-up range: relocated (bopt_block) or home. */
@@ -102,6 +102,10 @@ int64_t hy_map_set_dirty(struct hy_map *map, uint64_t file_id, uint64_t block, u
  * file's stamp). Takes each file's lock
  * for reading while its extents are visited. */
 int hy_map_walk(struct hy_map *map, int (*fn)(const struct hy_map_extent *e, void *arg), void *arg);
+
+/* Every extent, as hy_map_walk() gives them, copied into a malloc'd array
+ * (NULL and 0 when the map is empty). 0 or -ENOMEM. */
+int hy_map_snapshot(struct hy_map *map, struct hy_map_extent **out, size_t *count);
 
 /* Whether any extent uses a BOPT block of [@bopt_block, +@nblocks): the
  * reconfigurator asks before it writes a copy there. */

@@ -55,7 +55,7 @@
 #include "hybridfs/map.h"
 
 #define HY_MAP_JOURNAL_RECORD 48
-#define HY_MAP_JOURNAL_NAME "bopt-map.journal"
+#define HY_MAP_JOURNAL_NAME   "bopt-map.journal"
 
 enum hy_map_journal_type {
 	HY_MJ_RELOCATE = 1,
@@ -82,13 +82,13 @@ struct hy_map_journal {
 	int fd;
 	char *path;
 	uint64_t generation;
-	pthread_mutex_t lock;       /* protects the fields below */
-	uint32_t epoch;             /* of the records written now */
+	pthread_mutex_t lock; /* protects the fields below */
+	uint32_t epoch;	      /* of the records written now */
 	pthread_cond_t synced_cond;
-	uint64_t written;           /* records written to the file */
-	uint64_t durable;           /* records known synced */
-	bool syncing;               /* a thread is in fdatasync now */
-	int error;                  /* a failed write or sync: 0 or -errno, sticky */
+	uint64_t written; /* records written to the file */
+	uint64_t durable; /* records known synced */
+	bool syncing;	  /* a thread is in fdatasync now */
+	int error;	  /* a failed write or sync: 0 or -errno, sticky */
 };
 
 /* Encoding, for the tests and the fuzzer: @buf is HY_MAP_JOURNAL_RECORD
@@ -128,8 +128,8 @@ int hy_map_journal_append(struct hy_map_journal *journal, const struct hy_map_jo
  * 2^32 blocks one record per relocated extent is written) in @journal
  * (which may be NULL; made durable first when @durable) and then in @map.
  * Returns the blocks released or a negative errno. */
-int64_t hy_map_journal_release(struct hy_map_journal *journal, struct hy_map *map,
-				uint64_t file_id, uint64_t block, uint64_t nblocks, bool durable);
+int64_t hy_map_journal_release(struct hy_map_journal *journal, struct hy_map *map, uint64_t file_id,
+			       uint64_t block, uint64_t nblocks, bool durable);
 
 /* Waits until every record written so far is durable. 0 or -errno. */
 int hy_map_journal_sync(struct hy_map_journal *journal);

@@ -23,10 +23,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define HY_STATE_DIR_NAME ".hybridfs" /* default state folder, inside BACKING */
-#define HY_OPTIONS_BOPT_NAME "bopt"   /* the default BOPT, a file in the state folder */
-#define HY_OPTIONS_BOPT_SIZE (256ULL << 20)
-#define HY_OPTIONS_BOPT_MIN (1ULL << 20)
+#define HY_STATE_DIR_NAME     ".hybridfs" /* default state folder, inside BACKING */
+#define HY_OPTIONS_BOPT_NAME  "bopt"	  /* the default BOPT, a file in the state folder */
+#define HY_OPTIONS_BOPT_SIZE  (256ULL << 20)
+#define HY_OPTIONS_BOPT_MIN   (1ULL << 20)
 #define HY_OPTIONS_REORG_RATE (64ULL << 20)
 
 struct hy_options {

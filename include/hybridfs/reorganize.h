@@ -56,18 +56,18 @@ struct hy_reorganize_params {
 /* One range of a plan, or of a diff's list. */
 struct hy_reorganize_range {
 	uint64_t file_id;
-	uint64_t block;	     /* first 4 KiB block in the file */
+	uint64_t block; /* first 4 KiB block in the file */
 	uint32_t nblocks;
 	uint64_t bopt_block; /* where it starts in the read region */
 	double heat;	     /* its vertex's weight (plans only) */
 };
 
 struct hy_reorganize_plan {
-	uint64_t generation; /* with @save: its number in bopt_plans; else 0 */
+	uint64_t generation;		    /* with @save: its number in bopt_plans; else 0 */
 	struct hy_reorganize_range *ranges; /* in BOPT order */
 	size_t count;
-	uint64_t blocks;  /* the ranges' blocks */
-	size_t skipped;	  /* vertices that did not fit */
+	uint64_t blocks; /* the ranges' blocks */
+	size_t skipped;	 /* vertices that did not fit */
 	struct hy_analyzer_stats analyzer;
 	int64_t after, last; /* log rows read: after < rowid <= last */
 	double analyze_seconds, plan_seconds;

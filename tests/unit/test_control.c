@@ -159,8 +159,7 @@ static void test_parse_malformed(void)
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		why[0] = '\0';
-		int rc = parse_len(cases[i].line, cases[i].len, &req, why,
-						  sizeof(why));
+		int rc = parse_len(cases[i].line, cases[i].len, &req, why, sizeof(why));
 		if (rc != -EINVAL)
 			fprintf(stderr, "\ncase %zu: rc %d (%s)\n", i, rc, why);
 		CU_ASSERT_EQUAL(rc, -EINVAL);
@@ -194,21 +193,15 @@ static void test_parse_oversized(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(line);
 	memset(line, ' ', HY_CONTROL_MAX_LINE + 1);
 	memcpy(line, object, sizeof(object) - 1);
-	CU_ASSERT_EQUAL(
-		parse_len(line, HY_CONTROL_MAX_LINE + 1, &req, why, sizeof(why)),
-		-E2BIG);
+	CU_ASSERT_EQUAL(parse_len(line, HY_CONTROL_MAX_LINE + 1, &req, why, sizeof(why)), -E2BIG);
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "limit"));
 	/* the limit counts the newline: a line of MAX_LINE bytes plus "\n" is over */
-	CU_ASSERT_EQUAL(parse_len(line, HY_CONTROL_MAX_LINE, &req, why, sizeof(why)),
-			-E2BIG);
-	CU_ASSERT_EQUAL(
-		parse_len(line, HY_CONTROL_MAX_LINE - 1, &req, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(parse_len(line, HY_CONTROL_MAX_LINE, &req, why, sizeof(why)), -E2BIG);
+	CU_ASSERT_EQUAL(parse_len(line, HY_CONTROL_MAX_LINE - 1, &req, why, sizeof(why)), 0);
 	CU_ASSERT_EQUAL(req.command, HY_CONTROL_PING);
 	/* garbage that big is refused for its size before it is parsed */
 	memset(line, '[', HY_CONTROL_MAX_LINE + 1);
-	CU_ASSERT_EQUAL(
-		parse_len(line, HY_CONTROL_MAX_LINE + 1, &req, why, sizeof(why)),
-		-E2BIG);
+	CU_ASSERT_EQUAL(parse_len(line, HY_CONTROL_MAX_LINE + 1, &req, why, sizeof(why)), -E2BIG);
 	/* deep nesting under the limit is malformed, not a crash */
 	CU_ASSERT_EQUAL(parse_len(line, 10000, &req, why, sizeof(why)), -EINVAL);
 	free(line);
@@ -646,8 +639,7 @@ static void test_call_round_trip(void)
 	/* what the server read was one request line for the command */
 	CU_ASSERT(s.request_len > 0);
 	CU_ASSERT_EQUAL(s.request[s.request_len - 1], '\n');
-	CU_ASSERT_EQUAL(
-		parse_len(s.request, s.request_len - 1, &req, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(parse_len(s.request, s.request_len - 1, &req, why, sizeof(why)), 0);
 	CU_ASSERT_EQUAL(req.command, HY_CONTROL_PING);
 
 	/* an answer in pieces, and no timeout at all */
@@ -660,8 +652,7 @@ static void test_call_round_trip(void)
 	CU_ASSERT_TRUE(json_object_object_get_ex(result, "n", &member));
 	CU_ASSERT_EQUAL(json_object_get_int(member), 3);
 	json_object_put(result);
-	CU_ASSERT_EQUAL(
-		parse_len(s.request, s.request_len - 1, &req, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(parse_len(s.request, s.request_len - 1, &req, why, sizeof(why)), 0);
 	CU_ASSERT_EQUAL(req.command, HY_CONTROL_STATUS);
 }
 
@@ -674,12 +665,12 @@ static void test_request_arguments(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(args);
 	json_object_object_add(args, "path", json_object_new_string("dir/file"));
 	json_object_object_add(args, "cmd", json_object_new_string("status")); /* ignored */
-	json_object_object_add(args, "v", json_object_new_int(9));	    /* ignored */
+	json_object_object_add(args, "v", json_object_new_int(9));	       /* ignored */
 	line = hy_control_format_request_args(HY_CONTROL_EXPLAIN, args);
 	json_object_put(args);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(line);
-	CU_ASSERT_EQUAL_FATAL(hy_control_parse_request(line, strlen(line) - 1, &req, why, sizeof(why)),
-			      0);
+	CU_ASSERT_EQUAL_FATAL(
+		hy_control_parse_request(line, strlen(line) - 1, &req, why, sizeof(why)), 0);
 	CU_ASSERT_EQUAL(req.command, HY_CONTROL_EXPLAIN);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(req.object);
 	CU_ASSERT_TRUE(json_object_object_get_ex(req.object, "path", &v));

@@ -133,7 +133,7 @@ static void test_bopt_options(void)
 {
 	const char *defaults[] = {"hybridfs", "/b", "/m", NULL};
 	const char *given[] = {"hybridfs", "-o", "bopt=LABEL=fast,bopt_size=16M,reorg_rate=0",
-			       "/b", "/m", NULL};
+			       "/b",	   "/m", NULL};
 	const char *none[] = {"hybridfs", "-o", "bopt=none", "/b", "/m", NULL};
 	const char *small[] = {"hybridfs", "-o", "bopt_size=512K", "/b", "/m", NULL};
 	const char *bad_size[] = {"hybridfs", "-o", "bopt_size=lots", "/b", "/m", NULL};

@@ -141,9 +141,10 @@ static void test_plan_from_log(void)
 		for (int i = 0; i < 3; i++) {
 			char sql[200];
 
-			snprintf(sql, sizeof(sql),
-				 "INSERT INTO access_log VALUES (%d, 1, 1, %d, 4096, 0, NULL, NULL)",
-				 1000 + rep * 10 + i, blocks[i] * 4096);
+			snprintf(
+				sql, sizeof(sql),
+				"INSERT INTO access_log VALUES (%d, 1, 1, %d, 4096, 0, NULL, NULL)",
+				1000 + rep * 10 + i, blocks[i] * 4096);
 			CU_ASSERT_EQUAL(sqlite3_exec(state->db, sql, NULL, NULL, NULL), SQLITE_OK);
 		}
 	}
@@ -157,14 +158,15 @@ static void test_plan_from_log(void)
 	CU_ASSERT_TRUE(same(&plan.ranges[1], 1, 2, 1, 1));
 	CU_ASSERT_TRUE(same(&plan.ranges[2], 1, 20, 1, 2));
 	CU_ASSERT_DOUBLE_EQUAL(plan.ranges[0].heat, 3.0, 1e-9);
-	CU_ASSERT_EQUAL(count(state->db, "SELECT count(*) FROM bopt_plan_ranges WHERE generation = 1"),
-			3);
+	CU_ASSERT_EQUAL(
+		count(state->db, "SELECT count(*) FROM bopt_plan_ranges WHERE generation = 1"), 3);
 	CU_ASSERT_EQUAL(count(state->db, "SELECT block FROM bopt_plan_ranges WHERE bopt_block = 1"),
 			2);
 	CU_ASSERT_EQUAL(count(state->db, "SELECT count(*) FROM analyzer_runs"), 1);
-	CU_ASSERT_EQUAL(hy_reorganize_record(state->db, 1, "done", 3, 0, 0, 0, why, sizeof(why)), 0);
-	CU_ASSERT_EQUAL(count(state->db, "SELECT copied_blocks FROM bopt_plans WHERE generation = 1"),
-			3);
+	CU_ASSERT_EQUAL(hy_reorganize_record(state->db, 1, "done", 3, 0, 0, 0, why, sizeof(why)),
+			0);
+	CU_ASSERT_EQUAL(
+		count(state->db, "SELECT copied_blocks FROM bopt_plans WHERE generation = 1"), 3);
 	CU_ASSERT_EQUAL(count(state->db, "SELECT finished_ns IS NOT NULL FROM bopt_plans"), 1);
 	hy_reorganize_plan_free(&plan);
 
