@@ -406,9 +406,7 @@ static int64_t sync_dirty(struct hy_engine *engine, struct hy_engine_file *file,
 	if (!dirty)
 		goto out;
 	rc = hy_device_getattr(engine->backing, file->backing_fd, &attr);
-	if (rc == -EOPNOTSUPP)
-		rc = 0;
-	else if (rc < 0)
+	if (rc < 0 && rc != -EOPNOTSUPP) /* without it: no size to clip to */
 		goto out;
 	buf = malloc(SYNC_CHUNK);
 	if (!buf) {

@@ -1127,7 +1127,7 @@ int hy_borg_flush(struct hy_borg *b, uint64_t *synced, char *why, size_t why_siz
 		struct wanted *w = wanted_by_id(&files, dirty.ids[i]);
 		struct hy_engine_file file;
 		int64_t n;
-		int fd;
+		int fd = -1;
 
 		if (open_home(b, w, O_RDWR, &fd) < 0) {
 			unreachable++;
