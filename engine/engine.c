@@ -56,6 +56,11 @@ void hy_engine_gate_lock(struct hy_engine *engine, uint64_t file_id)
 	pthread_rwlock_wrlock(&gate_of(engine, file_id)->lock);
 }
 
+static void gate_read_lock(struct hy_engine *engine, uint64_t file_id)
+{
+	pthread_rwlock_rdlock(&gate_of(engine, file_id)->lock);
+}
+
 void hy_engine_gate_unlock(struct hy_engine *engine, uint64_t file_id)
 {
 	pthread_rwlock_unlock(&gate_of(engine, file_id)->lock);
@@ -262,53 +267,14 @@ static void change_end(struct hy_engine *engine, struct hy_engine_file *file, bo
 	pthread_rwlock_unlock(&gate_of(engine, file->file_id)->lock);
 }
 
-ssize_t hy_engine_read(struct hy_engine *engine, struct hy_engine_file *file, void *buf,
-		       size_t size, off_t off)
+/* Reads the pieces of [@off, @end) into @buf, each from where it lives;
+ * the file's gate is held. The count (short only at the end of the file)
+ * or a negative errno. */
+static ssize_t read_pieces(struct hy_engine *engine, struct hy_engine_file *file, void *buf,
+			   off_t off, uint64_t end, const struct hy_map_piece *pieces, int n)
 {
-	struct hy_map_piece stack[PIECES_ON_STACK], *pieces, *heap;
-	uint64_t first, last, end;
-	pthread_rwlock_t *gate;
 	size_t done = 0;
-	bool all_home;
-	int n;
 
-	if (!uses_map(engine, file) || size == 0 || off < 0)
-		return hy_device_read(engine->backing, file->backing_fd, buf, size, off);
-	first = (uint64_t)off / BLOCK;
-	end = (uint64_t)off + size;
-	last = (end - 1) / BLOCK;
-	if (last - first >= UINT32_MAX)
-		return hy_device_read(engine->backing, file->backing_fd, buf, size, off);
-	n = lookup(engine, file, first, (uint32_t)(last - first + 1), stack, &pieces, &heap);
-	if (n < 0)
-		return n;
-	/* the common case: nothing relocated, one request home */
-	if (n == 1 && pieces[0].bopt_block == HY_MAP_HOME) {
-		free(heap);
-		return hy_device_read(engine->backing, file->backing_fd, buf, size, off);
-	}
-	/* BOPT blocks are read under the file's gate, held shared, and looked
-	 * up again under it: the reconfigurator takes every gate once after
-	 * it drops extents, before it writes over their BOPT blocks, so no
-	 * read still uses an old place when a new copy goes there */
-	free(heap);
-	gate = &gate_of(engine, file->file_id)->lock;
-	pthread_rwlock_rdlock(gate);
-	n = lookup(engine, file, first, (uint32_t)(last - first + 1), stack, &pieces, &heap);
-	if (n < 0) {
-		pthread_rwlock_unlock(gate);
-		return n;
-	}
-	all_home = n == 1 && pieces[0].bopt_block == HY_MAP_HOME;
-	if (all_home || !stamp_matches(engine, file)) {
-		/* all home now, or the file changed outside the mount since its
-		 * blocks were copied: then its copies are dropped first */
-		pthread_rwlock_unlock(gate);
-		free(heap);
-		if (!all_home)
-			copies_fresh(engine, file);
-		return hy_device_read(engine->backing, file->backing_fd, buf, size, off);
-	}
 	for (int i = 0; i < n; i++) {
 		uint64_t from;
 		size_t len = piece_span(&pieces[i], (uint64_t)off, end, &from);
@@ -322,18 +288,63 @@ ssize_t hy_engine_read(struct hy_engine *engine, struct hy_engine_file *file, vo
 			r = hy_device_read(engine->bopt, 0, (char *)buf + done, len,
 					   bopt_offset(engine, &pieces[i], from));
 		}
-		if (r < 0) {
-			pthread_rwlock_unlock(gate);
-			free(heap);
+		if (r < 0)
 			return done ? (ssize_t)done : r;
-		}
 		done += (size_t)r;
 		if ((size_t)r < len)
 			break; /* the end of the file, at home */
 	}
-	pthread_rwlock_unlock(gate);
-	free(heap);
 	return (ssize_t)done;
+}
+
+ssize_t hy_engine_read(struct hy_engine *engine, struct hy_engine_file *file, void *buf,
+		       size_t size, off_t off)
+{
+	struct hy_map_piece stack[PIECES_ON_STACK], *pieces, *heap;
+	uint64_t first, last, end;
+	uint32_t nblocks;
+	ssize_t rc;
+	int n;
+
+	if (!uses_map(engine, file) || size == 0 || off < 0)
+		return hy_device_read(engine->backing, file->backing_fd, buf, size, off);
+	first = (uint64_t)off / BLOCK;
+	end = (uint64_t)off + size;
+	last = (end - 1) / BLOCK;
+	if (last - first >= UINT32_MAX)
+		return hy_device_read(engine->backing, file->backing_fd, buf, size, off);
+	nblocks = (uint32_t)(last - first + 1);
+	n = lookup(engine, file, first, nblocks, stack, &pieces, &heap);
+	if (n < 0)
+		return n;
+	free(heap);
+	/* the common case: nothing relocated, one request home (a block that
+	 * becomes relocated meanwhile is a clean copy of home) */
+	if (n == 1 && pieces[0].bopt_block == HY_MAP_HOME)
+		return hy_device_read(engine->backing, file->backing_fd, buf, size, off);
+	/* BOPT blocks are read under the file's gate, held shared, and looked
+	 * up again under it: the reconfigurator takes every gate once after
+	 * it drops extents, before it writes over their BOPT blocks, so no
+	 * read still uses an old place when a new copy goes there */
+	gate_read_lock(engine, file->file_id);
+	n = lookup(engine, file, first, nblocks, stack, &pieces, &heap);
+	if (n >= 0 && !stamp_matches(engine, file)) {
+		/* the home file's ctime moved: a write through the mount between
+		 * its home change and its stamp refresh, or a change outside the
+		 * mount. With the gate exclusive the first has ended; if the
+		 * stamp still differs the copies are stale (dropped, their newer
+		 * blocks home first), else the read goes on with them */
+		free(heap);
+		hy_engine_gate_unlock(engine, file->file_id);
+		hy_engine_gate_lock(engine, file->file_id);
+		if (!stamp_matches(engine, file))
+			drop_stale(engine, file);
+		n = lookup(engine, file, first, nblocks, stack, &pieces, &heap);
+	}
+	rc = n < 0 ? n : read_pieces(engine, file, buf, off, end, pieces, n);
+	hy_engine_gate_unlock(engine, file->file_id);
+	free(heap);
+	return rc;
 }
 
 /* Before relocated blocks of [@block, @block + @nblocks) change at home:
