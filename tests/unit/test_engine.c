@@ -305,6 +305,14 @@ struct stamped_device {
 	int64_t clock; /* the last stamp given */
 	int stamp_calls;
 	int opened, closed, bad_closes; /* writable handles */
+	/* a race made on purpose: with pause_writes, set_mtime (after the
+	 * stamp moved) waits until go; getattr calls are counted under hook */
+	struct race_hook {
+		pthread_mutex_t lock;
+		pthread_cond_t cond;
+		bool pause_writes, paused, go;
+		int getattrs;
+	} * hook;
 };
 
 static struct stamped_object *object_of(struct hy_device *dev, int64_t object)
@@ -422,7 +430,15 @@ static int st_getattr(struct hy_device *dev, int64_t object, struct hy_device_at
 {
 	struct stamped_object *o = object_of(dev, object);
 
+	struct race_hook *h = ((struct stamped_device *)dev->priv)->hook;
+
 	((struct stamped_device *)dev->priv)->stamp_calls++;
+	if (h) {
+		pthread_mutex_lock(&h->lock);
+		h->getattrs++;
+		pthread_cond_broadcast(&h->cond);
+		pthread_mutex_unlock(&h->lock);
+	}
 	if (!o)
 		return -EBADF;
 	out->stamp = o->stamp;
@@ -440,6 +456,18 @@ static int st_set_mtime(struct hy_device *dev, int64_t object, int64_t mtime_ns)
 	/* like a file's: the change time moves too */
 	o->mtime_ns = mtime_ns >= 0 ? mtime_ns : (o->stamp + 1) * 1000;
 	touch(dev->priv, o);
+	{
+		struct race_hook *h = ((struct stamped_device *)dev->priv)->hook;
+
+		if (h && h->pause_writes) {
+			pthread_mutex_lock(&h->lock);
+			h->paused = true;
+			pthread_cond_broadcast(&h->cond);
+			while (!h->go)
+				pthread_cond_wait(&h->cond, &h->lock);
+			pthread_mutex_unlock(&h->lock);
+		}
+	}
 	return 0;
 }
 
@@ -1056,6 +1084,33 @@ static void test_stamp_unsupported(void)
 
 /* ---- BORG's writes into the BOPT --------------------------------------- */
 
+struct race_io {
+	struct fixture *fx;
+	uint64_t block;
+	char c;	       /* the write's byte */
+	char got[BLK]; /* the read's bytes */
+	ssize_t rc;
+};
+
+static void *race_write(void *arg)
+{
+	struct race_io *io = arg;
+	char buf[BLK];
+
+	memset(buf, io->c, sizeof(buf));
+	io->rc = hy_engine_write(io->fx->engine, &io->fx->file, buf, BLK, (off_t)(io->block * BLK));
+	return NULL;
+}
+
+static void *race_read(void *arg)
+{
+	struct race_io *io = arg;
+
+	io->rc = hy_engine_read(io->fx->engine, &io->fx->file, io->got, BLK,
+				(off_t)(io->block * BLK));
+	return NULL;
+}
+
 /* The fixture with a journal and BORG's writes on; the BOPT device notes
  * the journal and the map at each write. */
 static void fx_setup_writes(struct fixture *fx)
@@ -1073,6 +1128,56 @@ static void write_block(struct fixture *fx, uint64_t blk, char c)
 
 	memset(buf, c, sizeof(buf));
 	CU_ASSERT_EQUAL(hy_engine_write(fx->engine, &fx->file, buf, BLK, (off_t)(blk * BLK)), BLK);
+}
+
+/* A read that meets a write in flight: the writer has moved the home
+ * file's ctime (its mtime is set first) and not yet its stamp. The read
+ * must wait it out and read block 3's newer copy from the BOPT, not the
+ * older one at home (it did read home once). No sleeps: the writer waits
+ * in set_mtime until the reader has looked at the stamp. */
+static void test_read_meets_write_in_flight(void)
+{
+	struct race_hook hook = {.pause_writes = false};
+	struct race_io w = {.block = 5, .c = 'W'}, r = {.block = 3};
+	pthread_t wt, rt;
+	struct fixture fx;
+	int seen;
+
+	fx_setup_writes(&fx);
+	w.fx = r.fx = &fx;
+	write_block(&fx, 3, 'N'); /* dirty: the newer copy is in the BOPT */
+	CU_ASSERT(all_bytes(bopt_block(&fx, 11), BLK, 'N'));
+	CU_ASSERT_FALSE(all_bytes(home_block(&fx, 3), BLK, 'N'));
+	pthread_mutex_init(&hook.lock, NULL);
+	pthread_cond_init(&hook.cond, NULL);
+	hook.pause_writes = true;
+	fx.home->hook = &hook;
+
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&wt, NULL, race_write, &w), 0);
+	pthread_mutex_lock(&hook.lock);
+	while (!hook.paused)
+		pthread_cond_wait(&hook.cond, &hook.lock);
+	seen = hook.getattrs;
+	pthread_mutex_unlock(&hook.lock);
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&rt, NULL, race_read, &r), 0);
+	/* the reader has compared the stamp (and found it moved) */
+	pthread_mutex_lock(&hook.lock);
+	while (hook.getattrs == seen)
+		pthread_cond_wait(&hook.cond, &hook.lock);
+	hook.go = true;
+	pthread_cond_broadcast(&hook.cond);
+	pthread_mutex_unlock(&hook.lock);
+	pthread_join(wt, NULL);
+	pthread_join(rt, NULL);
+
+	CU_ASSERT_EQUAL(w.rc, BLK);
+	CU_ASSERT_EQUAL(r.rc, BLK);
+	CU_ASSERT(all_bytes(r.got, BLK, 'N'));
+	CU_ASSERT_EQUAL(fx.engine->stale_files, 0);
+	fx.home->hook = NULL;
+	pthread_cond_destroy(&hook.cond);
+	pthread_mutex_destroy(&hook.lock);
+	fx_teardown(&fx);
 }
 
 /* A write to relocated blocks goes into their BOPT copies, marked dirty:
@@ -1789,6 +1894,7 @@ int hy_test_add_engine(void)
 	    !CU_add_test(s, "BORG's writes: into the BOPT, marked dirty first",
 			 test_bopt_write_dirty) ||
 	    !CU_add_test(s, "BORG's writes: sync home", test_bopt_write_sync_home) ||
+	    !CU_add_test(s, "a read meets a write in flight", test_read_meets_write_in_flight) ||
 	    !CU_add_test(s, "BORG's writes: fsync and close send them home",
 			 test_bopt_write_fsync_close) ||
 	    !CU_add_test(s, "BORG's writes: truncation", test_bopt_write_truncate) ||
