@@ -173,30 +173,31 @@ static int open_bopt(struct hy_borg *b, char *why, size_t why_size)
 	return 0;
 }
 
-/* A journal that fails replay is set aside; the map starts empty. */
+/* A journal whose replay fails in the middle (a record the map refuses:
+ * damage from outside, since a crash only tears the end) is set aside, and
+ * the map keeps what the records before it gave: dirty marks among them
+ * still send their blocks home. What the records after it said is lost;
+ * a release among them is caught by the stamp check (the change that
+ * followed it moved the home file's ctime). */
 static int reset_journal(struct hy_borg *b, const char *path, const char *failure, char *why,
 			 size_t why_size)
 {
 	char damaged[4200];
 	uint64_t generation = b->bopt->header.generation;
+	struct hy_map_stats stats;
 	int rc;
 
 	snprintf(damaged, sizeof(damaged), "%s%s", path, HY_BORG_DAMAGED_SUFFIX);
+	hy_map_get_stats(b->map, &stats);
 	hy_log(LOG_ERR,
-	       "%s; it is kept as \"%s\" and every BOPT copy is dropped (home copies are current, "
-	       "nothing is lost)",
-	       failure, damaged);
+	       "%s; it is kept as \"%s\", and the map keeps what came before the damage (%" PRIu64
+	       " blocks relocated, %" PRIu64 " of them written through the mount and not home "
+	       "yet)",
+	       failure, damaged, stats.blocks, stats.dirty_blocks);
 	if (rename(path, damaged) < 0) {
 		rc = -errno;
 		snprintf(why, why_size, "cannot set the damaged map journal \"%s\" aside: %s", path,
 			 strerror(-rc));
-		return rc;
-	}
-	hy_map_free(b->map);
-	b->map = NULL;
-	rc = hy_map_new(&b->map);
-	if (rc) {
-		snprintf(why, why_size, "out of memory");
 		return rc;
 	}
 	rc = hy_map_journal_open(path, generation, 0, b->map, &b->journal, NULL, why, why_size);

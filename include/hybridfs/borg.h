@@ -36,9 +36,9 @@
  * for an earlier BOPT is refused and the map starts empty), made again
  * when bopt_size= asks for another size, and checked; the map is loaded
  * and the journal replayed. A journal that fails replay (damaged in the
- * middle) is set aside as bopt-map.journal.damaged and the map starts
- * empty: home copies are always current, so nothing is lost but the
- * layout.
+ * middle) is set aside as bopt-map.journal.damaged and the map keeps what
+ * its records before the damage gave (their dirty marks still send their
+ * blocks home); the stamp check covers releases among the lost records.
  *
  * Who calls it: fs/main.c (open, close), the control handlers in fs/main.c
  * (reorganize, progress), fs/status.c and fs/explain.c (info, map).
