@@ -16,10 +16,14 @@
 int hy_runtime_dir(char *buf, size_t size, int create)
 {
 	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	const char *own = getenv("HYBRIDFS_RUNTIME_DIR");
 	struct stat st;
 	int n;
 
-	if (geteuid() == 0)
+	/* a registry of one's own: separate sets of mounts (tests, sandboxes) */
+	if (own && *own == '/')
+		n = snprintf(buf, size, "%s", own);
+	else if (geteuid() == 0)
 		n = snprintf(buf, size, "/run/hybridfs");
 	else if (xdg && *xdg == '/')
 		n = snprintf(buf, size, "%s/hybridfs", xdg);

@@ -6,7 +6,9 @@
  * small file, named by its mount uuid, into a private per-user runtime
  * folder while it runs, and removes it at unmount:
  *
- *   folder: /run/hybridfs (root), else $XDG_RUNTIME_DIR/hybridfs, else
+ *   folder: $HYBRIDFS_RUNTIME_DIR when set to an absolute path (a set of
+ *           mounts of its own: tests, sandboxes), else /run/hybridfs
+ *           (root), else $XDG_RUNTIME_DIR/hybridfs, else
  *           /tmp/hybridfs-UID; mode 0700, owned by the user
  *   file:   UUID.mount, written whole then renamed into place, lines of
  *           key=value (backslash escapes \\ and \n in values):

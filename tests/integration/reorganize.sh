@@ -17,7 +17,9 @@
 #      unmount); after kill -9 the journal brings the dirty block back and
 #      unmount sends it home;
 #   6. a reorganization sends blocks written through the mount home before
-#      they leave the BOPT, and never copies over one still held there.
+#      they leave the BOPT, and never copies over one still held there;
+#   7. --all reorganizes every mount of the user and passes over one
+#      without a BOPT; bad requests are refused by name.
 . "$(dirname "$0")/lib.sh"
 hy_setup
 command -v jq >/dev/null || hy_skip "jq is missing (scripts/test installs it)"
@@ -102,6 +104,17 @@ jq -e '([.ranges[] | select(.where == "bopt") | .count] | add) == 32 and
 msg=$("$HYBRIDCTL" explain "$HY_TMP" 2>&1)
 [ $? = 1 ] && grep -q "not in a hybridfs mount" <<<"$msg" ||
 	hy_fail "explain of a path outside any mount was not refused: $msg"
+# bad requests are refused by name
+mkdir -p "$m/dir"
+msg=$("$HYBRIDCTL" explain "$m/dir" 2>&1)
+[ $? = 1 ] && grep -q "not a regular file" <<<"$msg" || hy_fail "explain of a directory: $msg"
+msg=$("$HYBRIDCTL" reorganize "$m" --capacity 1T 2>&1)
+[ $? = 2 ] && grep -q "read region" <<<"$msg" || hy_fail "a capacity above the BOPT: $msg"
+msg=$("$HYBRIDCTL" reorganize "$m" --state "$HY_TMP/state" 2>&1)
+[ $? = 2 ] || hy_fail "reorganize with both a mountpoint and --state: $msg"
+msg=$("$HYBRIDCTL" flush "$m" extra 2>&1)
+[ $? = 2 ] || hy_fail "flush with two mountpoints: $msg"
+rmdir "$m/dir"
 
 # after a remount (no page cache, fresh counters): the hot set comes from
 # the BOPT, in one sequential sweep, and nothing from home
@@ -303,4 +316,39 @@ hy_umount "$m"
 cmp -s "$HY_TMP/a5" <(dd if="$b/a" bs=4096 skip=5 count=1 status=none) ||
 	hy_fail "the write to a did not reach home"
 cmp -s "$b/c" "$HY_TMP/c.orig" || hy_fail "c changed at home"
+
+# ---- 7. hybridctl reorganize --all ---------------------------------------
+# a registry of this test's own: --all must not reach the mounts of the
+# other tests running beside it
+export HYBRIDFS_RUNTIME_DIR=$HY_TMP/run
+mount_ready "$b" "$m" "$opts"
+# --all: every mount of this user; a mount without a BOPT is passed over
+mount_ready_none() {
+	hy_mount "$1" "$2" -o "$3"
+	wait_for_at "$2" '.mounts[0].daemon != null'
+}
+wait_for_at() {
+	local i
+	for i in $(seq 1 1200); do
+		"$HYBRIDCTL" status "$1" --json 2>/dev/null | jq -e "$2" >/dev/null 2>&1 && return 0
+		sleep 0.05
+	done
+	hy_fail "waited 60 s for $1: $2"
+}
+pid_m=$HY_PID
+mount_ready_none "$HY_TMP/bn" "$HY_TMP/mn" "state=$HY_TMP/staten,bopt=none"
+msg=$("$HYBRIDCTL" reorganize "$HY_TMP/mn" 2>&1)
+[ $? = 2 ] && grep -q "no BOPT" <<<"$msg" || hy_fail "reorganize of a mount without a BOPT: $msg"
+out=$("$HYBRIDCTL" reorganize --all --gap 3600 2>&1)
+rc=$?
+[ $rc = 0 ] || hy_fail "reorganize --all exited $rc: $out"
+grep -q "$HY_TMP/mn: no BOPT" <<<"$out" || hy_fail "--all did not pass over the mount without a BOPT: $out"
+grep -q "^reorganized $m " <<<"$out" || hy_fail "--all did not reorganize $m: $out"
+[ -z "$("$HYBRIDCTL" reorganize --all --gap 3600 --quiet 2>&1)" ] ||
+	hy_fail "reorganize --all --quiet printed something"
+[ "$(find "$HY_TMP/run" -name '*.mount' | wc -l)" = 2 ] ||
+	hy_fail "the private registry does not hold exactly this part's two mounts"
+hy_umount "$HY_TMP/mn"
+HY_PID=$pid_m
+hy_umount "$m"
 hy_pass
