@@ -200,10 +200,10 @@ static void drop_stale(struct hy_engine *engine, struct hy_engine_file *file)
 		return;
 	}
 	atomic_fetch_add(&engine->stale_files, 1);
-	hy_log(LOG_NOTICE,
-	       "file %" PRIu64 " changed outside the mount since its blocks were copied to the "
-	       "BOPT: its copies are dropped (%" PRId64 " blocks written through the mount went "
-	       "home first)",
+	hy_log(LOG_INFO,
+	       "file %" PRIu64 ": its ctime moved since its blocks were copied to the BOPT (a "
+	       "change outside the mount): its copies are dropped (%" PRId64
+	       " blocks written through the mount went home first)",
 	       file->file_id, synced);
 }
 
@@ -662,6 +662,28 @@ int hy_engine_fsync(struct hy_engine *engine, struct hy_engine_file *file, bool 
 	if (rc < 0)
 		return (int)rc;
 	return hy_device_sync(engine->backing, file->backing_fd, data_only);
+}
+
+bool hy_engine_has_copies(struct hy_engine *engine, uint64_t file_id)
+{
+	int64_t stamp;
+
+	return engine->map && file_id && hy_map_get_stamp(engine->map, file_id, &stamp) == 0;
+}
+
+bool hy_engine_meta_begin(struct hy_engine *engine, struct hy_engine_file *file)
+{
+	int64_t stamp;
+
+	return uses_map(engine, file) &&
+	       hy_map_get_stamp(engine->map, file->file_id, &stamp) == 0 &&
+	       stamp_matches(engine, file);
+}
+
+void hy_engine_meta_end(struct hy_engine *engine, struct hy_engine_file *file, bool fresh)
+{
+	if (fresh)
+		refresh_stamp(engine, file);
 }
 
 int hy_engine_close(struct hy_engine *engine, struct hy_engine_file *file)

@@ -365,12 +365,32 @@ static int set_size(struct hy_fs *fs, struct hy_inode *inode, const struct hy_in
 static int do_setattr(struct hy_fs *fs, struct hy_inode *inode, const struct stat *attr, int to_set,
 		      struct fuse_file_info *fi, struct stat *out)
 {
+	const int meta_bits = FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID |
+			      FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
+			      FUSE_SET_ATTR_MTIME_NOW;
+	uint64_t file_id = atomic_load(&inode->file_id);
+	struct hy_engine_file meta;
 	struct hy_inode_ref ref;
-	int rc, fd = fi && fi->fh ? file_of(fi)->fd : -1;
+	int rc, fd = fi && fi->fh ? file_of(fi)->fd : -1, meta_fd = -1;
+	bool fresh = false;
 
 	rc = hy_inode_pin(fs->inodes, inode, false, &ref);
 	if (rc)
 		return rc;
+	/* the change moves the ctime: BOPT copies current now stay current */
+	if ((to_set & meta_bits) && hy_engine_has_copies(fs->engine, file_id)) {
+		if (fd >= 0)
+			meta_fd = fd;
+		else if (ref.self)
+			meta_fd = open(ref.path, O_PATH | O_CLOEXEC);
+		else
+			meta_fd = openat(ref.dirfd, ref.name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (meta_fd >= 0) {
+			hy_engine_file_init(fs->engine, &meta, meta_fd);
+			hy_engine_file_set_id(&meta, file_id);
+			fresh = hy_engine_meta_begin(fs->engine, &meta);
+		}
+	}
 	if (to_set & FUSE_SET_ATTR_MODE) {
 		if (fd >= 0)
 			rc = fchmod(fd, attr->st_mode);
@@ -413,6 +433,11 @@ static int do_setattr(struct hy_fs *fs, struct hy_inode *inode, const struct sta
 	else
 		rc = stat_ref(&ref, inode, out);
 out:
+	if (meta_fd >= 0) {
+		hy_engine_meta_end(fs->engine, &meta, fresh && rc == 0);
+		if (meta_fd != fd)
+			close(meta_fd);
+	}
 	hy_inode_unpin(fs->inodes, &ref);
 	return rc;
 }

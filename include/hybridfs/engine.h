@@ -127,6 +127,17 @@ void hy_engine_set_bopt_writes(struct hy_engine *engine, bool on);
  * exclusive. Returns the blocks made clean or a negative errno. */
 int64_t hy_engine_sync_home(struct hy_engine *engine, struct hy_engine_file *file);
 
+/* Around a change of a file's metadata through the mount (chmod, chown,
+ * utimes), which moves its ctime without touching its data:
+ * has_copies() says whether the file has relocated blocks at all;
+ * meta_begin() whether they are current now (read through @file's
+ * descriptor, which may be O_PATH); meta_end(), if they were, moves the
+ * stamp to the new ctime, so the copies are not taken for stale. An
+ * outside change at that very moment may go unseen, as for writes. */
+bool hy_engine_has_copies(struct hy_engine *engine, uint64_t file_id);
+bool hy_engine_meta_begin(struct hy_engine *engine, struct hy_engine_file *file);
+void hy_engine_meta_end(struct hy_engine *engine, struct hy_engine_file *file, bool fresh);
+
 /* A handle of @file is closed: its dirty blocks go home. 0 or -errno. */
 int hy_engine_close(struct hy_engine *engine, struct hy_engine_file *file);
 

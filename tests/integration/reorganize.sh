@@ -101,6 +101,13 @@ jq -e '([.ranges[] | select(.where == "bopt") | .count] | add) == 32 and
 "$HYBRIDCTL" explain "$m/cold" --json | jq -e 'all(.ranges[]; .where == "home")' >/dev/null ||
 	hy_fail "explain: the cold file is not all home"
 "$HYBRIDCTL" explain "$m/hot" | grep -q "bopt" || hy_fail "explain's table shows no bopt range"
+# metadata changed through the mount moves the ctime but keeps the copies
+s0=$(status bopt.stale_files)
+chmod 600 "$m/hot" && touch -m -d @1600000000 "$m/hot" || hy_fail "chmod or touch failed"
+dd if="$m/hot" of=/dev/null bs=4096 skip=700 count=1 iflag=direct status=none
+[ "$(status bopt.stale_files)" = "$s0" ] || hy_fail "chmod and touch through the mount dropped the copies"
+[ "$(stat -c %Y "$b/hot")" = 1600000000 ] || hy_fail "touch -d did not reach home"
+[ "$(status bopt.map_blocks)" = "$copied" ] || hy_fail "the copies are gone after chmod and touch"
 msg=$("$HYBRIDCTL" explain "$HY_TMP" 2>&1)
 [ $? = 1 ] && grep -q "not in a hybridfs mount" <<<"$msg" ||
 	hy_fail "explain of a path outside any mount was not refused: $msg"
