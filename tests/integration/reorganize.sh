@@ -46,6 +46,24 @@ mount_ready() {
 	hy_mount "$1" "$2" -o "$3"
 	wait_for '.bopt.path != null'
 }
+# append_refused_record JOURNAL FILE_ID BLOCK: a well-formed relocate
+# record (map_journal.h: 48 bytes, FNV-1a 32 checksum) of a block that is
+# relocated already, with the generation and epoch of the journal's first
+# record: replay refuses it as damage
+append_refused_record() {
+	local j=$1 hex rec h=2166136261 i byte
+	hex=$(od -An -tx1 -v -N 16 "$j" | tr -d ' \n') # magic, type, epoch, generation
+	[ ${#hex} = 32 ] || { hy_fail "no record in $j to copy the generation from"; return; }
+	le() { local v=$1 n=$2 out=""; for ((i = 0; i < n; i++)); do
+		out+=$(printf '%02x' $((v & 255))); v=$((v >> 8)); done; echo "$out"; }
+	rec=48594d4a01${hex:10:6}${hex:16:16}$(le "$2" 8)$(le "$3" 8)$(le 999 8)$(le 1 4)
+	for ((i = 0; i < ${#rec}; i += 2)); do
+		byte=$((16#${rec:i:2}))
+		h=$((((h ^ byte) * 16777619) & 0xffffffff))
+	done
+	rec+=$(le "$h" 4)
+	printf "$(sed 's/../\\x&/g' <<<"$rec")" >>"$j"
+}
 specs() { local blk; for blk in "$@"; do printf 'r:%d:4096 ' $((blk * 4096)); done; }
 
 # ---- 1. the hot set moves to the BOPT, data unchanged -----------------
@@ -270,7 +288,10 @@ cmp -s "$HY_TMP/w13" <(dd if="$m/f" bs=4096 skip=13 count=1 iflag=direct status=
 "$HYBRIDCTL" explain "$m/f" --json | jq -e 'any(.ranges[]; .where == "bopt" and .first <= 13 and
 	13 < .first + .count)' >/dev/null || hy_fail "block 13 is no longer in the BOPT"
 
-# kill -9 with a dirty block: the journal keeps it, unmount sends it home
+# kill -9 with a dirty block: the journal keeps it, unmount sends it home;
+# and a journal damaged after that record (one the map refuses: a second
+# relocation of block 13) is set aside, keeping what came before
+fid=$("$HYBRIDCTL" explain "$m/f" --json | jq -r .file_id)
 "$bin/hy-iogen" holder "$m/f" w:$((77 * 4096)):4096 wait:"$HY_TMP/go" &
 wpid=$!
 wait_for '.bopt.dirty_blocks == 1'
@@ -279,7 +300,9 @@ kill -9 "$HY_PID"
 echo >"$HY_TMP/go"
 wait $wpid # its close meets a dead mount; that is fine
 fusermount3 -u -z "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
+append_refused_record "$HY_TMP/state4/bopt-map.journal" "$fid" 13
 mount_ready "$b" "$m" "$opts"
+[ -f "$HY_TMP/state4/bopt-map.journal.damaged" ] || hy_fail "the damaged journal was not set aside"
 [ "$(status bopt.dirty_blocks)" = 1 ] || hy_fail "the dirty block was not replayed"
 cmp -s "$HY_TMP/w77" <(dd if="$m/f" bs=4096 skip=77 count=1 iflag=direct status=none) ||
 	hy_fail "after kill -9 the written block is lost"
