@@ -434,6 +434,16 @@ int hy_map_journal_append(struct hy_map_journal *j, const struct hy_map_journal_
 	return rc ? rc : hy_map_journal_wait(j, ticket);
 }
 
+uint64_t hy_map_journal_records(struct hy_map_journal *j)
+{
+	uint64_t written;
+
+	pthread_mutex_lock(&j->lock);
+	written = j->written;
+	pthread_mutex_unlock(&j->lock);
+	return written;
+}
+
 int hy_map_journal_sync(struct hy_map_journal *j)
 {
 	uint64_t written;

@@ -43,6 +43,7 @@ struct hy_borg {
 	sqlite3 *db; /* the reconfigurator's; used by one thread at a time */
 	bool was_clean;
 	uint64_t replayed;
+	int64_t checkpointed_ns; /* the cleaner's last checkpoint (its thread only) */
 
 	pthread_mutex_t lock; /* guards what follows */
 	struct hy_borg_progress progress;
@@ -298,6 +299,7 @@ int hy_borg_open(const struct hy_borg_config *config, struct hy_borg **out, char
 	if (rc)
 		goto fail;
 	b->was_clean = b->bopt->header.clean_shutdown;
+	b->checkpointed_ns = now_ns();
 	rc = open_map(b, why, why_size);
 	if (rc)
 		goto fail;
@@ -330,14 +332,21 @@ fail:
 }
 
 /* Saves the map while nothing changes it. */
-static int checkpoint(struct hy_borg *b, char *why, size_t why_size)
+static int checkpoint_with(struct hy_borg *b, sqlite3 *db, char *why, size_t why_size)
 {
 	int rc;
 
+	/* every gate: no change of the map or the journal meanwhile; two
+	 * checkpoints (the cleaner's, a reorganization's) take turns here */
 	hy_engine_quiesce(b->config.engine);
-	rc = hy_map_journal_checkpoint(b->journal, b->map, b->db, why, why_size);
+	rc = hy_map_journal_checkpoint(b->journal, b->map, db, why, why_size);
 	hy_engine_resume(b->config.engine);
 	return rc;
+}
+
+static int checkpoint(struct hy_borg *b, char *why, size_t why_size)
+{
+	return checkpoint_with(b, b->db, why, why_size);
 }
 
 void hy_borg_close(struct hy_borg *b)
@@ -1159,6 +1168,36 @@ int hy_borg_flush(struct hy_borg *b, uint64_t *synced, char *why, size_t why_siz
 
 /* The background half of write-back: every HY_BORG_CLEAN_SECONDS, dirty
  * blocks of files held open that long go home. */
+/* The journal grows with every dirty and clean mark and every release,
+ * and stamps refreshed by writes live only in memory until a checkpoint:
+ * the cleaner checkpoints once the journal holds HY_BORG_CHECKPOINT_RECORDS
+ * records, or any record HY_BORG_CHECKPOINT_SECONDS after the last one, on
+ * a connection of its own (the reconfigurator may be using its own). */
+static void cleaner_checkpoint(struct hy_borg *b)
+{
+	static const int64_t every_ns = (int64_t)HY_BORG_CHECKPOINT_SECONDS * 1000000000;
+	uint64_t records = hy_map_journal_records(b->journal);
+	sqlite3 *db = NULL;
+	char why[1024];
+
+	if (records == 0 ||
+	    (records < HY_BORG_CHECKPOINT_RECORDS && now_ns() - b->checkpointed_ns < every_ns))
+		return;
+	if (sqlite3_open_v2(b->db_path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+	    SQLITE_OK) {
+		hy_log(LOG_ERR, "background checkpoint: state database \"%s\": %s", b->db_path,
+		       db ? sqlite3_errmsg(db) : "out of memory");
+		sqlite3_close(db);
+		return;
+	}
+	sqlite3_busy_timeout(db, 10000);
+	if (checkpoint_with(b, db, why, sizeof(why)) < 0)
+		hy_log(LOG_ERR, "background checkpoint: %s; the journal keeps the map", why);
+	else
+		b->checkpointed_ns = now_ns();
+	sqlite3_close(db);
+}
+
 static void *cleaner_main(void *arg)
 {
 	struct hy_borg *b = arg;
@@ -1183,6 +1222,7 @@ static void *cleaner_main(void *arg)
 			if (hy_borg_flush(b, &synced, why, sizeof(why)) < 0)
 				hy_log(LOG_ERR, "background flush: %s", why);
 		}
+		cleaner_checkpoint(b);
 		pthread_mutex_lock(&b->lock);
 	}
 	pthread_mutex_unlock(&b->lock);

@@ -47,7 +47,9 @@
  * BOPT copy, marked dirty (engine.h); dirty blocks go home at close,
  * fsync, `hybridctl flush` (hy_borg_flush), from the cleaner thread
  * ("hy-cleaner") every HY_BORG_CLEAN_SECONDS, and at unmount (DESIGN.md
- * invariant 3).
+ * invariant 3). The cleaner also checkpoints the map now and then
+ * (HY_BORG_CHECKPOINT_*), which bounds the journal and saves the stamps
+ * writes refreshed.
  *
  * Memory: struct hy_borg owns the BOPT, the map, the journal, its SQLite
  * connection and its threads; the engine borrows the first three between
@@ -68,7 +70,19 @@ struct hy_engine;
 struct hy_map;
 
 #define HY_BORG_DAMAGED_SUFFIX ".damaged"
-#define HY_BORG_CLEAN_SECONDS  30 /* how often the cleaner looks for dirty blocks */
+/* How often the cleaner looks for dirty blocks; it checkpoints the map
+ * when the journal holds HY_BORG_CHECKPOINT_RECORDS records, or holds any
+ * HY_BORG_CHECKPOINT_SECONDS after the last checkpoint. (-D at build time
+ * may shorten them, to watch the cleaner work.) */
+#ifndef HY_BORG_CLEAN_SECONDS
+#define HY_BORG_CLEAN_SECONDS 30
+#endif
+#ifndef HY_BORG_CHECKPOINT_RECORDS
+#define HY_BORG_CHECKPOINT_RECORDS 16384
+#endif
+#ifndef HY_BORG_CHECKPOINT_SECONDS
+#define HY_BORG_CHECKPOINT_SECONDS 600
+#endif
 
 struct hy_borg_config {
 	const char *state_dir, *db_path, *uuid;
@@ -107,8 +121,8 @@ struct hy_borg_progress {
 	uint64_t copied_blocks;	 /* committed into the BOPT */
 	uint64_t skipped_ranges; /* files gone, changed during the copy, clipped */
 	uint64_t skipped_blocks;
-	double seconds;	 /* since the run started */
-	char error[512]; /* HY_BORG_FAILED: why */
+	double seconds;	  /* since the run started */
+	char error[1024]; /* HY_BORG_FAILED: why */
 };
 
 struct hy_borg_info {

@@ -131,6 +131,9 @@ int hy_map_journal_append(struct hy_map_journal *journal, const struct hy_map_jo
 int64_t hy_map_journal_release(struct hy_map_journal *journal, struct hy_map *map, uint64_t file_id,
 			       uint64_t block, uint64_t nblocks, bool durable);
 
+/* Records in the journal now (since its last checkpoint). */
+uint64_t hy_map_journal_records(struct hy_map_journal *journal);
+
 /* Waits until every record written so far is durable. 0 or -errno. */
 int hy_map_journal_sync(struct hy_map_journal *journal);
 
