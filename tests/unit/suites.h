@@ -19,6 +19,7 @@ int hy_test_add_bopt(void);
 int hy_test_add_profiler(void);
 int hy_test_add_reorganize(void);
 int hy_test_add_heat(void);
+int hy_test_add_policy(void);
 
 /* A fresh temporary directory for one test; removed by hy_test_rmtree(). */
 char *hy_test_tmpdir(void);
