@@ -1,0 +1,802 @@
+/* cache_index.c - the SSD cache's index; see include/hybridfs/cache_index.h.
+ *
+ * Layout: HY_CACHE_INDEX_STRIPES stripes, each a small chained hash table
+ * of files under its own mutex (map.c's scheme: a file has a reference
+ * count taken under its stripe's mutex, and the last reference frees a
+ * file left with no entries). A file's entries are a power-of-two array of
+ * 16-byte slots, open addressing with linear probing from hash64(block);
+ * a removal shifts the following entries of the cluster back (no
+ * tombstones), so a lookup stops at the first empty slot.
+ *
+ * Memory accounting: idx->bytes counts every allocation the index holds
+ * (stripe buckets, files, slot arrays) and is changed atomically where the
+ * allocation is made or freed.
+ *
+ * Lock order: stripe mutex (never held while taking another lock), then a
+ * file's rwlock. A file's rwlock is always dropped before file_put() takes
+ * the stripe's mutex.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hybridfs/cache_index.h"
+
+#define MIN_SLOTS 8
+
+struct slot {
+	uint64_t block;
+	uint32_t line;
+	uint8_t valid, dirty;
+	uint16_t used; /* 0: an empty slot */
+};
+
+struct idx_file {
+	uint64_t file_id;
+	unsigned long refs; /* atomic; taken under the stripe's mutex */
+	pthread_rwlock_t lock;
+	struct slot *slots;    /* under lock; NULL while the file has no entries */
+	size_t n, cap;	       /* under lock; cap is 0 or a power of two */
+	struct idx_file *next; /* hash chain, under the stripe's mutex */
+};
+
+struct stripe {
+	pthread_mutex_t lock;
+	struct idx_file **buckets; /* under lock */
+	size_t nbuckets, count;	   /* under lock */
+};
+
+struct hy_cache_index {
+	uint32_t capacity;
+	uint64_t files;	  /* atomic: files with entries */
+	uint64_t entries; /* atomic */
+	size_t bytes;	  /* atomic */
+	struct stripe stripes[HY_CACHE_INDEX_STRIPES];
+};
+
+_Static_assert(sizeof(struct slot) == 16, "a slot is 16 bytes");
+
+static uint64_t hash64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebULL;
+	x ^= x >> 31;
+	return x;
+}
+
+static void bytes_add(struct hy_cache_index *idx, size_t n)
+{
+	__atomic_add_fetch(&idx->bytes, n, __ATOMIC_RELAXED);
+}
+
+static void bytes_sub(struct hy_cache_index *idx, size_t n)
+{
+	__atomic_sub_fetch(&idx->bytes, n, __ATOMIC_RELAXED);
+}
+
+static struct hy_cache_entry entry_of(const struct slot *s)
+{
+	struct hy_cache_entry e = {s->block, s->line, s->valid, s->dirty};
+
+	return e;
+}
+
+/* ---- sectors --------------------------------------------------------- */
+
+int hy_cache_sectors(uint32_t offset, uint32_t length, uint8_t *covered, uint8_t *touched)
+{
+	uint32_t end = offset + length, first, last, s;
+
+	*covered = 0;
+	*touched = 0;
+	if (offset > HY_CACHE_LINE_SIZE || length > HY_CACHE_LINE_SIZE - offset)
+		return -EINVAL;
+	if (length == 0)
+		return 0;
+	for (s = offset / HY_CACHE_SECTOR_SIZE; s * HY_CACHE_SECTOR_SIZE < end; s++)
+		*touched |= (uint8_t)(1u << s);
+	first = (offset + HY_CACHE_SECTOR_SIZE - 1) / HY_CACHE_SECTOR_SIZE;
+	last = end / HY_CACHE_SECTOR_SIZE; /* first sector not wholly covered */
+	for (s = first; s < last; s++)
+		*covered |= (uint8_t)(1u << s);
+	return 0;
+}
+
+/* ---- one file's table (its lock held) -------------------------------- */
+
+static size_t home_of(const struct idx_file *f, uint64_t block)
+{
+	return (size_t)hash64(block) & (f->cap - 1);
+}
+
+/* The slot holding @block, or NULL. */
+static struct slot *tab_find(const struct idx_file *f, uint64_t block)
+{
+	size_t i;
+
+	if (!f->cap)
+		return NULL;
+	for (i = home_of(f, block); f->slots[i].used; i = (i + 1) & (f->cap - 1))
+		if (f->slots[i].block == block)
+			return &f->slots[i];
+	return NULL;
+}
+
+/* Puts @s into the table (which has room and does not hold its block). */
+static void tab_put(struct slot *slots, size_t cap, const struct slot *s)
+{
+	size_t i = (size_t)hash64(s->block) & (cap - 1);
+
+	while (slots[i].used)
+		i = (i + 1) & (cap - 1);
+	slots[i] = *s;
+}
+
+/* Moves the file's entries into a table of @ncap slots (a power of two,
+ * more than f->n); on failure the table stays as it was. */
+static int tab_resize(struct hy_cache_index *idx, struct idx_file *f, size_t ncap)
+{
+	struct slot *ns;
+	size_t i;
+
+	ns = calloc(ncap, sizeof(*ns));
+	if (!ns)
+		return -ENOMEM;
+	for (i = 0; i < f->cap; i++)
+		if (f->slots[i].used)
+			tab_put(ns, ncap, &f->slots[i]);
+	free(f->slots);
+	bytes_sub(idx, f->cap * sizeof(*ns));
+	bytes_add(idx, ncap * sizeof(*ns));
+	f->slots = ns;
+	f->cap = ncap;
+	return 0;
+}
+
+/* Whether a table of @cap slots may hold @n entries: load at most 4/5. */
+static bool fits(size_t n, size_t cap)
+{
+	return n * 5 <= cap * 4;
+}
+
+/* Removes the entry in slot @i, shifting the rest of its cluster back. */
+static void tab_delete(struct idx_file *f, size_t i)
+{
+	size_t mask = f->cap - 1, j = i;
+
+	for (;;) {
+		size_t h;
+
+		j = (j + 1) & mask;
+		if (!f->slots[j].used)
+			break;
+		h = home_of(f, f->slots[j].block);
+		/* j's entry may move to i when i lies cyclically in [h, j) */
+		if (((j - h) & mask) >= ((j - i) & mask)) {
+			f->slots[i] = f->slots[j];
+			i = j;
+		}
+	}
+	memset(&f->slots[i], 0, sizeof(f->slots[i]));
+	f->n--;
+}
+
+/* After removals: a file with no entries frees its table; one below a load
+ * of 1/8 halves it (a failure keeps the larger table). */
+static void tab_shrink(struct hy_cache_index *idx, struct idx_file *f)
+{
+	size_t ncap = f->cap;
+
+	if (f->n == 0) {
+		free(f->slots);
+		bytes_sub(idx, f->cap * sizeof(*f->slots));
+		f->slots = NULL;
+		f->cap = 0;
+		__atomic_sub_fetch(&idx->files, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	while (ncap > MIN_SLOTS && f->n * 8 < ncap)
+		ncap /= 2;
+	if (ncap != f->cap)
+		tab_resize(idx, f, ncap);
+}
+
+/* ---- files ------------------------------------------------------------ */
+
+int hy_cache_index_new(uint32_t capacity_lines, struct hy_cache_index **out)
+{
+	struct hy_cache_index *idx;
+	int i;
+
+	*out = NULL;
+	if (capacity_lines == 0 || capacity_lines > HY_CACHE_INDEX_MAX_LINES)
+		return -EINVAL;
+	idx = calloc(1, sizeof(*idx));
+	if (!idx)
+		return -ENOMEM;
+	idx->capacity = capacity_lines;
+	idx->bytes = sizeof(*idx);
+	for (i = 0; i < HY_CACHE_INDEX_STRIPES; i++)
+		pthread_mutex_init(&idx->stripes[i].lock, NULL);
+	*out = idx;
+	return 0;
+}
+
+static void file_free(struct hy_cache_index *idx, struct idx_file *f)
+{
+	bytes_sub(idx, sizeof(*f) + f->cap * sizeof(*f->slots));
+	pthread_rwlock_destroy(&f->lock);
+	free(f->slots);
+	free(f);
+}
+
+void hy_cache_index_free(struct hy_cache_index *idx)
+{
+	size_t b;
+	int i;
+
+	if (!idx)
+		return;
+	for (i = 0; i < HY_CACHE_INDEX_STRIPES; i++) {
+		struct stripe *s = &idx->stripes[i];
+
+		for (b = 0; b < s->nbuckets; b++) {
+			struct idx_file *f = s->buckets[b], *next;
+
+			for (; f; f = next) {
+				next = f->next;
+				file_free(idx, f);
+			}
+		}
+		free(s->buckets);
+		pthread_mutex_destroy(&s->lock);
+	}
+	free(idx);
+}
+
+static struct stripe *stripe_of(struct hy_cache_index *idx, uint64_t file_id, uint64_t *h)
+{
+	*h = hash64(file_id);
+	return &idx->stripes[*h % HY_CACHE_INDEX_STRIPES];
+}
+
+static size_t bucket_of(const struct stripe *s, uint64_t h)
+{
+	return (size_t)((h / HY_CACHE_INDEX_STRIPES) & (s->nbuckets - 1));
+}
+
+/* Doubles a stripe's buckets; a failure only makes chains longer. */
+static void stripe_grow(struct hy_cache_index *idx, struct stripe *s)
+{
+	size_t nb = s->nbuckets ? s->nbuckets * 2 : 16, b, old = s->nbuckets;
+	struct idx_file **nbk = calloc(nb, sizeof(*nbk)), **obk = s->buckets;
+
+	if (!nbk)
+		return;
+	s->buckets = nbk;
+	s->nbuckets = nb;
+	for (b = 0; b < old; b++) {
+		struct idx_file *f = obk[b], *next;
+
+		for (; f; f = next) {
+			size_t nbi = bucket_of(s, hash64(f->file_id));
+
+			next = f->next;
+			f->next = nbk[nbi];
+			nbk[nbi] = f;
+		}
+	}
+	free(obk);
+	bytes_sub(idx, old * sizeof(*nbk));
+	bytes_add(idx, nb * sizeof(*nbk));
+}
+
+/* A file's lock prefers writers: glibc's default lets a steady stream of
+ * lookups starve an insert or a truncate on the same file. */
+static int rwlock_init(pthread_rwlock_t *lock)
+{
+#ifdef __GLIBC__
+	pthread_rwlockattr_t attr;
+	int rc;
+
+	if (pthread_rwlockattr_init(&attr) != 0)
+		return -1;
+	pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	rc = pthread_rwlock_init(lock, &attr);
+	pthread_rwlockattr_destroy(&attr);
+	return rc;
+#else
+	return pthread_rwlock_init(lock, NULL);
+#endif
+}
+
+/* Finds @file_id (adding it when @create) and takes a reference. NULL when
+ * absent, or when adding it failed (*@err = -ENOMEM). */
+static struct idx_file *file_get(struct hy_cache_index *idx, uint64_t file_id, bool create,
+				 int *err)
+{
+	uint64_t h;
+	struct stripe *s = stripe_of(idx, file_id, &h);
+	struct idx_file *f = NULL;
+
+	*err = 0;
+	pthread_mutex_lock(&s->lock);
+	if (s->nbuckets) {
+		for (f = s->buckets[bucket_of(s, h)]; f; f = f->next)
+			if (f->file_id == file_id)
+				break;
+	}
+	if (!f && create) {
+		if (s->count + 1 > s->nbuckets)
+			stripe_grow(idx, s);
+		f = s->nbuckets ? calloc(1, sizeof(*f)) : NULL;
+		if (f && rwlock_init(&f->lock) != 0) {
+			free(f);
+			f = NULL;
+		}
+		if (f) {
+			size_t b = bucket_of(s, h);
+
+			f->file_id = file_id;
+			f->next = s->buckets[b];
+			s->buckets[b] = f;
+			s->count++;
+			bytes_add(idx, sizeof(*f));
+		} else {
+			*err = -ENOMEM;
+		}
+	}
+	if (f)
+		__atomic_add_fetch(&f->refs, 1, __ATOMIC_SEQ_CST);
+	pthread_mutex_unlock(&s->lock);
+	return f;
+}
+
+/* Drops a reference; the last one frees a file with no entries (map.c's
+ * file_put(), which says why f->n is read safely here). The caller holds
+ * no lock. */
+static void file_put(struct hy_cache_index *idx, struct idx_file *f)
+{
+	unsigned long r = __atomic_load_n(&f->refs, __ATOMIC_SEQ_CST);
+	struct stripe *s;
+	uint64_t h;
+
+	while (r > 1) {
+		if (__atomic_compare_exchange_n(&f->refs, &r, r - 1, false, __ATOMIC_SEQ_CST,
+						__ATOMIC_SEQ_CST))
+			return;
+	}
+	s = stripe_of(idx, f->file_id, &h);
+	pthread_mutex_lock(&s->lock);
+	if (__atomic_sub_fetch(&f->refs, 1, __ATOMIC_SEQ_CST) == 0 && f->n == 0) {
+		struct idx_file **pp = &s->buckets[bucket_of(s, h)];
+
+		while (*pp != f)
+			pp = &(*pp)->next;
+		*pp = f->next;
+		s->count--;
+		file_free(idx, f);
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* ---- lookups ---------------------------------------------------------- */
+
+int hy_cache_index_lookup(struct hy_cache_index *idx, uint64_t file_id, uint64_t block,
+			  struct hy_cache_entry *out)
+{
+	const struct slot *sl;
+	struct idx_file *f;
+	int rc;
+
+	f = file_get(idx, file_id, false, &rc);
+	if (!f)
+		return -ENOENT;
+	pthread_rwlock_rdlock(&f->lock);
+	sl = tab_find(f, block);
+	if (sl)
+		*out = entry_of(sl);
+	pthread_rwlock_unlock(&f->lock);
+	file_put(idx, f);
+	return sl ? 0 : -ENOENT;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+	const struct hy_cache_entry *x = a, *y = b;
+
+	return x->block < y->block ? -1 : x->block > y->block;
+}
+
+/* Whether a range of @nblocks is better walked by probing each block than
+ * by scanning the table's @cap slots. */
+static bool probe_each(uint64_t nblocks, size_t cap)
+{
+	return nblocks <= cap;
+}
+
+/* lookup_range's scan of the whole table (f->lock held). */
+static int64_t range_scan(const struct idx_file *f, uint64_t first, uint64_t end,
+			  struct hy_cache_entry *out, size_t max)
+{
+	struct hy_cache_entry *all;
+	size_t i, n = 0;
+
+	for (i = 0; i < f->cap; i++)
+		if (f->slots[i].used && f->slots[i].block >= first && f->slots[i].block < end)
+			n++;
+	if (n == 0)
+		return 0;
+	/* All of them fit: sort in place; else sort a copy and take the first. */
+	all = n <= max ? out : malloc(n * sizeof(*all));
+	if (!all)
+		return -ENOMEM;
+	n = 0;
+	for (i = 0; i < f->cap; i++)
+		if (f->slots[i].used && f->slots[i].block >= first && f->slots[i].block < end)
+			all[n++] = entry_of(&f->slots[i]);
+	if (n > 1)
+		qsort(all, n, sizeof(*all), cmp_entry);
+	if (all != out) {
+		if (max)
+			memcpy(out, all, max * sizeof(*out));
+		free(all);
+	}
+	return (int64_t)n;
+}
+
+int64_t hy_cache_index_lookup_range(struct hy_cache_index *idx, uint64_t file_id,
+				    uint64_t first_block, uint64_t nblocks,
+				    struct hy_cache_entry *out, size_t max)
+{
+	uint64_t end = first_block + nblocks;
+	struct idx_file *f;
+	int64_t n = 0;
+	int rc;
+
+	if (nblocks == 0 || first_block > UINT64_MAX - nblocks)
+		return -EINVAL;
+	f = file_get(idx, file_id, false, &rc);
+	if (!f)
+		return 0;
+	pthread_rwlock_rdlock(&f->lock);
+	if (probe_each(nblocks, f->cap)) {
+		for (uint64_t b = first_block; b < end; b++) {
+			const struct slot *sl = tab_find(f, b);
+
+			if (!sl)
+				continue;
+			if ((size_t)n < max)
+				out[n] = entry_of(sl);
+			n++;
+		}
+	} else {
+		n = range_scan(f, first_block, end, out, max);
+	}
+	pthread_rwlock_unlock(&f->lock);
+	file_put(idx, f);
+	return n;
+}
+
+/* ---- changes ---------------------------------------------------------- */
+
+int hy_cache_index_insert(struct hy_cache_index *idx, uint64_t file_id, uint64_t block,
+			  uint32_t line, uint8_t valid, uint8_t dirty)
+{
+	struct slot s = {block, line, valid, dirty, 1};
+	struct idx_file *f;
+	int rc;
+
+	if (line >= idx->capacity || (dirty & ~valid))
+		return -EINVAL;
+	f = file_get(idx, file_id, true, &rc);
+	if (!f)
+		return rc;
+	pthread_rwlock_wrlock(&f->lock);
+	if (tab_find(f, block)) {
+		rc = -EEXIST;
+		goto out;
+	}
+	if (!f->cap || !fits(f->n + 1, f->cap)) {
+		rc = tab_resize(idx, f, f->cap ? f->cap * 2 : MIN_SLOTS);
+		if (rc)
+			goto out;
+	}
+	tab_put(f->slots, f->cap, &s);
+	if (f->n++ == 0)
+		__atomic_add_fetch(&idx->files, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&idx->entries, 1, __ATOMIC_RELAXED);
+out:
+	pthread_rwlock_unlock(&f->lock);
+	file_put(idx, f); /* frees a file created here when the insert failed */
+	return rc;
+}
+
+int hy_cache_index_update_masks(struct hy_cache_index *idx, uint64_t file_id, uint64_t block,
+				uint8_t set_valid, uint8_t set_dirty, uint8_t clear_dirty,
+				struct hy_cache_entry *out)
+{
+	struct slot *sl;
+	struct idx_file *f;
+	int rc;
+
+	f = file_get(idx, file_id, false, &rc);
+	if (!f)
+		return -ENOENT;
+	pthread_rwlock_wrlock(&f->lock);
+	sl = tab_find(f, block);
+	if (!sl) {
+		rc = -ENOENT;
+	} else {
+		uint8_t valid = sl->valid | set_valid;
+		uint8_t dirty = (uint8_t)((sl->dirty & ~clear_dirty) | set_dirty);
+
+		if (dirty & ~valid) {
+			rc = -EINVAL;
+		} else {
+			sl->valid = valid;
+			sl->dirty = dirty;
+			if (out)
+				*out = entry_of(sl);
+		}
+	}
+	pthread_rwlock_unlock(&f->lock);
+	file_put(idx, f);
+	return rc;
+}
+
+int hy_cache_index_remove(struct hy_cache_index *idx, uint64_t file_id, uint64_t block,
+			  struct hy_cache_entry *out)
+{
+	struct slot *sl;
+	struct idx_file *f;
+	int rc;
+
+	f = file_get(idx, file_id, false, &rc);
+	if (!f)
+		return -ENOENT;
+	pthread_rwlock_wrlock(&f->lock);
+	sl = tab_find(f, block);
+	if (!sl) {
+		rc = -ENOENT;
+	} else {
+		if (out)
+			*out = entry_of(sl);
+		tab_delete(f, (size_t)(sl - f->slots));
+		__atomic_sub_fetch(&idx->entries, 1, __ATOMIC_RELAXED);
+		tab_shrink(idx, f);
+	}
+	pthread_rwlock_unlock(&f->lock);
+	file_put(idx, f);
+	return rc;
+}
+
+int64_t hy_cache_index_remove_file_range(
+	struct hy_cache_index *idx, uint64_t file_id, uint64_t first_block, uint64_t nblocks,
+	void (*fn)(uint64_t file_id, const struct hy_cache_entry *e, void *arg), void *arg)
+{
+	uint64_t end = first_block + nblocks, b;
+	struct hy_cache_entry *gone = NULL;
+	struct slot *ns = NULL;
+	size_t n = 0, i, ncap = 0;
+	struct idx_file *f;
+	bool scan;
+	int rc;
+
+	if (nblocks == 0 || first_block > UINT64_MAX - nblocks)
+		return -EINVAL;
+	f = file_get(idx, file_id, false, &rc);
+	if (!f)
+		return 0;
+	pthread_rwlock_wrlock(&f->lock);
+	/* Everything that can fail first, so that a failure changes nothing:
+	 * room for the removed entries and, for a scan, the new table. */
+	scan = !probe_each(nblocks, f->cap);
+	if (!scan) {
+		for (b = first_block; b < end; b++)
+			n += tab_find(f, b) != NULL;
+	} else {
+		for (i = 0; i < f->cap; i++)
+			n += f->slots[i].used && f->slots[i].block >= first_block &&
+			     f->slots[i].block < end;
+	}
+	if (n && fn) {
+		gone = malloc(n * sizeof(*gone));
+		if (!gone)
+			goto nomem;
+	}
+	if (scan && n && n < f->n) {
+		/* Deleting while scanning would shift entries back past the
+		 * scan: the survivors go into a new table instead. */
+		ncap = f->cap;
+		while (ncap > MIN_SLOTS && (f->n - n) * 8 < ncap)
+			ncap /= 2;
+		ns = calloc(ncap, sizeof(*ns));
+		if (!ns)
+			goto nomem;
+	}
+	n = 0;
+	if (!scan) {
+		for (b = first_block; b < end; b++) {
+			struct slot *sl = tab_find(f, b);
+
+			if (!sl)
+				continue;
+			if (gone)
+				gone[n] = entry_of(sl);
+			n++;
+			tab_delete(f, (size_t)(sl - f->slots));
+		}
+	} else {
+		for (i = 0; i < f->cap; i++) {
+			const struct slot *sl = &f->slots[i];
+
+			if (!sl->used)
+				continue;
+			if (sl->block >= first_block && sl->block < end) {
+				if (gone)
+					gone[n] = entry_of(sl);
+				n++;
+			} else if (ns) {
+				tab_put(ns, ncap, sl);
+			}
+		}
+		if (ns) {
+			free(f->slots);
+			bytes_sub(idx, f->cap * sizeof(*ns));
+			bytes_add(idx, ncap * sizeof(*ns));
+			f->slots = ns;
+			f->cap = ncap;
+		}
+		f->n -= n; /* 0 when there was no new table: tab_shrink frees */
+	}
+	if (n) {
+		__atomic_sub_fetch(&idx->entries, n, __ATOMIC_RELAXED);
+		tab_shrink(idx, f);
+	}
+	pthread_rwlock_unlock(&f->lock);
+	file_put(idx, f);
+	if (gone) {
+		if (scan && n > 1)
+			qsort(gone, n, sizeof(*gone), cmp_entry);
+		for (i = 0; i < n; i++)
+			fn(file_id, &gone[i], arg);
+		free(gone);
+	}
+	return (int64_t)n;
+nomem:
+	pthread_rwlock_unlock(&f->lock);
+	file_put(idx, f);
+	free(gone);
+	return -ENOMEM;
+}
+
+/* ---- stats and check -------------------------------------------------- */
+
+void hy_cache_index_get_stats(struct hy_cache_index *idx, struct hy_cache_index_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->capacity = idx->capacity;
+	out->files = __atomic_load_n(&idx->files, __ATOMIC_RELAXED);
+	out->entries = __atomic_load_n(&idx->entries, __ATOMIC_RELAXED);
+	out->bytes = __atomic_load_n(&idx->bytes, __ATOMIC_RELAXED);
+	out->bytes_per_entry = out->entries ? (double)out->bytes / (double)out->entries : 0.0;
+}
+
+static int say(char *why, size_t why_size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int say(char *why, size_t why_size, const char *fmt, ...)
+{
+	if (why && why_size) {
+		va_list ap;
+
+		va_start(ap, fmt);
+		vsnprintf(why, why_size, fmt, ap);
+		va_end(ap);
+	}
+	return -EUCLEAN;
+}
+
+/* One file's table (its lock held); marks its lines in @seen. */
+static int check_file(const struct hy_cache_index *idx, const struct idx_file *f, uint8_t *seen,
+		      uint64_t *entries, uint64_t *files, char *why, size_t why_size)
+{
+	size_t i, n = 0, mask = f->cap - 1;
+
+	if (f->cap == 0)
+		return f->n || f->slots
+			       ? say(why, why_size, "file %" PRIu64 ": no table, %zu entries",
+				     f->file_id, f->n)
+			       : 0;
+	if (f->cap & mask || !fits(f->n, f->cap))
+		return say(why, why_size, "file %" PRIu64 ": %zu entries in %zu slots", f->file_id,
+			   f->n, f->cap);
+	for (i = 0; i < f->cap; i++) {
+		const struct slot *s = &f->slots[i];
+		size_t j;
+
+		if (!s->used)
+			continue;
+		n++;
+		for (j = home_of(f, s->block); j != i; j = (j + 1) & mask)
+			if (!f->slots[j].used)
+				return say(why, why_size,
+					   "file %" PRIu64 " block %" PRIu64
+					   ": slot %zu is not reachable from its home",
+					   f->file_id, s->block, i);
+		if (tab_find(f, s->block) != s)
+			return say(why, why_size, "file %" PRIu64 ": block %" PRIu64 " twice",
+				   f->file_id, s->block);
+		if (s->dirty & ~s->valid)
+			return say(why, why_size,
+				   "file %" PRIu64 " block %" PRIu64
+				   ": dirty 0x%02x is not within valid 0x%02x",
+				   f->file_id, s->block, s->dirty, s->valid);
+		if (s->line >= idx->capacity)
+			return say(why, why_size,
+				   "file %" PRIu64 " block %" PRIu64 ": line %" PRIu32
+				   " is past the capacity %" PRIu32,
+				   f->file_id, s->block, s->line, idx->capacity);
+		if (seen[s->line / 8] & (1u << (s->line % 8)))
+			return say(why, why_size,
+				   "line %" PRIu32 " is used twice (file %" PRIu64 " block %" PRIu64
+				   ")",
+				   s->line, f->file_id, s->block);
+		seen[s->line / 8] |= (uint8_t)(1u << (s->line % 8));
+	}
+	if (n != f->n)
+		return say(why, why_size, "file %" PRIu64 ": counts %zu entries, holds %zu",
+			   f->file_id, f->n, n);
+	*entries += n;
+	*files += n > 0;
+	return 0;
+}
+
+int hy_cache_index_check(struct hy_cache_index *idx, char *why, size_t why_size)
+{
+	uint64_t entries = 0, files = 0, want_entries, want_files;
+	uint8_t *seen;
+	int i, rc = 0;
+
+	seen = calloc(idx->capacity / 8 + 1, 1);
+	if (!seen)
+		return -ENOMEM;
+	/* One stripe at a time, files visited under their lock: no writer
+	 * holds a file lock while it takes a stripe mutex (file_put is called
+	 * unlocked), so this order cannot deadlock. */
+	for (i = 0; i < HY_CACHE_INDEX_STRIPES && rc == 0; i++) {
+		struct stripe *s = &idx->stripes[i];
+		size_t b;
+
+		pthread_mutex_lock(&s->lock);
+		for (b = 0; b < s->nbuckets && rc == 0; b++) {
+			struct idx_file *f;
+
+			for (f = s->buckets[b]; f && rc == 0; f = f->next) {
+				pthread_rwlock_rdlock(&f->lock);
+				rc = check_file(idx, f, seen, &entries, &files, why, why_size);
+				pthread_rwlock_unlock(&f->lock);
+			}
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
+	free(seen);
+	if (rc)
+		return rc;
+	want_entries = __atomic_load_n(&idx->entries, __ATOMIC_RELAXED);
+	want_files = __atomic_load_n(&idx->files, __ATOMIC_RELAXED);
+	if (entries != want_entries || files != want_files)
+		return say(why, why_size,
+			   "counters say %" PRIu64 " entries in %" PRIu64
+			   " files, the tables hold %" PRIu64 " in %" PRIu64,
+			   want_entries, want_files, entries, files);
+	return 0;
+}

@@ -1,0 +1,1386 @@
+/* cache_store.c - see include/hybridfs/cache_store.h.
+ *
+ * Encodings are byte by byte (little-endian whatever the host). libblkid
+ * resolves UUID= and LABEL= and names what a file or device holds when it
+ * is not a store, as engine/bopt.c does (its helpers are static there, so
+ * this module has its own copies; bopt.c is left as it is).
+ *
+ * The store's device (device.h) ignores the object and uses the store's
+ * descriptor: its private data is the struct hy_cache_store.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <blkid/blkid.h>
+#include <linux/fs.h>
+
+#include "hybridfs/cache_store.h"
+#include "hybridfs/device.h"
+#include "hybridfs/log.h"
+
+/* superblock */
+#define OFF_MAGIC	 0
+#define OFF_VERSION	 8
+#define OFF_HEADER_SIZE	 12
+#define OFF_UUID	 16
+#define OFF_LINE_SIZE	 56
+#define OFF_FLAGS	 60
+#define OFF_CAPACITY	 64
+#define OFF_GENERATION	 72
+#define OFF_TABLE_OFF	 80
+#define OFF_TABLE_SIZE	 88
+#define OFF_JOURNAL_OFF	 96
+#define OFF_JOURNAL_SIZE 104
+#define OFF_DATA_OFF	 112
+#define OFF_DATA_SIZE	 120
+#define OFF_CHECKSUM	 128
+#define UUID_FIELD	 40
+#define FLAG_CLEAN	 1u
+
+/* table copy header */
+#define TAB_MAGIC      "HYCTAB\0\0"
+#define TAB_GENERATION 8
+#define TAB_SEQ	       16
+#define TAB_CAPACITY   24
+#define TAB_CHECKSUM   32
+
+/* line record */
+#define LR_FILE_ID  0
+#define LR_BLOCK    8
+#define LR_VALID    16
+#define LR_DIRTY    17
+#define LR_FLAGS    18
+#define LR_SEQ	    20
+#define LR_CHECKSUM 28
+#define LR_USED	    1u
+
+/* journal record */
+#define JR_TYPE	      4
+#define JR_VALID      5
+#define JR_DIRTY      6
+#define JR_SEQ	      8
+#define JR_GENERATION 16
+#define JR_LINE	      24
+#define JR_FILE_ID    32
+#define JR_BLOCK      40
+#define JR_CHECKSUM   60
+
+#define SECTORS	    (HY_CACHE_LINE_SIZE / HY_CACHE_SECTOR_SIZE)
+#define CHUNK	    (1024 * 1024) /* bytes read or written at a time */
+#define MIN_JOURNAL 1024u	  /* records */
+#define MAX_JOURNAL 65536u
+/* the largest byte count that still fits an off_t */
+#define MAX_BYTES ((uint64_t)INT64_MAX)
+
+static const unsigned char jmagic[4] = {'H', 'Y', 'C', 'J'};
+
+static void say(char *why, size_t why_size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void say(char *why, size_t why_size, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!why || !why_size)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why, why_size, fmt, ap);
+	va_end(ap);
+}
+
+/* ---- encoding ---- */
+
+static void put_le32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void put_le64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint32_t get_le32(const unsigned char *p)
+{
+	uint32_t v = 0;
+
+	for (int i = 3; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static uint64_t get_le64(const unsigned char *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static uint64_t fnv1a64(const unsigned char *p, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+static uint32_t fnv1a32_more(uint32_t h, const unsigned char *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		h ^= p[i];
+		h *= 16777619u;
+	}
+	return h;
+}
+
+static uint32_t fnv1a32(const unsigned char *p, size_t len)
+{
+	return fnv1a32_more(2166136261u, p, len);
+}
+
+static uint64_t table_copy_blocks(uint64_t capacity)
+{
+	return 1 +
+	       (capacity * HY_CACHE_LINE_RECORD + HY_CACHE_STORE_BLOCK - 1) / HY_CACHE_STORE_BLOCK;
+}
+
+void hy_cache_store_encode(const struct hy_cache_store_header *h, unsigned char *buf)
+{
+	memset(buf, 0, HY_CACHE_STORE_BLOCK);
+	memcpy(buf + OFF_MAGIC, HY_CACHE_STORE_MAGIC, 8);
+	put_le32(buf + OFF_VERSION, h->version);
+	put_le32(buf + OFF_HEADER_SIZE, HY_CACHE_STORE_HEADER_SIZE);
+	memcpy(buf + OFF_UUID, h->uuid, strnlen(h->uuid, UUID_FIELD - 1));
+	put_le32(buf + OFF_LINE_SIZE, h->line_size);
+	put_le32(buf + OFF_FLAGS, h->clean_shutdown ? FLAG_CLEAN : 0);
+	put_le64(buf + OFF_CAPACITY, h->capacity);
+	put_le64(buf + OFF_GENERATION, h->generation);
+	put_le64(buf + OFF_TABLE_OFF, h->table_offset);
+	put_le64(buf + OFF_TABLE_SIZE, h->table_size);
+	put_le64(buf + OFF_JOURNAL_OFF, h->journal_offset);
+	put_le64(buf + OFF_JOURNAL_SIZE, h->journal_size);
+	put_le64(buf + OFF_DATA_OFF, h->data_offset);
+	put_le64(buf + OFF_DATA_SIZE, h->data_size);
+	put_le64(buf + OFF_CHECKSUM, fnv1a64(buf, OFF_CHECKSUM));
+}
+
+/* The regions follow each other as the header says, and fit an off_t. */
+static bool layout_ok(const struct hy_cache_store_header *h)
+{
+	uint64_t max_lines = MAX_BYTES / (2 * HY_CACHE_LINE_SIZE);
+
+	if (h->capacity < 1 || h->capacity > max_lines)
+		return false;
+	if (h->table_offset != HY_CACHE_STORE_BLOCK ||
+	    h->table_size != 2 * table_copy_blocks(h->capacity) * HY_CACHE_STORE_BLOCK)
+		return false;
+	if (h->journal_offset != h->table_offset + h->table_size ||
+	    h->journal_size < HY_CACHE_STORE_BLOCK || h->journal_size % HY_CACHE_STORE_BLOCK ||
+	    h->journal_size > MAX_BYTES / 4)
+		return false;
+	if (h->data_offset != h->journal_offset + h->journal_size ||
+	    h->data_size != h->capacity * HY_CACHE_LINE_SIZE ||
+	    h->data_size > MAX_BYTES - h->data_offset)
+		return false;
+	return true;
+}
+
+int hy_cache_store_decode(const unsigned char *buf, struct hy_cache_store_header *h, char *why,
+			  size_t why_size)
+{
+	uint64_t sum, want;
+	uint32_t version, header_size, flags;
+	size_t uuid_len;
+
+	memset(h, 0, sizeof(*h));
+	if (memcmp(buf + OFF_MAGIC, HY_CACHE_STORE_MAGIC, 8) != 0) {
+		say(why, why_size, "not a hybridfs cache store (no cache store magic)");
+		return -EUCLEAN;
+	}
+	/* before the checksum: a newer format may checksum differently */
+	version = get_le32(buf + OFF_VERSION);
+	if (version > HY_CACHE_STORE_VERSION) {
+		say(why, why_size,
+		    "cache store format version %" PRIu32 " is newer than this hybridfs reads (%d)",
+		    version, HY_CACHE_STORE_VERSION);
+		return -EPROTO;
+	}
+	sum = get_le64(buf + OFF_CHECKSUM);
+	want = fnv1a64(buf, OFF_CHECKSUM);
+	if (sum != want) {
+		say(why, why_size,
+		    "cache store superblock damaged (checksum %016" PRIx64 ", expected %016" PRIx64
+		    ")",
+		    sum, want);
+		return -EUCLEAN;
+	}
+	if (version == 0) {
+		say(why, why_size, "cache store superblock damaged (format version 0)");
+		return -EUCLEAN;
+	}
+	header_size = get_le32(buf + OFF_HEADER_SIZE);
+	if (header_size != HY_CACHE_STORE_HEADER_SIZE) {
+		say(why, why_size,
+		    "cache store superblock damaged (header size %" PRIu32 ", expected %d)",
+		    header_size, HY_CACHE_STORE_HEADER_SIZE);
+		return -EUCLEAN;
+	}
+	uuid_len = strnlen((const char *)buf + OFF_UUID, UUID_FIELD);
+	if (uuid_len == 0 || uuid_len >= UUID_FIELD) {
+		say(why, why_size, "cache store superblock damaged (mount uuid %s)",
+		    uuid_len ? "not terminated" : "empty");
+		return -EUCLEAN;
+	}
+	for (size_t i = uuid_len; i < UUID_FIELD; i++) {
+		if (buf[OFF_UUID + i] != 0) {
+			say(why, why_size,
+			    "cache store superblock damaged (mount uuid padding not zero)");
+			return -EUCLEAN;
+		}
+	}
+	flags = get_le32(buf + OFF_FLAGS);
+	if (flags & ~FLAG_CLEAN) {
+		say(why, why_size, "cache store superblock damaged (unknown flags %#" PRIx32 ")",
+		    flags);
+		return -EUCLEAN;
+	}
+	h->version = version;
+	memcpy(h->uuid, buf + OFF_UUID, uuid_len);
+	h->uuid[uuid_len] = '\0';
+	h->line_size = get_le32(buf + OFF_LINE_SIZE);
+	h->clean_shutdown = flags & FLAG_CLEAN;
+	h->capacity = get_le64(buf + OFF_CAPACITY);
+	h->generation = get_le64(buf + OFF_GENERATION);
+	h->table_offset = get_le64(buf + OFF_TABLE_OFF);
+	h->table_size = get_le64(buf + OFF_TABLE_SIZE);
+	h->journal_offset = get_le64(buf + OFF_JOURNAL_OFF);
+	h->journal_size = get_le64(buf + OFF_JOURNAL_SIZE);
+	h->data_offset = get_le64(buf + OFF_DATA_OFF);
+	h->data_size = get_le64(buf + OFF_DATA_SIZE);
+	if (h->line_size != HY_CACHE_LINE_SIZE) {
+		say(why, why_size, "cache store superblock damaged (line size %" PRIu32 ", not %d)",
+		    h->line_size, HY_CACHE_LINE_SIZE);
+		return -EUCLEAN;
+	}
+	if (!layout_ok(h)) {
+		say(why, why_size,
+		    "cache store regions do not add up (%" PRIu64 " lines, table %" PRIu64
+		    "+%" PRIu64 ", journal %" PRIu64 "+%" PRIu64 ", data %" PRIu64 "+%" PRIu64 ")",
+		    h->capacity, h->table_offset, h->table_size, h->journal_offset, h->journal_size,
+		    h->data_offset, h->data_size);
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
+void hy_cache_journal_encode(const struct hy_cache_journal_record *r, unsigned char *buf)
+{
+	memset(buf, 0, HY_CACHE_JOURNAL_RECORD);
+	memcpy(buf, jmagic, sizeof(jmagic));
+	buf[JR_TYPE] = (unsigned char)r->type;
+	buf[JR_VALID] = r->valid;
+	buf[JR_DIRTY] = r->dirty;
+	put_le64(buf + JR_SEQ, r->sequence);
+	put_le64(buf + JR_GENERATION, r->generation);
+	put_le64(buf + JR_LINE, r->line);
+	put_le64(buf + JR_FILE_ID, r->file_id);
+	put_le64(buf + JR_BLOCK, r->block);
+	put_le32(buf + JR_CHECKSUM, fnv1a32(buf, JR_CHECKSUM));
+}
+
+int hy_cache_journal_decode(const unsigned char *buf, struct hy_cache_journal_record *r)
+{
+	if (memcmp(buf, jmagic, sizeof(jmagic)) != 0)
+		return -EUCLEAN;
+	if (buf[JR_TYPE] < HY_CJ_FILL || buf[JR_TYPE] > HY_CJ_MASKS)
+		return -EUCLEAN;
+	if (get_le32(buf + JR_CHECKSUM) != fnv1a32(buf, JR_CHECKSUM))
+		return -EUCLEAN;
+	r->type = (enum hy_cache_journal_type)buf[JR_TYPE];
+	r->valid = buf[JR_VALID];
+	r->dirty = buf[JR_DIRTY];
+	r->sequence = get_le64(buf + JR_SEQ);
+	r->generation = get_le64(buf + JR_GENERATION);
+	r->line = get_le64(buf + JR_LINE);
+	r->file_id = get_le64(buf + JR_FILE_ID);
+	r->block = get_le64(buf + JR_BLOCK);
+	return 0;
+}
+
+static uint32_t line_record_sum(const unsigned char *p, uint64_t line, uint64_t generation)
+{
+	unsigned char extra[16];
+
+	put_le64(extra, line);
+	put_le64(extra + 8, generation);
+	return fnv1a32_more(fnv1a32(p, LR_CHECKSUM), extra, sizeof(extra));
+}
+
+static void encode_line(const struct hy_cache_line *l, uint64_t line, uint64_t generation,
+			unsigned char *p)
+{
+	memset(p, 0, HY_CACHE_LINE_RECORD);
+	if (!l->used)
+		return; /* all zero: free */
+	put_le64(p + LR_FILE_ID, l->file_id);
+	put_le64(p + LR_BLOCK, l->block);
+	p[LR_VALID] = l->valid;
+	p[LR_DIRTY] = l->dirty;
+	p[LR_FLAGS] = LR_USED;
+	put_le64(p + LR_SEQ, l->sequence);
+	put_le32(p + LR_CHECKSUM, line_record_sum(p, line, generation));
+}
+
+/* 0 (a free line is all zero) or -EUCLEAN */
+static int decode_line(const unsigned char *p, uint64_t line, uint64_t generation,
+		       struct hy_cache_line *l)
+{
+	static const unsigned char zero[HY_CACHE_LINE_RECORD];
+
+	memset(l, 0, sizeof(*l));
+	if (memcmp(p, zero, sizeof(zero)) == 0)
+		return 0;
+	if (get_le32(p + LR_CHECKSUM) != line_record_sum(p, line, generation))
+		return -EUCLEAN;
+	if (p[LR_FLAGS] != LR_USED || p[19] != 0 || (p[LR_DIRTY] & ~p[LR_VALID]))
+		return -EUCLEAN;
+	l->used = true;
+	l->file_id = get_le64(p + LR_FILE_ID);
+	l->block = get_le64(p + LR_BLOCK);
+	l->valid = p[LR_VALID];
+	l->dirty = p[LR_DIRTY];
+	l->sequence = get_le64(p + LR_SEQ);
+	return 0;
+}
+
+static void encode_copy_header(uint64_t generation, uint64_t seq, uint64_t capacity,
+			       unsigned char *buf)
+{
+	memset(buf, 0, HY_CACHE_STORE_BLOCK);
+	memcpy(buf, TAB_MAGIC, 8);
+	put_le64(buf + TAB_GENERATION, generation);
+	put_le64(buf + TAB_SEQ, seq);
+	put_le64(buf + TAB_CAPACITY, capacity);
+	put_le64(buf + TAB_CHECKSUM, fnv1a64(buf, TAB_CHECKSUM));
+}
+
+/* 0 with the copy's sequence, or -EUCLEAN */
+static int decode_copy_header(const unsigned char *buf, uint64_t generation, uint64_t capacity,
+			      uint64_t *seq)
+{
+	if (memcmp(buf, TAB_MAGIC, 8) != 0 ||
+	    get_le64(buf + TAB_CHECKSUM) != fnv1a64(buf, TAB_CHECKSUM) ||
+	    get_le64(buf + TAB_GENERATION) != generation ||
+	    get_le64(buf + TAB_CAPACITY) != capacity)
+		return -EUCLEAN;
+	*seq = get_le64(buf + TAB_SEQ);
+	return 0;
+}
+
+/* ---- I/O ---- */
+
+/* Reads @len bytes at @off; zeros past the end of the file. */
+static int read_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	unsigned char *p = buf;
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pread(fd, p + done, len - done, (off_t)(off + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0) {
+			memset(p + done, 0, len - done);
+			break;
+		}
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+static int write_full(int fd, const void *buf, size_t len, uint64_t off)
+{
+	const unsigned char *p = buf;
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pwrite(fd, p + done, len - done, (off_t)(off + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+static int size_of(int fd, const struct stat *st, uint64_t *size)
+{
+	if (S_ISREG(st->st_mode)) {
+		*size = (uint64_t)st->st_size;
+		return 0;
+	}
+	if (S_ISBLK(st->st_mode))
+		return ioctl(fd, BLKGETSIZE64, size) < 0 ? -errno : 0;
+	return -EINVAL;
+}
+
+/* ---- libblkid ---- */
+
+/* 1 with what libblkid finds on @path in @type, 0 for nothing, -errno. */
+static int probe_signature(const char *path, char *type, size_t size)
+{
+	blkid_probe pr = blkid_new_probe_from_filename(path);
+	const char *value = NULL;
+	int rc, found = 0;
+
+	if (!pr)
+		return errno ? -errno : -EIO;
+	blkid_probe_enable_superblocks(pr, 1);
+	blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE);
+	blkid_probe_enable_partitions(pr, 1);
+	rc = blkid_do_safeprobe(pr);
+	if (rc == 0) {
+		if (blkid_probe_lookup_value(pr, "TYPE", &value, NULL) == 0 ||
+		    blkid_probe_lookup_value(pr, "PTTYPE", &value, NULL) == 0)
+			snprintf(type, size, "%s", value);
+		else
+			snprintf(type, size, "an unnamed signature");
+		found = 1;
+	} else if (rc == -2) {
+		snprintf(type, size, "several conflicting signatures");
+		found = 1;
+	} else if (rc < 0) {
+		found = -EIO;
+	}
+	blkid_free_probe(pr);
+	return found;
+}
+
+int hy_cache_store_resolve(const char *spec, char *buf, size_t size, char *why, size_t why_size)
+{
+	char *dev;
+	int n;
+
+	if (!spec || !*spec) {
+		say(why, why_size, "cache: empty location");
+		return -EINVAL;
+	}
+	if (strncmp(spec, "UUID=", 5) != 0 && strncmp(spec, "LABEL=", 6) != 0 &&
+	    strncmp(spec, "PARTUUID=", 9) != 0 && strncmp(spec, "PARTLABEL=", 10) != 0) {
+		if (spec[0] != '/') {
+			say(why, why_size,
+			    "cache: \"%s\" is neither an absolute path nor UUID=, LABEL=, "
+			    "PARTUUID= or PARTLABEL=",
+			    spec);
+			return -EINVAL;
+		}
+		n = snprintf(buf, size, "%s", spec);
+		if (n < 0 || (size_t)n >= size) {
+			say(why, why_size, "cache: \"%s\" is too long a path", spec);
+			return -ENAMETOOLONG;
+		}
+		return 0;
+	}
+	dev = blkid_evaluate_tag(spec, NULL, NULL);
+	if (!dev) {
+		say(why, why_size, "cache: no device has %s (libblkid finds none)", spec);
+		return -ENOENT;
+	}
+	n = snprintf(buf, size, "%s", dev);
+	free(dev);
+	if (n < 0 || (size_t)n >= size) {
+		say(why, why_size, "cache: %s names too long a path", spec);
+		return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
+/* ---- creation ---- */
+
+static uint64_t new_generation(void)
+{
+	uint64_t g = 0;
+
+	if (getrandom(&g, sizeof(g), 0) != (ssize_t)sizeof(g)) {
+		struct timespec ts;
+
+		/* not secret, only new: the clock and the pid will do */
+		clock_gettime(CLOCK_REALTIME, &ts);
+		g = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+		g ^= (uint64_t)getpid() << 40;
+	}
+	return g ? g : 1;
+}
+
+static uint64_t layout_bytes(uint64_t capacity, uint64_t journal_size)
+{
+	return HY_CACHE_STORE_BLOCK + 2 * table_copy_blocks(capacity) * HY_CACHE_STORE_BLOCK +
+	       journal_size + capacity * HY_CACHE_LINE_SIZE;
+}
+
+/* The superblock of a new store that fits in @size bytes. */
+static int plan(const char *path, const char *uuid, uint64_t size, struct hy_cache_store_header *h,
+		char *why, size_t why_size)
+{
+	uint64_t cap, jrec, jsize;
+
+	memset(h, 0, sizeof(*h));
+	if (size > MAX_BYTES / 2)
+		size = MAX_BYTES / 2;
+	cap = size / HY_CACHE_LINE_SIZE;
+	jrec = cap < MIN_JOURNAL ? MIN_JOURNAL : cap > MAX_JOURNAL ? MAX_JOURNAL : cap;
+	jsize = jrec * HY_CACHE_JOURNAL_RECORD;
+	/* a line costs its data and two 32-byte records: start close, step down */
+	cap = size / (HY_CACHE_LINE_SIZE + 2 * HY_CACHE_LINE_RECORD);
+	while (cap > 0 && layout_bytes(cap, jsize) > size)
+		cap--;
+	if (cap < 1) {
+		say(why, why_size,
+		    "cache: \"%s\": %" PRIu64 " bytes do not hold a superblock, a line table, a "
+		    "%" PRIu64 "-byte journal and one line",
+		    path, size, jsize);
+		return -EINVAL;
+	}
+	h->version = HY_CACHE_STORE_VERSION;
+	snprintf(h->uuid, sizeof(h->uuid), "%s", uuid);
+	h->line_size = HY_CACHE_LINE_SIZE;
+	h->capacity = cap;
+	h->generation = new_generation();
+	h->table_offset = HY_CACHE_STORE_BLOCK;
+	h->table_size = 2 * table_copy_blocks(cap) * HY_CACHE_STORE_BLOCK;
+	h->journal_offset = h->table_offset + h->table_size;
+	h->journal_size = jsize;
+	h->data_offset = h->journal_offset + jsize;
+	h->data_size = cap * HY_CACHE_LINE_SIZE;
+	h->clean_shutdown = true; /* nothing dirty yet */
+	return 0;
+}
+
+/* Writes the table and the first journal block (zeros; copy A's header
+ * with sequence 0), then the superblock last, each synced. */
+static int write_new_store(int fd, const struct hy_cache_store_header *h)
+{
+	unsigned char *buf = calloc(1, CHUNK);
+	uint64_t off, end = h->journal_offset + HY_CACHE_STORE_BLOCK;
+	int rc = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	for (off = h->table_offset; off < end && rc == 0; off += CHUNK) {
+		uint64_t len = end - off < CHUNK ? end - off : CHUNK;
+
+		rc = write_full(fd, buf, (size_t)len, off);
+	}
+	if (rc == 0) {
+		encode_copy_header(h->generation, 0, h->capacity, buf);
+		rc = write_full(fd, buf, HY_CACHE_STORE_BLOCK, h->table_offset);
+	}
+	if (rc == 0 && fdatasync(fd) < 0)
+		rc = -errno;
+	if (rc == 0) {
+		hy_cache_store_encode(h, buf);
+		rc = write_full(fd, buf, HY_CACHE_STORE_BLOCK, 0);
+	}
+	if (rc == 0 && fsync(fd) < 0)
+		rc = -errno;
+	free(buf);
+	return rc;
+}
+
+static void sync_parent(const char *path)
+{
+	char *copy = strdup(path);
+	int fd;
+
+	if (!copy)
+		return;
+	fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd) < 0)
+		hy_log(LOG_WARNING, "cache: cannot sync the directory of \"%s\": %s", path,
+		       strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	free(copy);
+}
+
+/* What is at @path now, unless @force: another mount's or a damaged store,
+ * or a signature libblkid knows, is refused with -EEXIST. */
+static int check_overwrite(const char *path, const char *uuid, char *why, size_t why_size)
+{
+	unsigned char buf[HY_CACHE_STORE_BLOCK];
+	char type[64];
+	int fd, rc;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		say(why, why_size, "cache: cannot open \"%s\": %s", path, strerror(-rc));
+		return rc;
+	}
+	rc = read_full(fd, buf, sizeof(buf), 0);
+	close(fd);
+	if (rc < 0) {
+		say(why, why_size, "cache: cannot read \"%s\": %s", path, strerror(-rc));
+		return rc;
+	}
+	if (memcmp(buf, HY_CACHE_STORE_MAGIC, 8) == 0) {
+		struct hy_cache_store_header old;
+		char msg[256];
+
+		rc = hy_cache_store_decode(buf, &old, msg, sizeof(msg));
+		if (rc == 0 && strcmp(old.uuid, uuid) == 0)
+			return 0;
+		if (rc == 0)
+			say(why, why_size,
+			    "cache: \"%s\" is the cache store of mount %s, not of %s; refusing to "
+			    "overwrite it without force",
+			    path, old.uuid, uuid);
+		else
+			say(why, why_size,
+			    "cache: \"%s\" holds a cache store that cannot be read (%s); refusing "
+			    "to overwrite it without force",
+			    path, msg);
+		return -EEXIST;
+	}
+	rc = probe_signature(path, type, sizeof(type));
+	if (rc < 0) {
+		say(why, why_size, "cache: libblkid cannot probe \"%s\": %s", path, strerror(-rc));
+		return rc;
+	}
+	if (rc == 1) {
+		say(why, why_size,
+		    "cache: \"%s\" holds %s (libblkid); refusing to overwrite it without force",
+		    path, type);
+		return -EEXIST;
+	}
+	return 0;
+}
+
+int hy_cache_store_create(const char *path, const char *uuid, uint64_t size, uint32_t line_size,
+			  bool force, char *why, size_t why_size)
+{
+	struct hy_cache_store_header h;
+	bool exists = true, block = false;
+	struct stat st;
+	int fd, rc;
+
+	if (!path || !*path || !uuid || !*uuid || strlen(uuid) >= UUID_FIELD) {
+		say(why, why_size,
+		    "cache: a path and a mount uuid of 1 to %d characters are needed",
+		    UUID_FIELD - 1);
+		return -EINVAL;
+	}
+	if (line_size != HY_CACHE_LINE_SIZE) {
+		say(why, why_size,
+		    "cache: \"%s\": line size %" PRIu32 " is not supported (only %d)", path,
+		    line_size, HY_CACHE_LINE_SIZE);
+		return -EINVAL;
+	}
+	if (stat(path, &st) < 0) {
+		if (errno != ENOENT) {
+			rc = -errno;
+			say(why, why_size, "cache: cannot look at \"%s\": %s", path, strerror(-rc));
+			return rc;
+		}
+		exists = false;
+	} else if (S_ISBLK(st.st_mode)) {
+		block = true;
+	} else if (!S_ISREG(st.st_mode)) {
+		say(why, why_size,
+		    "cache: \"%s\" exists and is neither a regular file nor a block device", path);
+		return -EEXIST;
+	}
+	if (exists && !force) {
+		rc = check_overwrite(path, uuid, why, why_size);
+		if (rc < 0)
+			return rc;
+	}
+	if (block)
+		fd = open(path, O_RDWR | O_CLOEXEC | O_EXCL); /* not while in use */
+	else if (exists)
+		fd = open(path, O_RDWR | O_CLOEXEC);
+	else
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		rc = -errno;
+		say(why, why_size, "cache: cannot %s \"%s\": %s", exists ? "open" : "create", path,
+		    strerror(-rc));
+		return rc;
+	}
+	if (block) {
+		rc = fstat(fd, &st) < 0 ? -errno : size_of(fd, &st, &size);
+		if (rc < 0) {
+			say(why, why_size, "cache: cannot find the size of the block device \"%s\"",
+			    path);
+			goto fail;
+		}
+	}
+	rc = plan(path, uuid, size, &h, why, why_size);
+	if (rc < 0)
+		goto fail;
+	if (!block) {
+		off_t bytes = (off_t)layout_bytes(h.capacity, h.journal_size);
+
+		/* a store made again may shrink; then its tail goes */
+		if (exists && ftruncate(fd, bytes) < 0) {
+			rc = -errno;
+			say(why, why_size, "cache: cannot resize \"%s\": %s", path, strerror(-rc));
+			goto fail;
+		}
+		if (fallocate(fd, 0, 0, bytes) < 0) {
+			rc = -errno;
+			if (rc != -EOPNOTSUPP) {
+				say(why, why_size,
+				    "cache: cannot allocate %lld bytes for \"%s\": %s",
+				    (long long)bytes, path, strerror(-rc));
+				goto fail;
+			}
+			hy_log(LOG_WARNING,
+			       "cache: \"%s\": the filesystem does not support fallocate, the "
+			       "store "
+			       "is a sparse file",
+			       path);
+			if (ftruncate(fd, bytes) < 0) {
+				rc = -errno;
+				say(why, why_size, "cache: cannot size \"%s\": %s", path,
+				    strerror(-rc));
+				goto fail;
+			}
+		}
+	}
+	rc = write_new_store(fd, &h);
+	if (rc < 0) {
+		say(why, why_size, "cache: cannot write the new store \"%s\": %s", path,
+		    strerror(-rc));
+		goto fail;
+	}
+	close(fd);
+	if (!exists)
+		sync_parent(path);
+	return 0;
+fail:
+	close(fd);
+	if (!exists)
+		unlink(path);
+	return rc;
+}
+
+/* ---- the open store ---- */
+
+static ssize_t store_dev_read(struct hy_device *dev, int64_t object, void *buf, size_t len,
+			      off_t off)
+{
+	const struct hy_cache_store *s = dev->priv;
+	ssize_t n = pread(s->fd, buf, len, off);
+
+	return n < 0 ? -errno : n;
+}
+
+static ssize_t store_dev_write(struct hy_device *dev, int64_t object, const void *buf, size_t len,
+			       off_t off)
+{
+	const struct hy_cache_store *s = dev->priv;
+	ssize_t n = pwrite(s->fd, buf, len, off);
+
+	return n < 0 ? -errno : n;
+}
+
+static int store_dev_sync(struct hy_device *dev, int64_t object, bool data_only)
+{
+	const struct hy_cache_store *s = dev->priv;
+	int rc = data_only ? fdatasync(s->fd) : fsync(s->fd);
+
+	return rc < 0 ? -errno : 0;
+}
+
+/* A store has the size it was made with. */
+static int store_dev_truncate(struct hy_device *dev, int64_t object, off_t size)
+{
+	return -EOPNOTSUPP;
+}
+
+static const struct hy_device_ops store_dev_ops = {
+	.read = store_dev_read,
+	.write = store_dev_write,
+	.sync = store_dev_sync,
+	.truncate = store_dev_truncate,
+	.destroy = NULL, /* the store owns the descriptor */
+};
+
+int hy_cache_store_open(const char *path, const char *uuid, struct hy_cache_store **out, char *why,
+			size_t why_size)
+{
+	unsigned char buf[HY_CACHE_STORE_BLOCK];
+	struct hy_cache_store *s = NULL;
+	struct hy_cache_store_header h;
+	char msg[256], type[64];
+	uint64_t size;
+	struct stat st;
+	int fd, rc;
+
+	*out = NULL;
+	if (!path || !*path) {
+		say(why, why_size, "cache: no path");
+		return -EINVAL;
+	}
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		say(why, why_size, "cache: cannot open \"%s\": %s", path, strerror(-rc));
+		return rc;
+	}
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+		say(why, why_size, "cache: cannot stat \"%s\": %s", path, strerror(-rc));
+		goto fail;
+	}
+	rc = size_of(fd, &st, &size);
+	if (rc < 0) {
+		say(why, why_size, "cache: \"%s\" %s", path,
+		    rc == -EINVAL ? "is neither a regular file nor a block device"
+				  : "has a size that cannot be read");
+		goto fail;
+	}
+	rc = read_full(fd, buf, sizeof(buf), 0);
+	if (rc < 0) {
+		say(why, why_size, "cache: cannot read \"%s\": %s", path, strerror(-rc));
+		goto fail;
+	}
+	rc = hy_cache_store_decode(buf, &h, msg, sizeof(msg));
+	if (rc < 0) {
+		if (memcmp(buf, HY_CACHE_STORE_MAGIC, 8) != 0 &&
+		    probe_signature(path, type, sizeof(type)) == 1)
+			say(why, why_size, "cache: \"%s\": %s, libblkid finds %s there", path, msg,
+			    type);
+		else
+			say(why, why_size, "cache: \"%s\": %s", path, msg);
+		goto fail;
+	}
+	if (uuid && strcmp(h.uuid, uuid) != 0) {
+		say(why, why_size, "cache: \"%s\" is the cache store of mount %s, not of mount %s",
+		    path, h.uuid, uuid);
+		rc = -EEXIST;
+		goto fail;
+	}
+	if (h.data_offset + h.data_size > size) {
+		say(why, why_size,
+		    "cache: \"%s\" is %" PRIu64 " bytes but its superblock says %" PRIu64
+		    " (truncated?)",
+		    path, size, h.data_offset + h.data_size);
+		rc = -EUCLEAN;
+		goto fail;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s || !(s->path = strdup(path))) {
+		rc = -ENOMEM;
+		say(why, why_size, "cache: out of memory opening \"%s\"", path);
+		goto fail;
+	}
+	s->fd = fd;
+	s->header = h;
+	s->copy_blocks = table_copy_blocks(h.capacity);
+	s->journal_capacity = h.journal_size / HY_CACHE_JOURNAL_RECORD;
+	if (pthread_mutex_init(&s->lock, NULL) != 0) {
+		rc = -ENOMEM;
+		say(why, why_size, "cache: cannot make a mutex for \"%s\"", path);
+		goto fail;
+	}
+	if (pthread_cond_init(&s->synced_cond, NULL) != 0) {
+		pthread_mutex_destroy(&s->lock);
+		rc = -ENOMEM;
+		say(why, why_size, "cache: cannot make a condition variable for \"%s\"", path);
+		goto fail;
+	}
+	rc = hy_device_new("cache", &store_dev_ops, s, &s->device);
+	if (rc < 0) {
+		pthread_cond_destroy(&s->synced_cond);
+		pthread_mutex_destroy(&s->lock);
+		say(why, why_size, "cache: out of memory opening \"%s\"", path);
+		goto fail;
+	}
+	*out = s;
+	return 0;
+fail:
+	if (s)
+		free(s->path);
+	free(s);
+	close(fd);
+	return rc;
+}
+
+static uint64_t copy_offset(const struct hy_cache_store *s, int copy)
+{
+	return s->header.table_offset + (uint64_t)copy * s->copy_blocks * HY_CACHE_STORE_BLOCK;
+}
+
+/* Reads copy @copy's records into s->lines, counting damaged ones. */
+static int read_table(struct hy_cache_store *s, int copy, uint64_t *damaged)
+{
+	size_t per = CHUNK / HY_CACHE_LINE_RECORD;
+	unsigned char *buf = malloc(CHUNK);
+	uint64_t off = copy_offset(s, copy) + HY_CACHE_STORE_BLOCK, n = 0;
+	int rc = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	while (n < s->header.capacity) {
+		uint64_t k = s->header.capacity - n < per ? s->header.capacity - n : per;
+
+		rc = read_full(s->fd, buf, (size_t)(k * HY_CACHE_LINE_RECORD), off);
+		if (rc < 0)
+			break;
+		for (uint64_t i = 0; i < k; i++, n++) {
+			if (decode_line(buf + i * HY_CACHE_LINE_RECORD, n, s->header.generation,
+					&s->lines[n]) < 0) {
+				(*damaged)++;
+				hy_log(LOG_WARNING,
+				       "cache: \"%s\": line record %" PRIu64
+				       " of table copy %c is damaged; the line is dropped",
+				       s->path, n, copy ? 'B' : 'A');
+			}
+		}
+		off += k * HY_CACHE_LINE_RECORD;
+	}
+	free(buf);
+	return rc;
+}
+
+/* A record that may be applied to the table: 0 or -EINVAL. */
+static int check_record(const struct hy_cache_store *s, const struct hy_cache_journal_record *r)
+{
+	if (r->line >= s->header.capacity || (r->dirty & ~r->valid))
+		return -EINVAL;
+	switch (r->type) {
+	case HY_CJ_FILL:
+		return 0;
+	case HY_CJ_FREE:
+		return 0;
+	case HY_CJ_MASKS:
+		return s->lines && !s->lines[r->line].used ? -EINVAL : 0;
+	}
+	return -EINVAL;
+}
+
+static void apply(struct hy_cache_store *s, const struct hy_cache_journal_record *r)
+{
+	struct hy_cache_line *l = &s->lines[r->line];
+
+	switch (r->type) {
+	case HY_CJ_FILL:
+		l->used = true;
+		l->file_id = r->file_id;
+		l->block = r->block;
+		l->valid = r->valid;
+		l->dirty = r->dirty;
+		break;
+	case HY_CJ_FREE:
+		memset(l, 0, sizeof(*l));
+		return;
+	case HY_CJ_MASKS:
+		l->valid = r->valid;
+		l->dirty = r->dirty;
+		break;
+	}
+	l->sequence = r->sequence;
+}
+
+/* Applies the journal's records after the checkpoint (see the header). */
+static int replay(struct hy_cache_store *s, struct hy_cache_store_load_stats *st)
+{
+	size_t per = CHUNK / HY_CACHE_JOURNAL_RECORD;
+	unsigned char *buf = malloc(CHUNK);
+	uint64_t n = 0, expect = s->checkpoint_seq + 1;
+	int rc = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	while (n < s->journal_capacity) {
+		uint64_t k = s->journal_capacity - n < per ? s->journal_capacity - n : per;
+
+		rc = read_full(s->fd, buf, (size_t)(k * HY_CACHE_JOURNAL_RECORD),
+			       s->header.journal_offset + n * HY_CACHE_JOURNAL_RECORD);
+		if (rc < 0)
+			goto out;
+		for (uint64_t i = 0; i < k; i++, n++) {
+			static const unsigned char zero[HY_CACHE_JOURNAL_RECORD];
+			const unsigned char *p = buf + i * HY_CACHE_JOURNAL_RECORD;
+			struct hy_cache_journal_record r;
+
+			if (hy_cache_journal_decode(p, &r) < 0) {
+				/* zeros: a fresh journal's end; anything else is torn */
+				if (memcmp(p, zero, sizeof(zero)) != 0) {
+					st->journal_cut = true;
+					st->cut_at = n;
+				}
+				goto out;
+			}
+			if (r.generation != s->header.generation)
+				goto out; /* an older format's: the end */
+			if (r.sequence != expect)
+				goto out; /* from before the checkpoint: the end */
+			if (check_record(s, &r) < 0) {
+				st->journal_cut = true;
+				st->cut_at = n;
+				goto out;
+			}
+			apply(s, &r);
+			expect++;
+			st->replayed++;
+		}
+	}
+out:
+	if (st->journal_cut)
+		hy_log(LOG_WARNING,
+		       "cache: \"%s\": journal record %" PRIu64
+		       " is torn or damaged; replay stops there",
+		       s->path, st->cut_at);
+	s->journal_used = n;
+	s->written_seq = s->durable_seq = expect - 1;
+	free(buf);
+	return rc;
+}
+
+/* Writes every line record of the copy not in use, synced. Caller holds
+ * nothing; appends are quiesced. */
+static int write_table(struct hy_cache_store *s, int copy)
+{
+	size_t per = CHUNK / HY_CACHE_LINE_RECORD;
+	unsigned char *buf = malloc(CHUNK);
+	uint64_t off = copy_offset(s, copy) + HY_CACHE_STORE_BLOCK, n = 0;
+	int rc = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	while (n < s->header.capacity && rc == 0) {
+		uint64_t k = s->header.capacity - n < per ? s->header.capacity - n : per;
+
+		for (uint64_t i = 0; i < k; i++)
+			encode_line(&s->lines[n + i], n + i, s->header.generation,
+				    buf + i * HY_CACHE_LINE_RECORD);
+		rc = write_full(s->fd, buf, (size_t)(k * HY_CACHE_LINE_RECORD), off);
+		off += k * HY_CACHE_LINE_RECORD;
+		n += k;
+	}
+	if (rc == 0 && fdatasync(s->fd) < 0)
+		rc = -errno;
+	free(buf);
+	return rc;
+}
+
+int hy_cache_store_checkpoint_first_half(struct hy_cache_store *s)
+{
+	if (!s->lines)
+		return -EINVAL;
+	return write_table(s, 1 - s->active_copy);
+}
+
+/* A checkpoint at sequence @seq (>= the last written). */
+static int checkpoint_at(struct hy_cache_store *s, uint64_t seq, char *why, size_t why_size)
+{
+	int copy = 1 - s->active_copy, rc;
+
+	if (!s->lines) {
+		say(why, why_size, "cache: \"%s\": checkpoint before load", s->path);
+		return -EINVAL;
+	}
+	if (s->error) {
+		say(why, why_size, "cache: \"%s\": the journal failed earlier: %s", s->path,
+		    strerror(-s->error));
+		return s->error;
+	}
+	rc = write_table(s, copy);
+	if (rc == 0) {
+		unsigned char buf[HY_CACHE_STORE_BLOCK];
+
+		encode_copy_header(s->header.generation, seq, s->header.capacity, buf);
+		rc = write_full(s->fd, buf, sizeof(buf), copy_offset(s, copy));
+	}
+	if (rc == 0 && fdatasync(s->fd) < 0)
+		rc = -errno;
+	if (rc < 0) {
+		say(why, why_size, "cache: \"%s\": cannot write line table copy %c: %s", s->path,
+		    copy ? 'B' : 'A', strerror(-rc));
+		return rc;
+	}
+	pthread_mutex_lock(&s->lock);
+	s->active_copy = copy;
+	s->checkpoint_seq = seq;
+	s->journal_used = 0;
+	s->written_seq = s->durable_seq = seq;
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+int hy_cache_store_checkpoint(struct hy_cache_store *s, char *why, size_t why_size)
+{
+	uint64_t seq;
+
+	pthread_mutex_lock(&s->lock);
+	seq = s->written_seq;
+	pthread_mutex_unlock(&s->lock);
+	return checkpoint_at(s, seq, why, why_size);
+}
+
+int hy_cache_store_load(struct hy_cache_store *s, hy_cache_store_line_cb cb, void *arg,
+			struct hy_cache_store_load_stats *stats, char *why, size_t why_size)
+{
+	struct hy_cache_store_load_stats local;
+	unsigned char buf[HY_CACHE_STORE_BLOCK];
+	uint64_t seq[2];
+	bool good[2];
+	int rc, copy;
+
+	if (!stats)
+		stats = &local;
+	memset(stats, 0, sizeof(*stats));
+	for (int c = 0; c < 2; c++) {
+		rc = read_full(s->fd, buf, sizeof(buf), copy_offset(s, c));
+		if (rc < 0) {
+			say(why, why_size, "cache: \"%s\": cannot read line table copy %c: %s",
+			    s->path, c ? 'B' : 'A', strerror(-rc));
+			return rc;
+		}
+		good[c] = decode_copy_header(buf, s->header.generation, s->header.capacity,
+					     &seq[c]) == 0;
+	}
+	if (!good[0] && !good[1]) {
+		say(why, why_size, "cache: \"%s\": both line table copies are damaged", s->path);
+		return -EUCLEAN;
+	}
+	copy = !good[0] || (good[1] && seq[1] > seq[0]) ? 1 : 0;
+	free(s->lines);
+	s->lines = calloc(s->header.capacity, sizeof(*s->lines));
+	if (!s->lines) {
+		say(why, why_size, "cache: \"%s\": out of memory for %" PRIu64 " lines", s->path,
+		    s->header.capacity);
+		return -ENOMEM;
+	}
+	s->active_copy = copy;
+	s->checkpoint_seq = seq[copy];
+	rc = read_table(s, copy, &stats->damaged_records);
+	if (rc == 0)
+		rc = replay(s, stats);
+	if (rc < 0) {
+		say(why, why_size, "cache: \"%s\": cannot read the line table or journal: %s",
+		    s->path, strerror(-rc));
+		goto fail;
+	}
+	for (uint64_t n = 0; n < s->header.capacity; n++) {
+		const struct hy_cache_line *l = &s->lines[n];
+
+		if (!l->used)
+			continue;
+		stats->lines++;
+		if (cb) {
+			rc = cb(arg, n, l->file_id, l->block, l->valid, l->dirty);
+			if (rc) {
+				say(why, why_size,
+				    "cache: \"%s\": loading line %" PRIu64 " stopped", s->path, n);
+				goto fail;
+			}
+		}
+	}
+	/* Skip a journal's worth of sequences: see the header. */
+	rc = checkpoint_at(s, s->written_seq + s->journal_capacity, why, why_size);
+	if (rc < 0)
+		goto fail;
+	return 0;
+fail:
+	free(s->lines);
+	s->lines = NULL;
+	return rc;
+}
+
+uint64_t hy_cache_store_journal_room(struct hy_cache_store *s)
+{
+	uint64_t room;
+
+	pthread_mutex_lock(&s->lock);
+	room = s->journal_capacity - s->journal_used;
+	pthread_mutex_unlock(&s->lock);
+	return room;
+}
+
+/* Waits until @seq is durable, running the fdatasync when nobody is.
+ * Called and returns with s->lock held. */
+static int wait_durable(struct hy_cache_store *s, uint64_t seq)
+{
+	while (s->durable_seq < seq && !s->error) {
+		if (s->syncing) {
+			pthread_cond_wait(&s->synced_cond, &s->lock);
+			continue;
+		}
+		uint64_t target = s->written_seq;
+		int rc;
+
+		s->syncing = true;
+		pthread_mutex_unlock(&s->lock);
+		rc = fdatasync(s->fd) < 0 ? -errno : 0;
+		pthread_mutex_lock(&s->lock);
+		s->syncing = false;
+		if (rc < 0)
+			s->error = rc;
+		else if (target > s->durable_seq)
+			s->durable_seq = target;
+		pthread_cond_broadcast(&s->synced_cond);
+	}
+	return s->durable_seq >= seq ? 0 : s->error;
+}
+
+int hy_cache_store_journal_append(struct hy_cache_store *s, const struct hy_cache_journal_record *r)
+{
+	unsigned char buf[HY_CACHE_JOURNAL_RECORD];
+	struct hy_cache_journal_record rec = *r;
+	int rc;
+
+	pthread_mutex_lock(&s->lock);
+	if (!s->lines || check_record(s, r) < 0) {
+		rc = -EINVAL;
+		goto out;
+	}
+	if (s->error) {
+		rc = s->error;
+		goto out;
+	}
+	if (s->journal_used >= s->journal_capacity) {
+		rc = -ENOSPC;
+		goto out;
+	}
+	rec.sequence = s->written_seq + 1;
+	rec.generation = s->header.generation;
+	hy_cache_journal_encode(&rec, buf);
+	/* under the lock, to keep records in sequence order in the file */
+	rc = write_full(s->fd, buf, sizeof(buf),
+			s->header.journal_offset + s->journal_used * HY_CACHE_JOURNAL_RECORD);
+	if (rc < 0) {
+		s->error = rc;
+		goto out;
+	}
+	s->journal_used++;
+	s->written_seq = rec.sequence;
+	rc = wait_durable(s, rec.sequence);
+	if (rc == 0)
+		apply(s, &rec);
+out:
+	pthread_mutex_unlock(&s->lock);
+	if (rc < 0 && rc != -EINVAL && rc != -ENOSPC)
+		hy_log(LOG_ERR, "cache: \"%s\": journal append failed: %s", s->path, strerror(-rc));
+	return rc;
+}
+
+const struct hy_cache_line *hy_cache_store_line(struct hy_cache_store *s, uint64_t line)
+{
+	if (!s->lines || line >= s->header.capacity)
+		return NULL;
+	return &s->lines[line];
+}
+
+/* Reads (@write false) or writes the runs of sectors in @mask. */
+static int line_io(struct hy_cache_store *s, uint64_t line, uint8_t mask, unsigned char *rbuf,
+		   const unsigned char *wbuf)
+{
+	uint64_t base;
+	int i = 0;
+
+	if (line >= s->header.capacity)
+		return -EINVAL;
+	base = s->header.data_offset + line * HY_CACHE_LINE_SIZE;
+	while (i < SECTORS) {
+		int j = i;
+		size_t off, len;
+		ssize_t n;
+
+		if (!(mask & (1u << i))) {
+			i++;
+			continue;
+		}
+		while (j < SECTORS && (mask & (1u << j)))
+			j++;
+		off = (size_t)i * HY_CACHE_SECTOR_SIZE;
+		len = (size_t)(j - i) * HY_CACHE_SECTOR_SIZE;
+		if (rbuf)
+			n = hy_device_read(s->device, 0, rbuf + off, len, (off_t)(base + off));
+		else
+			n = hy_device_write(s->device, 0, wbuf + off, len, (off_t)(base + off));
+		if (n < 0)
+			return (int)n;
+		if ((size_t)n != len)
+			return -EIO;
+		i = j;
+	}
+	return 0;
+}
+
+int hy_cache_store_read_line(struct hy_cache_store *s, uint64_t line, uint8_t mask, void *buf)
+{
+	return line_io(s, line, mask, buf, NULL);
+}
+
+int hy_cache_store_write_line(struct hy_cache_store *s, uint64_t line, uint8_t mask,
+			      const void *buf)
+{
+	return line_io(s, line, mask, NULL, buf);
+}
+
+int hy_cache_store_sync(struct hy_cache_store *s)
+{
+	return hy_device_sync(s->device, 0, true);
+}
+
+int hy_cache_store_set_clean(struct hy_cache_store *s, bool clean)
+{
+	struct hy_cache_store_header h = s->header;
+	unsigned char buf[HY_CACHE_STORE_BLOCK];
+	int rc;
+
+	h.clean_shutdown = clean;
+	hy_cache_store_encode(&h, buf);
+	rc = write_full(s->fd, buf, sizeof(buf), 0);
+	if (rc == 0 && fdatasync(s->fd) < 0)
+		rc = -errno;
+	if (rc < 0) {
+		hy_log(LOG_ERR, "cache: cannot update the superblock of \"%s\": %s", s->path,
+		       strerror(-rc));
+		return rc;
+	}
+	s->header = h;
+	return 0;
+}
+
+void hy_cache_store_close(struct hy_cache_store *s)
+{
+	if (!s)
+		return;
+	hy_device_free(s->device);
+	pthread_cond_destroy(&s->synced_cond);
+	pthread_mutex_destroy(&s->lock);
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s->lines);
+	free(s->path);
+	free(s);
+}

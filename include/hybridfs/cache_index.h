@@ -1,0 +1,163 @@
+/*
+ * cache_index.h - the SSD cache's index: which blocks of which files are
+ * cached, in which line of the cache store, and which 512-byte sectors of
+ * each line hold data (valid) and are newer than home (dirty).
+ *
+ * What it is for: the store asks it, on every read and write, whether
+ * (file id, 4 KiB block) has a line, and copies the answer out; a write
+ * smaller than a line marks only the sectors it covers valid and dirty
+ * (near-cache I/O: the rest of the line is never read from the disk), a
+ * read merges the valid sectors with the backing data, the cleaner clears
+ * dirty bits once a line is home, truncate and punch drop a file's range.
+ *
+ * Lines: a line is HY_CACHE_LINE_SIZE bytes, HY_CACHE_SECTORS sectors of
+ * HY_CACHE_SECTOR_SIZE; bit i of a mask is sector i (bytes 512 i .. 512 i +
+ * 511 of the line). dirty is always a subset of valid. A write must cover
+ * a sector whole to mark it valid without reading it first:
+ * hy_cache_sectors() gives the sectors a byte range covers whole (these may
+ * be set valid and dirty) and the ones it touches (a touched sector that is
+ * not covered and not already valid must be read, or the write must go
+ * around the cache for it).
+ *
+ * Structure (the issue's choice between a per-file range index and a radix
+ * tree, measured): files are found through a hash striped over
+ * HY_CACHE_INDEX_STRIPES mutexes, held only to find or add a file (as in
+ * map.h); each file's entries are an open-addressing hash table (linear
+ * probing, backward-shift deletion, no tombstones) of 16-byte slots (block,
+ * line, valid, dirty) keyed by block, under that file's own rwlock. A point
+ * lookup is one hash probe under a read lock; a range of n blocks is n
+ * probes, or one scan of the table when the range is larger than the table
+ * (truncate to 0). Tables grow at a load of 4/5 and shrink below 1/8, so a
+ * slot array holds 20-40 bytes per entry (16 / load); a file adds about 100
+ * bytes (its struct, lock and chain pointer). A sorted array (16 bytes an
+ * entry, as map.c keeps extents) would be smaller for a file cached in
+ * order, but a cache fills files at random blocks and an insert into a
+ * sorted array moves half of it: O(n) per miss on a large file.
+ * Measured (tests/unit/test_cache_index.c, "memory per entry"): 1,000,000
+ * entries over 1,000 files, 1,000 random blocks each: 32.9 bytes of DRAM
+ * per entry, everything included (stripes, files, tables); the limit the
+ * issue sets is 64 bytes per 4 KiB line.
+ *
+ * Who calls it: the SSD cache store (cache/), in the daemon and in the
+ * simulator; the unit tests.
+ *
+ * Memory: hy_cache_index_new() allocates the index, hy_cache_index_free()
+ * releases it and every entry (NULL is fine). Lookups copy entries into the
+ * caller's struct or array; nothing returned points into the index.
+ *
+ * Locks: the index takes its own and none is held when a call returns: the
+ * caller never holds an index lock across I/O. Order: a stripe mutex (held
+ * only to find, add or free a file, never while taking another lock), then
+ * one file's rwlock (read for lookups, write for changes). The callback of
+ * hy_cache_index_remove_file_range() is called after every lock is dropped.
+ * Every call is thread-safe; calls on different files never wait for each
+ * other except for the short stripe lookup. A file's rwlock prefers
+ * writers (on glibc): with the default, four threads of lookups starved
+ * one writer of the same files (the concurrency test took 5 times longer).
+ *
+ * Not checked here: that a line is used by one entry only. The store owns
+ * line allocation (its replacement policy, policy.h, and its per-line
+ * metadata which also map a line back to its key);
+ * hy_cache_index_check() reports a line used twice.
+ */
+#ifndef HYBRIDFS_CACHE_INDEX_H
+#define HYBRIDFS_CACHE_INDEX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define HY_CACHE_LINE_SIZE	 4096
+#define HY_CACHE_SECTOR_SIZE	 512
+#define HY_CACHE_SECTORS	 8 /* sectors per line: one bit each in a mask */
+#define HY_CACHE_ALL_SECTORS	 0xffu
+#define HY_CACHE_INDEX_STRIPES	 64
+#define HY_CACHE_INDEX_MAX_LINES (1u << 30) /* capacity limit, as policy.h's */
+
+/* One cached block, as the index copies it out. */
+struct hy_cache_entry {
+	uint64_t block; /* 4 KiB block in the file */
+	uint32_t line;	/* line of the cache store, < capacity */
+	uint8_t valid;	/* sectors holding data */
+	uint8_t dirty;	/* sectors newer than home; a subset of valid */
+};
+
+struct hy_cache_index_stats {
+	uint32_t capacity;	/* lines of the store (hy_cache_index_new) */
+	uint64_t files;		/* files with at least one entry */
+	uint64_t entries;	/* cached blocks */
+	size_t bytes;		/* DRAM the index itself holds, all included */
+	double bytes_per_entry; /* bytes / entries (0 when empty) */
+};
+
+struct hy_cache_index;
+
+/* A new empty index for a store of @capacity_lines lines (1 ..
+ * HY_CACHE_INDEX_MAX_LINES). 0, -EINVAL, -ENOMEM. */
+int hy_cache_index_new(uint32_t capacity_lines, struct hy_cache_index **out);
+void hy_cache_index_free(struct hy_cache_index *idx);
+
+/* Copies the entry of (@file_id, @block) into @out. 0 or -ENOENT. */
+int hy_cache_index_lookup(struct hy_cache_index *idx, uint64_t file_id, uint64_t block,
+			  struct hy_cache_entry *out);
+
+/* The cached blocks of [@first_block, @first_block + @nblocks), in block
+ * order: copies up to @max of them into @out and returns how many there
+ * are (which may exceed @max: call again with more room, or from the block
+ * after the last one copied). -EINVAL for an empty or overflowing range,
+ * -ENOMEM (only when the range is larger than the file's table and holds
+ * more than @max entries). */
+int64_t hy_cache_index_lookup_range(struct hy_cache_index *idx, uint64_t file_id,
+				    uint64_t first_block, uint64_t nblocks,
+				    struct hy_cache_entry *out, size_t max);
+
+/* Records that (@file_id, @block) is cached in @line with masks @valid and
+ * @dirty. 0; -EEXIST when the block has an entry already; -EINVAL when
+ * @line is not below the capacity or @dirty is not a subset of @valid;
+ * -ENOMEM (the index is unchanged). */
+int hy_cache_index_insert(struct hy_cache_index *idx, uint64_t file_id, uint64_t block,
+			  uint32_t line, uint8_t valid, uint8_t dirty);
+
+/* Changes the masks of an entry: valid |= @set_valid, then dirty = (dirty &
+ * ~@clear_dirty) | @set_dirty. A partial write passes the sectors it covers
+ * as @set_valid and @set_dirty; the cleaner, once a line is home, passes
+ * the sectors it wrote as @clear_dirty. The new entry is copied into @out
+ * (NULL: not wanted). 0; -ENOENT; -EINVAL when the new dirty mask would
+ * not be a subset of the new valid mask (nothing changes). */
+int hy_cache_index_update_masks(struct hy_cache_index *idx, uint64_t file_id, uint64_t block,
+				uint8_t set_valid, uint8_t set_dirty, uint8_t clear_dirty,
+				struct hy_cache_entry *out);
+
+/* Removes the entry of (@file_id, @block) and copies it into @out (NULL:
+ * not wanted): the caller frees its line (and writes its dirty sectors
+ * home first, if it wants them). 0 or -ENOENT. */
+int hy_cache_index_remove(struct hy_cache_index *idx, uint64_t file_id, uint64_t block,
+			  struct hy_cache_entry *out);
+
+/* Truncate and punch: removes every entry of [@first_block, @first_block +
+ * @nblocks) of @file_id (UINT64_MAX - @first_block blocks: to the end),
+ * then calls @fn once per removed entry, in block order, with no index lock
+ * held (@fn may call the index). @fn may be NULL. Returns the number of
+ * entries removed, or -EINVAL (empty or overflowing range) or -ENOMEM (the
+ * index is unchanged). */
+int64_t hy_cache_index_remove_file_range(
+	struct hy_cache_index *idx, uint64_t file_id, uint64_t first_block, uint64_t nblocks,
+	void (*fn)(uint64_t file_id, const struct hy_cache_entry *e, void *arg), void *arg);
+
+/* Sectors of a line that the byte range [@offset, @offset + @length) of
+ * the line covers whole (*@covered) and touches at all (*@touched; a
+ * superset). A 1 KiB write at 512 covers and touches 0x06; a 100-byte
+ * write at 10 covers nothing and touches 0x01. 0, or -EINVAL when the range
+ * does not fit in a line (both masks 0). A length of 0 gives two 0 masks. */
+int hy_cache_sectors(uint32_t offset, uint32_t length, uint8_t *covered, uint8_t *touched);
+
+/* Counters and memory; O(1), no lock taken (each figure is exact when no
+ * change runs at the same time). */
+void hy_cache_index_get_stats(struct hy_cache_index *idx, struct hy_cache_index_stats *out);
+
+/* Invariant check, for the tests and for asserts: every file's table
+ * (count, every entry reachable from its home slot, dirty within valid,
+ * line below the capacity), no line used twice, the counters. Takes every
+ * lock in turn. 0, -EUCLEAN with the first problem in @why, -ENOMEM. */
+int hy_cache_index_check(struct hy_cache_index *idx, char *why, size_t why_size);
+
+#endif

@@ -1,0 +1,267 @@
+/*
+ * cache_store.h - the SSD cache store: the on-disk home of the cache's
+ * lines (issue 5), on a preallocated file or a whole block device.
+ *
+ * This module is the format only: create, open and check, the line table
+ * and its metadata journal (load = checkpoint + replay, append with group
+ * commit, checkpoint), and line I/O by sector mask through the device layer
+ * (device.h). What goes in a line and when is the cache's business.
+ *
+ * Format (all integers little-endian; blocks of 4096 bytes; a line is 4096
+ * bytes of 8 sectors of 512, so a sector mask is one byte):
+ *
+ *   block 0: the superblock
+ *     offset  size  field
+ *     0       8     magic "HYCACHE\0"
+ *     8       4     format version (HY_CACHE_STORE_VERSION)
+ *     12      4     header size in bytes (HY_CACHE_STORE_HEADER_SIZE)
+ *     16      40    mount uuid, the state database's, as text, NUL-padded
+ *     56      4     line size in bytes (4096)
+ *     60      4     flags: bit 0 clean shutdown
+ *     64      8     capacity in lines
+ *     72      8     generation: random, new at every format; every table
+ *                   copy and journal record carries it, so nothing left
+ *                   by an older format of the same space is believed
+ *     80      8     line table offset (4096)
+ *     88      8     line table size (both copies)
+ *     96      8     journal offset (table offset + table size)
+ *     104     8     journal size (a multiple of 4096)
+ *     112     8     data offset (journal offset + journal size)
+ *     120     8     data size (capacity * line size)
+ *     128     8     FNV-1a 64 of bytes 0..127
+ *     136..4095     zero
+ *
+ *   the line table: two copies, A then B, each one header block and then
+ *   ceil(capacity * 32 / 4096) blocks of line records
+ *     copy header:
+ *     0       8     magic "HYCTAB\0\0"
+ *     8       8     generation (the superblock's)
+ *     16      8     checkpoint sequence: the journal records up to this
+ *                   sequence are in this copy
+ *     24      8     capacity
+ *     32      8     FNV-1a 64 of bytes 0..31
+ *     line record (32 bytes, record n for line n; all zero = a free line):
+ *     0       8     file_id
+ *     8       8     block (in lines of the file)
+ *     16      1     valid sector mask
+ *     17      1     dirty sector mask (a subset of valid)
+ *     18      1     flags: bit 0 in use
+ *     19      1     reserved, 0
+ *     20      8     sequence of the last change to the line
+ *     28      4     FNV-1a 32 of bytes 0..27, the line number (8 bytes LE)
+ *                   and the generation (8 bytes LE): a record copied to
+ *                   another slot or left by an older format is damaged
+ *
+ *   the metadata journal: a linear log of 64-byte records from the start
+ *   of the region, restarted at every checkpoint
+ *     0       4     magic "HYCJ"
+ *     4       1     type: 1 fill (line holds file/block with masks),
+ *                   2 free, 3 masks (of a line in use)
+ *     5       1     valid sector mask
+ *     6       1     dirty sector mask
+ *     7       1     reserved, 0
+ *     8       8     sequence
+ *     16      8     generation
+ *     24      8     line
+ *     32      8     file_id (fill)
+ *     40      8     block (fill)
+ *     48      12    reserved, 0
+ *     60      4     FNV-1a 32 of bytes 0..59
+ *
+ *   the data region: capacity lines, line n at data offset + n * 4096
+ *
+ * A new store has its table and the first journal block zeroed and copy
+ * A's header at sequence 0, the superblock written last.
+ *
+ * Sequences and checkpoints: journal records are numbered without gaps.
+ * Replay takes the table copy with a good header of this generation and
+ * the higher checkpoint sequence S, then applies journal records 0, 1, ...
+ * while each is good and has sequence S+1, S+2, ...; it stops at the first
+ * that is not (a torn or damaged record, or one left from before the last
+ * checkpoint, whose sequence is lower). A checkpoint writes the whole
+ * table into the copy that is not in use and syncs it, then writes that
+ * copy's header with the new sequence and syncs it: until that header is
+ * durable the old copy and the journal, which is not touched, are what
+ * replay uses, so a crash at any point loses nothing. Once it is, the
+ * journal's old records have sequences at most S and are ignored, so it
+ * restarts at record 0 without being erased. load() ends with such a
+ * checkpoint whose sequence skips a journal's worth of numbers, so that no
+ * record of before the crash (one written but never made durable) can ever
+ * match the sequence expected next.
+ *
+ * Opening checks everything: magic (not a store: refused, naming what
+ * libblkid finds there), version (newer: refused), checksum and field
+ * consistency (damaged: refused), uuid (another mount's: refused), size
+ * (truncated: refused). -EUCLEAN, -EPROTO or -EEXIST with a message naming
+ * the file and the problem; nothing is written to a store that failed.
+ *
+ * Who calls it: the cache at mount (open, load, then appends and
+ * checkpoints), `hybridctl format-cache` (create, later); the tests.
+ *
+ * Memory: struct hy_cache_store owns its descriptor, its device (object 0,
+ * offsets in bytes from the start of the store) and an in-memory copy of
+ * the line table (32 bytes per line) that appends keep current and
+ * checkpoints write. Locks: store->lock, a leaf, protects the journal
+ * state and the table copy; it is held across an append's one 64-byte
+ * pwrite (so that records reach the file in sequence order, as
+ * map_journal.c does) but never during fdatasync. Checkpoint,
+ * load, set_clean and close are not concurrent with appends: the caller
+ * quiesces the cache. Line reads and writes are pread/pwrite, no lock.
+ */
+#ifndef HYBRIDFS_CACHE_STORE_H
+#define HYBRIDFS_CACHE_STORE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hybridfs/cache_index.h" /* the line's geometry: HY_CACHE_LINE_SIZE, sectors */
+
+#define HY_CACHE_STORE_MAGIC	   "HYCACHE\0"
+#define HY_CACHE_STORE_VERSION	   1
+#define HY_CACHE_STORE_HEADER_SIZE 136
+#define HY_CACHE_STORE_BLOCK	   4096
+#define HY_CACHE_LINE_RECORD	   32
+#define HY_CACHE_JOURNAL_RECORD	   64
+
+struct hy_device;
+
+struct hy_cache_store_header {
+	uint32_t version;
+	char uuid[40];
+	uint32_t line_size;
+	uint64_t capacity;
+	uint64_t generation;
+	uint64_t table_offset, table_size;
+	uint64_t journal_offset, journal_size;
+	uint64_t data_offset, data_size;
+	bool clean_shutdown;
+};
+
+enum hy_cache_journal_type {
+	HY_CJ_FILL = 1,
+	HY_CJ_FREE = 2,
+	HY_CJ_MASKS = 3,
+};
+
+struct hy_cache_journal_record {
+	enum hy_cache_journal_type type;
+	uint64_t line;
+	uint64_t file_id; /* fill only */
+	uint64_t block;	  /* fill only */
+	uint8_t valid, dirty;
+	uint64_t sequence;   /* set by the store on append */
+	uint64_t generation; /* set by the store on append */
+};
+
+/* A line as the table holds it. */
+struct hy_cache_line {
+	uint64_t file_id, block, sequence;
+	uint8_t valid, dirty;
+	bool used;
+};
+
+/* What load() found. */
+struct hy_cache_store_load_stats {
+	uint64_t lines;		  /* lines in use reported */
+	uint64_t damaged_records; /* line records skipped (their line is free) */
+	uint64_t replayed;	  /* journal records applied */
+	bool journal_cut;	  /* replay stopped at a torn or damaged record */
+	uint64_t cut_at;	  /* ... this one (0-based) */
+};
+
+struct hy_cache_store {
+	int fd;
+	char *path;
+	struct hy_cache_store_header header;
+	struct hy_device *device;
+	uint64_t copy_blocks;	   /* blocks of one table copy, its header included */
+	uint64_t journal_capacity; /* records */
+	pthread_mutex_t lock;	   /* protects the fields below */
+	pthread_cond_t synced_cond;
+	struct hy_cache_line *lines; /* capacity entries; NULL until load */
+	int active_copy;	     /* 0 (A) or 1 (B): the copy replay uses */
+	uint64_t checkpoint_seq;     /* of the active copy */
+	uint64_t journal_used;	     /* records since the checkpoint */
+	uint64_t written_seq;	     /* last sequence written */
+	uint64_t durable_seq;	     /* last sequence known synced */
+	bool syncing;		     /* a thread is in fdatasync */
+	int error;		     /* a failed write or sync: sticky -errno */
+};
+
+/* Resolves `cache=`'s value: an absolute path, or UUID=, LABEL=, PARTUUID=,
+ * PARTLABEL= through libblkid. 0, -EINVAL or -ENOENT with a message. */
+int hy_cache_store_resolve(const char *spec, char *buf, size_t size, char *why, size_t why_size);
+
+/* Formats a store at @path for mount @uuid: a new file of @size bytes
+ * (preallocated), an existing regular file (resized to @size), or a whole
+ * block device (@size ignored). Refused (-EEXIST, saying what was found)
+ * when libblkid finds a filesystem or other signature there, or when it is
+ * another mount's store or a damaged one, unless @force. @line_size must
+ * be HY_CACHE_LINE_SIZE. Every format has a new generation. Returns 0 or a
+ * negative errno with a message. */
+int hy_cache_store_create(const char *path, const char *uuid, uint64_t size, uint32_t line_size,
+			  bool force, char *why, size_t why_size);
+
+/* Opens and checks the store at @path for mount @uuid (NULL: any). */
+int hy_cache_store_open(const char *path, const char *uuid, struct hy_cache_store **out, char *why,
+			size_t why_size);
+
+/* Reads the line table (the newer good copy) and replays the journal into
+ * the store's table, then calls @cb for every line in use, in line order
+ * (a nonzero return stops load and is returned), then checkpoints (see
+ * above). @stats may be NULL. 0 or a negative errno with a message. */
+typedef int (*hy_cache_store_line_cb)(void *arg, uint64_t line, uint64_t file_id, uint64_t block,
+				      uint8_t valid, uint8_t dirty);
+int hy_cache_store_load(struct hy_cache_store *store, hy_cache_store_line_cb cb, void *arg,
+			struct hy_cache_store_load_stats *stats, char *why, size_t why_size);
+
+/* Appends @r (sequence and generation set by the store) and applies it to
+ * the table once it is durable: group commit, one fdatasync for every
+ * record written before it began, and it also makes durable the line data
+ * written before the append. Only after load(). Returns 0, -EINVAL (a bad
+ * record), -ENOSPC (the journal is full: checkpoint, then append again) or
+ * the errno of a failed write or sync (sticky: every later append fails). */
+int hy_cache_store_journal_append(struct hy_cache_store *store,
+				  const struct hy_cache_journal_record *r);
+
+/* Records the journal can still take before a checkpoint is needed. */
+uint64_t hy_cache_store_journal_room(struct hy_cache_store *store);
+
+/* Writes the table into the unused copy, then its header (see above);
+ * the journal restarts. 0 or a negative errno with a message. */
+int hy_cache_store_checkpoint(struct hy_cache_store *store, char *why, size_t why_size);
+
+/* For the tests: the first half of a checkpoint only (the records of the
+ * unused copy, not its header), as a crash in the middle leaves it. */
+int hy_cache_store_checkpoint_first_half(struct hy_cache_store *store);
+
+/* The line table as it is now (after load), or NULL. */
+const struct hy_cache_line *hy_cache_store_line(struct hy_cache_store *store, uint64_t line);
+
+/* Reads or writes the sectors of @line in @mask (bit n: bytes n*512 ..
+ * n*512+511 of the line, at the same place in @buf, a whole line). Not
+ * synced: the next journal append (or sync) makes writes durable.
+ * 0 or a negative errno (-EINVAL: line out of range). */
+int hy_cache_store_read_line(struct hy_cache_store *store, uint64_t line, uint8_t mask, void *buf);
+int hy_cache_store_write_line(struct hy_cache_store *store, uint64_t line, uint8_t mask,
+			      const void *buf);
+int hy_cache_store_sync(struct hy_cache_store *store);
+
+/* Writes the clean-shutdown flag durably. 0 or a negative errno. */
+int hy_cache_store_set_clean(struct hy_cache_store *store, bool clean);
+
+/* Closes; NULL is fine. */
+void hy_cache_store_close(struct hy_cache_store *store);
+
+/* Encodings, for the tests and a fuzzer: @buf is HY_CACHE_STORE_BLOCK
+ * bytes (superblock) or HY_CACHE_JOURNAL_RECORD bytes. Decoders return 0
+ * or -EUCLEAN / -EPROTO (superblock, with a message). */
+void hy_cache_store_encode(const struct hy_cache_store_header *h, unsigned char *buf);
+int hy_cache_store_decode(const unsigned char *buf, struct hy_cache_store_header *h, char *why,
+			  size_t why_size);
+void hy_cache_journal_encode(const struct hy_cache_journal_record *r, unsigned char *buf);
+int hy_cache_journal_decode(const unsigned char *buf, struct hy_cache_journal_record *r);
+
+#endif
