@@ -2,8 +2,8 @@
  *
  * Encodings are byte by byte (little-endian whatever the host). libblkid
  * resolves UUID= and LABEL= and names what a file or device holds when it
- * is not a store, as engine/bopt.c does (its helpers are static there, so
- * this module has its own copies; bopt.c is left as it is).
+ * is not a store, as engine/bopt.c does; both use the shared helpers of
+ * ondisk.h for that, for the encodings, checksums and whole-buffer I/O.
  *
  * The store's device (device.h) ignores the object and uses the store's
  * descriptor: its private data is the struct hy_cache_store.
@@ -11,24 +11,19 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <blkid/blkid.h>
-#include <linux/fs.h>
-
 #include "hybridfs/cache_store.h"
 #include "hybridfs/device.h"
 #include "hybridfs/log.h"
+#include "hybridfs/ondisk.h"
 
 /* superblock */
 #define OFF_MAGIC	 0
@@ -86,77 +81,6 @@
 
 static const unsigned char jmagic[4] = {'H', 'Y', 'C', 'J'};
 
-static void say(char *why, size_t why_size, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void say(char *why, size_t why_size, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!why || !why_size)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why, why_size, fmt, ap);
-	va_end(ap);
-}
-
-/* ---- encoding ---- */
-
-static void put_le32(unsigned char *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put_le64(unsigned char *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t get_le32(const unsigned char *p)
-{
-	uint32_t v = 0;
-
-	for (int i = 3; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-
-static uint64_t get_le64(const unsigned char *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-
-static uint64_t fnv1a64(const unsigned char *p, size_t len)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
-static uint32_t fnv1a32_more(uint32_t h, const unsigned char *p, size_t len)
-{
-	for (size_t i = 0; i < len; i++) {
-		h ^= p[i];
-		h *= 16777619u;
-	}
-	return h;
-}
-
-static uint32_t fnv1a32(const unsigned char *p, size_t len)
-{
-	return fnv1a32_more(2166136261u, p, len);
-}
-
 static uint64_t table_copy_blocks(uint64_t capacity)
 {
 	return 1 +
@@ -167,20 +91,20 @@ void hy_cache_store_encode(const struct hy_cache_store_header *h, unsigned char 
 {
 	memset(buf, 0, HY_CACHE_STORE_BLOCK);
 	memcpy(buf + OFF_MAGIC, HY_CACHE_STORE_MAGIC, 8);
-	put_le32(buf + OFF_VERSION, h->version);
-	put_le32(buf + OFF_HEADER_SIZE, HY_CACHE_STORE_HEADER_SIZE);
+	hy_ondisk_put_le32(buf + OFF_VERSION, h->version);
+	hy_ondisk_put_le32(buf + OFF_HEADER_SIZE, HY_CACHE_STORE_HEADER_SIZE);
 	memcpy(buf + OFF_UUID, h->uuid, strnlen(h->uuid, UUID_FIELD - 1));
-	put_le32(buf + OFF_LINE_SIZE, h->line_size);
-	put_le32(buf + OFF_FLAGS, h->clean_shutdown ? FLAG_CLEAN : 0);
-	put_le64(buf + OFF_CAPACITY, h->capacity);
-	put_le64(buf + OFF_GENERATION, h->generation);
-	put_le64(buf + OFF_TABLE_OFF, h->table_offset);
-	put_le64(buf + OFF_TABLE_SIZE, h->table_size);
-	put_le64(buf + OFF_JOURNAL_OFF, h->journal_offset);
-	put_le64(buf + OFF_JOURNAL_SIZE, h->journal_size);
-	put_le64(buf + OFF_DATA_OFF, h->data_offset);
-	put_le64(buf + OFF_DATA_SIZE, h->data_size);
-	put_le64(buf + OFF_CHECKSUM, fnv1a64(buf, OFF_CHECKSUM));
+	hy_ondisk_put_le32(buf + OFF_LINE_SIZE, h->line_size);
+	hy_ondisk_put_le32(buf + OFF_FLAGS, h->clean_shutdown ? FLAG_CLEAN : 0);
+	hy_ondisk_put_le64(buf + OFF_CAPACITY, h->capacity);
+	hy_ondisk_put_le64(buf + OFF_GENERATION, h->generation);
+	hy_ondisk_put_le64(buf + OFF_TABLE_OFF, h->table_offset);
+	hy_ondisk_put_le64(buf + OFF_TABLE_SIZE, h->table_size);
+	hy_ondisk_put_le64(buf + OFF_JOURNAL_OFF, h->journal_offset);
+	hy_ondisk_put_le64(buf + OFF_JOURNAL_SIZE, h->journal_size);
+	hy_ondisk_put_le64(buf + OFF_DATA_OFF, h->data_offset);
+	hy_ondisk_put_le64(buf + OFF_DATA_SIZE, h->data_size);
+	hy_ondisk_put_le64(buf + OFF_CHECKSUM, hy_ondisk_fnv1a64(buf, OFF_CHECKSUM));
 }
 
 /* The regions follow each other as the header says, and fit an off_t. */
@@ -213,80 +137,85 @@ int hy_cache_store_decode(const unsigned char *buf, struct hy_cache_store_header
 
 	memset(h, 0, sizeof(*h));
 	if (memcmp(buf + OFF_MAGIC, HY_CACHE_STORE_MAGIC, 8) != 0) {
-		say(why, why_size, "not a hybridfs cache store (no cache store magic)");
+		hy_ondisk_say(why, why_size, "not a hybridfs cache store (no cache store magic)");
 		return -EUCLEAN;
 	}
 	/* before the checksum: a newer format may checksum differently */
-	version = get_le32(buf + OFF_VERSION);
+	version = hy_ondisk_get_le32(buf + OFF_VERSION);
 	if (version > HY_CACHE_STORE_VERSION) {
-		say(why, why_size,
-		    "cache store format version %" PRIu32 " is newer than this hybridfs reads (%d)",
-		    version, HY_CACHE_STORE_VERSION);
+		hy_ondisk_say(why, why_size,
+			      "cache store format version %" PRIu32
+			      " is newer than this hybridfs reads (%d)",
+			      version, HY_CACHE_STORE_VERSION);
 		return -EPROTO;
 	}
-	sum = get_le64(buf + OFF_CHECKSUM);
-	want = fnv1a64(buf, OFF_CHECKSUM);
+	sum = hy_ondisk_get_le64(buf + OFF_CHECKSUM);
+	want = hy_ondisk_fnv1a64(buf, OFF_CHECKSUM);
 	if (sum != want) {
-		say(why, why_size,
-		    "cache store superblock damaged (checksum %016" PRIx64 ", expected %016" PRIx64
-		    ")",
-		    sum, want);
+		hy_ondisk_say(why, why_size,
+			      "cache store superblock damaged (checksum %016" PRIx64
+			      ", expected %016" PRIx64 ")",
+			      sum, want);
 		return -EUCLEAN;
 	}
 	if (version == 0) {
-		say(why, why_size, "cache store superblock damaged (format version 0)");
+		hy_ondisk_say(why, why_size, "cache store superblock damaged (format version 0)");
 		return -EUCLEAN;
 	}
-	header_size = get_le32(buf + OFF_HEADER_SIZE);
+	header_size = hy_ondisk_get_le32(buf + OFF_HEADER_SIZE);
 	if (header_size != HY_CACHE_STORE_HEADER_SIZE) {
-		say(why, why_size,
-		    "cache store superblock damaged (header size %" PRIu32 ", expected %d)",
-		    header_size, HY_CACHE_STORE_HEADER_SIZE);
+		hy_ondisk_say(why, why_size,
+			      "cache store superblock damaged (header size %" PRIu32
+			      ", expected %d)",
+			      header_size, HY_CACHE_STORE_HEADER_SIZE);
 		return -EUCLEAN;
 	}
 	uuid_len = strnlen((const char *)buf + OFF_UUID, UUID_FIELD);
 	if (uuid_len == 0 || uuid_len >= UUID_FIELD) {
-		say(why, why_size, "cache store superblock damaged (mount uuid %s)",
-		    uuid_len ? "not terminated" : "empty");
+		hy_ondisk_say(why, why_size, "cache store superblock damaged (mount uuid %s)",
+			      uuid_len ? "not terminated" : "empty");
 		return -EUCLEAN;
 	}
 	for (size_t i = uuid_len; i < UUID_FIELD; i++) {
 		if (buf[OFF_UUID + i] != 0) {
-			say(why, why_size,
-			    "cache store superblock damaged (mount uuid padding not zero)");
+			hy_ondisk_say(
+				why, why_size,
+				"cache store superblock damaged (mount uuid padding not zero)");
 			return -EUCLEAN;
 		}
 	}
-	flags = get_le32(buf + OFF_FLAGS);
+	flags = hy_ondisk_get_le32(buf + OFF_FLAGS);
 	if (flags & ~FLAG_CLEAN) {
-		say(why, why_size, "cache store superblock damaged (unknown flags %#" PRIx32 ")",
-		    flags);
+		hy_ondisk_say(why, why_size,
+			      "cache store superblock damaged (unknown flags %#" PRIx32 ")", flags);
 		return -EUCLEAN;
 	}
 	h->version = version;
 	memcpy(h->uuid, buf + OFF_UUID, uuid_len);
 	h->uuid[uuid_len] = '\0';
-	h->line_size = get_le32(buf + OFF_LINE_SIZE);
+	h->line_size = hy_ondisk_get_le32(buf + OFF_LINE_SIZE);
 	h->clean_shutdown = flags & FLAG_CLEAN;
-	h->capacity = get_le64(buf + OFF_CAPACITY);
-	h->generation = get_le64(buf + OFF_GENERATION);
-	h->table_offset = get_le64(buf + OFF_TABLE_OFF);
-	h->table_size = get_le64(buf + OFF_TABLE_SIZE);
-	h->journal_offset = get_le64(buf + OFF_JOURNAL_OFF);
-	h->journal_size = get_le64(buf + OFF_JOURNAL_SIZE);
-	h->data_offset = get_le64(buf + OFF_DATA_OFF);
-	h->data_size = get_le64(buf + OFF_DATA_SIZE);
+	h->capacity = hy_ondisk_get_le64(buf + OFF_CAPACITY);
+	h->generation = hy_ondisk_get_le64(buf + OFF_GENERATION);
+	h->table_offset = hy_ondisk_get_le64(buf + OFF_TABLE_OFF);
+	h->table_size = hy_ondisk_get_le64(buf + OFF_TABLE_SIZE);
+	h->journal_offset = hy_ondisk_get_le64(buf + OFF_JOURNAL_OFF);
+	h->journal_size = hy_ondisk_get_le64(buf + OFF_JOURNAL_SIZE);
+	h->data_offset = hy_ondisk_get_le64(buf + OFF_DATA_OFF);
+	h->data_size = hy_ondisk_get_le64(buf + OFF_DATA_SIZE);
 	if (h->line_size != HY_CACHE_LINE_SIZE) {
-		say(why, why_size, "cache store superblock damaged (line size %" PRIu32 ", not %d)",
-		    h->line_size, HY_CACHE_LINE_SIZE);
+		hy_ondisk_say(why, why_size,
+			      "cache store superblock damaged (line size %" PRIu32 ", not %d)",
+			      h->line_size, HY_CACHE_LINE_SIZE);
 		return -EUCLEAN;
 	}
 	if (!layout_ok(h)) {
-		say(why, why_size,
-		    "cache store regions do not add up (%" PRIu64 " lines, table %" PRIu64
-		    "+%" PRIu64 ", journal %" PRIu64 "+%" PRIu64 ", data %" PRIu64 "+%" PRIu64 ")",
-		    h->capacity, h->table_offset, h->table_size, h->journal_offset, h->journal_size,
-		    h->data_offset, h->data_size);
+		hy_ondisk_say(why, why_size,
+			      "cache store regions do not add up (%" PRIu64 " lines, table %" PRIu64
+			      "+%" PRIu64 ", journal %" PRIu64 "+%" PRIu64 ", data %" PRIu64
+			      "+%" PRIu64 ")",
+			      h->capacity, h->table_offset, h->table_size, h->journal_offset,
+			      h->journal_size, h->data_offset, h->data_size);
 		return -EUCLEAN;
 	}
 	return 0;
@@ -299,12 +228,12 @@ void hy_cache_journal_encode(const struct hy_cache_journal_record *r, unsigned c
 	buf[JR_TYPE] = (unsigned char)r->type;
 	buf[JR_VALID] = r->valid;
 	buf[JR_DIRTY] = r->dirty;
-	put_le64(buf + JR_SEQ, r->sequence);
-	put_le64(buf + JR_GENERATION, r->generation);
-	put_le64(buf + JR_LINE, r->line);
-	put_le64(buf + JR_FILE_ID, r->file_id);
-	put_le64(buf + JR_BLOCK, r->block);
-	put_le32(buf + JR_CHECKSUM, fnv1a32(buf, JR_CHECKSUM));
+	hy_ondisk_put_le64(buf + JR_SEQ, r->sequence);
+	hy_ondisk_put_le64(buf + JR_GENERATION, r->generation);
+	hy_ondisk_put_le64(buf + JR_LINE, r->line);
+	hy_ondisk_put_le64(buf + JR_FILE_ID, r->file_id);
+	hy_ondisk_put_le64(buf + JR_BLOCK, r->block);
+	hy_ondisk_put_le32(buf + JR_CHECKSUM, hy_ondisk_fnv1a32(buf, JR_CHECKSUM));
 }
 
 int hy_cache_journal_decode(const unsigned char *buf, struct hy_cache_journal_record *r)
@@ -313,16 +242,16 @@ int hy_cache_journal_decode(const unsigned char *buf, struct hy_cache_journal_re
 		return -EUCLEAN;
 	if (buf[JR_TYPE] < HY_CJ_FILL || buf[JR_TYPE] > HY_CJ_MASKS)
 		return -EUCLEAN;
-	if (get_le32(buf + JR_CHECKSUM) != fnv1a32(buf, JR_CHECKSUM))
+	if (hy_ondisk_get_le32(buf + JR_CHECKSUM) != hy_ondisk_fnv1a32(buf, JR_CHECKSUM))
 		return -EUCLEAN;
 	r->type = (enum hy_cache_journal_type)buf[JR_TYPE];
 	r->valid = buf[JR_VALID];
 	r->dirty = buf[JR_DIRTY];
-	r->sequence = get_le64(buf + JR_SEQ);
-	r->generation = get_le64(buf + JR_GENERATION);
-	r->line = get_le64(buf + JR_LINE);
-	r->file_id = get_le64(buf + JR_FILE_ID);
-	r->block = get_le64(buf + JR_BLOCK);
+	r->sequence = hy_ondisk_get_le64(buf + JR_SEQ);
+	r->generation = hy_ondisk_get_le64(buf + JR_GENERATION);
+	r->line = hy_ondisk_get_le64(buf + JR_LINE);
+	r->file_id = hy_ondisk_get_le64(buf + JR_FILE_ID);
+	r->block = hy_ondisk_get_le64(buf + JR_BLOCK);
 	return 0;
 }
 
@@ -330,9 +259,9 @@ static uint32_t line_record_sum(const unsigned char *p, uint64_t line, uint64_t 
 {
 	unsigned char extra[16];
 
-	put_le64(extra, line);
-	put_le64(extra + 8, generation);
-	return fnv1a32_more(fnv1a32(p, LR_CHECKSUM), extra, sizeof(extra));
+	hy_ondisk_put_le64(extra, line);
+	hy_ondisk_put_le64(extra + 8, generation);
+	return hy_ondisk_fnv1a32_more(hy_ondisk_fnv1a32(p, LR_CHECKSUM), extra, sizeof(extra));
 }
 
 static void encode_line(const struct hy_cache_line *l, uint64_t line, uint64_t generation,
@@ -341,13 +270,13 @@ static void encode_line(const struct hy_cache_line *l, uint64_t line, uint64_t g
 	memset(p, 0, HY_CACHE_LINE_RECORD);
 	if (!l->used)
 		return; /* all zero: free */
-	put_le64(p + LR_FILE_ID, l->file_id);
-	put_le64(p + LR_BLOCK, l->block);
+	hy_ondisk_put_le64(p + LR_FILE_ID, l->file_id);
+	hy_ondisk_put_le64(p + LR_BLOCK, l->block);
 	p[LR_VALID] = l->valid;
 	p[LR_DIRTY] = l->dirty;
 	p[LR_FLAGS] = LR_USED;
-	put_le64(p + LR_SEQ, l->sequence);
-	put_le32(p + LR_CHECKSUM, line_record_sum(p, line, generation));
+	hy_ondisk_put_le64(p + LR_SEQ, l->sequence);
+	hy_ondisk_put_le32(p + LR_CHECKSUM, line_record_sum(p, line, generation));
 }
 
 /* 0 (a free line is all zero) or -EUCLEAN */
@@ -359,16 +288,16 @@ static int decode_line(const unsigned char *p, uint64_t line, uint64_t generatio
 	memset(l, 0, sizeof(*l));
 	if (memcmp(p, zero, sizeof(zero)) == 0)
 		return 0;
-	if (get_le32(p + LR_CHECKSUM) != line_record_sum(p, line, generation))
+	if (hy_ondisk_get_le32(p + LR_CHECKSUM) != line_record_sum(p, line, generation))
 		return -EUCLEAN;
 	if (p[LR_FLAGS] != LR_USED || p[19] != 0 || (p[LR_DIRTY] & ~p[LR_VALID]))
 		return -EUCLEAN;
 	l->used = true;
-	l->file_id = get_le64(p + LR_FILE_ID);
-	l->block = get_le64(p + LR_BLOCK);
+	l->file_id = hy_ondisk_get_le64(p + LR_FILE_ID);
+	l->block = hy_ondisk_get_le64(p + LR_BLOCK);
 	l->valid = p[LR_VALID];
 	l->dirty = p[LR_DIRTY];
-	l->sequence = get_le64(p + LR_SEQ);
+	l->sequence = hy_ondisk_get_le64(p + LR_SEQ);
 	return 0;
 }
 
@@ -377,10 +306,10 @@ static void encode_copy_header(uint64_t generation, uint64_t seq, uint64_t capac
 {
 	memset(buf, 0, HY_CACHE_STORE_BLOCK);
 	memcpy(buf, TAB_MAGIC, 8);
-	put_le64(buf + TAB_GENERATION, generation);
-	put_le64(buf + TAB_SEQ, seq);
-	put_le64(buf + TAB_CAPACITY, capacity);
-	put_le64(buf + TAB_CHECKSUM, fnv1a64(buf, TAB_CHECKSUM));
+	hy_ondisk_put_le64(buf + TAB_GENERATION, generation);
+	hy_ondisk_put_le64(buf + TAB_SEQ, seq);
+	hy_ondisk_put_le64(buf + TAB_CAPACITY, capacity);
+	hy_ondisk_put_le64(buf + TAB_CHECKSUM, hy_ondisk_fnv1a64(buf, TAB_CHECKSUM));
 }
 
 /* 0 with the copy's sequence, or -EUCLEAN */
@@ -388,135 +317,27 @@ static int decode_copy_header(const unsigned char *buf, uint64_t generation, uin
 			      uint64_t *seq)
 {
 	if (memcmp(buf, TAB_MAGIC, 8) != 0 ||
-	    get_le64(buf + TAB_CHECKSUM) != fnv1a64(buf, TAB_CHECKSUM) ||
-	    get_le64(buf + TAB_GENERATION) != generation ||
-	    get_le64(buf + TAB_CAPACITY) != capacity)
+	    hy_ondisk_get_le64(buf + TAB_CHECKSUM) != hy_ondisk_fnv1a64(buf, TAB_CHECKSUM) ||
+	    hy_ondisk_get_le64(buf + TAB_GENERATION) != generation ||
+	    hy_ondisk_get_le64(buf + TAB_CAPACITY) != capacity)
 		return -EUCLEAN;
-	*seq = get_le64(buf + TAB_SEQ);
+	*seq = hy_ondisk_get_le64(buf + TAB_SEQ);
 	return 0;
 }
 
 /* ---- I/O ---- */
 
-/* Reads @len bytes at @off; zeros past the end of the file. */
+/* Reads @len bytes at @off; zeros past the end of the file. 0 or -errno. */
 static int read_full(int fd, void *buf, size_t len, uint64_t off)
 {
-	unsigned char *p = buf;
-	size_t done = 0;
+	ssize_t n = hy_ondisk_read_full(fd, buf, len, off);
 
-	while (done < len) {
-		ssize_t n = pread(fd, p + done, len - done, (off_t)(off + done));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0) {
-			memset(p + done, 0, len - done);
-			break;
-		}
-		done += (size_t)n;
-	}
-	return 0;
-}
-
-static int write_full(int fd, const void *buf, size_t len, uint64_t off)
-{
-	const unsigned char *p = buf;
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pwrite(fd, p + done, len - done, (off_t)(off + done));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
-static int size_of(int fd, const struct stat *st, uint64_t *size)
-{
-	if (S_ISREG(st->st_mode)) {
-		*size = (uint64_t)st->st_size;
-		return 0;
-	}
-	if (S_ISBLK(st->st_mode))
-		return ioctl(fd, BLKGETSIZE64, size) < 0 ? -errno : 0;
-	return -EINVAL;
-}
-
-/* ---- libblkid ---- */
-
-/* 1 with what libblkid finds on @path in @type, 0 for nothing, -errno. */
-static int probe_signature(const char *path, char *type, size_t size)
-{
-	blkid_probe pr = blkid_new_probe_from_filename(path);
-	const char *value = NULL;
-	int rc, found = 0;
-
-	if (!pr)
-		return errno ? -errno : -EIO;
-	blkid_probe_enable_superblocks(pr, 1);
-	blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE);
-	blkid_probe_enable_partitions(pr, 1);
-	rc = blkid_do_safeprobe(pr);
-	if (rc == 0) {
-		if (blkid_probe_lookup_value(pr, "TYPE", &value, NULL) == 0 ||
-		    blkid_probe_lookup_value(pr, "PTTYPE", &value, NULL) == 0)
-			snprintf(type, size, "%s", value);
-		else
-			snprintf(type, size, "an unnamed signature");
-		found = 1;
-	} else if (rc == -2) {
-		snprintf(type, size, "several conflicting signatures");
-		found = 1;
-	} else if (rc < 0) {
-		found = -EIO;
-	}
-	blkid_free_probe(pr);
-	return found;
+	return n < 0 ? (int)n : 0;
 }
 
 int hy_cache_store_resolve(const char *spec, char *buf, size_t size, char *why, size_t why_size)
 {
-	char *dev;
-	int n;
-
-	if (!spec || !*spec) {
-		say(why, why_size, "cache: empty location");
-		return -EINVAL;
-	}
-	if (strncmp(spec, "UUID=", 5) != 0 && strncmp(spec, "LABEL=", 6) != 0 &&
-	    strncmp(spec, "PARTUUID=", 9) != 0 && strncmp(spec, "PARTLABEL=", 10) != 0) {
-		if (spec[0] != '/') {
-			say(why, why_size,
-			    "cache: \"%s\" is neither an absolute path nor UUID=, LABEL=, "
-			    "PARTUUID= or PARTLABEL=",
-			    spec);
-			return -EINVAL;
-		}
-		n = snprintf(buf, size, "%s", spec);
-		if (n < 0 || (size_t)n >= size) {
-			say(why, why_size, "cache: \"%s\" is too long a path", spec);
-			return -ENAMETOOLONG;
-		}
-		return 0;
-	}
-	dev = blkid_evaluate_tag(spec, NULL, NULL);
-	if (!dev) {
-		say(why, why_size, "cache: no device has %s (libblkid finds none)", spec);
-		return -ENOENT;
-	}
-	n = snprintf(buf, size, "%s", dev);
-	free(dev);
-	if (n < 0 || (size_t)n >= size) {
-		say(why, why_size, "cache: %s names too long a path", spec);
-		return -ENAMETOOLONG;
-	}
-	return 0;
+	return hy_ondisk_resolve(spec, "cache", buf, size, why, why_size);
 }
 
 /* ---- creation ---- */
@@ -559,10 +380,11 @@ static int plan(const char *path, const char *uuid, uint64_t size, struct hy_cac
 	while (cap > 0 && layout_bytes(cap, jsize) > size)
 		cap--;
 	if (cap < 1) {
-		say(why, why_size,
-		    "cache: \"%s\": %" PRIu64 " bytes do not hold a superblock, a line table, a "
-		    "%" PRIu64 "-byte journal and one line",
-		    path, size, jsize);
+		hy_ondisk_say(why, why_size,
+			      "cache: \"%s\": %" PRIu64
+			      " bytes do not hold a superblock, a line table, a "
+			      "%" PRIu64 "-byte journal and one line",
+			      path, size, jsize);
 		return -EINVAL;
 	}
 	h->version = HY_CACHE_STORE_VERSION;
@@ -593,38 +415,22 @@ static int write_new_store(int fd, const struct hy_cache_store_header *h)
 	for (off = h->table_offset; off < end && rc == 0; off += CHUNK) {
 		uint64_t len = end - off < CHUNK ? end - off : CHUNK;
 
-		rc = write_full(fd, buf, (size_t)len, off);
+		rc = hy_ondisk_write_full(fd, buf, (size_t)len, off);
 	}
 	if (rc == 0) {
 		encode_copy_header(h->generation, 0, h->capacity, buf);
-		rc = write_full(fd, buf, HY_CACHE_STORE_BLOCK, h->table_offset);
+		rc = hy_ondisk_write_full(fd, buf, HY_CACHE_STORE_BLOCK, h->table_offset);
 	}
 	if (rc == 0 && fdatasync(fd) < 0)
 		rc = -errno;
 	if (rc == 0) {
 		hy_cache_store_encode(h, buf);
-		rc = write_full(fd, buf, HY_CACHE_STORE_BLOCK, 0);
+		rc = hy_ondisk_write_full(fd, buf, HY_CACHE_STORE_BLOCK, 0);
 	}
 	if (rc == 0 && fsync(fd) < 0)
 		rc = -errno;
 	free(buf);
 	return rc;
-}
-
-static void sync_parent(const char *path)
-{
-	char *copy = strdup(path);
-	int fd;
-
-	if (!copy)
-		return;
-	fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || fsync(fd) < 0)
-		hy_log(LOG_WARNING, "cache: cannot sync the directory of \"%s\": %s", path,
-		       strerror(errno));
-	if (fd >= 0)
-		close(fd);
-	free(copy);
 }
 
 /* What is at @path now, unless @force: another mount's or a damaged store,
@@ -638,13 +444,13 @@ static int check_overwrite(const char *path, const char *uuid, char *why, size_t
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		rc = -errno;
-		say(why, why_size, "cache: cannot open \"%s\": %s", path, strerror(-rc));
+		hy_ondisk_say(why, why_size, "cache: cannot open \"%s\": %s", path, strerror(-rc));
 		return rc;
 	}
 	rc = read_full(fd, buf, sizeof(buf), 0);
 	close(fd);
 	if (rc < 0) {
-		say(why, why_size, "cache: cannot read \"%s\": %s", path, strerror(-rc));
+		hy_ondisk_say(why, why_size, "cache: cannot read \"%s\": %s", path, strerror(-rc));
 		return rc;
 	}
 	if (memcmp(buf, HY_CACHE_STORE_MAGIC, 8) == 0) {
@@ -655,26 +461,30 @@ static int check_overwrite(const char *path, const char *uuid, char *why, size_t
 		if (rc == 0 && strcmp(old.uuid, uuid) == 0)
 			return 0;
 		if (rc == 0)
-			say(why, why_size,
-			    "cache: \"%s\" is the cache store of mount %s, not of %s; refusing to "
-			    "overwrite it without force",
-			    path, old.uuid, uuid);
+			hy_ondisk_say(why, why_size,
+				      "cache: \"%s\" is the cache store of mount %s, not of %s; "
+				      "refusing to "
+				      "overwrite it without force",
+				      path, old.uuid, uuid);
 		else
-			say(why, why_size,
-			    "cache: \"%s\" holds a cache store that cannot be read (%s); refusing "
-			    "to overwrite it without force",
-			    path, msg);
+			hy_ondisk_say(why, why_size,
+				      "cache: \"%s\" holds a cache store that cannot be read (%s); "
+				      "refusing "
+				      "to overwrite it without force",
+				      path, msg);
 		return -EEXIST;
 	}
-	rc = probe_signature(path, type, sizeof(type));
+	rc = hy_ondisk_probe_signature(path, type, sizeof(type));
 	if (rc < 0) {
-		say(why, why_size, "cache: libblkid cannot probe \"%s\": %s", path, strerror(-rc));
+		hy_ondisk_say(why, why_size, "cache: libblkid cannot probe \"%s\": %s", path,
+			      strerror(-rc));
 		return rc;
 	}
 	if (rc == 1) {
-		say(why, why_size,
-		    "cache: \"%s\" holds %s (libblkid); refusing to overwrite it without force",
-		    path, type);
+		hy_ondisk_say(
+			why, why_size,
+			"cache: \"%s\" holds %s (libblkid); refusing to overwrite it without force",
+			path, type);
 		return -EEXIST;
 	}
 	return 0;
@@ -689,29 +499,32 @@ int hy_cache_store_create(const char *path, const char *uuid, uint64_t size, uin
 	int fd, rc;
 
 	if (!path || !*path || !uuid || !*uuid || strlen(uuid) >= UUID_FIELD) {
-		say(why, why_size,
-		    "cache: a path and a mount uuid of 1 to %d characters are needed",
-		    UUID_FIELD - 1);
+		hy_ondisk_say(why, why_size,
+			      "cache: a path and a mount uuid of 1 to %d characters are needed",
+			      UUID_FIELD - 1);
 		return -EINVAL;
 	}
 	if (line_size != HY_CACHE_LINE_SIZE) {
-		say(why, why_size,
-		    "cache: \"%s\": line size %" PRIu32 " is not supported (only %d)", path,
-		    line_size, HY_CACHE_LINE_SIZE);
+		hy_ondisk_say(why, why_size,
+			      "cache: \"%s\": line size %" PRIu32 " is not supported (only %d)",
+			      path, line_size, HY_CACHE_LINE_SIZE);
 		return -EINVAL;
 	}
 	if (stat(path, &st) < 0) {
 		if (errno != ENOENT) {
 			rc = -errno;
-			say(why, why_size, "cache: cannot look at \"%s\": %s", path, strerror(-rc));
+			hy_ondisk_say(why, why_size, "cache: cannot look at \"%s\": %s", path,
+				      strerror(-rc));
 			return rc;
 		}
 		exists = false;
 	} else if (S_ISBLK(st.st_mode)) {
 		block = true;
 	} else if (!S_ISREG(st.st_mode)) {
-		say(why, why_size,
-		    "cache: \"%s\" exists and is neither a regular file nor a block device", path);
+		hy_ondisk_say(
+			why, why_size,
+			"cache: \"%s\" exists and is neither a regular file nor a block device",
+			path);
 		return -EEXIST;
 	}
 	if (exists && !force) {
@@ -727,15 +540,16 @@ int hy_cache_store_create(const char *path, const char *uuid, uint64_t size, uin
 		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		rc = -errno;
-		say(why, why_size, "cache: cannot %s \"%s\": %s", exists ? "open" : "create", path,
-		    strerror(-rc));
+		hy_ondisk_say(why, why_size, "cache: cannot %s \"%s\": %s",
+			      exists ? "open" : "create", path, strerror(-rc));
 		return rc;
 	}
 	if (block) {
-		rc = fstat(fd, &st) < 0 ? -errno : size_of(fd, &st, &size);
+		rc = fstat(fd, &st) < 0 ? -errno : hy_ondisk_size(fd, &st, &size);
 		if (rc < 0) {
-			say(why, why_size, "cache: cannot find the size of the block device \"%s\"",
-			    path);
+			hy_ondisk_say(why, why_size,
+				      "cache: cannot find the size of the block device \"%s\"",
+				      path);
 			goto fail;
 		}
 	}
@@ -748,15 +562,16 @@ int hy_cache_store_create(const char *path, const char *uuid, uint64_t size, uin
 		/* a store made again may shrink; then its tail goes */
 		if (exists && ftruncate(fd, bytes) < 0) {
 			rc = -errno;
-			say(why, why_size, "cache: cannot resize \"%s\": %s", path, strerror(-rc));
+			hy_ondisk_say(why, why_size, "cache: cannot resize \"%s\": %s", path,
+				      strerror(-rc));
 			goto fail;
 		}
 		if (fallocate(fd, 0, 0, bytes) < 0) {
 			rc = -errno;
 			if (rc != -EOPNOTSUPP) {
-				say(why, why_size,
-				    "cache: cannot allocate %lld bytes for \"%s\": %s",
-				    (long long)bytes, path, strerror(-rc));
+				hy_ondisk_say(why, why_size,
+					      "cache: cannot allocate %lld bytes for \"%s\": %s",
+					      (long long)bytes, path, strerror(-rc));
 				goto fail;
 			}
 			hy_log(LOG_WARNING,
@@ -766,21 +581,21 @@ int hy_cache_store_create(const char *path, const char *uuid, uint64_t size, uin
 			       path);
 			if (ftruncate(fd, bytes) < 0) {
 				rc = -errno;
-				say(why, why_size, "cache: cannot size \"%s\": %s", path,
-				    strerror(-rc));
+				hy_ondisk_say(why, why_size, "cache: cannot size \"%s\": %s", path,
+					      strerror(-rc));
 				goto fail;
 			}
 		}
 	}
 	rc = write_new_store(fd, &h);
 	if (rc < 0) {
-		say(why, why_size, "cache: cannot write the new store \"%s\": %s", path,
-		    strerror(-rc));
+		hy_ondisk_say(why, why_size, "cache: cannot write the new store \"%s\": %s", path,
+			      strerror(-rc));
 		goto fail;
 	}
 	close(fd);
 	if (!exists)
-		sync_parent(path);
+		(void)hy_ondisk_sync_parent(path, "cache"); /* only logged */
 	return 0;
 fail:
 	close(fd);
@@ -844,60 +659,61 @@ int hy_cache_store_open(const char *path, const char *uuid, struct hy_cache_stor
 
 	*out = NULL;
 	if (!path || !*path) {
-		say(why, why_size, "cache: no path");
+		hy_ondisk_say(why, why_size, "cache: no path");
 		return -EINVAL;
 	}
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
 		rc = -errno;
-		say(why, why_size, "cache: cannot open \"%s\": %s", path, strerror(-rc));
+		hy_ondisk_say(why, why_size, "cache: cannot open \"%s\": %s", path, strerror(-rc));
 		return rc;
 	}
 	if (fstat(fd, &st) < 0) {
 		rc = -errno;
-		say(why, why_size, "cache: cannot stat \"%s\": %s", path, strerror(-rc));
+		hy_ondisk_say(why, why_size, "cache: cannot stat \"%s\": %s", path, strerror(-rc));
 		goto fail;
 	}
-	rc = size_of(fd, &st, &size);
+	rc = hy_ondisk_size(fd, &st, &size);
 	if (rc < 0) {
-		say(why, why_size, "cache: \"%s\" %s", path,
-		    rc == -EINVAL ? "is neither a regular file nor a block device"
-				  : "has a size that cannot be read");
+		hy_ondisk_say(why, why_size, "cache: \"%s\" %s", path,
+			      rc == -EINVAL ? "is neither a regular file nor a block device"
+					    : "has a size that cannot be read");
 		goto fail;
 	}
 	rc = read_full(fd, buf, sizeof(buf), 0);
 	if (rc < 0) {
-		say(why, why_size, "cache: cannot read \"%s\": %s", path, strerror(-rc));
+		hy_ondisk_say(why, why_size, "cache: cannot read \"%s\": %s", path, strerror(-rc));
 		goto fail;
 	}
 	rc = hy_cache_store_decode(buf, &h, msg, sizeof(msg));
 	if (rc < 0) {
 		if (memcmp(buf, HY_CACHE_STORE_MAGIC, 8) != 0 &&
-		    probe_signature(path, type, sizeof(type)) == 1)
-			say(why, why_size, "cache: \"%s\": %s, libblkid finds %s there", path, msg,
-			    type);
+		    hy_ondisk_probe_signature(path, type, sizeof(type)) == 1)
+			hy_ondisk_say(why, why_size, "cache: \"%s\": %s, libblkid finds %s there",
+				      path, msg, type);
 		else
-			say(why, why_size, "cache: \"%s\": %s", path, msg);
+			hy_ondisk_say(why, why_size, "cache: \"%s\": %s", path, msg);
 		goto fail;
 	}
 	if (uuid && strcmp(h.uuid, uuid) != 0) {
-		say(why, why_size, "cache: \"%s\" is the cache store of mount %s, not of mount %s",
-		    path, h.uuid, uuid);
+		hy_ondisk_say(why, why_size,
+			      "cache: \"%s\" is the cache store of mount %s, not of mount %s", path,
+			      h.uuid, uuid);
 		rc = -EEXIST;
 		goto fail;
 	}
 	if (h.data_offset + h.data_size > size) {
-		say(why, why_size,
-		    "cache: \"%s\" is %" PRIu64 " bytes but its superblock says %" PRIu64
-		    " (truncated?)",
-		    path, size, h.data_offset + h.data_size);
+		hy_ondisk_say(why, why_size,
+			      "cache: \"%s\" is %" PRIu64 " bytes but its superblock says %" PRIu64
+			      " (truncated?)",
+			      path, size, h.data_offset + h.data_size);
 		rc = -EUCLEAN;
 		goto fail;
 	}
 	s = calloc(1, sizeof(*s));
 	if (!s || !(s->path = strdup(path))) {
 		rc = -ENOMEM;
-		say(why, why_size, "cache: out of memory opening \"%s\"", path);
+		hy_ondisk_say(why, why_size, "cache: out of memory opening \"%s\"", path);
 		goto fail;
 	}
 	s->fd = fd;
@@ -906,20 +722,21 @@ int hy_cache_store_open(const char *path, const char *uuid, struct hy_cache_stor
 	s->journal_capacity = h.journal_size / HY_CACHE_JOURNAL_RECORD;
 	if (pthread_mutex_init(&s->lock, NULL) != 0) {
 		rc = -ENOMEM;
-		say(why, why_size, "cache: cannot make a mutex for \"%s\"", path);
+		hy_ondisk_say(why, why_size, "cache: cannot make a mutex for \"%s\"", path);
 		goto fail;
 	}
 	if (pthread_cond_init(&s->synced_cond, NULL) != 0) {
 		pthread_mutex_destroy(&s->lock);
 		rc = -ENOMEM;
-		say(why, why_size, "cache: cannot make a condition variable for \"%s\"", path);
+		hy_ondisk_say(why, why_size, "cache: cannot make a condition variable for \"%s\"",
+			      path);
 		goto fail;
 	}
 	rc = hy_device_new("cache", &store_dev_ops, s, &s->device);
 	if (rc < 0) {
 		pthread_cond_destroy(&s->synced_cond);
 		pthread_mutex_destroy(&s->lock);
-		say(why, why_size, "cache: out of memory opening \"%s\"", path);
+		hy_ondisk_say(why, why_size, "cache: out of memory opening \"%s\"", path);
 		goto fail;
 	}
 	*out = s;
@@ -1081,7 +898,7 @@ static int write_table(struct hy_cache_store *s, int copy)
 		for (uint64_t i = 0; i < k; i++)
 			encode_line(&s->lines[n + i], n + i, s->header.generation,
 				    buf + i * HY_CACHE_LINE_RECORD);
-		rc = write_full(s->fd, buf, (size_t)(k * HY_CACHE_LINE_RECORD), off);
+		rc = hy_ondisk_write_full(s->fd, buf, (size_t)(k * HY_CACHE_LINE_RECORD), off);
 		off += k * HY_CACHE_LINE_RECORD;
 		n += k;
 	}
@@ -1104,12 +921,12 @@ static int checkpoint_at(struct hy_cache_store *s, uint64_t seq, char *why, size
 	int copy = 1 - s->active_copy, rc;
 
 	if (!s->lines) {
-		say(why, why_size, "cache: \"%s\": checkpoint before load", s->path);
+		hy_ondisk_say(why, why_size, "cache: \"%s\": checkpoint before load", s->path);
 		return -EINVAL;
 	}
 	if (s->error) {
-		say(why, why_size, "cache: \"%s\": the journal failed earlier: %s", s->path,
-		    strerror(-s->error));
+		hy_ondisk_say(why, why_size, "cache: \"%s\": the journal failed earlier: %s",
+			      s->path, strerror(-s->error));
 		return s->error;
 	}
 	rc = write_table(s, copy);
@@ -1117,13 +934,13 @@ static int checkpoint_at(struct hy_cache_store *s, uint64_t seq, char *why, size
 		unsigned char buf[HY_CACHE_STORE_BLOCK];
 
 		encode_copy_header(s->header.generation, seq, s->header.capacity, buf);
-		rc = write_full(s->fd, buf, sizeof(buf), copy_offset(s, copy));
+		rc = hy_ondisk_write_full(s->fd, buf, sizeof(buf), copy_offset(s, copy));
 	}
 	if (rc == 0 && fdatasync(s->fd) < 0)
 		rc = -errno;
 	if (rc < 0) {
-		say(why, why_size, "cache: \"%s\": cannot write line table copy %c: %s", s->path,
-		    copy ? 'B' : 'A', strerror(-rc));
+		hy_ondisk_say(why, why_size, "cache: \"%s\": cannot write line table copy %c: %s",
+			      s->path, copy ? 'B' : 'A', strerror(-rc));
 		return rc;
 	}
 	pthread_mutex_lock(&s->lock);
@@ -1160,23 +977,25 @@ int hy_cache_store_load(struct hy_cache_store *s, hy_cache_store_line_cb cb, voi
 	for (int c = 0; c < 2; c++) {
 		rc = read_full(s->fd, buf, sizeof(buf), copy_offset(s, c));
 		if (rc < 0) {
-			say(why, why_size, "cache: \"%s\": cannot read line table copy %c: %s",
-			    s->path, c ? 'B' : 'A', strerror(-rc));
+			hy_ondisk_say(why, why_size,
+				      "cache: \"%s\": cannot read line table copy %c: %s", s->path,
+				      c ? 'B' : 'A', strerror(-rc));
 			return rc;
 		}
 		good[c] = decode_copy_header(buf, s->header.generation, s->header.capacity,
 					     &seq[c]) == 0;
 	}
 	if (!good[0] && !good[1]) {
-		say(why, why_size, "cache: \"%s\": both line table copies are damaged", s->path);
+		hy_ondisk_say(why, why_size, "cache: \"%s\": both line table copies are damaged",
+			      s->path);
 		return -EUCLEAN;
 	}
 	copy = !good[0] || (good[1] && seq[1] > seq[0]) ? 1 : 0;
 	free(s->lines);
 	s->lines = calloc(s->header.capacity, sizeof(*s->lines));
 	if (!s->lines) {
-		say(why, why_size, "cache: \"%s\": out of memory for %" PRIu64 " lines", s->path,
-		    s->header.capacity);
+		hy_ondisk_say(why, why_size, "cache: \"%s\": out of memory for %" PRIu64 " lines",
+			      s->path, s->header.capacity);
 		return -ENOMEM;
 	}
 	s->active_copy = copy;
@@ -1185,8 +1004,9 @@ int hy_cache_store_load(struct hy_cache_store *s, hy_cache_store_line_cb cb, voi
 	if (rc == 0)
 		rc = replay(s, stats);
 	if (rc < 0) {
-		say(why, why_size, "cache: \"%s\": cannot read the line table or journal: %s",
-		    s->path, strerror(-rc));
+		hy_ondisk_say(why, why_size,
+			      "cache: \"%s\": cannot read the line table or journal: %s", s->path,
+			      strerror(-rc));
 		goto fail;
 	}
 	for (uint64_t n = 0; n < s->header.capacity; n++) {
@@ -1198,8 +1018,9 @@ int hy_cache_store_load(struct hy_cache_store *s, hy_cache_store_line_cb cb, voi
 		if (cb) {
 			rc = cb(arg, n, l->file_id, l->block, l->valid, l->dirty);
 			if (rc) {
-				say(why, why_size,
-				    "cache: \"%s\": loading line %" PRIu64 " stopped", s->path, n);
+				hy_ondisk_say(why, why_size,
+					      "cache: \"%s\": loading line %" PRIu64 " stopped",
+					      s->path, n);
 				goto fail;
 			}
 		}
@@ -1274,8 +1095,9 @@ int hy_cache_store_journal_append(struct hy_cache_store *s, const struct hy_cach
 	rec.generation = s->header.generation;
 	hy_cache_journal_encode(&rec, buf);
 	/* under the lock, to keep records in sequence order in the file */
-	rc = write_full(s->fd, buf, sizeof(buf),
-			s->header.journal_offset + s->journal_used * HY_CACHE_JOURNAL_RECORD);
+	rc = hy_ondisk_write_full(s->fd, buf, sizeof(buf),
+				  s->header.journal_offset +
+					  s->journal_used * HY_CACHE_JOURNAL_RECORD);
 	if (rc < 0) {
 		s->error = rc;
 		goto out;
@@ -1359,7 +1181,7 @@ int hy_cache_store_set_clean(struct hy_cache_store *s, bool clean)
 
 	h.clean_shutdown = clean;
 	hy_cache_store_encode(&h, buf);
-	rc = write_full(s->fd, buf, sizeof(buf), 0);
+	rc = hy_ondisk_write_full(s->fd, buf, sizeof(buf), 0);
 	if (rc == 0 && fdatasync(s->fd) < 0)
 		rc = -errno;
 	if (rc < 0) {

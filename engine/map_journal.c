@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +17,7 @@
 
 #include "hybridfs/map.h"
 #include "hybridfs/map_journal.h"
+#include "hybridfs/ondisk.h"
 
 #define OFF_MAGIC      0
 #define OFF_TYPE       4
@@ -33,54 +33,6 @@
 
 static const unsigned char magic[4] = {'H', 'Y', 'M', 'J'};
 
-static uint32_t fnv1a32(const unsigned char *p, size_t n)
-{
-	uint32_t h = 2166136261u;
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		h ^= p[i];
-		h *= 16777619u;
-	}
-	return h;
-}
-
-static void put32(unsigned char *p, uint32_t v)
-{
-	int i;
-
-	for (i = 0; i < 4; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-	int i;
-
-	for (i = 0; i < 8; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-	uint32_t v = 0;
-	int i;
-
-	for (i = 3; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-	uint64_t v = 0;
-	int i;
-
-	for (i = 7; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-
 static bool valid_type(int type)
 {
 	return type >= HY_MJ_RELOCATE && type <= HY_MJ_STAMP;
@@ -93,12 +45,12 @@ void hy_map_journal_encode(const struct hy_map_journal_record *r, unsigned char 
 	buf[OFF_EPOCH] = (unsigned char)(r->epoch & 0xff);
 	buf[OFF_EPOCH + 1] = (unsigned char)((r->epoch >> 8) & 0xff);
 	buf[OFF_EPOCH + 2] = (unsigned char)((r->epoch >> 16) & 0xff);
-	put64(buf + OFF_GENERATION, r->generation);
-	put64(buf + OFF_FILE_ID, r->file_id);
-	put64(buf + OFF_BLOCK, r->block);
-	put64(buf + OFF_BOPT_BLOCK, r->bopt_block);
-	put32(buf + OFF_NBLOCKS, r->nblocks);
-	put32(buf + OFF_CHECKSUM, fnv1a32(buf, OFF_CHECKSUM));
+	hy_ondisk_put_le64(buf + OFF_GENERATION, r->generation);
+	hy_ondisk_put_le64(buf + OFF_FILE_ID, r->file_id);
+	hy_ondisk_put_le64(buf + OFF_BLOCK, r->block);
+	hy_ondisk_put_le64(buf + OFF_BOPT_BLOCK, r->bopt_block);
+	hy_ondisk_put_le32(buf + OFF_NBLOCKS, r->nblocks);
+	hy_ondisk_put_le32(buf + OFF_CHECKSUM, hy_ondisk_fnv1a32(buf, OFF_CHECKSUM));
 }
 
 int hy_map_journal_decode(const unsigned char *buf, struct hy_map_journal_record *r)
@@ -107,16 +59,16 @@ int hy_map_journal_decode(const unsigned char *buf, struct hy_map_journal_record
 		return -EUCLEAN;
 	if (!valid_type(buf[OFF_TYPE]))
 		return -EUCLEAN;
-	if (get32(buf + OFF_CHECKSUM) != fnv1a32(buf, OFF_CHECKSUM))
+	if (hy_ondisk_get_le32(buf + OFF_CHECKSUM) != hy_ondisk_fnv1a32(buf, OFF_CHECKSUM))
 		return -EUCLEAN;
 	r->type = (enum hy_map_journal_type)buf[OFF_TYPE];
 	r->epoch = (uint32_t)buf[OFF_EPOCH] | (uint32_t)buf[OFF_EPOCH + 1] << 8 |
 		   (uint32_t)buf[OFF_EPOCH + 2] << 16;
-	r->generation = get64(buf + OFF_GENERATION);
-	r->file_id = get64(buf + OFF_FILE_ID);
-	r->block = get64(buf + OFF_BLOCK);
-	r->bopt_block = get64(buf + OFF_BOPT_BLOCK);
-	r->nblocks = get32(buf + OFF_NBLOCKS);
+	r->generation = hy_ondisk_get_le64(buf + OFF_GENERATION);
+	r->file_id = hy_ondisk_get_le64(buf + OFF_FILE_ID);
+	r->block = hy_ondisk_get_le64(buf + OFF_BLOCK);
+	r->bopt_block = hy_ondisk_get_le64(buf + OFF_BOPT_BLOCK);
+	r->nblocks = hy_ondisk_get_le32(buf + OFF_NBLOCKS);
 	return 0;
 }
 
@@ -167,62 +119,6 @@ static int apply(struct hy_map *map, const struct hy_map_journal_record *r)
 	return -EINVAL;
 }
 
-/* pread/pwrite of the whole buffer unless end of file or an error. */
-static ssize_t read_full(int fd, unsigned char *buf, size_t size, off_t off)
-{
-	size_t done = 0;
-
-	while (done < size) {
-		ssize_t n = pread(fd, buf + done, size - done, off + (off_t)done);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		done += (size_t)n;
-	}
-	return (ssize_t)done;
-}
-
-static int write_full(int fd, const unsigned char *buf, size_t size, off_t off)
-{
-	size_t done = 0;
-
-	while (done < size) {
-		ssize_t n = pwrite(fd, buf + done, size - done, off + (off_t)done);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
-/* Makes the journal's directory entry durable (it may have just been made). */
-static int sync_parent(const char *path)
-{
-	char *copy = strdup(path);
-	int fd, rc = 0;
-
-	if (!copy)
-		return -ENOMEM;
-	fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || fsync(fd) != 0)
-		rc = -errno;
-	if (fd >= 0)
-		close(fd);
-	free(copy);
-	return rc;
-}
-
 /* Reads the records, applies those of the journal's generation, and
  * leaves in *good the number of good records before the first bad one. */
 static int replay(struct hy_map_journal *j, struct hy_map *map, uint64_t *good, uint64_t *applied,
@@ -239,7 +135,7 @@ static int replay(struct hy_map_journal *j, struct hy_map *map, uint64_t *good, 
 		return -ENOMEM;
 	}
 	for (;;) {
-		ssize_t got = read_full(j->fd, buf, size, (off_t)(rec * HY_MAP_JOURNAL_RECORD));
+		ssize_t got = hy_ondisk_read_full(j->fd, buf, size, rec * HY_MAP_JOURNAL_RECORD);
 		size_t k, whole;
 
 		if (got < 0) {
@@ -351,7 +247,7 @@ int hy_map_journal_open(const char *path, uint64_t generation, uint32_t epoch, s
 		snprintf(why, why_size, "%s: cannot sync the map journal: %s", path, strerror(-rc));
 		goto fail;
 	}
-	rc = sync_parent(path);
+	rc = hy_ondisk_sync_parent(path, NULL);
 	if (rc) {
 		snprintf(why, why_size, "%s: cannot sync the journal's directory: %s", path,
 			 strerror(-rc));
@@ -385,7 +281,7 @@ int hy_map_journal_write(struct hy_map_journal *j, const struct hy_map_journal_r
 		pthread_mutex_unlock(&j->lock);
 		return rc;
 	}
-	rc = write_full(j->fd, buf, sizeof(buf), (off_t)(j->written * HY_MAP_JOURNAL_RECORD));
+	rc = hy_ondisk_write_full(j->fd, buf, sizeof(buf), j->written * HY_MAP_JOURNAL_RECORD);
 	if (rc) {
 		j->error = rc;
 		pthread_mutex_unlock(&j->lock);

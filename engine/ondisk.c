@@ -1,0 +1,243 @@
+/* ondisk.c - see include/hybridfs/ondisk.h.
+ *
+ * What it is for: the helpers every on-disk format of hybridfs shares (the
+ * BOPT, the map journal, the cache store), kept once here instead of a copy
+ * in each format's module.
+ *
+ * Who calls it: engine/bopt.c, engine/map_journal.c, cache/cache_store.c.
+ *
+ * Memory: resolve and sync_parent allocate (a libblkid string, a copy of a
+ * path) and free before returning; nothing else allocates. Locks: none.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <blkid/blkid.h>
+#include <linux/fs.h>
+
+#include "hybridfs/log.h"
+#include "hybridfs/ondisk.h"
+
+void hy_ondisk_say(char *why, size_t why_size, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!why || !why_size)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why, why_size, fmt, ap);
+	va_end(ap);
+}
+
+/* ---- little-endian integers ---- */
+
+void hy_ondisk_put_le32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+void hy_ondisk_put_le64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+uint32_t hy_ondisk_get_le32(const unsigned char *p)
+{
+	uint32_t v = 0;
+
+	for (int i = 3; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+uint64_t hy_ondisk_get_le64(const unsigned char *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+/* ---- FNV-1a checksums ---- */
+
+uint32_t hy_ondisk_fnv1a32_more(uint32_t h, const unsigned char *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		h ^= p[i];
+		h *= 16777619u;
+	}
+	return h;
+}
+
+uint32_t hy_ondisk_fnv1a32(const unsigned char *p, size_t len)
+{
+	return hy_ondisk_fnv1a32_more(HY_ONDISK_FNV1A32_INIT, p, len);
+}
+
+uint64_t hy_ondisk_fnv1a64(const unsigned char *p, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/* ---- whole-buffer I/O ---- */
+
+ssize_t hy_ondisk_read_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	unsigned char *p = buf;
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pread(fd, p + done, len - done, (off_t)(off + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0) {
+			memset(p + done, 0, len - done);
+			break;
+		}
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+int hy_ondisk_write_full(int fd, const void *buf, size_t len, uint64_t off)
+{
+	const unsigned char *p = buf;
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pwrite(fd, p + done, len - done, (off_t)(off + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+int hy_ondisk_size(int fd, const struct stat *st, uint64_t *size)
+{
+	if (S_ISREG(st->st_mode)) {
+		*size = (uint64_t)st->st_size;
+		return 0;
+	}
+	if (S_ISBLK(st->st_mode))
+		return ioctl(fd, BLKGETSIZE64, size) < 0 ? -errno : 0;
+	return -EINVAL;
+}
+
+/* ---- libblkid ---- */
+
+int hy_ondisk_probe_signature(const char *path, char *type, size_t size)
+{
+	blkid_probe pr = blkid_new_probe_from_filename(path);
+	const char *value = NULL;
+	int rc, found = 0;
+
+	if (!pr)
+		return errno ? -errno : -EIO;
+	blkid_probe_enable_superblocks(pr, 1);
+	blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE);
+	blkid_probe_enable_partitions(pr, 1);
+	rc = blkid_do_safeprobe(pr);
+	if (rc == 0) {
+		if (blkid_probe_lookup_value(pr, "TYPE", &value, NULL) == 0 ||
+		    blkid_probe_lookup_value(pr, "PTTYPE", &value, NULL) == 0)
+			snprintf(type, size, "%s", value);
+		else
+			snprintf(type, size, "an unnamed signature");
+		found = 1;
+	} else if (rc == -2) {
+		snprintf(type, size, "several conflicting signatures");
+		found = 1;
+	} else if (rc < 0) {
+		found = -EIO;
+	}
+	blkid_free_probe(pr);
+	return found;
+}
+
+int hy_ondisk_resolve(const char *spec, const char *what, char *buf, size_t size, char *why,
+		      size_t why_size)
+{
+	char *dev;
+	int n;
+
+	if (!spec || !*spec) {
+		hy_ondisk_say(why, why_size, "%s: empty location", what);
+		return -EINVAL;
+	}
+	if (strncmp(spec, "UUID=", 5) != 0 && strncmp(spec, "LABEL=", 6) != 0 &&
+	    strncmp(spec, "PARTUUID=", 9) != 0 && strncmp(spec, "PARTLABEL=", 10) != 0) {
+		if (spec[0] != '/') {
+			hy_ondisk_say(why, why_size,
+				      "%s: \"%s\" is neither an absolute path nor UUID=, LABEL=, "
+				      "PARTUUID= or PARTLABEL=",
+				      what, spec);
+			return -EINVAL;
+		}
+		n = snprintf(buf, size, "%s", spec);
+		if (n < 0 || (size_t)n >= size) {
+			hy_ondisk_say(why, why_size, "%s: \"%s\" is too long a path", what, spec);
+			return -ENAMETOOLONG;
+		}
+		return 0;
+	}
+	dev = blkid_evaluate_tag(spec, NULL, NULL);
+	if (!dev) {
+		hy_ondisk_say(why, why_size, "%s: no device has %s (libblkid finds none)", what,
+			      spec);
+		return -ENOENT;
+	}
+	n = snprintf(buf, size, "%s", dev);
+	if (n < 0 || (size_t)n >= size) {
+		hy_ondisk_say(why, why_size, "%s: %s is \"%s\", too long a path", what, spec, dev);
+		free(dev);
+		return -ENAMETOOLONG;
+	}
+	free(dev);
+	return 0;
+}
+
+/* ---- durability ---- */
+
+int hy_ondisk_sync_parent(const char *path, const char *what)
+{
+	char *copy = strdup(path);
+	int fd, rc = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd) != 0) {
+		rc = -errno;
+		if (what)
+			hy_log(LOG_WARNING, "%s: cannot sync the directory of \"%s\": %s", what,
+			       path, strerror(-rc));
+	}
+	if (fd >= 0)
+		close(fd);
+	free(copy);
+	return rc;
+}

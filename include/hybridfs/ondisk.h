@@ -1,0 +1,85 @@
+/*
+ * ondisk.h - the low-level helpers every on-disk format of hybridfs shares:
+ * the BOPT (bopt.h), the map journal (map_journal.h) and the SSD cache
+ * store (cache_store.h).
+ *
+ * What is here: little-endian encoding of 32- and 64-bit integers (byte by
+ * byte, whatever the host), the FNV-1a 32 and 64 checksums, whole-buffer
+ * pread/pwrite loops, the size of a regular file or block device, the
+ * libblkid signature probe, the resolution of UUID=, LABEL=, PARTUUID= and
+ * PARTLABEL= locations, making a new directory entry durable, and the
+ * helper that formats a refusal into a caller's message buffer.
+ *
+ * Who calls it: engine/bopt.c, engine/map_journal.c, cache/cache_store.c.
+ *
+ * Memory: nothing is kept; hy_ondisk_resolve() and hy_ondisk_sync_parent()
+ * free what they allocate before returning. Locks: none; every function is
+ * safe to call from any thread on its own arguments.
+ */
+#ifndef HYBRIDFS_ONDISK_H
+#define HYBRIDFS_ONDISK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+/* Formats a message into @why (nothing if @why is NULL or @why_size 0). */
+void hy_ondisk_say(char *why, size_t why_size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* ---- little-endian integers ---- */
+
+void hy_ondisk_put_le32(unsigned char *p, uint32_t v);
+void hy_ondisk_put_le64(unsigned char *p, uint64_t v);
+uint32_t hy_ondisk_get_le32(const unsigned char *p);
+uint64_t hy_ondisk_get_le64(const unsigned char *p);
+
+/* ---- FNV-1a checksums ---- */
+
+#define HY_ONDISK_FNV1A32_INIT 2166136261u
+
+uint32_t hy_ondisk_fnv1a32(const unsigned char *p, size_t len);
+/* Continues a running FNV-1a 32 hash @h (start from HY_ONDISK_FNV1A32_INIT):
+ * hashing a then b this way equals hashing a and b concatenated. */
+uint32_t hy_ondisk_fnv1a32_more(uint32_t h, const unsigned char *p, size_t len);
+uint64_t hy_ondisk_fnv1a64(const unsigned char *p, size_t len);
+
+/* ---- whole-buffer I/O ---- */
+
+/* Reads @len bytes at @off, retrying on EINTR and after short reads. Returns
+ * the number of bytes read, less than @len only at end of file, with the
+ * rest of @buf zeroed; or -errno (the contents of @buf are then undefined). */
+ssize_t hy_ondisk_read_full(int fd, void *buf, size_t len, uint64_t off);
+
+/* Writes @len bytes at @off, retrying on EINTR and after short writes.
+ * 0, -errno, or -EIO if pwrite wrote nothing. */
+int hy_ondisk_write_full(int fd, const void *buf, size_t len, uint64_t off);
+
+/* The size in bytes of the regular file or block device @fd (@st its fstat):
+ * 0, -errno if the device cannot be asked, -EINVAL for anything else. */
+int hy_ondisk_size(int fd, const struct stat *st, uint64_t *size);
+
+/* ---- libblkid ---- */
+
+/* What libblkid finds on @path (opened read-only): 1 with its name (a
+ * filesystem, a partition table, "several conflicting signatures") in
+ * @type, 0 for nothing, a negative errno if it cannot look. */
+int hy_ondisk_probe_signature(const char *path, char *type, size_t size);
+
+/* Resolves a location: an absolute path is copied, UUID=, LABEL=, PARTUUID=
+ * and PARTLABEL= are evaluated by libblkid. @what ("bopt", "cache") prefixes
+ * the messages. 0, -EINVAL (empty, or neither a path nor a tag), -ENOENT (no
+ * device has the tag) or -ENAMETOOLONG (@buf too small), with a message. */
+int hy_ondisk_resolve(const char *spec, const char *what, char *buf, size_t size, char *why,
+		      size_t why_size);
+
+/* ---- durability ---- */
+
+/* fsyncs the directory that holds @path, to make a new entry durable.
+ * 0 or -errno (-ENOMEM if @path cannot be copied). If @what is not NULL a
+ * failure to open or sync the directory is also logged as a warning
+ * prefixed with @what; callers for which it is not fatal ignore the result. */
+int hy_ondisk_sync_parent(const char *path, const char *what);
+
+#endif
