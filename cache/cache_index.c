@@ -1,16 +1,16 @@
 /* cache_index.c - the SSD cache's index; see include/hybridfs/cache_index.h.
  *
- * Layout: HY_CACHE_INDEX_STRIPES stripes, each a small chained hash table
- * of files under its own mutex (map.c's scheme: a file has a reference
- * count taken under its stripe's mutex, and the last reference frees a
- * file left with no entries). A file's entries are a power-of-two array of
+ * Layout: files are found through a file table (file_table.h) striped
+ * over HY_CACHE_INDEX_STRIPES mutexes, as in map.c: the last reference to
+ * a file left with no entries frees it. A file's entries are a power-of-two array of
  * 16-byte slots, open addressing with linear probing from hash64(block);
  * a removal shifts the following entries of the cluster back (no
  * tombstones), so a lookup stops at the first empty slot.
  *
- * Memory accounting: idx->bytes counts every allocation the index holds
- * (stripe buckets, files, slot arrays) and is changed atomically where the
- * allocation is made or freed.
+ * Memory accounting: idx->bytes counts the index's struct, files and slot
+ * arrays, changed atomically where the allocation is made or freed; the
+ * file table counts its own (struct and stripe buckets); the stats add
+ * both.
  *
  * Lock order: stripe mutex (never held while taking another lock), then a
  * file's rwlock. A file's rwlock is always dropped before file_put() takes
@@ -21,11 +21,13 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hybridfs/cache_index.h"
+#include "hybridfs/file_table.h"
 
 #define MIN_SLOTS 8
 
@@ -37,26 +39,20 @@ struct slot {
 };
 
 struct idx_file {
-	uint64_t file_id;
-	unsigned long refs; /* atomic; taken under the stripe's mutex */
+	struct hy_file_table_entry entry; /* file_id, refs, chain: the table's */
 	pthread_rwlock_t lock;
-	struct slot *slots;    /* under lock; NULL while the file has no entries */
-	size_t n, cap;	       /* under lock; cap is 0 or a power of two */
-	struct idx_file *next; /* hash chain, under the stripe's mutex */
+	struct slot *slots; /* under lock; NULL while the file has no entries */
+	size_t n, cap;	    /* under lock; cap is 0 or a power of two */
 };
 
-struct stripe {
-	pthread_mutex_t lock;
-	struct idx_file **buckets; /* under lock */
-	size_t nbuckets, count;	   /* under lock */
-};
+#define FILE_OF(e) ((struct idx_file *)((char *)(e)-offsetof(struct idx_file, entry)))
 
 struct hy_cache_index {
 	uint32_t capacity;
 	uint64_t files;	  /* atomic: files with entries */
 	uint64_t entries; /* atomic */
 	size_t bytes;	  /* atomic */
-	struct stripe stripes[HY_CACHE_INDEX_STRIPES];
+	struct hy_file_table *table;
 };
 
 _Static_assert(sizeof(struct slot) == 16, "a slot is 16 bytes");
@@ -210,94 +206,6 @@ static void tab_shrink(struct hy_cache_index *idx, struct idx_file *f)
 
 /* ---- files ------------------------------------------------------------ */
 
-int hy_cache_index_new(uint32_t capacity_lines, struct hy_cache_index **out)
-{
-	struct hy_cache_index *idx;
-	int i;
-
-	*out = NULL;
-	if (capacity_lines == 0 || capacity_lines > HY_CACHE_INDEX_MAX_LINES)
-		return -EINVAL;
-	idx = calloc(1, sizeof(*idx));
-	if (!idx)
-		return -ENOMEM;
-	idx->capacity = capacity_lines;
-	idx->bytes = sizeof(*idx);
-	for (i = 0; i < HY_CACHE_INDEX_STRIPES; i++)
-		pthread_mutex_init(&idx->stripes[i].lock, NULL);
-	*out = idx;
-	return 0;
-}
-
-static void file_free(struct hy_cache_index *idx, struct idx_file *f)
-{
-	bytes_sub(idx, sizeof(*f) + f->cap * sizeof(*f->slots));
-	pthread_rwlock_destroy(&f->lock);
-	free(f->slots);
-	free(f);
-}
-
-void hy_cache_index_free(struct hy_cache_index *idx)
-{
-	size_t b;
-	int i;
-
-	if (!idx)
-		return;
-	for (i = 0; i < HY_CACHE_INDEX_STRIPES; i++) {
-		struct stripe *s = &idx->stripes[i];
-
-		for (b = 0; b < s->nbuckets; b++) {
-			struct idx_file *f = s->buckets[b], *next;
-
-			for (; f; f = next) {
-				next = f->next;
-				file_free(idx, f);
-			}
-		}
-		free(s->buckets);
-		pthread_mutex_destroy(&s->lock);
-	}
-	free(idx);
-}
-
-static struct stripe *stripe_of(struct hy_cache_index *idx, uint64_t file_id, uint64_t *h)
-{
-	*h = hash64(file_id);
-	return &idx->stripes[*h % HY_CACHE_INDEX_STRIPES];
-}
-
-static size_t bucket_of(const struct stripe *s, uint64_t h)
-{
-	return (size_t)((h / HY_CACHE_INDEX_STRIPES) & (s->nbuckets - 1));
-}
-
-/* Doubles a stripe's buckets; a failure only makes chains longer. */
-static void stripe_grow(struct hy_cache_index *idx, struct stripe *s)
-{
-	size_t nb = s->nbuckets ? s->nbuckets * 2 : 16, b, old = s->nbuckets;
-	struct idx_file **nbk = calloc(nb, sizeof(*nbk)), **obk = s->buckets;
-
-	if (!nbk)
-		return;
-	s->buckets = nbk;
-	s->nbuckets = nb;
-	for (b = 0; b < old; b++) {
-		struct idx_file *f = obk[b], *next;
-
-		for (; f; f = next) {
-			size_t nbi = bucket_of(s, hash64(f->file_id));
-
-			next = f->next;
-			f->next = nbk[nbi];
-			nbk[nbi] = f;
-		}
-	}
-	free(obk);
-	bytes_sub(idx, old * sizeof(*nbk));
-	bytes_add(idx, nb * sizeof(*nbk));
-}
-
 /* A file's lock prefers writers: glibc's default lets a steady stream of
  * lookups starve an insert or a truncate on the same file. */
 static int rwlock_init(pthread_rwlock_t *lock)
@@ -317,74 +225,85 @@ static int rwlock_init(pthread_rwlock_t *lock)
 #endif
 }
 
+static struct hy_file_table_entry *file_alloc(void *arg, uint64_t file_id)
+{
+	struct idx_file *f = calloc(1, sizeof(*f));
+
+	(void)file_id;
+	if (f && rwlock_init(&f->lock) != 0) {
+		free(f);
+		f = NULL;
+	}
+	if (!f)
+		return NULL;
+	bytes_add(arg, sizeof(*f));
+	return &f->entry;
+}
+
+/* A file with no entries is freed by its last reference (file_table.c
+ * says why f->n is read safely there). */
+static bool file_empty(const struct hy_file_table_entry *e)
+{
+	return FILE_OF(e)->n == 0;
+}
+
+static void file_free(void *arg, struct hy_file_table_entry *e)
+{
+	struct idx_file *f = FILE_OF(e);
+
+	bytes_sub(arg, sizeof(*f) + f->cap * sizeof(*f->slots));
+	pthread_rwlock_destroy(&f->lock);
+	free(f->slots);
+	free(f);
+}
+
+static const struct hy_file_table_ops file_ops = {file_alloc, file_empty, file_free};
+
+int hy_cache_index_new(uint32_t capacity_lines, struct hy_cache_index **out)
+{
+	struct hy_cache_index *idx;
+	int rc;
+
+	*out = NULL;
+	if (capacity_lines == 0 || capacity_lines > HY_CACHE_INDEX_MAX_LINES)
+		return -EINVAL;
+	idx = calloc(1, sizeof(*idx));
+	if (!idx)
+		return -ENOMEM;
+	idx->capacity = capacity_lines;
+	idx->bytes = sizeof(*idx);
+	rc = hy_file_table_new(HY_CACHE_INDEX_STRIPES, &file_ops, idx, &idx->table);
+	if (rc) {
+		free(idx);
+		return rc;
+	}
+	*out = idx;
+	return 0;
+}
+
+void hy_cache_index_free(struct hy_cache_index *idx)
+{
+	if (!idx)
+		return;
+	hy_file_table_free(idx->table);
+	free(idx);
+}
+
 /* Finds @file_id (adding it when @create) and takes a reference. NULL when
  * absent, or when adding it failed (*@err = -ENOMEM). */
 static struct idx_file *file_get(struct hy_cache_index *idx, uint64_t file_id, bool create,
 				 int *err)
 {
-	uint64_t h;
-	struct stripe *s = stripe_of(idx, file_id, &h);
-	struct idx_file *f = NULL;
+	struct hy_file_table_entry *e = hy_file_table_get(idx->table, file_id, create, err);
 
-	*err = 0;
-	pthread_mutex_lock(&s->lock);
-	if (s->nbuckets) {
-		for (f = s->buckets[bucket_of(s, h)]; f; f = f->next)
-			if (f->file_id == file_id)
-				break;
-	}
-	if (!f && create) {
-		if (s->count + 1 > s->nbuckets)
-			stripe_grow(idx, s);
-		f = s->nbuckets ? calloc(1, sizeof(*f)) : NULL;
-		if (f && rwlock_init(&f->lock) != 0) {
-			free(f);
-			f = NULL;
-		}
-		if (f) {
-			size_t b = bucket_of(s, h);
-
-			f->file_id = file_id;
-			f->next = s->buckets[b];
-			s->buckets[b] = f;
-			s->count++;
-			bytes_add(idx, sizeof(*f));
-		} else {
-			*err = -ENOMEM;
-		}
-	}
-	if (f)
-		__atomic_add_fetch(&f->refs, 1, __ATOMIC_SEQ_CST);
-	pthread_mutex_unlock(&s->lock);
-	return f;
+	return e ? FILE_OF(e) : NULL;
 }
 
-/* Drops a reference; the last one frees a file with no entries (map.c's
- * file_put(), which says why f->n is read safely here). The caller holds
- * no lock. */
+/* Drops a reference; the last one frees a file with no entries. The caller
+ * holds no lock. */
 static void file_put(struct hy_cache_index *idx, struct idx_file *f)
 {
-	unsigned long r = __atomic_load_n(&f->refs, __ATOMIC_SEQ_CST);
-	struct stripe *s;
-	uint64_t h;
-
-	while (r > 1) {
-		if (__atomic_compare_exchange_n(&f->refs, &r, r - 1, false, __ATOMIC_SEQ_CST,
-						__ATOMIC_SEQ_CST))
-			return;
-	}
-	s = stripe_of(idx, f->file_id, &h);
-	pthread_mutex_lock(&s->lock);
-	if (__atomic_sub_fetch(&f->refs, 1, __ATOMIC_SEQ_CST) == 0 && f->n == 0) {
-		struct idx_file **pp = &s->buckets[bucket_of(s, h)];
-
-		while (*pp != f)
-			pp = &(*pp)->next;
-		*pp = f->next;
-		s->count--;
-		file_free(idx, f);
-	}
-	pthread_mutex_unlock(&s->lock);
+	hy_file_table_put(idx->table, &f->entry);
 }
 
 /* ---- lookups ---------------------------------------------------------- */
@@ -686,7 +605,8 @@ void hy_cache_index_get_stats(struct hy_cache_index *idx, struct hy_cache_index_
 	out->capacity = idx->capacity;
 	out->files = __atomic_load_n(&idx->files, __ATOMIC_RELAXED);
 	out->entries = __atomic_load_n(&idx->entries, __ATOMIC_RELAXED);
-	out->bytes = __atomic_load_n(&idx->bytes, __ATOMIC_RELAXED);
+	out->bytes =
+		__atomic_load_n(&idx->bytes, __ATOMIC_RELAXED) + hy_file_table_bytes(idx->table);
 	out->bytes_per_entry = out->entries ? (double)out->bytes / (double)out->entries : 0.0;
 }
 
@@ -714,11 +634,11 @@ static int check_file(const struct hy_cache_index *idx, const struct idx_file *f
 	if (f->cap == 0)
 		return f->n || f->slots
 			       ? say(why, why_size, "file %" PRIu64 ": no table, %zu entries",
-				     f->file_id, f->n)
+				     f->entry.file_id, f->n)
 			       : 0;
 	if (f->cap & mask || !fits(f->n, f->cap))
-		return say(why, why_size, "file %" PRIu64 ": %zu entries in %zu slots", f->file_id,
-			   f->n, f->cap);
+		return say(why, why_size, "file %" PRIu64 ": %zu entries in %zu slots",
+			   f->entry.file_id, f->n, f->cap);
 	for (i = 0; i < f->cap; i++) {
 		const struct slot *s = &f->slots[i];
 		size_t j;
@@ -731,30 +651,30 @@ static int check_file(const struct hy_cache_index *idx, const struct idx_file *f
 				return say(why, why_size,
 					   "file %" PRIu64 " block %" PRIu64
 					   ": slot %zu is not reachable from its home",
-					   f->file_id, s->block, i);
+					   f->entry.file_id, s->block, i);
 		if (tab_find(f, s->block) != s)
 			return say(why, why_size, "file %" PRIu64 ": block %" PRIu64 " twice",
-				   f->file_id, s->block);
+				   f->entry.file_id, s->block);
 		if (s->dirty & ~s->valid)
 			return say(why, why_size,
 				   "file %" PRIu64 " block %" PRIu64
 				   ": dirty 0x%02x is not within valid 0x%02x",
-				   f->file_id, s->block, s->dirty, s->valid);
+				   f->entry.file_id, s->block, s->dirty, s->valid);
 		if (s->line >= idx->capacity)
 			return say(why, why_size,
 				   "file %" PRIu64 " block %" PRIu64 ": line %" PRIu32
 				   " is past the capacity %" PRIu32,
-				   f->file_id, s->block, s->line, idx->capacity);
+				   f->entry.file_id, s->block, s->line, idx->capacity);
 		if (seen[s->line / 8] & (1u << (s->line % 8)))
 			return say(why, why_size,
 				   "line %" PRIu32 " is used twice (file %" PRIu64 " block %" PRIu64
 				   ")",
-				   s->line, f->file_id, s->block);
+				   s->line, f->entry.file_id, s->block);
 		seen[s->line / 8] |= (uint8_t)(1u << (s->line % 8));
 	}
 	if (n != f->n)
 		return say(why, why_size, "file %" PRIu64 ": counts %zu entries, holds %zu",
-			   f->file_id, f->n, n);
+			   f->entry.file_id, f->n, n);
 	*entries += n;
 	*files += n > 0;
 	return 0;
@@ -762,41 +682,35 @@ static int check_file(const struct hy_cache_index *idx, const struct idx_file *f
 
 int hy_cache_index_check(struct hy_cache_index *idx, char *why, size_t why_size)
 {
-	uint64_t entries = 0, files = 0, want_entries, want_files;
+	uint64_t entries = 0, files_held = 0, want_entries, want_files;
+	struct hy_file_table_entry **files;
+	size_t nfiles, i;
 	uint8_t *seen;
-	int i, rc = 0;
+	int rc;
 
 	seen = calloc(idx->capacity / 8 + 1, 1);
 	if (!seen)
 		return -ENOMEM;
-	/* One stripe at a time, files visited under their lock: no writer
-	 * holds a file lock while it takes a stripe mutex (file_put is called
-	 * unlocked), so this order cannot deadlock. */
-	for (i = 0; i < HY_CACHE_INDEX_STRIPES && rc == 0; i++) {
-		struct stripe *s = &idx->stripes[i];
-		size_t b;
+	/* Every file, visited under its lock with a reference held (no stripe
+	 * mutex is held while a file's lock is taken). */
+	rc = hy_file_table_snapshot(idx->table, &files, &nfiles);
+	for (i = 0; i < nfiles && rc == 0; i++) {
+		struct idx_file *f = FILE_OF(files[i]);
 
-		pthread_mutex_lock(&s->lock);
-		for (b = 0; b < s->nbuckets && rc == 0; b++) {
-			struct idx_file *f;
-
-			for (f = s->buckets[b]; f && rc == 0; f = f->next) {
-				pthread_rwlock_rdlock(&f->lock);
-				rc = check_file(idx, f, seen, &entries, &files, why, why_size);
-				pthread_rwlock_unlock(&f->lock);
-			}
-		}
-		pthread_mutex_unlock(&s->lock);
+		pthread_rwlock_rdlock(&f->lock);
+		rc = check_file(idx, f, seen, &entries, &files_held, why, why_size);
+		pthread_rwlock_unlock(&f->lock);
 	}
+	hy_file_table_release_snapshot(idx->table, files, nfiles);
 	free(seen);
 	if (rc)
 		return rc;
 	want_entries = __atomic_load_n(&idx->entries, __ATOMIC_RELAXED);
 	want_files = __atomic_load_n(&idx->files, __ATOMIC_RELAXED);
-	if (entries != want_entries || files != want_files)
+	if (entries != want_entries || files_held != want_files)
 		return say(why, why_size,
 			   "counters say %" PRIu64 " entries in %" PRIu64
 			   " files, the tables hold %" PRIu64 " in %" PRIu64,
-			   want_entries, want_files, entries, files);
+			   want_entries, want_files, entries, files_held);
 	return 0;
 }

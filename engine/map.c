@@ -1,11 +1,11 @@
 /* map.c - see include/hybridfs/map.h.
  *
- * Layout: HY_MAP_STRIPES stripes, each a small chained hash table of files
- * under its own mutex. A file holds its extents in a sorted array (by
- * block; extents never overlap) under its own rwlock, and a reference
- * count kept under its stripe's mutex so that a file left with no extents
- * is freed only when nobody holds it. Inside the array an extent is 24
- * bytes (block, bopt_block, nblocks, dirty); the file id is the file's.
+ * Layout: files are found through a file table (file_table.h) striped
+ * over HY_MAP_STRIPES mutexes. A file holds its extents in a sorted array
+ * (by block; extents never overlap) under its own rwlock, and the table's
+ * reference count, so that a file left with no extents is freed only when
+ * nobody holds it. Inside the array an extent is 24 bytes (block,
+ * bopt_block, nblocks, dirty); the file id is the file's.
  *
  * The BOPT blocks in use are a second sorted array of ranges (start,
  * length, file) under its own mutex, touched only by relocate and release
@@ -22,6 +22,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@
 
 #include <sqlite3.h>
 
+#include "hybridfs/file_table.h"
 #include "hybridfs/map.h"
 #include "hybridfs/state.h"
 
@@ -40,20 +42,14 @@ struct ext {
 };
 
 struct map_file {
-	uint64_t file_id;
-	unsigned long refs; /* atomic; taken under the stripe's mutex */
+	struct hy_file_table_entry entry; /* file_id, refs, chain: the table's */
 	pthread_rwlock_t lock;
 	int64_t stamp;	 /* the home file's ctime when copied; under lock */
 	struct ext *ext; /* sorted by block, under lock */
 	size_t n, cap;
-	struct map_file *next; /* hash chain, under the stripe's mutex */
 };
 
-struct stripe {
-	pthread_mutex_t lock;
-	struct map_file **buckets;
-	size_t nbuckets, count;
-};
+#define FILE_OF(e) ((struct map_file *)((char *)(e)-offsetof(struct map_file, entry)))
 
 struct bopt_range {
 	uint64_t start;
@@ -62,21 +58,11 @@ struct bopt_range {
 };
 
 struct hy_map {
-	struct stripe stripes[HY_MAP_STRIPES];
+	struct hy_file_table *files;
 	pthread_mutex_t bopt_lock;
 	struct bopt_range *used; /* sorted by start, never overlapping */
 	size_t nused, capused;
 };
-
-static uint64_t hash64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ULL;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebULL;
-	x ^= x >> 31;
-	return x;
-}
 
 static inline uint64_t ext_end(const struct ext *e)
 {
@@ -112,209 +98,80 @@ static int file_reserve(struct map_file *f, size_t need)
 
 /* ---- files ---------------------------------------------------------- */
 
-int hy_map_new(struct hy_map **out)
+static struct hy_file_table_entry *file_alloc(void *arg, uint64_t file_id)
 {
-	struct hy_map *map;
-	int i;
+	struct map_file *f = calloc(1, sizeof(*f));
 
-	*out = NULL;
-	map = calloc(1, sizeof(*map));
-	if (!map)
-		return -ENOMEM;
-	for (i = 0; i < HY_MAP_STRIPES; i++)
-		pthread_mutex_init(&map->stripes[i].lock, NULL);
-	pthread_mutex_init(&map->bopt_lock, NULL);
-	*out = map;
-	return 0;
+	(void)arg;
+	(void)file_id;
+	if (f && pthread_rwlock_init(&f->lock, NULL) != 0) {
+		free(f);
+		f = NULL;
+	}
+	return f ? &f->entry : NULL;
 }
 
-static void file_free(struct map_file *f)
+/* A file with no extents is freed by its last reference (file_table.c
+ * says why f->n is read safely there). */
+static bool file_empty(const struct hy_file_table_entry *e)
 {
+	return FILE_OF(e)->n == 0;
+}
+
+static void file_free(void *arg, struct hy_file_table_entry *e)
+{
+	struct map_file *f = FILE_OF(e);
+
+	(void)arg;
 	pthread_rwlock_destroy(&f->lock);
 	free(f->ext);
 	free(f);
 }
 
+static const struct hy_file_table_ops file_ops = {file_alloc, file_empty, file_free};
+
+int hy_map_new(struct hy_map **out)
+{
+	struct hy_map *map;
+	int rc;
+
+	*out = NULL;
+	map = calloc(1, sizeof(*map));
+	if (!map)
+		return -ENOMEM;
+	rc = hy_file_table_new(HY_MAP_STRIPES, &file_ops, map, &map->files);
+	if (rc) {
+		free(map);
+		return rc;
+	}
+	pthread_mutex_init(&map->bopt_lock, NULL);
+	*out = map;
+	return 0;
+}
+
 void hy_map_free(struct hy_map *map)
 {
-	size_t b;
-	int i;
-
 	if (!map)
 		return;
-	for (i = 0; i < HY_MAP_STRIPES; i++) {
-		struct stripe *s = &map->stripes[i];
-
-		for (b = 0; b < s->nbuckets; b++) {
-			struct map_file *f = s->buckets[b], *next;
-
-			for (; f; f = next) {
-				next = f->next;
-				file_free(f);
-			}
-		}
-		free(s->buckets);
-		pthread_mutex_destroy(&s->lock);
-	}
+	hy_file_table_free(map->files);
 	free(map->used);
 	pthread_mutex_destroy(&map->bopt_lock);
 	free(map);
-}
-
-static struct stripe *stripe_of(struct hy_map *map, uint64_t file_id, uint64_t *h)
-{
-	*h = hash64(file_id);
-	return &map->stripes[*h % HY_MAP_STRIPES];
-}
-
-static size_t bucket_of(const struct stripe *s, uint64_t h)
-{
-	return (size_t)((h / HY_MAP_STRIPES) & (s->nbuckets - 1));
-}
-
-/* Doubles a stripe's buckets; a failure only makes chains longer. */
-static void stripe_grow(struct stripe *s)
-{
-	size_t nb = s->nbuckets ? s->nbuckets * 2 : 16, b, old = s->nbuckets;
-	struct map_file **nbk = calloc(nb, sizeof(*nbk)), **obk = s->buckets;
-
-	if (!nbk)
-		return;
-	s->buckets = nbk;
-	s->nbuckets = nb;
-	for (b = 0; b < old; b++) {
-		struct map_file *f = obk[b], *next;
-
-		for (; f; f = next) {
-			size_t nbi = bucket_of(s, hash64(f->file_id));
-
-			next = f->next;
-			f->next = nbk[nbi];
-			nbk[nbi] = f;
-		}
-	}
-	free(obk);
 }
 
 /* Finds @file_id (adding it when @create) and takes a reference. NULL when
  * absent, or when adding it failed (*@err = -ENOMEM). */
 static struct map_file *file_get(struct hy_map *map, uint64_t file_id, bool create, int *err)
 {
-	uint64_t h;
-	struct stripe *s = stripe_of(map, file_id, &h);
-	struct map_file *f = NULL;
+	struct hy_file_table_entry *e = hy_file_table_get(map->files, file_id, create, err);
 
-	*err = 0;
-	pthread_mutex_lock(&s->lock);
-	if (s->nbuckets) {
-		for (f = s->buckets[bucket_of(s, h)]; f; f = f->next)
-			if (f->file_id == file_id)
-				break;
-	}
-	if (!f && create) {
-		if (s->count + 1 > s->nbuckets)
-			stripe_grow(s);
-		f = s->nbuckets ? calloc(1, sizeof(*f)) : NULL;
-		if (f && pthread_rwlock_init(&f->lock, NULL) != 0) {
-			free(f);
-			f = NULL;
-		}
-		if (f) {
-			size_t b = bucket_of(s, h);
-
-			f->file_id = file_id;
-			f->next = s->buckets[b];
-			s->buckets[b] = f;
-			s->count++;
-		} else {
-			*err = -ENOMEM;
-		}
-	}
-	if (f)
-		__atomic_add_fetch(&f->refs, 1, __ATOMIC_SEQ_CST);
-	pthread_mutex_unlock(&s->lock);
-	return f;
+	return e ? FILE_OF(e) : NULL;
 }
 
-/* Drops a reference; the last one frees a file with no extents. A count
- * above one is decremented without the stripe's mutex; the last reference
- * is dropped under it, and references are only taken under it, so nobody
- * can find the file while it is freed. Whoever changed f->n did so before
- * dropping their reference (an atomic read-modify-write that the last
- * drop reads from), so f->n is read safely here. */
+/* Drops a reference; the last one frees a file with no extents. */
 static void file_put(struct hy_map *map, struct map_file *f)
 {
-	unsigned long r = __atomic_load_n(&f->refs, __ATOMIC_SEQ_CST);
-	struct stripe *s;
-	uint64_t h;
-
-	while (r > 1) {
-		if (__atomic_compare_exchange_n(&f->refs, &r, r - 1, false, __ATOMIC_SEQ_CST,
-						__ATOMIC_SEQ_CST))
-			return;
-	}
-	s = stripe_of(map, f->file_id, &h);
-	pthread_mutex_lock(&s->lock);
-	if (__atomic_sub_fetch(&f->refs, 1, __ATOMIC_SEQ_CST) == 0 && f->n == 0) {
-		struct map_file **pp = &s->buckets[bucket_of(s, h)];
-
-		while (*pp != f)
-			pp = &(*pp)->next;
-		*pp = f->next;
-		s->count--;
-		file_free(f);
-	}
-	pthread_mutex_unlock(&s->lock);
-}
-
-/* Every file, with a reference taken, sorted by id. Free with files_put(). */
-static int cmp_file(const void *a, const void *b)
-{
-	const struct map_file *fa = *(struct map_file *const *)a;
-	const struct map_file *fb = *(struct map_file *const *)b;
-
-	return fa->file_id < fb->file_id ? -1 : fa->file_id > fb->file_id;
-}
-
-static void files_put(struct hy_map *map, struct map_file **files, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		file_put(map, files[i]);
-	free(files);
-}
-
-static int files_get(struct hy_map *map, struct map_file ***out, size_t *count)
-{
-	struct map_file **files = NULL;
-	size_t n = 0, cap = 0, b;
-	int i;
-
-	for (i = 0; i < HY_MAP_STRIPES; i++) {
-		struct stripe *s = &map->stripes[i];
-
-		pthread_mutex_lock(&s->lock);
-		if (reserve((void **)&files, &cap, n + s->count, sizeof(*files))) {
-			pthread_mutex_unlock(&s->lock);
-			files_put(map, files, n);
-			return -ENOMEM;
-		}
-		for (b = 0; b < s->nbuckets; b++) {
-			struct map_file *f;
-
-			for (f = s->buckets[b]; f; f = f->next) {
-				__atomic_add_fetch(&f->refs, 1, __ATOMIC_SEQ_CST);
-				files[n++] = f;
-			}
-		}
-		pthread_mutex_unlock(&s->lock);
-	}
-	if (n > 1)
-		qsort(files, n, sizeof(*files), cmp_file);
-	*out = files;
-	*count = n;
-	return 0;
+	hy_file_table_put(map->files, &f->entry);
 }
 
 /* ---- extents of one file (its lock held) ---------------------------- */
@@ -683,19 +540,19 @@ out:
 
 int hy_map_walk(struct hy_map *map, int (*fn)(const struct hy_map_extent *e, void *arg), void *arg)
 {
-	struct map_file **files;
+	struct hy_file_table_entry **files;
 	size_t nfiles, i, k;
 	int rc;
 
-	rc = files_get(map, &files, &nfiles);
+	rc = hy_file_table_snapshot(map->files, &files, &nfiles);
 	if (rc)
 		return rc;
 	for (i = 0; i < nfiles && rc == 0; i++) {
-		struct map_file *f = files[i];
+		struct map_file *f = FILE_OF(files[i]);
 
 		pthread_rwlock_rdlock(&f->lock);
 		for (k = 0; k < f->n && rc == 0; k++) {
-			struct hy_map_extent e = {f->file_id,		f->ext[k].block,
+			struct hy_map_extent e = {f->entry.file_id,	f->ext[k].block,
 						  f->ext[k].nblocks,	f->ext[k].dirty,
 						  f->ext[k].bopt_block, f->stamp};
 
@@ -703,7 +560,7 @@ int hy_map_walk(struct hy_map *map, int (*fn)(const struct hy_map_extent *e, voi
 		}
 		pthread_rwlock_unlock(&f->lock);
 	}
-	files_put(map, files, nfiles);
+	hy_file_table_release_snapshot(map->files, files, nfiles);
 	return rc;
 }
 
@@ -729,7 +586,7 @@ int hy_map_file_extents(struct hy_map *map, uint64_t file_id, uint64_t from,
 			return -ENOMEM;
 		}
 		for (; i < f->n; i++)
-			(*out)[n++] = (struct hy_map_extent){f->file_id,	   f->ext[i].block,
+			(*out)[n++] = (struct hy_map_extent){f->entry.file_id,	   f->ext[i].block,
 							     f->ext[i].nblocks,	   f->ext[i].dirty,
 							     f->ext[i].bopt_block, f->stamp};
 	}
@@ -784,14 +641,14 @@ int hy_map_set_stamp(struct hy_map *map, uint64_t file_id, int64_t stamp)
 
 void hy_map_get_stats(struct hy_map *map, struct hy_map_stats *out)
 {
-	struct map_file **files;
+	struct hy_file_table_entry **files;
 	size_t nfiles, i, k;
 
 	memset(out, 0, sizeof(*out));
-	if (files_get(map, &files, &nfiles))
+	if (hy_file_table_snapshot(map->files, &files, &nfiles))
 		return;
 	for (i = 0; i < nfiles; i++) {
-		struct map_file *f = files[i];
+		struct map_file *f = FILE_OF(files[i]);
 
 		pthread_rwlock_rdlock(&f->lock);
 		if (f->n)
@@ -804,7 +661,7 @@ void hy_map_get_stats(struct hy_map *map, struct hy_map_stats *out)
 		}
 		pthread_rwlock_unlock(&f->lock);
 	}
-	files_put(map, files, nfiles);
+	hy_file_table_release_snapshot(map->files, files, nfiles);
 }
 
 /* ---- persistence ---------------------------------------------------- */
@@ -942,11 +799,11 @@ fail:
 /* Empties the map (for load). */
 static int map_clear(struct hy_map *map)
 {
-	struct map_file **files;
+	struct hy_file_table_entry **files;
 	size_t nfiles, i;
 	int rc;
 
-	rc = files_get(map, &files, &nfiles);
+	rc = hy_file_table_snapshot(map->files, &files, &nfiles);
 	if (rc)
 		return rc;
 	for (i = 0; i < nfiles && rc == 0; i++) {
@@ -954,7 +811,7 @@ static int map_clear(struct hy_map *map)
 
 		rc = r < 0 ? (int)r : 0;
 	}
-	files_put(map, files, nfiles);
+	hy_file_table_release_snapshot(map->files, files, nfiles);
 	return rc;
 }
 
