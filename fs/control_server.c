@@ -28,6 +28,7 @@ struct hy_control_server {
 	struct hy_control_handlers handlers;
 	struct event_base *base;
 	struct evconnlistener *listener;
+	struct event *stop_event; /* made active by stop(), run on the loop */
 	pthread_t thread;
 	bool thread_started;
 	int dir_fd; /* O_PATH descriptor of the state folder */
@@ -195,6 +196,18 @@ static void accept_connection(struct evconnlistener *listener, evutil_socket_t f
 	bufferevent_enable(bev, EV_READ);
 }
 
+/* Runs on the loop's own thread. A loopbreak asked from another thread
+ * before the loop starts is forgotten (event_base_loop clears it as it
+ * begins); an active event is not: it runs as soon as the loop does. */
+static void stop_now(evutil_socket_t fd, short what, void *arg)
+{
+	struct hy_control_server *srv = arg;
+
+	(void)fd;
+	(void)what;
+	event_base_loopbreak(srv->base);
+}
+
 static void *control_main(void *arg)
 {
 	struct hy_control_server *srv = arg;
@@ -298,6 +311,12 @@ int hy_control_server_start(const char *state_dir, const struct hy_control_handl
 		goto fail;
 	}
 	fd = -1; /* the listener owns it */
+	srv->stop_event = event_new(srv->base, -1, 0, stop_now, srv);
+	if (!srv->stop_event) {
+		snprintf(why, why_size, "control: out of memory");
+		rc = -ENOMEM;
+		goto fail;
+	}
 	rc = pthread_create(&srv->thread, NULL, control_main, srv);
 	if (rc) {
 		snprintf(why, why_size, "control: cannot start the thread: %s", strerror(rc));
@@ -319,9 +338,11 @@ void hy_control_server_stop(struct hy_control_server *srv)
 	if (!srv)
 		return;
 	if (srv->thread_started) {
-		event_base_loopbreak(srv->base);
+		event_active(srv->stop_event, EV_READ, 0);
 		pthread_join(srv->thread, NULL);
 	}
+	if (srv->stop_event)
+		event_free(srv->stop_event);
 	if (srv->listener)
 		evconnlistener_free(srv->listener);
 	if (srv->base)

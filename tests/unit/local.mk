@@ -9,4 +9,4 @@ tests_unit_hytest_SOURCES = tests/unit/hytest.c tests/unit/suites.h \
 tests_unit_hytest_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(FUSE_CFLAGS) $(SQLITE_CFLAGS) $(JSONC_CFLAGS) $(BLKID_CFLAGS)
 tests_unit_hytest_LDADD = fs/libhyfs.a reconfig/libhyreorganize.a cache/libhycache.a analyzer/libhyanalyzer.a planner/libhyplanner.a \
 	engine/libhyengine.a lib/libhycommon.a \
-	$(CUNIT_LIBS) $(FUSE_LIBS) $(SQLITE_LIBS) $(JSONC_LIBS) $(BLKID_LIBS)
+	$(CUNIT_LIBS) $(FUSE_LIBS) $(SQLITE_LIBS) $(JSONC_LIBS) $(BLKID_LIBS) $(LIBEVENT_LIBS)
