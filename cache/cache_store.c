@@ -433,62 +433,38 @@ static int write_new_store(int fd, const struct hy_cache_store_header *h)
 	return rc;
 }
 
-/* What is at @path now, unless @force: another mount's or a damaged store,
- * or a signature libblkid knows, is refused with -EEXIST. */
-static int check_overwrite(const char *path, const char *uuid, char *why, size_t why_size)
+/* Block 0 as hy_ondisk_check_overwrite() sees it. */
+static enum hy_ondisk_kind classify_block0(const unsigned char *block0, const char *uuid,
+					   char *other, size_t other_size, char *msg,
+					   size_t msg_size)
 {
-	unsigned char buf[HY_CACHE_STORE_BLOCK];
-	char type[64];
-	int fd, rc;
+	struct hy_cache_store_header old;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		rc = -errno;
-		hy_ondisk_say(why, why_size, "cache: cannot open \"%s\": %s", path, strerror(-rc));
-		return rc;
+	if (memcmp(block0, HY_CACHE_STORE_MAGIC, 8) != 0)
+		return HY_ONDISK_FOREIGN;
+	if (hy_cache_store_decode(block0, &old, msg, msg_size) != 0)
+		return HY_ONDISK_DAMAGED;
+	if (strcmp(old.uuid, uuid) != 0) {
+		snprintf(other, other_size, "%s", old.uuid);
+		return HY_ONDISK_OTHER_MOUNT;
 	}
-	rc = read_full(fd, buf, sizeof(buf), 0);
-	close(fd);
-	if (rc < 0) {
-		hy_ondisk_say(why, why_size, "cache: cannot read \"%s\": %s", path, strerror(-rc));
-		return rc;
-	}
-	if (memcmp(buf, HY_CACHE_STORE_MAGIC, 8) == 0) {
-		struct hy_cache_store_header old;
-		char msg[256];
-
-		rc = hy_cache_store_decode(buf, &old, msg, sizeof(msg));
-		if (rc == 0 && strcmp(old.uuid, uuid) == 0)
-			return 0;
-		if (rc == 0)
-			hy_ondisk_say(why, why_size,
-				      "cache: \"%s\" is the cache store of mount %s, not of %s; "
-				      "refusing to "
-				      "overwrite it without force",
-				      path, old.uuid, uuid);
-		else
-			hy_ondisk_say(why, why_size,
-				      "cache: \"%s\" holds a cache store that cannot be read (%s); "
-				      "refusing "
-				      "to overwrite it without force",
-				      path, msg);
-		return -EEXIST;
-	}
-	rc = hy_ondisk_probe_signature(path, type, sizeof(type));
-	if (rc < 0) {
-		hy_ondisk_say(why, why_size, "cache: libblkid cannot probe \"%s\": %s", path,
-			      strerror(-rc));
-		return rc;
-	}
-	if (rc == 1) {
-		hy_ondisk_say(
-			why, why_size,
-			"cache: \"%s\" holds %s (libblkid); refusing to overwrite it without force",
-			path, type);
-		return -EEXIST;
-	}
-	return 0;
+	return HY_ONDISK_OURS;
 }
+
+static int write_new_layout(int fd, const void *arg)
+{
+	return write_new_store(fd, arg);
+}
+
+static const struct hy_ondisk_format store_format = {
+	.what = "cache",
+	.noun = "cache store",
+	.written = "the new store",
+	.sparse = "the store is a sparse file",
+	.block0_size = HY_CACHE_STORE_BLOCK,
+	.classify = classify_block0,
+	.write = write_new_layout,
+};
 
 int hy_cache_store_create(const char *path, const char *uuid, uint64_t size, uint32_t line_size,
 			  bool force, char *why, size_t why_size)
@@ -528,79 +504,38 @@ int hy_cache_store_create(const char *path, const char *uuid, uint64_t size, uin
 		return -EEXIST;
 	}
 	if (exists && !force) {
-		rc = check_overwrite(path, uuid, why, why_size);
+		rc = hy_ondisk_check_overwrite(&store_format, path, uuid, false, why, why_size);
 		if (rc < 0)
 			return rc;
 	}
-	if (block)
-		fd = open(path, O_RDWR | O_CLOEXEC | O_EXCL); /* not while in use */
-	else if (exists)
-		fd = open(path, O_RDWR | O_CLOEXEC);
-	else
-		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (!block) {
+		rc = plan(path, uuid, size, &h, why, why_size);
+		if (rc < 0)
+			return rc;
+		return hy_ondisk_make_file(&store_format, &h, path, exists,
+					   layout_bytes(h.capacity, h.journal_size), why, why_size);
+	}
+	fd = open(path, O_RDWR | O_CLOEXEC | O_EXCL); /* not while in use */
 	if (fd < 0) {
 		rc = -errno;
-		hy_ondisk_say(why, why_size, "cache: cannot %s \"%s\": %s",
-			      exists ? "open" : "create", path, strerror(-rc));
+		hy_ondisk_say(why, why_size, "cache: cannot open \"%s\": %s", path, strerror(-rc));
 		return rc;
 	}
-	if (block) {
-		rc = fstat(fd, &st) < 0 ? -errno : hy_ondisk_size(fd, &st, &size);
-		if (rc < 0) {
-			hy_ondisk_say(why, why_size,
-				      "cache: cannot find the size of the block device \"%s\"",
-				      path);
-			goto fail;
-		}
+	rc = fstat(fd, &st) < 0 ? -errno : hy_ondisk_size(fd, &st, &size);
+	if (rc < 0) {
+		hy_ondisk_say(why, why_size,
+			      "cache: cannot find the size of the block device \"%s\"", path);
+		goto out;
 	}
 	rc = plan(path, uuid, size, &h, why, why_size);
 	if (rc < 0)
-		goto fail;
-	if (!block) {
-		off_t bytes = (off_t)layout_bytes(h.capacity, h.journal_size);
-
-		/* a store made again may shrink; then its tail goes */
-		if (exists && ftruncate(fd, bytes) < 0) {
-			rc = -errno;
-			hy_ondisk_say(why, why_size, "cache: cannot resize \"%s\": %s", path,
-				      strerror(-rc));
-			goto fail;
-		}
-		if (fallocate(fd, 0, 0, bytes) < 0) {
-			rc = -errno;
-			if (rc != -EOPNOTSUPP) {
-				hy_ondisk_say(why, why_size,
-					      "cache: cannot allocate %lld bytes for \"%s\": %s",
-					      (long long)bytes, path, strerror(-rc));
-				goto fail;
-			}
-			hy_log(LOG_WARNING,
-			       "cache: \"%s\": the filesystem does not support fallocate, the "
-			       "store "
-			       "is a sparse file",
-			       path);
-			if (ftruncate(fd, bytes) < 0) {
-				rc = -errno;
-				hy_ondisk_say(why, why_size, "cache: cannot size \"%s\": %s", path,
-					      strerror(-rc));
-				goto fail;
-			}
-		}
-	}
+		goto out;
 	rc = write_new_store(fd, &h);
-	if (rc < 0) {
+	if (rc < 0)
 		hy_ondisk_say(why, why_size, "cache: cannot write the new store \"%s\": %s", path,
 			      strerror(-rc));
-		goto fail;
-	}
+out:
 	close(fd);
-	if (!exists)
-		(void)hy_ondisk_sync_parent(path, "cache"); /* only logged */
-	return 0;
-fail:
-	close(fd);
-	if (!exists)
-		unlink(path);
 	return rc;
 }
 

@@ -206,62 +206,50 @@ static int write_header_durably(int fd, const struct hy_bopt_header *h)
 	return rc;
 }
 
+/* Block 0 as hy_ondisk_check_overwrite() sees it. */
+static enum hy_ondisk_kind classify_block0(const unsigned char *block0, const char *uuid,
+					   char *other, size_t other_size, char *msg,
+					   size_t msg_size)
+{
+	struct hy_bopt_header old;
+
+	if (memcmp(block0, HY_BOPT_MAGIC, 8) != 0)
+		return HY_ONDISK_FOREIGN;
+	if (hy_bopt_decode(block0, &old, msg, msg_size) != 0)
+		return HY_ONDISK_DAMAGED;
+	if (strcmp(old.uuid, uuid) != 0) {
+		snprintf(other, other_size, "%s", old.uuid);
+		return HY_ONDISK_OTHER_MOUNT;
+	}
+	return HY_ONDISK_OURS;
+}
+
+static int write_new_header(int fd, const void *arg)
+{
+	return write_header_durably(fd, arg);
+}
+
+static const struct hy_ondisk_format bopt_format = {
+	.what = "bopt",
+	.noun = "BOPT",
+	.written = "the header of",
+	.sparse = "the BOPT is a sparse file made with ftruncate",
+	.block0_size = HY_BOPT_BLOCK,
+	.classify = classify_block0,
+	.write = write_new_header,
+};
+
 static int create_block(const char *path, const char *uuid, uint64_t read_bytes, bool force,
 			char *why, size_t why_size)
 {
-	unsigned char buf[HY_BOPT_BLOCK];
-	struct hy_bopt_header h, old;
-	char type[64], msg[256];
+	struct hy_bopt_header h;
 	uint64_t size;
 	struct stat st;
 	int fd, rc;
 
-	/* Look before opening for writing: read-only, no side effects. */
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		rc = -errno;
-		hy_ondisk_say(why, why_size, "bopt: cannot open \"%s\": %s", path, strerror(-rc));
+	rc = hy_ondisk_check_overwrite(&bopt_format, path, uuid, force, why, why_size);
+	if (rc < 0)
 		return rc;
-	}
-	rc = read_block0(fd, buf);
-	close(fd);
-	if (rc < 0) {
-		hy_ondisk_say(why, why_size, "bopt: cannot read \"%s\": %s", path, strerror(-rc));
-		return rc;
-	}
-	if (!force && memcmp(buf, HY_BOPT_MAGIC, 8) == 0) {
-		if (hy_bopt_decode(buf, &old, msg, sizeof(msg)) == 0) {
-			if (strcmp(old.uuid, uuid) != 0) {
-				hy_ondisk_say(why, why_size,
-					      "bopt: \"%s\" is the BOPT of mount %s, not of %s; "
-					      "refusing to "
-					      "overwrite it without force",
-					      path, old.uuid, uuid);
-				return -EEXIST;
-			}
-		} else {
-			hy_ondisk_say(why, why_size,
-				      "bopt: \"%s\" holds a BOPT that cannot be read (%s); "
-				      "refusing to overwrite it without force",
-				      path, msg);
-			return -EEXIST;
-		}
-	} else if (!force) {
-		rc = hy_ondisk_probe_signature(path, type, sizeof(type));
-		if (rc < 0) {
-			hy_ondisk_say(why, why_size, "bopt: libblkid cannot probe \"%s\": %s", path,
-				      strerror(-rc));
-			return rc;
-		}
-		if (rc == 1) {
-			hy_ondisk_say(why, why_size,
-				      "bopt: \"%s\" holds %s (libblkid); refusing to overwrite it "
-				      "without "
-				      "force",
-				      path, type);
-			return -EEXIST;
-		}
-	}
 	/* O_EXCL on a block device: not while it is mounted or in use. */
 	fd = open(path, O_RDWR | O_CLOEXEC | O_EXCL);
 	if (fd < 0) {
@@ -338,67 +326,18 @@ static int create_file(const char *path, const char *uuid, uint64_t size, uint64
 		       bool exists, char *why, size_t why_size)
 {
 	struct hy_bopt_header h;
-	off_t bytes;
-	int fd, rc;
+	int rc;
 
 	rc = plan_sizes(path, uuid, size, read_bytes, &h, why, why_size);
 	if (rc < 0)
 		return rc;
-	bytes = (off_t)(h.total_blocks * HY_BOPT_BLOCK);
 	if (exists) {
 		rc = check_existing_file(path, uuid, why, why_size);
 		if (rc < 0)
 			return rc;
-		fd = open(path, O_RDWR | O_CLOEXEC);
-	} else {
-		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	}
-	if (fd < 0) {
-		rc = -errno;
-		hy_ondisk_say(why, why_size, "bopt: cannot %s \"%s\": %s",
-			      exists ? "open" : "create", path, strerror(-rc));
-		return rc;
-	}
-	/* A BOPT made again may shrink; then its tail goes. */
-	if (exists && ftruncate(fd, bytes) < 0) {
-		rc = -errno;
-		hy_ondisk_say(why, why_size, "bopt: cannot resize \"%s\": %s", path, strerror(-rc));
-		goto fail;
-	}
-	if (fallocate(fd, 0, 0, bytes) < 0) {
-		rc = -errno;
-		if (rc != -EOPNOTSUPP) {
-			hy_ondisk_say(why, why_size,
-				      "bopt: cannot allocate %lld bytes for \"%s\": %s",
-				      (long long)bytes, path, strerror(-rc));
-			goto fail;
-		}
-		hy_log(LOG_WARNING,
-		       "bopt: \"%s\": the filesystem does not support fallocate, the BOPT is a "
-		       "sparse file made with ftruncate",
-		       path);
-		if (ftruncate(fd, bytes) < 0) {
-			rc = -errno;
-			hy_ondisk_say(why, why_size, "bopt: cannot size \"%s\": %s", path,
-				      strerror(-rc));
-			goto fail;
-		}
-	}
-	rc = write_header_durably(fd, &h);
-	if (rc < 0) {
-		hy_ondisk_say(why, why_size, "bopt: cannot write the header of \"%s\": %s", path,
-			      strerror(-rc));
-		goto fail;
-	}
-	close(fd);
-	if (!exists)
-		(void)hy_ondisk_sync_parent(path, "bopt"); /* only logged */
-	return 0;
-fail:
-	close(fd);
-	if (!exists)
-		unlink(path);
-	return rc;
+	return hy_ondisk_make_file(&bopt_format, &h, path, exists, h.total_blocks * HY_BOPT_BLOCK,
+				   why, why_size);
 }
 
 int hy_bopt_create(const char *path, const char *uuid, uint64_t size, uint64_t read_bytes,

@@ -241,3 +241,121 @@ int hy_ondisk_sync_parent(const char *path, const char *what)
 	free(copy);
 	return rc;
 }
+
+/* ---- making a region on a path ---- */
+
+int hy_ondisk_check_overwrite(const struct hy_ondisk_format *fmt, const char *path,
+			      const char *uuid, bool force, char *why, size_t why_size)
+{
+	unsigned char buf[HY_ONDISK_BLOCK0_MAX];
+	char type[64], other[64], msg[256];
+	size_t len = fmt->block0_size < sizeof(buf) ? fmt->block0_size : sizeof(buf);
+	ssize_t n;
+	int fd, rc;
+
+	/* Look before opening for writing: read-only, no side effects. */
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		hy_ondisk_say(why, why_size, "%s: cannot open \"%s\": %s", fmt->what, path,
+			      strerror(-rc));
+		return rc;
+	}
+	n = hy_ondisk_read_full(fd, buf, len, 0);
+	close(fd);
+	if (n < 0) {
+		hy_ondisk_say(why, why_size, "%s: cannot read \"%s\": %s", fmt->what, path,
+			      strerror((int)-n));
+		return (int)n;
+	}
+	if (force)
+		return 0;
+	switch (fmt->classify(buf, uuid, other, sizeof(other), msg, sizeof(msg))) {
+	case HY_ONDISK_OURS:
+		return 0;
+	case HY_ONDISK_OTHER_MOUNT:
+		hy_ondisk_say(why, why_size,
+			      "%s: \"%s\" is the %s of mount %s, not of %s; refusing to overwrite "
+			      "it without force",
+			      fmt->what, path, fmt->noun, other, uuid);
+		return -EEXIST;
+	case HY_ONDISK_DAMAGED:
+		hy_ondisk_say(why, why_size,
+			      "%s: \"%s\" holds a %s that cannot be read (%s); refusing to "
+			      "overwrite it without force",
+			      fmt->what, path, fmt->noun, msg);
+		return -EEXIST;
+	case HY_ONDISK_FOREIGN:
+		break;
+	}
+	rc = hy_ondisk_probe_signature(path, type, sizeof(type));
+	if (rc < 0) {
+		hy_ondisk_say(why, why_size, "%s: libblkid cannot probe \"%s\": %s", fmt->what,
+			      path, strerror(-rc));
+		return rc;
+	}
+	if (rc == 1) {
+		hy_ondisk_say(why, why_size,
+			      "%s: \"%s\" holds %s (libblkid); refusing to overwrite it without "
+			      "force",
+			      fmt->what, path, type);
+		return -EEXIST;
+	}
+	return 0;
+}
+
+int hy_ondisk_make_file(const struct hy_ondisk_format *fmt, const void *arg, const char *path,
+			bool exists, uint64_t bytes, char *why, size_t why_size)
+{
+	int fd, rc;
+
+	if (exists)
+		fd = open(path, O_RDWR | O_CLOEXEC);
+	else
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		rc = -errno;
+		hy_ondisk_say(why, why_size, "%s: cannot %s \"%s\": %s", fmt->what,
+			      exists ? "open" : "create", path, strerror(-rc));
+		return rc;
+	}
+	/* A region made again may shrink; then its tail goes. */
+	if (exists && ftruncate(fd, (off_t)bytes) < 0) {
+		rc = -errno;
+		hy_ondisk_say(why, why_size, "%s: cannot resize \"%s\": %s", fmt->what, path,
+			      strerror(-rc));
+		goto fail;
+	}
+	if (fallocate(fd, 0, 0, (off_t)bytes) < 0) {
+		rc = -errno;
+		if (rc != -EOPNOTSUPP) {
+			hy_ondisk_say(why, why_size,
+				      "%s: cannot allocate %lld bytes for \"%s\": %s", fmt->what,
+				      (long long)bytes, path, strerror(-rc));
+			goto fail;
+		}
+		hy_log(LOG_WARNING, "%s: \"%s\": the filesystem does not support fallocate, %s",
+		       fmt->what, path, fmt->sparse);
+		if (ftruncate(fd, (off_t)bytes) < 0) {
+			rc = -errno;
+			hy_ondisk_say(why, why_size, "%s: cannot size \"%s\": %s", fmt->what, path,
+				      strerror(-rc));
+			goto fail;
+		}
+	}
+	rc = fmt->write(fd, arg);
+	if (rc < 0) {
+		hy_ondisk_say(why, why_size, "%s: cannot write %s \"%s\": %s", fmt->what,
+			      fmt->written, path, strerror(-rc));
+		goto fail;
+	}
+	close(fd);
+	if (!exists)
+		(void)hy_ondisk_sync_parent(path, fmt->what); /* only logged */
+	return 0;
+fail:
+	close(fd);
+	if (!exists)
+		unlink(path);
+	return rc;
+}

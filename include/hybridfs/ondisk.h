@@ -8,7 +8,10 @@
  * pread/pwrite loops, the size of a regular file or block device, the
  * libblkid signature probe, the resolution of UUID=, LABEL=, PARTUUID= and
  * PARTLABEL= locations, making a new directory entry durable, and the
- * helper that formats a refusal into a caller's message buffer.
+ * helper that formats a refusal into a caller's message buffer; and the
+ * sequence that makes a region on a path (the look at what is there, the
+ * new or re-made file) behind a small per-format callback interface
+ * (struct hy_ondisk_format).
  *
  * Who calls it: engine/bopt.c, engine/map_journal.c, cache/cache_store.c.
  *
@@ -19,6 +22,7 @@
 #ifndef HYBRIDFS_ONDISK_H
 #define HYBRIDFS_ONDISK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -81,5 +85,58 @@ int hy_ondisk_resolve(const char *spec, const char *what, char *buf, size_t size
  * failure to open or sync the directory is also logged as a warning
  * prefixed with @what; callers for which it is not fatal ignore the result. */
 int hy_ondisk_sync_parent(const char *path, const char *what);
+
+/* ---- making a region (a BOPT, a cache store) on a path ---- */
+
+/* The largest block 0 hy_ondisk_check_overwrite() reads. */
+#define HY_ONDISK_BLOCK0_MAX 4096
+
+/* What a format's block 0 holds, as its classify callback sees it. */
+enum hy_ondisk_kind {
+	HY_ONDISK_FOREIGN,     /* not this format's magic: someone else's, or nothing */
+	HY_ONDISK_OURS,	       /* this format, for this mount's uuid */
+	HY_ONDISK_OTHER_MOUNT, /* this format, for another mount (its uuid in @other) */
+	HY_ONDISK_DAMAGED,     /* this format's magic, but it does not decode (@msg says why) */
+};
+
+/* The callbacks and wording of one on-disk format. Every message is
+ * prefixed with "@what: " and names the format with @noun. */
+struct hy_ondisk_format {
+	const char *what;    /* message prefix: "bopt", "cache" */
+	const char *noun;    /* the region in messages: "BOPT", "cache store" */
+	const char *written; /* what write() writes, in "cannot write @written \"path\"" */
+	const char *sparse;  /* the warning's tail when fallocate is not supported */
+	size_t block0_size;  /* bytes of block 0 classify() needs, at most HY_ONDISK_BLOCK0_MAX */
+	/* Classifies @block0 for mount @uuid; fills @other (OTHER_MOUNT) or
+	 * @msg (DAMAGED). Must not fail otherwise. */
+	enum hy_ondisk_kind (*classify)(const unsigned char *block0, const char *uuid, char *other,
+					size_t other_size, char *msg, size_t msg_size);
+	/* Writes the new header/layout on @fd and syncs it: 0 or -errno.
+	 * @arg is the caller's (the planned header). */
+	int (*write)(int fd, const void *arg);
+};
+
+/* The read-only look at an existing @path (a block device, or a file the
+ * format lets be overwritten) before it is opened for writing: block 0 is
+ * read (even with @force: a device that cannot be read fails here), and
+ * unless @force another mount's region ("is the @noun of mount X,
+ * not of Y"), a damaged one ("holds a @noun that cannot be read") or a
+ * signature libblkid finds ("holds ext4 (libblkid)") is refused with
+ * -EEXIST, all "...; refusing to overwrite it without force". 0 when it may
+ * be overwritten, -EEXIST, or -errno if it cannot be opened, read or probed;
+ * with a message in @why. */
+int hy_ondisk_check_overwrite(const struct hy_ondisk_format *fmt, const char *path,
+			      const char *uuid, bool force, char *why, size_t why_size);
+
+/* Makes the region in the regular file @path: a new one (@exists false:
+ * O_CREAT|O_EXCL, mode 0600) or this mount's existing one (the caller has
+ * checked it; it is truncated to @bytes, a region made again may shrink).
+ * The file is preallocated to @bytes with fallocate (where the filesystem
+ * does not support it: a warning, and ftruncate), fmt->write(fd, @arg)
+ * writes the header, and a new file's directory is synced (a failure there
+ * is only logged). On failure a new file is unlinked. 0 or -errno, with a
+ * message in @why. */
+int hy_ondisk_make_file(const struct hy_ondisk_format *fmt, const void *arg, const char *path,
+			bool exists, uint64_t bytes, char *why, size_t why_size);
 
 #endif
