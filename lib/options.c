@@ -13,6 +13,7 @@
 #include <fuse_lowlevel.h>
 
 #include "hybridfs/options.h"
+#include "hybridfs/policy.h" /* the enum only: libhycommon does not link the cache */
 #include "hybridfs/units.h"
 
 #define HY_DEFAULT_MAX_THREADS 16
@@ -146,6 +147,96 @@ static int parse_size(const char *name, const char *value, bool allow_zero, uint
 	return 0;
 }
 
+static int set_string(char **field, const char *value)
+{
+	char *copy = strdup(value);
+
+	if (!copy)
+		return -ENOMEM;
+	free(*field);
+	*field = copy;
+	return 0;
+}
+
+/* A decimal number from @min to @max, as heat_threshold=1.5. */
+static int parse_number(const char *name, const char *value, double min, double max, double *out,
+			char *why, size_t why_size)
+{
+	char *end;
+	double v;
+
+	if (!value || !*value)
+		return say(why, why_size, "option \"%s\" needs a number from %g to %g", name, min,
+			   max);
+	errno = 0;
+	v = strtod(value, &end);
+	if (errno || *end || !isfinite(v) || v < min || v > max)
+		return say(why, why_size, "option \"%s=%s\": not a number from %g to %g", name,
+			   value, min, max);
+	*out = v;
+	return 0;
+}
+
+/* Where a BOPT or an SSD cache store lives: an absolute path, a libblkid
+ * tag, or none. A relative path is refused as a likely mistyped tag. */
+static int parse_place(const char *name, const char *value, char **field, char *why,
+		       size_t why_size)
+{
+	if (!value || !*value)
+		return say(why, why_size,
+			   "option \"%s\" needs a place: %s=PATH, UUID=..., LABEL=... or none",
+			   name, name);
+	if (value[0] != '/' && strcmp(value, "none") != 0 && strncmp(value, "UUID=", 5) != 0 &&
+	    strncmp(value, "LABEL=", 6) != 0 && strncmp(value, "PARTUUID=", 9) != 0 &&
+	    strncmp(value, "PARTLABEL=", 10) != 0)
+		return say(why, why_size,
+			   "option \"%s=%s\": give an absolute path, UUID=, LABEL=, PARTUUID=, "
+			   "PARTLABEL= or none",
+			   name, value);
+	return set_string(field, value);
+}
+
+/* cache_write=: "read-only" is the name for write-around. */
+static int parse_cache_write(const char *value, enum hy_cache_write_policy *out, char *why,
+			     size_t why_size)
+{
+	if (value && strcmp(value, "back") == 0)
+		*out = HY_CACHE_WRITE_BACK;
+	else if (value && strcmp(value, "through") == 0)
+		*out = HY_CACHE_WRITE_THROUGH;
+	else if (value && (strcmp(value, "around") == 0 || strcmp(value, "read-only") == 0))
+		*out = HY_CACHE_WRITE_AROUND;
+	else
+		return say(why, why_size,
+			   "option \"cache_write%s%s\": expected back, through, around or "
+			   "read-only",
+			   value ? "=" : "", value ? value : "");
+	return 0;
+}
+
+/* The replacement policies' names, as hy_policy_kind_name() gives them (a
+ * unit test checks that they agree); kept here so that this library does
+ * not link the cache module. */
+static const char *const cache_policy_names[] = {
+	[HY_POLICY_LRU3] = "lru3",
+	[HY_POLICY_LRU] = "lru",
+	[HY_POLICY_LARC] = "larc",
+	[HY_POLICY_FREQ] = "freq",
+};
+_Static_assert(sizeof(cache_policy_names) / sizeof(cache_policy_names[0]) == HY_POLICY_KINDS,
+	       "one name per replacement policy");
+
+static int parse_cache_policy(const char *value, unsigned *out, char *why, size_t why_size)
+{
+	for (unsigned k = 0; k < HY_POLICY_KINDS; k++)
+		if (value && strcmp(value, cache_policy_names[k]) == 0) {
+			*out = k;
+			return 0;
+		}
+	return say(why, why_size, "option \"cache_policy%s%s\": expected lru3, lru, larc or freq",
+		   value ? "=" : "", value ? value : "");
+}
+
 static int parse_bool(const char *name, const char *value, bool *out, char *why, size_t why_size)
 {
 	if (!value || strcmp(value, "on") == 0 || strcmp(value, "1") == 0 ||
@@ -171,17 +262,6 @@ static int append_kernel_option(struct hy_options *opts, const char *word)
 		grown[old++] = ',';
 	strcpy(grown + old, word);
 	opts->kernel_options = grown;
-	return 0;
-}
-
-static int set_string(char **field, const char *value)
-{
-	char *copy = strdup(value);
-
-	if (!copy)
-		return -ENOMEM;
-	free(*field);
-	*field = copy;
 	return 0;
 }
 
@@ -230,19 +310,8 @@ static int parse_one(struct hy_options *opts, char *word, char *why, size_t why_
 	if (strcmp(name, "profile_max_rows") == 0)
 		return parse_count(name, value, &opts->profile_max_rows, why, why_size);
 	if (strcmp(name, "bopt") == 0) {
-		if (!value || !*value)
-			return say(why, why_size,
-				   "option \"bopt\" needs a place: bopt=PATH, UUID=..., LABEL=... "
-				   "or none");
-		if (value[0] != '/' && strcmp(value, "none") != 0 &&
-		    strncmp(value, "UUID=", 5) != 0 && strncmp(value, "LABEL=", 6) != 0 &&
-		    strncmp(value, "PARTUUID=", 9) != 0 && strncmp(value, "PARTLABEL=", 10) != 0)
-			return say(why, why_size,
-				   "option \"bopt=%s\": give an absolute path, UUID=, LABEL=, "
-				   "PARTUUID=, PARTLABEL= or none",
-				   value);
 		opts->bopt_given = true;
-		return set_string(&opts->bopt, value);
+		return parse_place(name, value, &opts->bopt, why, why_size);
 	}
 	if (strcmp(name, "bopt_size") == 0) {
 		opts->bopt_size_given = true;
@@ -257,6 +326,34 @@ static int parse_one(struct hy_options *opts, char *word, char *why, size_t why_
 		return parse_bool(name, value, &opts->bopt_writes, why, why_size);
 	if (strcmp(name, "reorg_rate") == 0)
 		return parse_size(name, value, true, &opts->reorg_rate, why, why_size);
+	if (strcmp(name, "cache") == 0) {
+		opts->cache_given = true;
+		return parse_place(name, value, &opts->cache, why, why_size);
+	}
+	if (strcmp(name, "cache_size") == 0) {
+		opts->cache_size_given = true;
+		if (parse_size(name, value, false, &opts->cache_size, why, why_size))
+			return -EINVAL;
+		if (opts->cache_size < HY_OPTIONS_CACHE_MIN)
+			return say(why, why_size,
+				   "option \"cache_size=%s\": an SSD cache needs at least 1M",
+				   value);
+		return 0;
+	}
+	if (strcmp(name, "cache_write") == 0)
+		return parse_cache_write(value, &opts->cache_write, why, why_size);
+	if (strcmp(name, "cache_policy") == 0)
+		return parse_cache_policy(value, &opts->cache_policy, why, why_size);
+	if (strcmp(name, "front_buffer") == 0)
+		return parse_size(name, value, true, &opts->front_buffer, why, why_size);
+	if (strcmp(name, "heat_periods") == 0)
+		return parse_uint(name, value, HY_OPTIONS_HEAT_PERIODS_MIN,
+				  HY_OPTIONS_HEAT_PERIODS_MAX, &opts->heat_periods, why, why_size);
+	if (strcmp(name, "heat_threshold") == 0)
+		return parse_number(name, value, 0.0, HY_OPTIONS_HEAT_THRESHOLD_MAX,
+				    &opts->heat_threshold, why, why_size);
+	if (strcmp(name, "cache_clean_rate") == 0)
+		return parse_size(name, value, true, &opts->cache_clean_rate, why, why_size);
 	if (strcmp(name, "max_threads") == 0)
 		return parse_uint(name, value, 1, 256, &opts->max_threads, why, why_size);
 	if (!value && in_list(kernel_flags, name))
@@ -314,6 +411,13 @@ static void options_reset(struct hy_options *opts)
 	opts->bopt_size = HY_OPTIONS_BOPT_SIZE;
 	opts->reorg_rate = HY_OPTIONS_REORG_RATE;
 	opts->bopt_writes = true;
+	opts->cache_size = HY_OPTIONS_CACHE_SIZE;
+	opts->cache_write = HY_CACHE_WRITE_BACK;
+	opts->cache_policy = HY_POLICY_LRU3;
+	opts->front_buffer = HY_OPTIONS_FRONT_BUFFER;
+	opts->heat_periods = HY_OPTIONS_HEAT_PERIODS;
+	opts->heat_threshold = HY_OPTIONS_HEAT_THRESHOLD;
+	opts->cache_clean_rate = HY_OPTIONS_CACHE_CLEAN_RATE;
 }
 
 int hy_options_parse(int argc, char **argv, struct hy_options *opts, char *why, size_t why_size)
@@ -603,10 +707,27 @@ void hy_options_usage(const char *program, FILE *out)
 		"                         (default 64M; 0: no limit)\n"
 		"  bopt_writes=on|off     writes to relocated blocks go into the BOPT and\n"
 		"                         home later (default on), or home at once\n"
+		"  cache=PATH|UUID=U|LABEL=L|PARTUUID=U|PARTLABEL=L|none  the SSD cache's\n"
+		"                         store (a file or a device used whole; default: the\n"
+		"                         file %s in the state folder; none: no SSD cache)\n"
+		"  cache_size=SIZE        size of an SSD cache file (default 256M, at least 1M)\n"
+		"  cache_write=back|through|around|read-only  writes go into the cache and\n"
+		"                         home later (default back), into both at once, or\n"
+		"                         home only (around, read-only)\n"
+		"  cache_policy=lru3|lru|larc|freq  which cached block leaves the SSD cache\n"
+		"                         first (default lru3)\n"
+		"  front_buffer=SIZE      the DRAM front buffer, where blocks wait before the\n"
+		"                         SSD cache (default 16M; 0: none, no heat filter)\n"
+		"  heat_periods=N         periods the heat prediction looks back, 5 to 10\n"
+		"                         (default 8)\n"
+		"  heat_threshold=X       heat a block needs to enter the SSD cache, 0 to 255\n"
+		"                         (default 1.5; 0 admits every block)\n"
+		"  cache_clean_rate=SIZE  bytes per second the cleaner writes dirty blocks\n"
+		"                         home at most (default 32M; 0: no limit)\n"
 		"  nosuid, nodev, noexec, noatime, ... passed to the kernel\n"
 		"\n"
 		"See hybridfs(8).\n",
-		program, HY_STATE_DIR_NAME, HY_DEFAULT_MAX_THREADS);
+		program, HY_STATE_DIR_NAME, HY_DEFAULT_MAX_THREADS, HY_OPTIONS_CACHE_NAME);
 }
 
 void hy_options_free(struct hy_options *opts)
@@ -621,5 +742,6 @@ void hy_options_free(struct hy_options *opts)
 	free(opts->state_dir);
 	free(opts->kernel_options);
 	free(opts->bopt);
+	free(opts->cache);
 	memset(opts, 0, sizeof(*opts));
 }

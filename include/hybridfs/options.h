@@ -23,11 +23,29 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define HY_STATE_DIR_NAME     ".hybridfs" /* default state folder, inside BACKING */
-#define HY_OPTIONS_BOPT_NAME  "bopt"	  /* the default BOPT, a file in the state folder */
-#define HY_OPTIONS_BOPT_SIZE  (256ULL << 20)
-#define HY_OPTIONS_BOPT_MIN   (1ULL << 20)
-#define HY_OPTIONS_REORG_RATE (64ULL << 20)
+#define HY_STATE_DIR_NAME	      ".hybridfs" /* default state folder, inside BACKING */
+#define HY_OPTIONS_BOPT_NAME	      "bopt"	  /* the default BOPT, a file in the state folder */
+#define HY_OPTIONS_BOPT_SIZE	      (256ULL << 20)
+#define HY_OPTIONS_BOPT_MIN	      (1ULL << 20)
+#define HY_OPTIONS_REORG_RATE	      (64ULL << 20)
+#define HY_OPTIONS_CACHE_NAME	      "cache" /* the default SSD cache store, in the state folder */
+#define HY_OPTIONS_CACHE_SIZE	      (256ULL << 20)
+#define HY_OPTIONS_CACHE_MIN	      (1ULL << 20)
+#define HY_OPTIONS_FRONT_BUFFER	      (16ULL << 20)
+#define HY_OPTIONS_HEAT_PERIODS	      8
+#define HY_OPTIONS_HEAT_PERIODS_MIN   5
+#define HY_OPTIONS_HEAT_PERIODS_MAX   10
+#define HY_OPTIONS_HEAT_THRESHOLD     1.5
+#define HY_OPTIONS_HEAT_THRESHOLD_MAX 255.0
+#define HY_OPTIONS_CACHE_CLEAN_RATE   (32ULL << 20)
+
+/* cache_write=: where a write to a block goes while the SSD cache is on.
+ * The cache module takes the value from here. */
+enum hy_cache_write_policy {
+	HY_CACHE_WRITE_BACK,	/* into the cache, marked dirty; home later */
+	HY_CACHE_WRITE_THROUGH, /* into the cache and home at once */
+	HY_CACHE_WRITE_AROUND,	/* home only; a cached copy is dropped ("read-only") */
+};
 
 struct hy_options {
 	char *program;	       /* basename of argv[0] */
@@ -67,6 +85,26 @@ struct hy_options {
 	uint64_t bopt_size;
 	uint64_t reorg_rate;
 	bool bopt_writes; /* writes to relocated blocks go into the BOPT */
+
+	/* The SSD cache: its store (NULL: STATE/cache; "none": no SSD cache),
+	 * the store's size, the write policy, and the replacement policy (an
+	 * enum hy_policy_kind of hybridfs/policy.h, kept as unsigned so that
+	 * this header does not depend on the cache module). The _given flags
+	 * say the user asked: then a store that cannot be made fails the mount. */
+	char *cache;
+	bool cache_given;
+	uint64_t cache_size;
+	bool cache_size_given;
+	enum hy_cache_write_policy cache_write;
+	unsigned cache_policy;
+	/* The DRAM front buffer's size (0: none; blocks go straight to the SSD
+	 * store, with no heat filter), and FusionCache's heat prediction: the
+	 * periods it looks back (5..10) and the heat a block needs to enter
+	 * the SSD store (0..255; 0 admits every block). */
+	uint64_t front_buffer;
+	unsigned heat_periods;
+	double heat_threshold;
+	uint64_t cache_clean_rate; /* bytes/s the cleaner writes home; 0: no limit */
 
 	/* Mount options passed to the kernel unchanged, comma separated
 	 * (nosuid, nodev, noexec, noatime, ...). Owned. */

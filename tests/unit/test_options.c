@@ -8,7 +8,9 @@
 
 #include <fuse_lowlevel.h>
 
+#include "hybridfs/heat.h"
 #include "hybridfs/options.h"
+#include "hybridfs/policy.h"
 #include "suites.h"
 
 static char why[512];
@@ -169,6 +171,185 @@ static void test_bopt_options(void)
 	expect_bad(relative, "bopt=PARTUID=x");
 }
 
+static void test_cache_options(void)
+{
+	const char *defaults[] = {"hybridfs", "/b", "/m", NULL};
+	const char *given[] = {"hybridfs",
+			       "-o",
+			       "cache=PARTLABEL=ssd,cache_size=2G,cache_write=through,"
+			       "cache_policy=larc,front_buffer=64M,heat_periods=5,"
+			       "heat_threshold=2.25,cache_clean_rate=0",
+			       "/b",
+			       "/m",
+			       NULL};
+	const char *path[] = {"hybridfs", "-o", "cache=/dev/sdb1,cache_write=around",
+			      "/b",	  "/m", NULL};
+	const char *read_only[] = {"hybridfs", "-o", "cache_write=read-only,cache_policy=freq",
+				   "/b",       "/m", NULL};
+	const char *edges[] = {"hybridfs",
+			       "-o",
+			       "front_buffer=0,heat_periods=10,heat_threshold=0,cache_size=1M,"
+			       "cache_write=back,cache_policy=lru,cache_clean_rate=1K",
+			       "/b",
+			       "/m",
+			       NULL};
+	const char *top[] = {"hybridfs", "-o", "heat_threshold=255,cache_policy=lru3",
+			     "/b",	 "/m", NULL};
+	const char *none[] = {"hybridfs", "-o", "cache=none", "/b", "/m", NULL};
+	struct hy_options o;
+
+	CU_ASSERT_EQUAL_FATAL(parse(&o, defaults), 0);
+	CU_ASSERT_PTR_NULL(o.cache);
+	CU_ASSERT_FALSE(o.cache_given);
+	CU_ASSERT_FALSE(o.cache_size_given);
+	CU_ASSERT_EQUAL(o.cache_size, HY_OPTIONS_CACHE_SIZE);
+	CU_ASSERT_EQUAL(o.cache_size, 256ULL << 20);
+	CU_ASSERT_EQUAL(o.cache_write, HY_CACHE_WRITE_BACK);
+	CU_ASSERT_EQUAL(o.cache_policy, HY_POLICY_LRU3);
+	CU_ASSERT_EQUAL(o.front_buffer, HY_OPTIONS_FRONT_BUFFER);
+	CU_ASSERT_EQUAL(o.front_buffer, 16ULL << 20);
+	CU_ASSERT_EQUAL(o.heat_periods, 8);
+	CU_ASSERT_DOUBLE_EQUAL(o.heat_threshold, 1.5, 1e-9);
+	CU_ASSERT_EQUAL(o.cache_clean_rate, HY_OPTIONS_CACHE_CLEAN_RATE);
+	CU_ASSERT_EQUAL(o.cache_clean_rate, 32ULL << 20);
+	hy_options_free(&o);
+
+	CU_ASSERT_EQUAL_FATAL(parse(&o, given), 0);
+	CU_ASSERT_STRING_EQUAL(o.cache, "PARTLABEL=ssd");
+	CU_ASSERT_TRUE(o.cache_given);
+	CU_ASSERT_TRUE(o.cache_size_given);
+	CU_ASSERT_EQUAL(o.cache_size, 2ULL << 30);
+	CU_ASSERT_EQUAL(o.cache_write, HY_CACHE_WRITE_THROUGH);
+	CU_ASSERT_EQUAL(o.cache_policy, HY_POLICY_LARC);
+	CU_ASSERT_EQUAL(o.front_buffer, 64ULL << 20);
+	CU_ASSERT_EQUAL(o.heat_periods, 5);
+	CU_ASSERT_DOUBLE_EQUAL(o.heat_threshold, 2.25, 1e-9);
+	CU_ASSERT_EQUAL(o.cache_clean_rate, 0);
+	hy_options_free(&o);
+
+	CU_ASSERT_EQUAL_FATAL(parse(&o, path), 0);
+	CU_ASSERT_STRING_EQUAL(o.cache, "/dev/sdb1");
+	CU_ASSERT_EQUAL(o.cache_write, HY_CACHE_WRITE_AROUND);
+	CU_ASSERT_FALSE(o.cache_size_given);
+	hy_options_free(&o);
+
+	CU_ASSERT_EQUAL_FATAL(parse(&o, read_only), 0);
+	CU_ASSERT_EQUAL(o.cache_write, HY_CACHE_WRITE_AROUND);
+	CU_ASSERT_EQUAL(o.cache_policy, HY_POLICY_FREQ);
+	CU_ASSERT_PTR_NULL(o.cache);
+	hy_options_free(&o);
+
+	CU_ASSERT_EQUAL_FATAL(parse(&o, edges), 0);
+	CU_ASSERT_EQUAL(o.front_buffer, 0);
+	CU_ASSERT_EQUAL(o.heat_periods, 10);
+	CU_ASSERT_DOUBLE_EQUAL(o.heat_threshold, 0.0, 1e-9);
+	CU_ASSERT_EQUAL(o.cache_size, 1ULL << 20);
+	CU_ASSERT_EQUAL(o.cache_write, HY_CACHE_WRITE_BACK);
+	CU_ASSERT_EQUAL(o.cache_policy, HY_POLICY_LRU);
+	CU_ASSERT_EQUAL(o.cache_clean_rate, 1024);
+	hy_options_free(&o);
+
+	CU_ASSERT_EQUAL_FATAL(parse(&o, top), 0);
+	CU_ASSERT_DOUBLE_EQUAL(o.heat_threshold, 255.0, 1e-9);
+	CU_ASSERT_EQUAL(o.cache_policy, HY_POLICY_LRU3);
+	hy_options_free(&o);
+
+	CU_ASSERT_EQUAL_FATAL(parse(&o, none), 0);
+	CU_ASSERT_STRING_EQUAL(o.cache, "none");
+	CU_ASSERT_TRUE(o.cache_given);
+	hy_options_free(&o);
+}
+
+static void test_bad_cache_options(void)
+{
+	const char *empty[] = {"hybridfs", "-o", "cache=", "/b", "/m", NULL};
+	const char *bare[] = {"hybridfs", "-o", "cache", "/b", "/m", NULL};
+	const char *relative[] = {"hybridfs", "-o", "cache=ssd/cache", "/b", "/m", NULL};
+	const char *typo[] = {"hybridfs", "-o", "cache=PARTUID=x", "/b", "/m", NULL};
+	const char *small[] = {"hybridfs", "-o", "cache_size=512K", "/b", "/m", NULL};
+	const char *zero_size[] = {"hybridfs", "-o", "cache_size=0", "/b", "/m", NULL};
+	const char *bad_size[] = {"hybridfs", "-o", "cache_size=lots", "/b", "/m", NULL};
+	const char *bad_write[] = {"hybridfs", "-o", "cache_write=sideways", "/b", "/m", NULL};
+	const char *no_write[] = {"hybridfs", "-o", "cache_write", "/b", "/m", NULL};
+	const char *bad_policy[] = {"hybridfs", "-o", "cache_policy=arc", "/b", "/m", NULL};
+	const char *upper_policy[] = {"hybridfs", "-o", "cache_policy=LRU", "/b", "/m", NULL};
+	const char *bad_front[] = {"hybridfs", "-o", "front_buffer=-1M", "/b", "/m", NULL};
+	const char *few_periods[] = {"hybridfs", "-o", "heat_periods=4", "/b", "/m", NULL};
+	const char *many_periods[] = {"hybridfs", "-o", "heat_periods=11", "/b", "/m", NULL};
+	const char *word_periods[] = {"hybridfs", "-o", "heat_periods=eight", "/b", "/m", NULL};
+	const char *neg_threshold[] = {"hybridfs", "-o", "heat_threshold=-0.5", "/b", "/m", NULL};
+	const char *big_threshold[] = {"hybridfs", "-o", "heat_threshold=256", "/b", "/m", NULL};
+	const char *nan_threshold[] = {"hybridfs", "-o", "heat_threshold=nan", "/b", "/m", NULL};
+	const char *word_threshold[] = {"hybridfs", "-o", "heat_threshold=hot", "/b", "/m", NULL};
+	const char *no_threshold[] = {"hybridfs", "-o", "heat_threshold=", "/b", "/m", NULL};
+	const char *bad_rate[] = {"hybridfs", "-o", "cache_clean_rate=fast", "/b", "/m", NULL};
+
+	expect_bad(empty, "cache");
+	expect_bad(bare, "cache");
+	expect_bad(relative, "cache=ssd/cache");
+	expect_bad(relative, "absolute path");
+	expect_bad(typo, "cache=PARTUID=x");
+	expect_bad(small, "cache_size=512K");
+	expect_bad(small, "at least 1M");
+	expect_bad(zero_size, "cache_size=0");
+	expect_bad(bad_size, "cache_size=lots");
+	expect_bad(bad_write, "cache_write=sideways");
+	expect_bad(bad_write, "back, through, around or read-only");
+	expect_bad(no_write, "cache_write");
+	expect_bad(bad_policy, "cache_policy=arc");
+	expect_bad(bad_policy, "lru3, lru, larc or freq");
+	expect_bad(upper_policy, "cache_policy=LRU");
+	expect_bad(bad_front, "front_buffer=-1M");
+	expect_bad(few_periods, "heat_periods=4");
+	expect_bad(few_periods, "from 5 to 10");
+	expect_bad(many_periods, "heat_periods=11");
+	expect_bad(word_periods, "heat_periods=eight");
+	expect_bad(neg_threshold, "heat_threshold=-0.5");
+	expect_bad(neg_threshold, "from 0 to 255");
+	expect_bad(big_threshold, "heat_threshold=256");
+	expect_bad(nan_threshold, "heat_threshold=nan");
+	expect_bad(word_threshold, "heat_threshold=hot");
+	expect_bad(no_threshold, "heat_threshold");
+	expect_bad(bad_rate, "cache_clean_rate=fast");
+}
+
+/* options.c keeps its own table of the policies' names (libhycommon does not
+ * link the cache module): it must agree with hy_policy_kind_name(), and the
+ * heat defaults with heat.h. */
+static void test_cache_policy_names(void)
+{
+	char list[256] = "";
+	struct hy_options o;
+
+	for (unsigned k = 0; k < HY_POLICY_KINDS; k++) {
+		const char *name = hy_policy_kind_name((enum hy_policy_kind)k);
+		char word[64];
+		const char *argv[] = {"hybridfs", "-o", word, "/b", "/m", NULL};
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(name);
+		snprintf(word, sizeof(word), "cache_policy=%s", name);
+		CU_ASSERT_EQUAL(parse(&o, argv), 0);
+		CU_ASSERT_EQUAL(o.cache_policy, k);
+		hy_options_free(&o);
+		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+			 k == 0			    ? ""
+			 : k + 1 == HY_POLICY_KINDS ? " or "
+						    : ", ",
+			 name);
+	}
+	/* ...and no name more: the message lists exactly the kinds */
+	{
+		const char *argv[] = {"hybridfs", "-o", "cache_policy=x", "/b", "/m", NULL};
+
+		expect_bad(argv, list);
+	}
+	CU_ASSERT_EQUAL(HY_OPTIONS_HEAT_PERIODS, HY_HEAT_DEFAULT_PERIODS);
+	CU_ASSERT_EQUAL(HY_OPTIONS_HEAT_PERIODS_MIN, HY_HEAT_MIN_PERIODS);
+	CU_ASSERT_EQUAL(HY_OPTIONS_HEAT_PERIODS_MAX, HY_HEAT_MAX_PERIODS);
+	CU_ASSERT_DOUBLE_EQUAL(HY_OPTIONS_HEAT_THRESHOLD, HY_HEAT_DEFAULT_THRESHOLD, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(HY_OPTIONS_HEAT_THRESHOLD_MAX, HY_HEAT_THRESHOLD_MAX, 1e-12);
+}
+
 static void test_bad_options(void)
 {
 	const char *unknown[] = {"hybridfs", "-o", "frobnicate", "/b", "/m", NULL};
@@ -316,6 +497,10 @@ int hy_test_add_options(void)
 	    !CU_add_test(s, "bad options name the problem", test_bad_options) ||
 	    !CU_add_test(s, "profiler options", test_profile_options) ||
 	    !CU_add_test(s, "BOPT options", test_bopt_options) ||
+	    !CU_add_test(s, "SSD cache options", test_cache_options) ||
+	    !CU_add_test(s, "bad SSD cache options name the problem", test_bad_cache_options) ||
+	    !CU_add_test(s, "cache_policy names agree with the policy module",
+			 test_cache_policy_names) ||
 	    !CU_add_test(s, "mount(8) helper mode", test_mount_helper) ||
 	    !CU_add_test(s, "path checks", test_paths) ||
 	    !CU_add_test(s, "libfuse arguments", test_fuse_args))
