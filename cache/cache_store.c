@@ -170,10 +170,11 @@ int hy_cache_store_decode(const unsigned char *buf, struct hy_cache_store_header
 			      header_size, HY_CACHE_STORE_HEADER_SIZE);
 		return -EUCLEAN;
 	}
+	/* empty: an unclaimed store (made by `hybridctl format-cache`) */
 	uuid_len = strnlen((const char *)buf + OFF_UUID, UUID_FIELD);
-	if (uuid_len == 0 || uuid_len >= UUID_FIELD) {
-		hy_ondisk_say(why, why_size, "cache store superblock damaged (mount uuid %s)",
-			      uuid_len ? "not terminated" : "empty");
+	if (uuid_len >= UUID_FIELD) {
+		hy_ondisk_say(why, why_size,
+			      "cache store superblock damaged (mount uuid not terminated)");
 		return -EUCLEAN;
 	}
 	for (size_t i = uuid_len; i < UUID_FIELD; i++) {
@@ -388,7 +389,7 @@ static int plan(const char *path, const char *uuid, uint64_t size, struct hy_cac
 		return -EINVAL;
 	}
 	h->version = HY_CACHE_STORE_VERSION;
-	snprintf(h->uuid, sizeof(h->uuid), "%s", uuid);
+	snprintf(h->uuid, sizeof(h->uuid), "%s", uuid); /* "": unclaimed */
 	h->line_size = HY_CACHE_LINE_SIZE;
 	h->capacity = cap;
 	h->generation = new_generation();
@@ -433,7 +434,10 @@ static int write_new_store(int fd, const struct hy_cache_store_header *h)
 	return rc;
 }
 
-/* Block 0 as hy_ondisk_check_overwrite() sees it. */
+/* Block 0 as hy_ondisk_check_overwrite() sees it. An unclaimed store
+ * holds nothing yet: a mount may format it again as its own. (A new
+ * unclaimed format never gets here over a good store: see
+ * refuse_existing_store().) */
 static enum hy_ondisk_kind classify_block0(const unsigned char *block0, const char *uuid,
 					   char *other, size_t other_size, char *msg,
 					   size_t msg_size)
@@ -444,7 +448,7 @@ static enum hy_ondisk_kind classify_block0(const unsigned char *block0, const ch
 		return HY_ONDISK_FOREIGN;
 	if (hy_cache_store_decode(block0, &old, msg, msg_size) != 0)
 		return HY_ONDISK_DAMAGED;
-	if (strcmp(old.uuid, uuid) != 0) {
+	if (old.uuid[0] && strcmp(old.uuid, uuid) != 0) {
 		snprintf(other, other_size, "%s", old.uuid);
 		return HY_ONDISK_OTHER_MOUNT;
 	}
@@ -466,6 +470,36 @@ static const struct hy_ondisk_format store_format = {
 	.write = write_new_layout,
 };
 
+/* An unclaimed format has no mount to call a store its own: any good
+ * store already at @path, claimed or not, is refused (-EEXIST) rather than
+ * silently made new. 0 when there is none; a block 0 that cannot be read
+ * is left to hy_ondisk_check_overwrite() to report. */
+static int refuse_existing_store(const char *path, char *why, size_t why_size)
+{
+	unsigned char buf[HY_CACHE_STORE_BLOCK];
+	struct hy_cache_store_header old;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int rc;
+
+	if (fd < 0)
+		return 0;
+	rc = read_full(fd, buf, sizeof(buf), 0);
+	close(fd);
+	if (rc < 0 || hy_cache_store_decode(buf, &old, NULL, 0) < 0)
+		return 0;
+	if (old.uuid[0])
+		hy_ondisk_say(why, why_size,
+			      "cache: \"%s\" already holds a cache store (%" PRIu64
+			      " lines, of mount %s); refusing to overwrite it without force",
+			      path, old.capacity, old.uuid);
+	else
+		hy_ondisk_say(why, why_size,
+			      "cache: \"%s\" already holds a cache store (%" PRIu64
+			      " lines, unclaimed); refusing to overwrite it without force",
+			      path, old.capacity);
+	return -EEXIST;
+}
+
 int hy_cache_store_create(const char *path, const char *uuid, uint64_t size, uint32_t line_size,
 			  bool force, char *why, size_t why_size)
 {
@@ -474,9 +508,11 @@ int hy_cache_store_create(const char *path, const char *uuid, uint64_t size, uin
 	struct stat st;
 	int fd, rc;
 
-	if (!path || !*path || !uuid || !*uuid || strlen(uuid) >= UUID_FIELD) {
+	if (!uuid)
+		uuid = ""; /* unclaimed */
+	if (!path || !*path || strlen(uuid) >= UUID_FIELD) {
 		hy_ondisk_say(why, why_size,
-			      "cache: a path and a mount uuid of 1 to %d characters are needed",
+			      "cache: a path and a mount uuid of at most %d characters are needed",
 			      UUID_FIELD - 1);
 		return -EINVAL;
 	}
@@ -502,6 +538,11 @@ int hy_cache_store_create(const char *path, const char *uuid, uint64_t size, uin
 			"cache: \"%s\" exists and is neither a regular file nor a block device",
 			path);
 		return -EEXIST;
+	}
+	if (exists && !force && !*uuid) {
+		rc = refuse_existing_store(path, why, why_size);
+		if (rc < 0)
+			return rc;
 	}
 	if (exists && !force) {
 		rc = hy_ondisk_check_overwrite(&store_format, path, uuid, false, why, why_size);
@@ -630,7 +671,7 @@ int hy_cache_store_open(const char *path, const char *uuid, struct hy_cache_stor
 			hy_ondisk_say(why, why_size, "cache: \"%s\": %s", path, msg);
 		goto fail;
 	}
-	if (uuid && strcmp(h.uuid, uuid) != 0) {
+	if (uuid && h.uuid[0] && strcmp(h.uuid, uuid) != 0) {
 		hy_ondisk_say(why, why_size,
 			      "cache: \"%s\" is the cache store of mount %s, not of mount %s", path,
 			      h.uuid, uuid);
@@ -1125,6 +1166,44 @@ int hy_cache_store_set_clean(struct hy_cache_store *s, bool clean)
 		return rc;
 	}
 	s->header = h;
+	return 0;
+}
+
+int hy_cache_store_claim(struct hy_cache_store *s, const char *uuid, char *why, size_t why_size)
+{
+	struct hy_cache_store_header h = s->header;
+	unsigned char buf[HY_CACHE_STORE_BLOCK];
+	int rc;
+
+	if (!uuid || !*uuid || strlen(uuid) >= UUID_FIELD) {
+		hy_ondisk_say(why, why_size,
+			      "cache: \"%s\": a mount uuid of 1 to %d characters is needed to "
+			      "claim it",
+			      s->path, UUID_FIELD - 1);
+		return -EINVAL;
+	}
+	if (strcmp(h.uuid, uuid) == 0)
+		return 0;
+	if (h.uuid[0]) {
+		hy_ondisk_say(why, why_size,
+			      "cache: \"%s\" is the cache store of mount %s, not of mount %s",
+			      s->path, h.uuid, uuid);
+		return -EINVAL;
+	}
+	snprintf(h.uuid, sizeof(h.uuid), "%s", uuid);
+	hy_cache_store_encode(&h, buf);
+	rc = hy_ondisk_write_full(s->fd, buf, sizeof(buf), 0);
+	if (rc == 0 && fdatasync(s->fd) < 0)
+		rc = -errno;
+	if (rc < 0) {
+		hy_ondisk_say(why, why_size,
+			      "cache: cannot write the superblock of \"%s\" to claim it: %s",
+			      s->path, strerror(-rc));
+		return rc;
+	}
+	s->header = h;
+	hy_log(LOG_INFO, "cache: \"%s\" was unclaimed; it is now the cache store of mount %s",
+	       s->path, uuid);
 	return 0;
 }
 

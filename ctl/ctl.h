@@ -38,4 +38,8 @@ int hy_ctl_explain(int argc, char **argv);
 /* `hybridctl flush [MOUNTPOINT]`: BOPT writes home. The exit status. */
 int hy_ctl_flush(int argc, char **argv);
 
+/* `hybridctl format-cache TARGET [--size SIZE] [--force]`: an unclaimed
+ * SSD cache store. The exit status: 0, 1 (refused or failed), 2 (usage). */
+int hy_ctl_format_cache(int argc, char **argv);
+
 #endif

@@ -49,6 +49,7 @@ static void usage(FILE *out)
 		"                            [--top N] [--quiet]\n"
 		"       hybridctl explain PATH [--json]\n"
 		"       hybridctl flush [MOUNTPOINT]\n"
+		"       hybridctl format-cache TARGET [--size SIZE] [--force]\n"
 		"       hybridctl --help | --version\n"
 		"\n"
 		"  status        the mount, its daemon, operations and bytes by kind, the\n"
@@ -60,6 +61,8 @@ static void usage(FILE *out)
 		"                order and copied into the BOPT (--dry-run: the plan only)\n"
 		"  explain       where a file's blocks live (BOPT or home) and their heat\n"
 		"  flush         blocks written into the BOPT go home now\n"
+		"  format-cache  an SSD cache store on a file or a device, unclaimed until\n"
+		"                the first mount that names it with cache=\n"
 		"See hybridctl(8).\n");
 }
 
@@ -360,6 +363,8 @@ int main(int argc, char **argv)
 		return hy_ctl_explain(argc - 2, argv + 2);
 	if (strcmp(argv[1], "flush") == 0)
 		return hy_ctl_flush(argc - 2, argv + 2);
+	if (strcmp(argv[1], "format-cache") == 0)
+		return hy_ctl_format_cache(argc - 2, argv + 2);
 	fprintf(stderr, "hybridctl: unknown command \"%s\"\n", argv[1]);
 	usage(stderr);
 	return 2;

@@ -15,7 +15,12 @@
  *     0       8     magic "HYCACHE\0"
  *     8       4     format version (HY_CACHE_STORE_VERSION)
  *     12      4     header size in bytes (HY_CACHE_STORE_HEADER_SIZE)
- *     16      40    mount uuid, the state database's, as text, NUL-padded
+ *     16      40    mount uuid, the state database's, as text, NUL-padded;
+ *                   empty (all zero) for an unclaimed store, one that
+ *                   `hybridctl format-cache` made before any mount: the
+ *                   first mount that opens it claims it (writes its uuid
+ *                   here, hy_cache_store_claim()) and it is that mount's
+ *                   from then on
  *     56      4     line size in bytes (4096)
  *     60      4     flags: bit 0 clean shutdown
  *     64      8     capacity in lines
@@ -91,12 +96,13 @@
  *
  * Opening checks everything: magic (not a store: refused, naming what
  * libblkid finds there), version (newer: refused), checksum and field
- * consistency (damaged: refused), uuid (another mount's: refused), size
- * (truncated: refused). -EUCLEAN, -EPROTO or -EEXIST with a message naming
- * the file and the problem; nothing is written to a store that failed.
+ * consistency (damaged: refused), uuid (another mount's: refused; an
+ * unclaimed store is any mount's to claim), size (truncated: refused).
+ * -EUCLEAN, -EPROTO or -EEXIST with a message naming the file and the
+ * problem; nothing is written to a store that failed.
  *
- * Who calls it: the cache at mount (open, load, then appends and
- * checkpoints), `hybridctl format-cache` (create, later); the tests.
+ * Who calls it: the cache at mount (open, claim, load, then appends and
+ * checkpoints), `hybridctl format-cache` (create, unclaimed); the tests.
  *
  * Memory: struct hy_cache_store owns its descriptor, its device (object 0,
  * offsets in bytes from the start of the store) and an in-memory copy of
@@ -194,19 +200,34 @@ struct hy_cache_store {
  * PARTLABEL= through libblkid. 0, -EINVAL or -ENOENT with a message. */
 int hy_cache_store_resolve(const char *spec, char *buf, size_t size, char *why, size_t why_size);
 
-/* Formats a store at @path for mount @uuid: a new file of @size bytes
- * (preallocated), an existing regular file (resized to @size), or a whole
- * block device (@size ignored). Refused (-EEXIST, saying what was found)
- * when libblkid finds a filesystem or other signature there, or when it is
- * another mount's store or a damaged one, unless @force. @line_size must
- * be HY_CACHE_LINE_SIZE. Every format has a new generation. Returns 0 or a
+/* Formats a store at @path for mount @uuid (NULL or "": unclaimed, see
+ * the uuid field above): a new file of @size bytes (preallocated), an
+ * existing regular file (resized to @size), or a whole block device (@size
+ * ignored). Refused (-EEXIST, saying what was found) when libblkid finds a
+ * filesystem or other signature there, or when it is another mount's store
+ * or a damaged one, unless @force. A mount's format may replace its own
+ * store or an unclaimed one; an unclaimed format refuses every good store
+ * ("already holds a cache store"), unless @force. @line_size must be
+ * HY_CACHE_LINE_SIZE. Every format has a new generation. Returns 0 or a
  * negative errno with a message. */
 int hy_cache_store_create(const char *path, const char *uuid, uint64_t size, uint32_t line_size,
 			  bool force, char *why, size_t why_size);
 
-/* Opens and checks the store at @path for mount @uuid (NULL: any). */
+/* Opens and checks the store at @path for mount @uuid (NULL: any). An
+ * unclaimed store is accepted for any @uuid and stays unclaimed until
+ * hy_cache_store_claim(). */
 int hy_cache_store_open(const char *path, const char *uuid, struct hy_cache_store **out, char *why,
 			size_t why_size);
+
+/* Makes an unclaimed store mount @uuid's: writes @uuid into the superblock
+ * (the same header re-encoded, block 0 rewritten and fdatasync'd) and into
+ * store->header. 0 also when the store is already @uuid's (nothing is
+ * written); -EINVAL when it is another mount's or @uuid is empty or too
+ * long; or the errno of the failed write or sync (the superblock may then
+ * be either; store->header is unchanged). With a message. Like set_clean,
+ * not concurrent with appends. */
+int hy_cache_store_claim(struct hy_cache_store *store, const char *uuid, char *why,
+			 size_t why_size);
 
 /* Reads the line table (the newer good copy) and replays the journal into
  * the store's table, then calls @cb for every line in use, in line order

@@ -12,3 +12,7 @@ include tests/integration/difftest.mk
 include tests/integration/programs.mk
 include tests/integration/multiuser.mk
 include tests/integration/profiler.mk
+
+# `hybridctl format-cache`: files only, no mount.
+TESTS += tests/integration/formatcache.sh
+EXTRA_DIST += tests/integration/formatcache.sh

@@ -281,6 +281,79 @@ static void test_open_refusals(void)
 	free(tmp);
 }
 
+/* An unclaimed store (`hybridctl format-cache`): any mount opens it, the
+ * first claims it, and from then on it is that mount's only. */
+static void test_unclaimed(void)
+{
+	char *tmp = hy_test_tmpdir(), *path = path_in(tmp, "cache.store");
+	struct hy_cache_store *st = NULL;
+	struct hy_cache_store_header h;
+	unsigned char sb[4096];
+	uint64_t generation;
+
+	CU_ASSERT_EQUAL_FATAL(
+		hy_cache_store_create(path, "", 4 * MIB, 4096, false, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL_FATAL(pread_all(path, sb, sizeof(sb), 0), 0);
+	for (int i = 16; i < 56; i++)
+		CU_ASSERT_EQUAL(sb[i], 0);
+	CU_ASSERT_EQUAL(hy_cache_store_decode(sb, &h, why, sizeof(why)), 0);
+	CU_ASSERT_STRING_EQUAL(h.uuid, "");
+	/* NULL is unclaimed too; and an unclaimed format refuses any store */
+	why[0] = '\0';
+	CU_ASSERT_EQUAL(hy_cache_store_create(path, NULL, 4 * MIB, 4096, false, why, sizeof(why)),
+			-EEXIST);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "already holds a cache store"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "unclaimed"));
+	CU_ASSERT_EQUAL(hy_cache_store_create(path, NULL, 4 * MIB, 4096, true, why, sizeof(why)),
+			0);
+
+	/* any mount opens it; open does not claim */
+	CU_ASSERT_EQUAL_FATAL(hy_cache_store_open(path, UUID_B, &st, why, sizeof(why)), 0);
+	hy_cache_store_close(st);
+	st = NULL;
+	CU_ASSERT_EQUAL_FATAL(hy_cache_store_open(path, UUID_A, &st, why, sizeof(why)), 0);
+	CU_ASSERT_STRING_EQUAL(st->header.uuid, "");
+	generation = st->header.generation;
+	CU_ASSERT_EQUAL(hy_cache_store_claim(st, "", why, sizeof(why)), -EINVAL);
+	CU_ASSERT_EQUAL(hy_cache_store_claim(st, UUID_A, why, sizeof(why)), 0);
+	CU_ASSERT_STRING_EQUAL(st->header.uuid, UUID_A);
+	/* again: nothing to do; another uuid: refused */
+	CU_ASSERT_EQUAL(hy_cache_store_claim(st, UUID_A, why, sizeof(why)), 0);
+	why[0] = '\0';
+	CU_ASSERT_EQUAL(hy_cache_store_claim(st, UUID_B, why, sizeof(why)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "is the cache store of mount " UUID_A));
+	CU_ASSERT_STRING_EQUAL(st->header.uuid, UUID_A);
+	hy_cache_store_close(st);
+	st = NULL;
+
+	/* on disk: the same store, now UUID_A's */
+	CU_ASSERT_EQUAL_FATAL(pread_all(path, sb, sizeof(sb), 0), 0);
+	CU_ASSERT_STRING_EQUAL((char *)sb + 16, UUID_A);
+	CU_ASSERT_EQUAL(le(sb + 128, 8), fnv(sb, 128));
+	CU_ASSERT_EQUAL(le(sb + 72, 8), generation);
+	expect_open(path, UUID_B, -EEXIST, "is the cache store of mount " UUID_A);
+	CU_ASSERT_EQUAL_FATAL(hy_cache_store_open(path, UUID_A, &st, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(hy_cache_store_load(st, NULL, NULL, NULL, why, sizeof(why)), 0);
+	hy_cache_store_close(st);
+	st = NULL;
+	/* a claimed store: an unclaimed format names its mount */
+	CU_ASSERT_EQUAL(hy_cache_store_create(path, "", 4 * MIB, 4096, false, why, sizeof(why)),
+			-EEXIST);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "of mount " UUID_A));
+
+	/* a mount's format may take an unclaimed store as its own */
+	CU_ASSERT_EQUAL(hy_cache_store_create(path, "", 4 * MIB, 4096, true, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(hy_cache_store_create(path, UUID_B, 4 * MIB, 4096, false, why, sizeof(why)),
+			0);
+	CU_ASSERT_EQUAL_FATAL(hy_cache_store_open(path, UUID_B, &st, why, sizeof(why)), 0);
+	CU_ASSERT_STRING_EQUAL(st->header.uuid, UUID_B);
+	hy_cache_store_close(st);
+
+	hy_test_rmtree(tmp);
+	free(path);
+	free(tmp);
+}
+
 static const char *find_mkfs_ext4(void)
 {
 	static const char *const where[] = {"/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4",
@@ -737,6 +810,7 @@ int hy_test_add_cache_store(void)
 		return -1;
 	if (!CU_add_test(s, "create and open, byte layout", test_create_open) ||
 	    !CU_add_test(s, "open and create refusals", test_open_refusals) ||
+	    !CU_add_test(s, "unclaimed store, claimed by a mount", test_unclaimed) ||
 	    !CU_add_test(s, "create and open refuse an ext4 image", test_refuses_ext4) ||
 	    !CU_add_test(s, "lines by sector mask", test_line_io) ||
 	    !CU_add_test(s, "journal append, reopen, load", test_journal_replay) ||
