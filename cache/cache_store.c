@@ -1048,6 +1048,62 @@ static int wait_durable(struct hy_cache_store *s, uint64_t seq)
 	return s->durable_seq >= seq ? 0 : s->error;
 }
 
+int hy_cache_store_journal_write(struct hy_cache_store *s, const struct hy_cache_journal_record *r,
+				 uint64_t *seq)
+{
+	unsigned char buf[HY_CACHE_JOURNAL_RECORD];
+	struct hy_cache_journal_record rec = *r;
+	int rc;
+
+	pthread_mutex_lock(&s->lock);
+	if (!s->lines || check_record(s, r) < 0) {
+		rc = -EINVAL;
+		goto out;
+	}
+	if (s->error) {
+		rc = s->error;
+		goto out;
+	}
+	if (s->journal_used >= s->journal_capacity) {
+		rc = -ENOSPC;
+		goto out;
+	}
+	rec.sequence = s->written_seq + 1;
+	rec.generation = s->header.generation;
+	hy_cache_journal_encode(&rec, buf);
+	rc = hy_ondisk_write_full(s->fd, buf, sizeof(buf),
+				  s->header.journal_offset +
+					  s->journal_used * HY_CACHE_JOURNAL_RECORD);
+	if (rc < 0) {
+		s->error = rc;
+		goto out;
+	}
+	s->journal_used++;
+	s->written_seq = rec.sequence;
+	/* the table copy follows at once: a checkpoint (which syncs the whole
+	 * store before its header) may save it before the record is durable,
+	 * and that is as good as the record */
+	apply(s, &rec);
+	*seq = rec.sequence;
+out:
+	pthread_mutex_unlock(&s->lock);
+	if (rc < 0 && rc != -EINVAL && rc != -ENOSPC)
+		hy_log(LOG_ERR, "cache: \"%s\": journal write failed: %s", s->path, strerror(-rc));
+	return rc;
+}
+
+int hy_cache_store_journal_wait(struct hy_cache_store *s, uint64_t seq)
+{
+	int rc;
+
+	pthread_mutex_lock(&s->lock);
+	rc = wait_durable(s, seq);
+	pthread_mutex_unlock(&s->lock);
+	if (rc < 0)
+		hy_log(LOG_ERR, "cache: \"%s\": journal sync failed: %s", s->path, strerror(-rc));
+	return rc;
+}
+
 int hy_cache_store_journal_append(struct hy_cache_store *s, const struct hy_cache_journal_record *r)
 {
 	unsigned char buf[HY_CACHE_JOURNAL_RECORD];

@@ -190,6 +190,52 @@ static void print_bopt(struct json_object *d)
 	}
 }
 
+/* The cache's lines: hit ratios by tier, occupancy, dirty bytes, what
+ * the heat filter and the cleaner did. */
+static void print_cache(struct json_object *d)
+{
+	struct json_object *c = NULL, *wp = NULL, *pol = NULL;
+	uint64_t reads, writes;
+	char dirty[32], written[32];
+
+	if (!json_object_object_get_ex(d, "cache", &c) || !c) {
+		printf("%-12s none\n", "cache");
+		return;
+	}
+	json_object_object_get_ex(c, "write_policy", &wp);
+	json_object_object_get_ex(c, "policy", &pol);
+	reads = jget_u64(c, "read_hits_dram", NULL) + jget_u64(c, "read_hits_ssd", NULL) +
+		jget_u64(c, "read_misses", NULL);
+	writes = jget_u64(c, "write_hits_dram", NULL) + jget_u64(c, "write_hits_ssd", NULL) +
+		 jget_u64(c, "write_misses", NULL);
+	human_bytes(jget_u64(c, "dirty_bytes", NULL), dirty, sizeof(dirty));
+	human_bytes(jget_u64(c, "ssd_bytes_written", NULL), written, sizeof(written));
+	printf("%-12s write-%s, %s; DRAM %llu/%llu blocks, SSD %llu/%llu lines; %s dirty "
+	       "(cleaner backlog %llu blocks)\n",
+	       "cache", wp ? json_object_get_string(wp) : "?",
+	       pol ? json_object_get_string(pol) : "?",
+	       (unsigned long long)jget_u64(c, "dram_used", NULL),
+	       (unsigned long long)jget_u64(c, "dram_blocks", NULL),
+	       (unsigned long long)jget_u64(c, "ssd_used", NULL),
+	       (unsigned long long)jget_u64(c, "ssd_lines", NULL), dirty,
+	       (unsigned long long)jget_u64(c, "cleaner_backlog", NULL));
+	printf("%-12s reads %.1f%% DRAM + %.1f%% SSD of %llu blocks, writes %.1f%% DRAM + %.1f%% "
+	       "SSD of %llu\n",
+	       "cache hits", reads ? 100.0 * jget_u64(c, "read_hits_dram", NULL) / reads : 0.0,
+	       reads ? 100.0 * jget_u64(c, "read_hits_ssd", NULL) / reads : 0.0,
+	       (unsigned long long)reads,
+	       writes ? 100.0 * jget_u64(c, "write_hits_dram", NULL) / writes : 0.0,
+	       writes ? 100.0 * jget_u64(c, "write_hits_ssd", NULL) / writes : 0.0,
+	       (unsigned long long)writes);
+	printf("%-12s %s written to the SSD; heat sent %llu blocks there and kept %llu off; "
+	       "%llu DRAM and %llu SSD evictions; %llu blocks cleaned\n",
+	       "cache work", written, (unsigned long long)jget_u64(c, "heat_admitted", NULL),
+	       (unsigned long long)jget_u64(c, "heat_refused", NULL),
+	       (unsigned long long)jget_u64(c, "dram_evictions", NULL),
+	       (unsigned long long)jget_u64(c, "ssd_evictions", NULL),
+	       (unsigned long long)jget_u64(c, "cleaned_blocks", NULL));
+}
+
 static void print_daemon(struct json_object *d)
 {
 	static const char *const ops[] = {"lookup", "getattr",	 "setattr", "readdir",
@@ -217,6 +263,7 @@ static void print_daemon(struct json_object *d)
 	else
 		printf("%-12s off\n", "profiler");
 	print_bopt(d);
+	print_cache(d);
 	if (!json_object_object_get_ex(d, "processes", &procs) || !json_object_array_length(procs))
 		return;
 	printf("\n%7s  %-16s %9s %9s %10s %10s %8s %8s %8s\n", "PID", "PROCESS", "READS", "WRITES",

@@ -5,5 +5,5 @@ hybridctl_CFLAGS = $(AM_CFLAGS) $(SQLITE_CFLAGS) $(JSONC_CFLAGS)
 # format-cache: the cache store's format, over engine/ondisk.c and
 # engine/device.c (and libblkid)
 hybridctl_LDADD = reconfig/libhyreorganize.a analyzer/libhyanalyzer.a planner/libhyplanner.a \
-	cache/libhycache.a engine/libhyengine.a lib/libhycommon.a $(SQLITE_LIBS) $(JSONC_LIBS) \
+	cache/libhycache.a engine/libhyengine.a cache/libhycache.a engine/libhyengine.a lib/libhycommon.a $(SQLITE_LIBS) $(JSONC_LIBS) \
 	$(BLKID_LIBS)

@@ -9,6 +9,7 @@
 
 #include "hybridfs/log.h"
 
+#include "hybridfs/cache.h"
 #include "hybridfs/device.h"
 #include "hybridfs/engine.h"
 #include "hybridfs/map.h"
@@ -101,11 +102,22 @@ void hy_engine_file_init(struct hy_engine *engine, struct hy_engine_file *file, 
 {
 	file->backing_fd = backing_fd;
 	file->file_id = 0;
+	file->meta_map = file->meta_cache = false;
 }
 
 void hy_engine_file_set_id(struct hy_engine_file *file, uint64_t file_id)
 {
 	file->file_id = file_id;
+}
+
+static bool uses_cache(const struct hy_engine *engine, const struct hy_engine_file *file)
+{
+	return engine->cache && file->file_id;
+}
+
+static struct hy_cache_file cache_file(const struct hy_engine_file *file)
+{
+	return (struct hy_cache_file){file->file_id, file->backing_fd};
 }
 
 static bool uses_map(const struct hy_engine *engine, const struct hy_engine_file *file)
@@ -297,8 +309,9 @@ static ssize_t read_pieces(struct hy_engine *engine, struct hy_engine_file *file
 	return (ssize_t)done;
 }
 
-ssize_t hy_engine_read(struct hy_engine *engine, struct hy_engine_file *file, void *buf,
-		       size_t size, off_t off)
+/* The path below the cache: the indirection map, then the BOPT or home. */
+static ssize_t lower_read(struct hy_engine *engine, struct hy_engine_file *file, void *buf,
+			  size_t size, off_t off)
 {
 	struct hy_map_piece stack[PIECES_ON_STACK], *pieces, *heap;
 	uint64_t first, last, end;
@@ -579,8 +592,8 @@ static ssize_t write_mapped(struct hy_engine *engine, struct hy_engine_file *fil
 	return (ssize_t)done;
 }
 
-ssize_t hy_engine_write(struct hy_engine *engine, struct hy_engine_file *file, const void *buf,
-			size_t size, off_t off)
+static ssize_t lower_write(struct hy_engine *engine, struct hy_engine_file *file, const void *buf,
+			   size_t size, off_t off)
 {
 	struct hy_map_piece stack[PIECES_ON_STACK], *pieces = stack, *heap = NULL;
 	uint64_t first, nblocks;
@@ -614,7 +627,7 @@ ssize_t hy_engine_write(struct hy_engine *engine, struct hy_engine_file *file, c
 	return rc;
 }
 
-int hy_engine_truncate(struct hy_engine *engine, struct hy_engine_file *file, off_t size)
+static int map_truncate(struct hy_engine *engine, struct hy_engine_file *file, off_t size)
 {
 	bool held = change_begin(engine, file, true);
 	/* from the block holding the new end on: its tail, or all of it, changes */
@@ -645,7 +658,7 @@ int64_t hy_engine_sync_home(struct hy_engine *engine, struct hy_engine_file *fil
 	return rc;
 }
 
-int hy_engine_fsync(struct hy_engine *engine, struct hy_engine_file *file, bool data_only)
+static int lower_fsync(struct hy_engine *engine, struct hy_engine_file *file, bool data_only)
 {
 	int64_t rc = 0;
 	int64_t stamp;
@@ -664,14 +677,14 @@ int hy_engine_fsync(struct hy_engine *engine, struct hy_engine_file *file, bool 
 	return hy_device_sync(engine->backing, file->backing_fd, data_only);
 }
 
-bool hy_engine_has_copies(struct hy_engine *engine, uint64_t file_id)
+static bool map_has_copies(struct hy_engine *engine, uint64_t file_id)
 {
 	int64_t stamp;
 
 	return engine->map && file_id && hy_map_get_stamp(engine->map, file_id, &stamp) == 0;
 }
 
-bool hy_engine_meta_begin(struct hy_engine *engine, struct hy_engine_file *file)
+static bool map_meta_begin(struct hy_engine *engine, struct hy_engine_file *file)
 {
 	int64_t stamp;
 
@@ -680,13 +693,7 @@ bool hy_engine_meta_begin(struct hy_engine *engine, struct hy_engine_file *file)
 	       stamp_matches(engine, file);
 }
 
-void hy_engine_meta_end(struct hy_engine *engine, struct hy_engine_file *file, bool fresh)
-{
-	if (fresh)
-		refresh_stamp(engine, file);
-}
-
-int hy_engine_close(struct hy_engine *engine, struct hy_engine_file *file)
+static int map_close(struct hy_engine *engine, struct hy_engine_file *file)
 {
 	int64_t stamp, rc = 0;
 
@@ -696,8 +703,8 @@ int hy_engine_close(struct hy_engine *engine, struct hy_engine_file *file)
 	return rc < 0 ? (int)rc : 0;
 }
 
-int hy_engine_fallocate(struct hy_engine *engine, struct hy_engine_file *file, int mode, off_t off,
-			off_t len)
+static int map_fallocate(struct hy_engine *engine, struct hy_engine_file *file, int mode, off_t off,
+			 off_t len)
 {
 	bool held = change_begin(engine, file, true);
 	uint64_t first, n;
@@ -723,8 +730,8 @@ int hy_engine_fallocate(struct hy_engine *engine, struct hy_engine_file *file, i
  * share extents) without the data passing through the daemon: the
  * source's BOPT writes go home first, and the destination's relocated
  * blocks in the range are settled. */
-ssize_t hy_engine_copy_range(struct hy_engine *engine, struct hy_engine_file *in, off_t off_in,
-			     struct hy_engine_file *out, off_t off_out, size_t len, int flags)
+static ssize_t map_copy_range(struct hy_engine *engine, struct hy_engine_file *in, off_t off_in,
+			      struct hy_engine_file *out, off_t off_out, size_t len, int flags)
 {
 	uint64_t first, n;
 	ssize_t copied;
@@ -755,4 +762,250 @@ ssize_t hy_engine_copy_range(struct hy_engine *engine, struct hy_engine_file *in
 		copied = -errno;
 	change_end(engine, out, held);
 	return copied;
+}
+
+/* ---- the cache over the lower path ------------------------------------ */
+
+static void as_engine_file(const struct hy_cache_file *f, struct hy_engine_file *out)
+{
+	out->backing_fd = (int)f->object;
+	out->file_id = f->file_id;
+	out->meta_map = out->meta_cache = false;
+}
+
+static ssize_t cache_lower_read(void *arg, const struct hy_cache_file *f, void *buf, size_t len,
+				off_t off)
+{
+	struct hy_engine_file file;
+
+	as_engine_file(f, &file);
+	return lower_read(arg, &file, buf, len, off);
+}
+
+static ssize_t cache_lower_write(void *arg, const struct hy_cache_file *f, const void *buf,
+				 size_t len, off_t off)
+{
+	struct hy_engine_file file;
+
+	as_engine_file(f, &file);
+	return lower_write(arg, &file, buf, len, off);
+}
+
+static int cache_lower_getattr(void *arg, const struct hy_cache_file *f, struct hy_device_attr *out)
+{
+	struct hy_engine *engine = arg;
+
+	return hy_device_getattr(engine->backing, f->object, out);
+}
+
+/* Size and time changes of the home file: under the engine's gate, so
+ * that BORG's stamp follows them (they are changes through the mount). */
+static int cache_lower_extend(void *arg, const struct hy_cache_file *f, uint64_t size)
+{
+	struct hy_engine *engine = arg;
+	struct hy_engine_file file;
+	bool held;
+	int rc;
+
+	as_engine_file(f, &file);
+	held = change_begin(engine, &file, false);
+	rc = hy_device_truncate(engine->backing, f->object, (off_t)size);
+	change_end(engine, &file, held);
+	return rc;
+}
+
+static int cache_lower_set_mtime(void *arg, const struct hy_cache_file *f, int64_t mtime_ns)
+{
+	struct hy_engine *engine = arg;
+	struct hy_engine_file file;
+	bool held;
+	int rc;
+
+	as_engine_file(f, &file);
+	held = change_begin(engine, &file, false);
+	rc = hy_device_set_mtime(engine->backing, f->object, mtime_ns);
+	change_end(engine, &file, held);
+	return rc;
+}
+
+static int lower_fsync(struct hy_engine *engine, struct hy_engine_file *file, bool data_only);
+
+static int cache_lower_sync(void *arg, const struct hy_cache_file *f)
+{
+	struct hy_engine_file file;
+
+	as_engine_file(f, &file);
+	return lower_fsync(arg, &file, true);
+}
+
+static int cache_lower_hold(void *arg, const struct hy_cache_file *f, int64_t *object)
+{
+	struct hy_engine *engine = arg;
+	bool opened = false;
+	int64_t w;
+	int rc;
+
+	if (atomic_load(&engine->cache_objects) >= HY_ENGINE_CACHE_OBJECTS)
+		return -EMFILE; /* the cache writes this file through meanwhile */
+	rc = hy_device_writable(engine->backing, f->object, &w, &opened);
+	if (rc < 0)
+		return rc;
+	if (!opened) {
+		/* the request's descriptor is the caller's: the cache keeps a
+		 * copy of it (a model device's objects are not descriptors) */
+		int fd = fcntl((int)w, F_DUPFD_CLOEXEC, 0);
+
+		if (fd < 0 && errno != EBADF)
+			return -errno;
+		if (fd >= 0)
+			w = fd;
+	}
+	atomic_fetch_add(&engine->cache_objects, 1);
+	*object = w;
+	return 0;
+}
+
+static void cache_lower_put(void *arg, int64_t object)
+{
+	struct hy_engine *engine = arg;
+
+	atomic_fetch_sub(&engine->cache_objects, 1);
+	hy_device_close_object(engine->backing, object);
+}
+
+void hy_engine_cache_lower(struct hy_engine *engine, struct hy_cache_lower *out)
+{
+	*out = (struct hy_cache_lower){
+		.arg = engine,
+		.read = cache_lower_read,
+		.write = cache_lower_write,
+		.getattr = cache_lower_getattr,
+		.extend = cache_lower_extend,
+		.set_mtime = cache_lower_set_mtime,
+		.sync = cache_lower_sync,
+		.hold_object = cache_lower_hold,
+		.put_object = cache_lower_put,
+	};
+}
+
+void hy_engine_set_cache(struct hy_engine *engine, struct hy_cache *cache)
+{
+	engine->cache = cache;
+}
+
+ssize_t hy_engine_read(struct hy_engine *engine, struct hy_engine_file *file, void *buf,
+		       size_t size, off_t off)
+{
+	struct hy_cache_file f = cache_file(file);
+
+	if (uses_cache(engine, file))
+		return hy_cache_read(engine->cache, &f, buf, size, off);
+	return lower_read(engine, file, buf, size, off);
+}
+
+ssize_t hy_engine_write(struct hy_engine *engine, struct hy_engine_file *file, const void *buf,
+			size_t size, off_t off)
+{
+	struct hy_cache_file f = cache_file(file);
+
+	if (uses_cache(engine, file))
+		return hy_cache_write(engine->cache, &f, buf, size, off);
+	return lower_write(engine, file, buf, size, off);
+}
+
+int hy_engine_truncate(struct hy_engine *engine, struct hy_engine_file *file, off_t size)
+{
+	struct hy_cache_file f = cache_file(file);
+	bool cached = uses_cache(engine, file) && size >= 0;
+	/* the cache's gate is held across the change, so no read caches the
+	 * old bytes past the new end meanwhile */
+	int rc = cached ? hy_cache_change_begin(engine->cache, &f, (uint64_t)size, UINT64_MAX) : 0;
+
+	if (rc == 0)
+		rc = map_truncate(engine, file, size);
+	if (cached)
+		hy_cache_change_end(engine->cache, &f);
+	return rc;
+}
+
+int hy_engine_fallocate(struct hy_engine *engine, struct hy_engine_file *file, int mode, off_t off,
+			off_t len)
+{
+	struct hy_cache_file f = cache_file(file);
+	/* plain allocation (which may grow the file) changes no data */
+	bool cached = uses_cache(engine, file) && off >= 0 && len > 0 &&
+		      (mode & ~FALLOC_FL_KEEP_SIZE) != 0;
+	uint64_t n = (mode & (FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_INSERT_RANGE)) ? UINT64_MAX
+										  : (uint64_t)len;
+	int rc = cached ? hy_cache_change_begin(engine->cache, &f, (uint64_t)off, n) : 0;
+
+	if (rc == 0)
+		rc = map_fallocate(engine, file, mode, off, len);
+	if (cached)
+		hy_cache_change_end(engine->cache, &f);
+	return rc;
+}
+
+ssize_t hy_engine_copy_range(struct hy_engine *engine, struct hy_engine_file *in, off_t off_in,
+			     struct hy_engine_file *out, off_t off_out, size_t len, int flags)
+{
+	struct hy_cache_file fi = cache_file(in), fo = cache_file(out);
+	bool cached = uses_cache(engine, out) && off_out >= 0 && len > 0;
+	ssize_t rc = 0;
+
+	/* the kernel copies home to home: the source's cached writes go home
+	 * first, and the destination's range leaves the cache */
+	if (uses_cache(engine, in) && off_in >= 0 && len > 0)
+		rc = hy_cache_write_home(engine->cache, &fi, (uint64_t)off_in, len);
+	if (rc < 0)
+		return rc;
+	if (cached)
+		rc = hy_cache_change_begin(engine->cache, &fo, (uint64_t)off_out, len);
+	if (rc == 0)
+		rc = map_copy_range(engine, in, off_in, out, off_out, len, flags);
+	if (cached)
+		hy_cache_change_end(engine->cache, &fo);
+	return rc;
+}
+
+int hy_engine_fsync(struct hy_engine *engine, struct hy_engine_file *file, bool data_only)
+{
+	struct hy_cache_file f = cache_file(file);
+	int rc = uses_cache(engine, file) ? hy_cache_fsync(engine->cache, &f) : 0;
+
+	return rc < 0 ? rc : lower_fsync(engine, file, data_only);
+}
+
+int hy_engine_close(struct hy_engine *engine, struct hy_engine_file *file)
+{
+	struct hy_cache_file f = cache_file(file);
+
+	if (uses_cache(engine, file))
+		hy_cache_close_file(engine->cache, &f);
+	return map_close(engine, file);
+}
+
+bool hy_engine_has_copies(struct hy_engine *engine, uint64_t file_id)
+{
+	return map_has_copies(engine, file_id) ||
+	       (engine->cache && file_id && hy_cache_has_blocks(engine->cache, file_id));
+}
+
+bool hy_engine_meta_begin(struct hy_engine *engine, struct hy_engine_file *file)
+{
+	struct hy_cache_file f = cache_file(file);
+
+	file->meta_map = map_meta_begin(engine, file);
+	file->meta_cache = uses_cache(engine, file) && hy_cache_meta_begin(engine->cache, &f);
+	return file->meta_map || file->meta_cache;
+}
+
+void hy_engine_meta_end(struct hy_engine *engine, struct hy_engine_file *file, bool fresh)
+{
+	struct hy_cache_file f = cache_file(file);
+
+	if (fresh && file->meta_map)
+		refresh_stamp(engine, file);
+	if (uses_cache(engine, file))
+		hy_cache_meta_end(engine->cache, &f, fresh && file->meta_cache);
 }

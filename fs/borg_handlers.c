@@ -16,6 +16,7 @@
 #include <sqlite3.h>
 
 #include "hybridfs/borg.h"
+#include "hybridfs/cache.h"
 #include "hybridfs/device.h"
 #include "hybridfs/engine.h"
 #include "hybridfs/fs.h"
@@ -144,12 +145,24 @@ struct json_object *hy_fs_flush(void *ctx, struct json_object *req, char *why, s
 	struct json_object *result;
 	uint64_t synced;
 
+	int64_t cached = 0;
+
 	(void)req;
-	if (hy_borg_flush(fs->borg, &synced, why, why_size) < 0)
+	synced = 0;
+	/* the cache first: its blocks go home through the map, into the BOPT
+	 * for relocated ones, which BORG's flush then sends home */
+	if (fs->cache && (cached = hy_cache_flush(fs->cache)) < 0) {
+		snprintf(why, why_size, "the cache's dirty blocks cannot all go home: %s",
+			 strerror((int)-cached));
+		return NULL;
+	}
+	if (fs->borg && hy_borg_flush(fs->borg, &synced, why, why_size) < 0)
 		return NULL;
 	result = json_object_new_object();
-	if (result)
+	if (result) {
 		add_u64(result, "synced_blocks", synced);
+		add_u64(result, "cache_blocks", (uint64_t)cached);
+	}
 	return result;
 }
 

@@ -1,13 +1,13 @@
 noinst_LIBRARIES += fs/libhyfs.a
 fs_libhyfs_a_SOURCES = fs/inode.c fs/ops.c fs/profiler.c fs/control_server.c fs/status.c \
-	fs/borg_handlers.c
+	fs/borg_handlers.c fs/cache_glue.c
 fs_libhyfs_a_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS) $(SQLITE_CFLAGS) $(LIBEVENT_CFLAGS) $(JSONC_CFLAGS)
 
 bin_PROGRAMS += hybridfs
 hybridfs_SOURCES = fs/main.c
 hybridfs_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS)
 hybridfs_LDADD = fs/libhyfs.a reconfig/libhyborg.a reconfig/libhyreorganize.a \
-	analyzer/libhyanalyzer.a planner/libhyplanner.a engine/libhyengine.a lib/libhycommon.a $(FUSE_LIBS) $(SQLITE_LIBS) \
+	analyzer/libhyanalyzer.a planner/libhyplanner.a engine/libhyengine.a cache/libhycache.a engine/libhyengine.a lib/libhycommon.a $(FUSE_LIBS) $(SQLITE_LIBS) \
 	$(LIBEVENT_LIBS) $(JSONC_LIBS) $(BLKID_LIBS)
 
 # mount(8) runs /sbin/mount.TYPE for `mount -t hybridfs` and fstab lines.

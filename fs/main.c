@@ -361,6 +361,9 @@ int main(int argc, char **argv)
 	}
 	if (open_borg(&opts, &fs, state) < 0)
 		goto out_unmount;
+	/* after BORG: the cache's misses go through the map */
+	if (hy_fs_open_cache(&fs, &opts) < 0)
+		goto out_unmount;
 	{
 		struct hy_control_handlers handlers = {
 			.ctx = &fs,
@@ -369,7 +372,7 @@ int main(int argc, char **argv)
 			.reorganize = fs.borg ? hy_fs_reorganize : NULL,
 			.progress = fs.borg ? hy_fs_progress : NULL,
 			.explain = fs.borg ? hy_fs_explain : NULL,
-			.flush = fs.borg ? hy_fs_flush : NULL,
+			.flush = fs.borg || fs.cache ? hy_fs_flush : NULL,
 		};
 
 		if (hy_control_server_start(opts.state_dir, &handlers, &control, why, sizeof(why)) <
@@ -405,6 +408,8 @@ out_unmount:
 	hy_control_server_stop(control);
 	control = NULL;
 	/* no request is in flight: the loop has ended, or never ran */
+	if (hy_fs_close_cache(&fs) < 0)
+		status = 1;
 	hy_borg_close(fs.borg);
 	fs.borg = NULL;
 	if (registered && hy_runtime_unregister(state->uuid) < 0)
@@ -418,6 +423,8 @@ out:
 	if (loop_config)
 		fuse_loop_cfg_destroy(loop_config);
 	hy_control_server_stop(control);
+	if (hy_fs_close_cache(&fs) < 0)
+		status = 1;
 	hy_borg_close(fs.borg);
 	fs.borg = NULL;
 	hy_fs_destroy(&fs);	    /* closes handles first: they hold profiler state */

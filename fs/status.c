@@ -132,6 +132,8 @@ struct json_object *hy_fs_status(struct hy_fs *fs)
 	json_object_object_add(root, "profiler", prof);
 	/* BORG: the BOPT, the map and the last reorganization (null: none) */
 	json_object_object_add(root, "bopt", fs->borg ? hy_fs_borg_status(fs) : NULL);
+	/* the cache: hits, occupancy, dirty bytes, the cleaner (null: none) */
+	json_object_object_add(root, "cache", fs->cache ? hy_fs_cache_status(fs) : NULL);
 	json_object_object_add(root, "processes", procs);
 	return root;
 }

@@ -34,8 +34,16 @@
 /* How long the copy sleeps when the mount was busy during the last chunk. */
 #define YIELD_NS 2000000
 
+/* Where home files are: the backing tree, the state folder to skip in it,
+ * and a descriptor of its root. */
+struct place {
+	const char *backing, *state_dir;
+	int root_fd;
+};
+
 struct hy_borg {
 	struct hy_borg_config config;
+	struct place place; /* of the strings below and config.root_fd */
 	char *state_dir, *db_path, *uuid, *backing;
 	struct hy_bopt *bopt;
 	struct hy_map *map;
@@ -285,6 +293,7 @@ int hy_borg_open(const struct hy_borg_config *config, struct hy_borg **out, char
 	b->config.uuid = b->uuid;
 	b->config.backing = b->backing;
 	b->config.bopt_spec = NULL; /* used only here, below */
+	b->place = (struct place){b->backing, b->state_dir, config->root_fd};
 	if (sqlite3_open_v2(config->db_path, &b->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
 			    NULL) != SQLITE_OK) {
 		snprintf(why, why_size, "state database \"%s\": %s", config->db_path,
@@ -524,7 +533,7 @@ static int by_id(const void *a, const void *b)
 
 /* The files of @ids (sorted, unique) with their identity from the files
  * table and their place in the backing tree, found by one walk of it. */
-static int find_files(struct hy_borg *b, sqlite3 *db, const uint64_t *ids, size_t n,
+static int find_files(const struct place *b, sqlite3 *db, const uint64_t *ids, size_t n,
 		      struct search *s, char *why, size_t why_size)
 {
 	sqlite3_stmt *st;
@@ -602,16 +611,16 @@ static struct wanted *wanted_by_id(const struct search *s, uint64_t file_id)
 
 /* Opens @w's file read-only and checks it is the same file (dev, ino and
  * birth): -ENOENT when it is gone or another. */
-static int open_home(struct hy_borg *b, const struct wanted *w, int access, int *fd_out)
+static int open_home(const struct place *b, const struct wanted *w, int access, int *fd_out)
 {
 	struct statx stx;
 	int fd;
 
 	if (!w || !w->path)
 		return -ENOENT;
-	fd = openat(b->config.root_fd, w->path, access | O_NOATIME | O_NOFOLLOW | O_CLOEXEC);
+	fd = openat(b->root_fd, w->path, access | O_NOATIME | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 && errno == EPERM) /* O_NOATIME on a file we do not own */
-		fd = openat(b->config.root_fd, w->path, access | O_NOFOLLOW | O_CLOEXEC);
+		fd = openat(b->root_fd, w->path, access | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	if (statx(fd, "", AT_EMPTY_PATH, STATX_INO | STATX_BTIME, &stx) != 0 ||
@@ -624,6 +633,33 @@ static int open_home(struct hy_borg *b, const struct wanted *w, int access, int 
 	}
 	*fd_out = fd;
 	return 0;
+}
+
+int hy_borg_open_homes(const char *db_path, const char *backing, const char *state_dir, int root_fd,
+		       const uint64_t *ids, size_t n, int *fds, char *why, size_t why_size)
+{
+	struct place p = {backing, state_dir, root_fd};
+	struct search files;
+	sqlite3 *db = NULL;
+	int rc;
+
+	for (size_t i = 0; i < n; i++)
+		fds[i] = -1;
+	if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) !=
+	    SQLITE_OK) {
+		snprintf(why, why_size, "state database \"%s\": %s", db_path,
+			 db ? sqlite3_errmsg(db) : "out of memory");
+		sqlite3_close(db);
+		return -EIO;
+	}
+	sqlite3_busy_timeout(db, 10000);
+	rc = find_files(&p, db, ids, n, &files, why, why_size);
+	sqlite3_close(db);
+	for (size_t i = 0; i < n && rc == 0; i++)
+		if (open_home(&p, wanted_by_id(&files, ids[i]), O_RDWR, &fds[i]) < 0)
+			fds[i] = -1;
+	search_free(&files);
+	return rc;
 }
 
 /* ---- the reconfigurator --------------------------------------------- */
@@ -816,7 +852,7 @@ static int home_fd(struct copier *c, uint64_t file_id, char *why, size_t why_siz
 		}
 		c->open = 0;
 	}
-	rc = open_home(c->b, w, O_RDONLY, &fd);
+	rc = open_home(&c->b->place, w, O_RDONLY, &fd);
 	if (rc)
 		return -ENOENT;
 	w->fd = fd;
@@ -942,7 +978,7 @@ static int copy_all(struct hy_borg *b, const struct hy_reorganize_diff *diff, ch
 				ids[u++] = ids[i];
 		nids = u;
 	}
-	rc = find_files(b, b->db, ids, nids, &c.files, why, why_size);
+	rc = find_files(&b->place, b->db, ids, nids, &c.files, why, why_size);
 	free(ids);
 	clock_gettime(CLOCK_MONOTONIC, &c.t0);
 	if (b->config.activity)
@@ -1131,7 +1167,7 @@ int hy_borg_flush(struct hy_borg *b, uint64_t *synced, char *why, size_t why_siz
 		return -EIO;
 	}
 	sqlite3_busy_timeout(db, 10000);
-	rc = find_files(b, db, dirty.ids, dirty.n, &files, why, why_size);
+	rc = find_files(&b->place, db, dirty.ids, dirty.n, &files, why, why_size);
 	sqlite3_close(db);
 	for (size_t i = 0; i < dirty.n && rc == 0; i++) {
 		struct wanted *w = wanted_by_id(&files, dirty.ids[i]);
@@ -1139,7 +1175,7 @@ int hy_borg_flush(struct hy_borg *b, uint64_t *synced, char *why, size_t why_siz
 		int64_t n;
 		int fd = -1;
 
-		if (open_home(b, w, O_RDWR, &fd) < 0) {
+		if (open_home(&b->place, w, O_RDWR, &fd) < 0) {
 			unreachable++;
 			continue;
 		}

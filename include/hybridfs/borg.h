@@ -167,4 +167,14 @@ struct hy_map *hy_borg_map(struct hy_borg *borg);
  * Call with no request in flight. */
 void hy_borg_close(struct hy_borg *borg);
 
+/* Opens for writing the home files of @ids (sorted, unique), found
+ * through the state database's files table (device, inode, birth time)
+ * and one walk of @backing (skipping @state_dir), each checked to be that
+ * very file: fds[i] is its descriptor, or -1 when it is gone. For the
+ * cache's recovery at mount, which runs whether or not a BOPT is in use.
+ * Returns 0 or a negative errno with a message in @why (then every fds[i]
+ * is -1 or open: the caller closes those). */
+int hy_borg_open_homes(const char *db_path, const char *backing, const char *state_dir, int root_fd,
+		       const uint64_t *ids, size_t n, int *fds, char *why, size_t why_size);
+
 #endif

@@ -247,6 +247,14 @@ int hy_cache_store_load(struct hy_cache_store *store, hy_cache_store_line_cb cb,
 int hy_cache_store_journal_append(struct hy_cache_store *store,
 				  const struct hy_cache_journal_record *r);
 
+/* As append, in two halves, for a caller that journals many records and
+ * waits once: write() puts @r in the journal (and in the table copy) and
+ * returns its sequence in *@seq without waiting; wait() returns once every
+ * record up to @seq is durable (one fdatasync for all). Same errors. */
+int hy_cache_store_journal_write(struct hy_cache_store *store,
+				 const struct hy_cache_journal_record *r, uint64_t *seq);
+int hy_cache_store_journal_wait(struct hy_cache_store *store, uint64_t seq);
+
 /* Records the journal can still take before a checkpoint is needed. */
 uint64_t hy_cache_store_journal_room(struct hy_cache_store *store);
 

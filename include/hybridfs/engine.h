@@ -51,6 +51,8 @@
 
 #define HY_ENGINE_GATES 256
 
+struct hy_cache;
+struct hy_cache_lower;
 struct hy_device;
 struct hy_map;
 struct hy_map_journal;
@@ -75,12 +77,22 @@ struct hy_engine {
 	_Atomic uint64_t bopt_writes;	  /* write requests sent to the BOPT */
 	_Atomic uint64_t synced_blocks;	  /* dirty BOPT blocks written home */
 	bool bopt_writes_on;		  /* hy_engine_set_bopt_writes() */
+
+	/* The cache (cache.h), once hy_engine_set_cache() put it in the path;
+	 * borrowed. Objects it holds to write files home, bounded. */
+	struct hy_cache *cache;
+	_Atomic uint64_t cache_objects;
 };
+
+/* Files with cached writes the cache may hold a descriptor of at once;
+ * past it, writes to further files go through. */
+#define HY_ENGINE_CACHE_OBJECTS 256
 
 /* One open backing file, as the engine sees it. */
 struct hy_engine_file {
 	int backing_fd;	  /* the backing device's object; owned by the caller */
 	uint64_t file_id; /* hybridfs's file id (profiler.h); 0: unknown, never relocated */
+	bool meta_map, meta_cache; /* hy_engine_meta_begin()'s answers, for meta_end() */
 };
 
 int hy_engine_new(struct hy_device *backing, struct hy_engine **out);
@@ -112,6 +124,17 @@ void hy_engine_resume(struct hy_engine *engine);
 void hy_engine_set_bopt(struct hy_engine *engine, struct hy_map *map, struct hy_device *bopt,
 			uint64_t read_base, struct hy_map_journal *journal);
 void hy_engine_free(struct hy_engine *engine);
+
+/* The cache's side: hy_engine_cache_lower() fills the path below the cache
+ * (the map, then the BOPT or home) for hy_cache_open(); set_cache() puts
+ * the opened cache in front of it for every file with an id (before
+ * requests flow; NULL takes it out, after they stopped). Then reads and
+ * writes go through the cache; truncation, allocation and copies hold the
+ * file's cache gate across their change after its dirty blocks in the
+ * range went home; fsync journals the file's dirty blocks; the last close
+ * queues them for the cleaner. */
+void hy_engine_cache_lower(struct hy_engine *engine, struct hy_cache_lower *out);
+void hy_engine_set_cache(struct hy_engine *engine, struct hy_cache *cache);
 
 /* BORG's writes into the BOPT (bopt_writes=on): a write to relocated
  * blocks goes to their BOPT copy, marked dirty (journaled before the data

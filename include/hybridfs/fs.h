@@ -75,6 +75,7 @@ enum hy_fs_op {
 
 struct hy_profiler;
 struct hy_borg;
+struct hy_cache;
 struct json_object;
 
 struct hy_fs {
@@ -100,6 +101,7 @@ struct hy_fs {
 
 	struct hy_profiler *profiler; /* NULL with profile=off; owned by main */
 	struct hy_borg *borg;	      /* NULL without a BOPT; owned by main */
+	struct hy_cache *cache;	      /* NULL with cache=none; hy_fs_open_cache() */
 	_Atomic uint64_t ops[HY_OP_COUNT];
 	_Atomic uint64_t bytes_read, bytes_written;
 
@@ -124,6 +126,14 @@ struct json_object *hy_fs_explain(void *ctx, struct json_object *request, char *
 				  size_t why_size);
 struct json_object *hy_fs_flush(void *ctx, struct json_object *request, char *why, size_t why_size);
 struct json_object *hy_fs_borg_status(struct hy_fs *fs);
+/* The cache (fs/cache_glue.c): opened at mount from the options (NULL
+ * with cache=none or without the profiler), put in the engine's path;
+ * closed (everything dirty home) at unmount, before BORG. open returns 0
+ * or a negative errno (logged: the mount fails). Its part of "status". */
+struct hy_options;
+int hy_fs_open_cache(struct hy_fs *fs, const struct hy_options *opts);
+int hy_fs_close_cache(struct hy_fs *fs);
+struct json_object *hy_fs_cache_status(struct hy_fs *fs);
 /* A device's counters for "status" (the backing device, the BOPT). */
 struct json_object *hy_fs_device_status(struct hy_device *device);
 

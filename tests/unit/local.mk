@@ -8,5 +8,5 @@ tests_unit_hytest_SOURCES = tests/unit/hytest.c tests/unit/suites.h \
 	tests/unit/test_reorganize.c tests/unit/test_heat.c tests/unit/test_policy.c tests/unit/test_cache_index.c tests/unit/test_cache_store.c
 tests_unit_hytest_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(FUSE_CFLAGS) $(SQLITE_CFLAGS) $(JSONC_CFLAGS) $(BLKID_CFLAGS)
 tests_unit_hytest_LDADD = fs/libhyfs.a reconfig/libhyreorganize.a cache/libhycache.a analyzer/libhyanalyzer.a planner/libhyplanner.a \
-	engine/libhyengine.a lib/libhycommon.a \
+	engine/libhyengine.a cache/libhycache.a engine/libhyengine.a lib/libhycommon.a \
 	$(CUNIT_LIBS) $(FUSE_LIBS) $(SQLITE_LIBS) $(JSONC_LIBS) $(BLKID_LIBS) $(LIBEVENT_LIBS)

@@ -1,0 +1,2327 @@
+/* cache.c - the DRAM front buffer and the SSD store in the I/O path; see
+ * include/hybridfs/cache.h. */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hybridfs/cache.h"
+#include "hybridfs/cache_index.h"
+#include "hybridfs/cache_store.h"
+#include "hybridfs/file_table.h"
+#include "hybridfs/heat.h"
+#include "hybridfs/log.h"
+
+#define LINE	     HY_CACHE_LINE_SIZE
+#define SECTOR	     HY_CACHE_SECTOR_SIZE
+#define NONE	     UINT32_MAX
+#define VICTIM_TRIES 8
+#define CLEAN_CHUNK  256 /* blocks of one file cleaned under one hold of its gate */
+
+/* ---- per-file state ---------------------------------------------------- */
+
+struct cfile {
+	struct hy_file_table_entry entry;
+	_Atomic int64_t stamp;	   /* home ctime the cached blocks are current for */
+	_Atomic bool closed;	   /* no handle open (hy_cache_close_file) */
+	_Atomic uint64_t blocks;   /* cached blocks, DRAM and SSD */
+	_Atomic uint64_t dirty;	   /* of those, with a dirty sector */
+	_Atomic uint64_t in_front; /* of the cached, in DRAM */
+	int64_t home;		   /* the cache's own object for writing home; -1 */
+};
+
+/* ---- line state (SSD), under lines_lock -------------------------------- */
+
+enum { LS_USED = 1, LS_DIRTY = 2, LS_DISK_DIRTY = 4 };
+
+struct line_state {
+	uint64_t file_id, block;
+	uint8_t flags;
+};
+
+/* ---- the front buffer (DRAM), under front.lock ------------------------- */
+
+struct slot {
+	uint64_t file_id, block;
+	struct hy_heat_history heat;
+	uint32_t prev, next; /* LRU list (used) or free list (next) */
+	uint8_t valid, dirty;
+	bool used;
+};
+
+struct front {
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	uint32_t nslots, used, dirty;
+	struct slot *slots;
+	unsigned char *data; /* nslots * LINE */
+	uint32_t *table;     /* open addressing: slot index or NONE */
+	uint32_t table_mask;
+	uint32_t mru, lru, free_head;
+	uint64_t touches, period_len;
+	struct hy_heat_config heat;
+};
+
+struct hy_cache {
+	struct hy_cache_config cfg;
+	struct hy_cache_lower lower;
+	char *store_path, *uuid;
+	struct hy_cache_store *store;
+	struct hy_cache_index *index;
+	struct hy_policy *policy;
+	struct hy_file_table *files;
+	uint32_t capacity;
+
+	pthread_rwlock_t gates[HY_CACHE_GATES];
+
+	pthread_mutex_t lines_lock; /* policy, lines, free list, ssd counters */
+	struct line_state *lines;
+	uint32_t *free_lines, nfree;
+	uint32_t ssd_used, ssd_dirty;
+	uint64_t ssd_accesses; /* for ageing the policy once a period */
+
+	pthread_rwlock_t journal_gate; /* appends shared, checkpoint exclusive */
+
+	struct front front;
+
+	pthread_mutex_t clean_lock; /* one cleaning pass at a time */
+	pthread_mutex_t thread_lock;
+	pthread_cond_t thread_wake;
+	bool stopping, clean_kick;
+	pthread_t cleaner, evictor;
+	bool cleaner_started, evictor_started;
+
+	_Atomic uint64_t dirty_sectors;
+	struct {
+		_Atomic uint64_t read_hits_dram, read_hits_ssd, read_misses;
+		_Atomic uint64_t write_hits_dram, write_hits_ssd, write_misses;
+		_Atomic uint64_t ssd_bytes_written, heat_admitted, heat_refused, policy_refused;
+		_Atomic uint64_t dram_evictions, ssd_evictions, cold_dirty_home, cleaned_blocks;
+		_Atomic uint64_t bypassed, stale_files, journal_records, checkpoints;
+		uint64_t recovered_blocks;
+	} st;
+};
+
+static uint8_t popcount8(uint8_t m)
+{
+	return (uint8_t)__builtin_popcount(m);
+}
+
+/* ---- files ------------------------------------------------------------- */
+
+static struct hy_file_table_entry *cfile_alloc(void *arg, uint64_t file_id)
+{
+	struct cfile *cf = calloc(1, sizeof(*cf));
+
+	(void)arg;
+	(void)file_id;
+	if (!cf)
+		return NULL;
+	cf->home = -1;
+	return &cf->entry;
+}
+
+static bool cfile_empty(const struct hy_file_table_entry *e)
+{
+	const struct cfile *cf = (const struct cfile *)e;
+
+	return atomic_load(&cf->blocks) == 0 && cf->home < 0 && !atomic_load(&cf->closed);
+}
+
+static void cfile_destroy(void *arg, struct hy_file_table_entry *e)
+{
+	struct hy_cache *c = arg;
+	struct cfile *cf = (struct cfile *)e;
+
+	if (cf->home >= 0)
+		c->lower.put_object(c->lower.arg, cf->home);
+	free(cf);
+}
+
+static const struct hy_file_table_ops cfile_ops = {cfile_alloc, cfile_empty, cfile_destroy};
+
+static struct cfile *cfile_get(struct hy_cache *c, uint64_t file_id, bool create)
+{
+	int err;
+
+	return (struct cfile *)hy_file_table_get(c->files, file_id, create, &err);
+}
+
+static void cfile_put(struct hy_cache *c, struct cfile *cf)
+{
+	if (cf)
+		hy_file_table_put(c->files, &cf->entry);
+}
+
+/* ---- gates --------------------------------------------------------------- */
+
+static pthread_rwlock_t *gate(struct hy_cache *c, uint64_t file_id)
+{
+	return &c->gates[file_id % HY_CACHE_GATES];
+}
+
+/* ---- dirty bookkeeping --------------------------------------------------- */
+
+/* A block's dirty mask went from @before to @after. */
+static void note_dirty(struct hy_cache *c, struct cfile *cf, uint8_t before, uint8_t after)
+{
+	if (before == after)
+		return;
+	if (!before && after)
+		atomic_fetch_add(&cf->dirty, 1);
+	else if (before && !after)
+		atomic_fetch_sub(&cf->dirty, 1);
+	if (popcount8(after) > popcount8(before))
+		atomic_fetch_add(&c->dirty_sectors,
+				 (uint64_t)(popcount8(after) - popcount8(before)));
+	else
+		atomic_fetch_sub(&c->dirty_sectors,
+				 (uint64_t)(popcount8(before) - popcount8(after)));
+}
+
+/* ---- the front buffer -------------------------------------------------------- */
+
+static uint32_t key_hash(uint64_t file_id, uint64_t block)
+{
+	uint64_t h = file_id * 0x9e3779b97f4a7c15ull ^ (block + 0x632be59bd9b4e019ull);
+
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	return (uint32_t)h;
+}
+
+static uint32_t front_find(const struct front *fr, uint64_t file_id, uint64_t block)
+{
+	if (!fr->nslots)
+		return NONE;
+	for (uint32_t i = key_hash(file_id, block) & fr->table_mask;;
+	     i = (i + 1) & fr->table_mask) {
+		uint32_t s = fr->table[i];
+
+		if (s == NONE)
+			return NONE;
+		if (fr->slots[s].file_id == file_id && fr->slots[s].block == block)
+			return s;
+	}
+}
+
+static void front_table_add(struct front *fr, uint32_t s)
+{
+	uint32_t i = key_hash(fr->slots[s].file_id, fr->slots[s].block) & fr->table_mask;
+
+	while (fr->table[i] != NONE)
+		i = (i + 1) & fr->table_mask;
+	fr->table[i] = s;
+}
+
+/* Backward-shift deletion: no tombstones. */
+static void front_table_del(struct front *fr, uint32_t s)
+{
+	uint32_t i = key_hash(fr->slots[s].file_id, fr->slots[s].block) & fr->table_mask;
+
+	while (fr->table[i] != s)
+		i = (i + 1) & fr->table_mask;
+	for (uint32_t j = i;;) {
+		uint32_t home;
+
+		fr->table[i] = NONE;
+		for (;;) {
+			j = (j + 1) & fr->table_mask;
+			if (fr->table[j] == NONE)
+				return;
+			home = key_hash(fr->slots[fr->table[j]].file_id,
+					fr->slots[fr->table[j]].block) &
+			       fr->table_mask;
+			/* may the entry at j move to i? only if its home is not in (i, j] */
+			if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j))
+				break;
+		}
+		fr->table[i] = fr->table[j];
+		i = j;
+	}
+}
+
+static void lru_unlink(struct front *fr, uint32_t s)
+{
+	struct slot *x = &fr->slots[s];
+
+	if (x->prev != NONE)
+		fr->slots[x->prev].next = x->next;
+	else
+		fr->mru = x->next;
+	if (x->next != NONE)
+		fr->slots[x->next].prev = x->prev;
+	else
+		fr->lru = x->prev;
+	x->prev = x->next = NONE;
+}
+
+static void lru_push_mru(struct front *fr, uint32_t s)
+{
+	struct slot *x = &fr->slots[s];
+
+	x->prev = NONE;
+	x->next = fr->mru;
+	if (fr->mru != NONE)
+		fr->slots[fr->mru].prev = s;
+	fr->mru = s;
+	if (fr->lru == NONE)
+		fr->lru = s;
+}
+
+static uint64_t front_period(const struct front *fr)
+{
+	return fr->touches / fr->period_len;
+}
+
+/* An access to slot @s: counted in its heat, moved to the MRU end. */
+static void front_touch(struct front *fr, uint32_t s)
+{
+	fr->touches++;
+	hy_heat_touch(&fr->slots[s].heat, front_period(fr));
+	lru_unlink(fr, s);
+	lru_push_mru(fr, s);
+}
+
+/* The evictor starts below an eighth free and stops at a quarter. */
+static bool front_low(const struct front *fr)
+{
+	return fr->nslots && fr->nslots - fr->used < (fr->nslots + 7) / 8;
+}
+
+/* A new slot for (@file_id, @block), touched once, or NONE when none is
+ * free or the key is there already. front.lock held. */
+static uint32_t front_add(struct hy_cache *c, uint64_t file_id, uint64_t block)
+{
+	struct front *fr = &c->front;
+	uint32_t s = fr->free_head;
+
+	if (s == NONE || front_find(fr, file_id, block) != NONE)
+		return NONE;
+	fr->free_head = fr->slots[s].next;
+	memset(&fr->slots[s], 0, sizeof(fr->slots[s]));
+	fr->slots[s].file_id = file_id;
+	fr->slots[s].block = block;
+	fr->slots[s].used = true;
+	fr->slots[s].prev = fr->slots[s].next = NONE;
+	front_table_add(fr, s);
+	lru_push_mru(fr, s);
+	fr->used++;
+	front_touch(fr, s);
+	if (front_low(fr))
+		pthread_cond_signal(&fr->wake);
+	return s;
+}
+
+static void front_remove(struct front *fr, uint32_t s)
+{
+	front_table_del(fr, s);
+	lru_unlink(fr, s);
+	if (fr->slots[s].dirty)
+		fr->dirty--;
+	fr->slots[s].used = false;
+	fr->slots[s].next = fr->free_head;
+	fr->free_head = s;
+	fr->used--;
+}
+
+static unsigned char *slot_data(struct front *fr, uint32_t s)
+{
+	return fr->data + (size_t)s * LINE;
+}
+
+/* ---- SSD lines --------------------------------------------------------------- */
+
+struct victim_ctx {
+	struct hy_cache *c;
+	uint64_t own_stripe;
+	uint32_t skip[VICTIM_TRIES];
+	unsigned nskip;
+};
+
+static bool line_evictable(uint32_t line, void *arg)
+{
+	struct victim_ctx *v = arg;
+	const struct line_state *ls = &v->c->lines[line];
+
+	if (ls->flags & (LS_DIRTY | LS_DISK_DIRTY))
+		return false;
+	if (ls->file_id % HY_CACHE_GATES == v->own_stripe)
+		return false;
+	for (unsigned i = 0; i < v->nskip; i++)
+		if (v->skip[i] == line)
+			return false;
+	return true;
+}
+
+/* OmniCache's first step: lines of files no handle holds open. */
+static bool line_first_choice(uint32_t line, void *arg)
+{
+	struct victim_ctx *v = arg;
+	struct cfile *cf = cfile_get(v->c, v->c->lines[line].file_id, false);
+	bool closed = !cf || atomic_load(&cf->closed);
+
+	cfile_put(v->c, cf);
+	return closed;
+}
+
+/* Drops a line's block from the index and the policy: lines_lock held,
+ * the block's file gate exclusive. The line is then free, not on the
+ * free list. */
+static void line_forget(struct hy_cache *c, uint32_t line)
+{
+	struct line_state *ls = &c->lines[line];
+	struct cfile *cf = cfile_get(c, ls->file_id, false);
+	struct hy_cache_entry e;
+
+	if (hy_cache_index_remove(c->index, ls->file_id, ls->block, &e) == 0 && cf) {
+		note_dirty(c, cf, e.dirty, 0);
+		atomic_fetch_sub(&cf->blocks, 1);
+	}
+	cfile_put(c, cf);
+	if (hy_policy_remove(c->policy, line) == 0)
+		c->ssd_used--;
+	if (ls->flags & LS_DIRTY)
+		c->ssd_dirty--;
+	memset(ls, 0, sizeof(*ls));
+}
+
+/* A line to fill for a block of @file_id (whose gate the caller holds):
+ * a free one, or a clean victim of another file whose gate is free now.
+ * The line is off the policy and the index until line_commit(). Returns
+ * the line or -ENOSPC. */
+static int64_t line_alloc(struct hy_cache *c, uint64_t file_id)
+{
+	struct victim_ctx v = {.c = c, .own_stripe = file_id % HY_CACHE_GATES};
+	int64_t got = -ENOSPC;
+
+	pthread_mutex_lock(&c->lines_lock);
+	if (c->nfree) {
+		got = c->free_lines[--c->nfree];
+		goto out;
+	}
+	while (v.nskip < VICTIM_TRIES) {
+		uint32_t line;
+		uint64_t vfile;
+
+		if (hy_policy_victim(c->policy, line_first_choice, line_evictable, &v, &line) != 0)
+			break;
+		vfile = c->lines[line].file_id;
+		if (pthread_rwlock_trywrlock(gate(c, vfile)) != 0) {
+			v.skip[v.nskip++] = line; /* a busy file: the next one */
+			continue;
+		}
+		line_forget(c, line);
+		pthread_rwlock_unlock(gate(c, vfile));
+		atomic_fetch_add(&c->st.ssd_evictions, 1);
+		got = line;
+		break;
+	}
+out:
+	pthread_mutex_unlock(&c->lines_lock);
+	return got;
+}
+
+static void line_give_back(struct hy_cache *c, uint32_t line)
+{
+	pthread_mutex_lock(&c->lines_lock);
+	c->free_lines[c->nfree++] = line;
+	pthread_mutex_unlock(&c->lines_lock);
+}
+
+/* The line holds @block of @cf now, in the index with its masks, and in
+ * the policy's queue @q. 0, or -EEXIST / -ENOMEM (the line is given back). */
+static int line_commit(struct hy_cache *c, struct cfile *cf, uint32_t line, uint64_t block,
+		       uint8_t valid, uint8_t dirty, enum hy_policy_queue q)
+{
+	int rc = hy_cache_index_insert(c->index, cf->entry.file_id, block, line, valid, dirty);
+
+	if (rc < 0) {
+		line_give_back(c, line);
+		return rc;
+	}
+	atomic_fetch_add(&cf->blocks, 1);
+	note_dirty(c, cf, 0, dirty);
+	pthread_mutex_lock(&c->lines_lock);
+	c->lines[line].file_id = cf->entry.file_id;
+	c->lines[line].block = block;
+	c->lines[line].flags = (uint8_t)(LS_USED | (dirty ? LS_DIRTY : 0));
+	if (dirty)
+		c->ssd_dirty++;
+	if (hy_policy_insert_at(c->policy, line, q) == 0)
+		c->ssd_used++;
+	pthread_mutex_unlock(&c->lines_lock);
+	return 0;
+}
+
+/* Ages the policy once every half capacity of accesses. lines_lock held. */
+static void line_accessed(struct hy_cache *c)
+{
+	if (++c->ssd_accesses % (c->capacity / 2 + 1) == 0)
+		hy_policy_age(c->policy);
+}
+
+static void line_hit(struct hy_cache *c, uint32_t line)
+{
+	pthread_mutex_lock(&c->lines_lock);
+	if (hy_policy_hit(c->policy, line) < 0)
+		hy_log(LOG_ERR, "cache: line %" PRIu32 " hit but not in the policy", line);
+	line_accessed(c);
+	pthread_mutex_unlock(&c->lines_lock);
+}
+
+static void line_set_dirty(struct hy_cache *c, uint32_t line, bool dirty)
+{
+	pthread_mutex_lock(&c->lines_lock);
+	if (dirty && !(c->lines[line].flags & LS_DIRTY)) {
+		c->lines[line].flags |= LS_DIRTY;
+		c->ssd_dirty++;
+	} else if (!dirty && (c->lines[line].flags & LS_DIRTY)) {
+		c->lines[line].flags &= (uint8_t)~LS_DIRTY;
+		c->ssd_dirty--;
+	}
+	pthread_mutex_unlock(&c->lines_lock);
+}
+
+static int store_write(struct hy_cache *c, uint32_t line, uint8_t mask, const void *buf)
+{
+	int rc = hy_cache_store_write_line(c->store, line, mask, buf);
+
+	if (rc == 0)
+		atomic_fetch_add(&c->st.ssd_bytes_written, (uint64_t)popcount8(mask) * SECTOR);
+	return rc;
+}
+
+/* ---- the journal ----------------------------------------------------------- */
+
+/* Appends @n records (no wait) and waits for the last: a checkpoint when
+ * the journal is full. 0 or a negative errno. */
+static int journal_records(struct hy_cache *c, const struct hy_cache_journal_record *r, size_t n)
+{
+	uint64_t seq = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		pthread_rwlock_rdlock(&c->journal_gate);
+		rc = hy_cache_store_journal_write(c->store, &r[i], &seq);
+		pthread_rwlock_unlock(&c->journal_gate);
+		if (rc == -ENOSPC) {
+			char why[256];
+
+			pthread_rwlock_wrlock(&c->journal_gate);
+			rc = hy_cache_store_journal_room(c->store) > 0
+				     ? 0
+				     : hy_cache_store_checkpoint(c->store, why, sizeof(why));
+			pthread_rwlock_unlock(&c->journal_gate);
+			if (rc < 0) {
+				hy_log(LOG_ERR, "cache: checkpoint failed: %s", why);
+				return rc;
+			}
+			atomic_fetch_add(&c->st.checkpoints, 1);
+			i--;
+			continue;
+		}
+		if (rc == 0)
+			atomic_fetch_add(&c->st.journal_records, 1);
+	}
+	if (rc == 0 && seq)
+		rc = hy_cache_store_journal_wait(c->store, seq);
+	return rc;
+}
+
+/* ---- stale copies ---------------------------------------------------------- */
+
+static int drop_range(struct hy_cache *c, struct cfile *cf, const struct hy_cache_file *f,
+		      uint64_t first, uint64_t nblocks, bool home_first);
+
+/* Whether @cf's blocks are current for a home ctime of @stamp. */
+static bool fresh_for(const struct cfile *cf, int64_t stamp)
+{
+	return atomic_load(&cf->blocks) == 0 || atomic_load(&cf->stamp) == stamp;
+}
+
+/* The file changed outside the mount: its blocks go (their dirty sectors
+ * home first, within its size). Gate exclusive. */
+static void drop_stale(struct hy_cache *c, struct cfile *cf, const struct hy_cache_file *f)
+{
+	int rc = drop_range(c, cf, f, 0, UINT64_MAX, true);
+
+	atomic_fetch_add(&c->st.stale_files, 1);
+	if (rc < 0)
+		hy_log(LOG_ERR,
+		       "cache: file %" PRIu64 " changed outside the mount; dropping its "
+		       "cached blocks failed: %s",
+		       f->file_id, strerror(-rc));
+	else
+		hy_log(LOG_INFO,
+		       "cache: file %" PRIu64 ": its ctime moved since its blocks were cached (a "
+		       "change outside the mount): they are dropped",
+		       f->file_id);
+}
+
+/* Refreshes the stamp after a change through the mount: gate exclusive. */
+static void refresh_stamp(struct hy_cache *c, struct cfile *cf, const struct hy_cache_file *f)
+{
+	struct hy_device_attr a;
+
+	if (c->lower.getattr(c->lower.arg, f, &a) == 0)
+		atomic_store(&cf->stamp, a.stamp);
+}
+
+/* ---- reading sectors from below ------------------------------------------ */
+
+/* Reads block @block's sectors in @mask from below into @buf (a whole
+ * line; bytes past the end of the file read as zero). */
+static int read_below(struct hy_cache *c, const struct hy_cache_file *f, uint64_t block,
+		      uint8_t mask, unsigned char *buf)
+{
+	for (int s = 0; s < HY_CACHE_SECTORS; s++) {
+		int e = s;
+		ssize_t r;
+
+		if (!(mask & (1u << s)))
+			continue;
+		while (e + 1 < HY_CACHE_SECTORS && (mask & (1u << (e + 1))))
+			e++;
+		memset(buf + s * SECTOR, 0, (size_t)(e - s + 1) * SECTOR);
+		r = c->lower.read(c->lower.arg, f, buf + s * SECTOR, (size_t)(e - s + 1) * SECTOR,
+				  (off_t)(block * LINE + (uint64_t)s * SECTOR));
+		if (r < 0)
+			return (int)r;
+		s = e;
+	}
+	return 0;
+}
+
+/* Writes the sectors of @mask of @buf (block @block's line) home, clipped
+ * to @size. 0 or a negative errno. */
+static int write_home(struct hy_cache *c, const struct hy_cache_file *f, uint64_t block,
+		      uint8_t mask, const unsigned char *buf, uint64_t size)
+{
+	for (int s = 0; s < HY_CACHE_SECTORS; s++) {
+		uint64_t at, end;
+		int e = s;
+		ssize_t r;
+
+		if (!(mask & (1u << s)))
+			continue;
+		while (e + 1 < HY_CACHE_SECTORS && (mask & (1u << (e + 1))))
+			e++;
+		at = block * LINE + (uint64_t)s * SECTOR;
+		end = block * LINE + (uint64_t)(e + 1) * SECTOR;
+		if (end > size)
+			end = size;
+		if (at < end) {
+			r = c->lower.write(c->lower.arg, f, buf + s * SECTOR, (size_t)(end - at),
+					   (off_t)at);
+			if (r < 0)
+				return (int)r;
+			if ((uint64_t)r != end - at)
+				return -EIO;
+		}
+		s = e;
+	}
+	return 0;
+}
+
+/* ---- read ------------------------------------------------------------------- */
+
+/* What the cache holds of one block: copied out under the locks. */
+struct held {
+	int where; /* 0 nothing, 1 DRAM slot, 2 SSD line */
+	uint32_t slot_or_line;
+	uint8_t valid, dirty;
+};
+
+/* Finds @block of @file_id, counting an access (@touch). */
+static void find_block(struct hy_cache *c, uint64_t file_id, uint64_t block, bool touch,
+		       struct held *h)
+{
+	struct front *fr = &c->front;
+	struct hy_cache_entry e;
+	uint32_t s;
+
+	memset(h, 0, sizeof(*h));
+	if (fr->nslots) {
+		pthread_mutex_lock(&fr->lock);
+		s = front_find(fr, file_id, block);
+		if (s != NONE) {
+			h->where = 1;
+			h->slot_or_line = s;
+			h->valid = fr->slots[s].valid;
+			h->dirty = fr->slots[s].dirty;
+			if (touch)
+				front_touch(fr, s);
+		}
+		pthread_mutex_unlock(&fr->lock);
+		if (h->where)
+			return;
+	}
+	if (hy_cache_index_lookup(c->index, file_id, block, &e) == 0) {
+		h->where = 2;
+		h->slot_or_line = e.line;
+		h->valid = e.valid;
+		h->dirty = e.dirty;
+	}
+}
+
+/* Copies the sectors of @mask that @h holds into @line. */
+static int copy_held(struct hy_cache *c, const struct held *h, uint8_t mask, unsigned char *line)
+{
+	mask &= h->valid;
+	if (!mask)
+		return 0;
+	if (h->where == 1) {
+		const unsigned char *d = slot_data(&c->front, h->slot_or_line);
+
+		for (int s = 0; s < HY_CACHE_SECTORS; s++)
+			if (mask & (1u << s))
+				memcpy(line + s * SECTOR, d + s * SECTOR, SECTOR);
+		return 0;
+	}
+	return hy_cache_store_read_line(c->store, h->slot_or_line, mask, line);
+}
+
+/* A block read from below with no cached copy enters the cache: the front
+ * buffer when it has a free slot; without a front buffer, the store if
+ * the policy admits it. Gate held (shared: another reader may have put it
+ * in meanwhile, then this copy is not kept). */
+static void fill_block(struct hy_cache *c, struct cfile *cf, uint64_t block, uint8_t valid,
+		       const unsigned char *line)
+{
+	struct front *fr = &c->front;
+	uint64_t file_id = cf->entry.file_id;
+
+	if (!valid)
+		return;
+	if (fr->nslots) {
+		uint32_t s;
+
+		pthread_mutex_lock(&fr->lock);
+		s = front_add(c, file_id, block);
+		if (s != NONE) {
+			memcpy(slot_data(fr, s), line, LINE);
+			fr->slots[s].valid = valid;
+			atomic_fetch_add(&cf->blocks, 1);
+			atomic_fetch_add(&cf->in_front, 1);
+		}
+		pthread_mutex_unlock(&fr->lock);
+		return;
+	}
+	{
+		bool admit;
+		int64_t l;
+
+		pthread_mutex_lock(&c->lines_lock);
+		admit = hy_policy_admit(c->policy, file_id * 0x9e3779b97f4a7c15ull ^ block);
+		line_accessed(c);
+		pthread_mutex_unlock(&c->lines_lock);
+		if (!admit) {
+			atomic_fetch_add(&c->st.policy_refused, 1);
+			return;
+		}
+		l = line_alloc(c, file_id);
+		if (l < 0)
+			return;
+		if (store_write(c, (uint32_t)l, valid, line) < 0) {
+			line_give_back(c, (uint32_t)l);
+			return;
+		}
+		line_commit(c, cf, (uint32_t)l, block, valid, 0, HY_POLICY_COLD);
+	}
+}
+
+/* Serves blocks [@b0, @b1) of the request from below: one read of the
+ * whole run, cached sectors laid over it, then copied out and cached. */
+static ssize_t read_run(struct hy_cache *c, struct cfile *cf, const struct hy_cache_file *f,
+			uint64_t b0, uint64_t b1, unsigned char *out, uint64_t off, uint64_t end)
+{
+	size_t len = (size_t)(b1 - b0) * LINE;
+	unsigned char *run = malloc(len);
+	ssize_t r;
+
+	if (!run)
+		return -ENOMEM;
+	r = c->lower.read(c->lower.arg, f, run, len, (off_t)(b0 * LINE));
+	if (r < 0) {
+		free(run);
+		return r;
+	}
+	memset(run + r, 0, len - (size_t)r);
+	for (uint64_t b = b0; b < b1; b++) {
+		unsigned char *line = run + (b - b0) * LINE;
+		uint64_t from = b * LINE > off ? b * LINE : off;
+		uint64_t to = (b + 1) * LINE < end ? (b + 1) * LINE : end;
+		uint64_t have = (uint64_t)r > (b - b0) * LINE ? (uint64_t)r - (b - b0) * LINE : 0;
+		struct held h;
+		int rc;
+
+		find_block(c, f->file_id, b, true, &h);
+		if (h.where) {
+			rc = copy_held(c, &h, HY_CACHE_ALL_SECTORS, line);
+			if (rc < 0) {
+				free(run);
+				return rc;
+			}
+			if (h.where == 2)
+				line_hit(c, h.slot_or_line);
+		} else {
+			uint8_t valid = 0;
+
+			atomic_fetch_add(&c->st.read_misses, 1);
+			if (have > LINE)
+				have = LINE;
+			for (int s = 0; s < HY_CACHE_SECTORS && (uint64_t)s * SECTOR < have; s++)
+				valid |= (uint8_t)(1u << s);
+			fill_block(c, cf, b, valid, line);
+		}
+		memcpy(out + (from - off), line + (from - b * LINE), (size_t)(to - from));
+	}
+	free(run);
+	return 0;
+}
+
+ssize_t hy_cache_read(struct hy_cache *c, const struct hy_cache_file *f, void *buf, size_t size,
+		      off_t off)
+{
+	struct hy_device_attr a;
+	uint64_t end, first, last, run = UINT64_MAX;
+	unsigned char line[LINE];
+	struct cfile *cf;
+	ssize_t rc = 0;
+
+	if (size == 0 || off < 0 || !f->file_id)
+		return c->lower.read(c->lower.arg, f, buf, size, off);
+	cf = cfile_get(c, f->file_id, true);
+	if (!cf)
+		return c->lower.read(c->lower.arg, f, buf, size, off);
+	pthread_rwlock_rdlock(gate(c, f->file_id));
+	rc = c->lower.getattr(c->lower.arg, f, &a);
+	if (rc == 0 && !fresh_for(cf, a.stamp)) {
+		pthread_rwlock_unlock(gate(c, f->file_id));
+		pthread_rwlock_wrlock(gate(c, f->file_id));
+		rc = c->lower.getattr(c->lower.arg, f, &a);
+		if (rc == 0 && !fresh_for(cf, a.stamp))
+			drop_stale(c, cf, f);
+		pthread_rwlock_unlock(gate(c, f->file_id));
+		pthread_rwlock_rdlock(gate(c, f->file_id));
+		rc = c->lower.getattr(c->lower.arg, f, &a);
+	}
+	if (rc < 0)
+		goto out;
+	if (atomic_load(&cf->blocks) == 0)
+		atomic_store(&cf->stamp, a.stamp);
+	if ((uint64_t)off >= a.size)
+		goto out;
+	end = (uint64_t)off + size < a.size ? (uint64_t)off + size : a.size;
+	first = (uint64_t)off / LINE;
+	last = (end - 1) / LINE;
+	for (uint64_t b = first; b <= last && rc == 0; b++) {
+		uint64_t from = b * LINE > (uint64_t)off ? b * LINE : (uint64_t)off;
+		uint64_t to = (b + 1) * LINE < end ? (b + 1) * LINE : end;
+		uint8_t covered, touched;
+		struct held h;
+
+		hy_cache_sectors((uint32_t)(from - b * LINE), (uint32_t)(to - from), &covered,
+				 &touched);
+		find_block(c, f->file_id, b, false, &h);
+		if (h.where && (h.valid & touched) == touched) {
+			if (run != UINT64_MAX) {
+				rc = read_run(c, cf, f, run, b, buf, (uint64_t)off, end);
+				run = UINT64_MAX;
+				if (rc < 0)
+					break;
+			}
+			find_block(c, f->file_id, b, true, &h);
+			rc = copy_held(c, &h, touched, line);
+			if (rc < 0)
+				break;
+			if (h.where == 1) {
+				atomic_fetch_add(&c->st.read_hits_dram, 1);
+			} else {
+				atomic_fetch_add(&c->st.read_hits_ssd, 1);
+				line_hit(c, h.slot_or_line);
+			}
+			memcpy((char *)buf + (from - (uint64_t)off), line + (from - b * LINE),
+			       (size_t)(to - from));
+		} else if (run == UINT64_MAX) {
+			run = b;
+		}
+	}
+	if (rc == 0 && run != UINT64_MAX)
+		rc = read_run(c, cf, f, run, last + 1, buf, (uint64_t)off, end);
+	if (rc == 0)
+		rc = (ssize_t)(end - (uint64_t)off);
+out:
+	pthread_rwlock_unlock(gate(c, f->file_id));
+	cfile_put(c, cf);
+	return rc;
+}
+
+/* ---- write ---------------------------------------------------------------- */
+
+/* Writes @seg (bytes [@at, @at + @len) of block @block) into what holds
+ * the block, or a new DRAM slot or SSD line. Returns 1 when cached, 0 when
+ * the cache had no room (the caller sends it home), or a negative errno.
+ * Gate exclusive. */
+static int write_block(struct hy_cache *c, struct cfile *cf, const struct hy_cache_file *f,
+		       uint64_t block, uint32_t at, uint32_t len, const unsigned char *seg,
+		       bool dirty, bool allocate)
+{
+	struct front *fr = &c->front;
+	unsigned char line[LINE];
+	uint8_t covered, touched, partial;
+	struct held h;
+	int rc;
+
+	hy_cache_sectors(at, len, &covered, &touched);
+	partial = (uint8_t)(touched & ~covered);
+	find_block(c, f->file_id, block, true, &h);
+	if (!h.where && !allocate)
+		return 1; /* write-around: nothing cached to keep current */
+	/* the sectors touched in part: their old bytes from the cache or below */
+	if (partial) {
+		uint8_t cached = h.where ? (uint8_t)(partial & h.valid) : 0;
+
+		rc = copy_held(c, &h, cached, line);
+		if (rc == 0)
+			rc = read_below(c, f, block, (uint8_t)(partial & ~cached), line);
+		if (rc < 0)
+			return rc;
+	}
+	memcpy(line + at, seg, len);
+	if (h.where == 1) {
+		pthread_mutex_lock(&fr->lock);
+		for (int s = 0; s < HY_CACHE_SECTORS; s++)
+			if (touched & (1u << s))
+				memcpy(slot_data(fr, h.slot_or_line) + s * SECTOR,
+				       line + s * SECTOR, SECTOR);
+		struct slot *x = &fr->slots[h.slot_or_line];
+		uint8_t before = x->dirty;
+
+		x->valid |= touched;
+		if (dirty)
+			x->dirty |= touched;
+		if (!before && x->dirty)
+			fr->dirty++;
+		pthread_mutex_unlock(&fr->lock);
+		note_dirty(c, cf, before, (uint8_t)(before | (dirty ? touched : 0)));
+		atomic_fetch_add(&c->st.write_hits_dram, 1);
+		return 1;
+	}
+	if (h.where == 2) {
+		struct hy_cache_entry e;
+
+		rc = store_write(c, h.slot_or_line, touched, line);
+		if (rc == 0)
+			rc = hy_cache_index_update_masks(c->index, f->file_id, block, touched,
+							 dirty ? touched : 0, 0, &e);
+		if (rc < 0)
+			return rc;
+		note_dirty(c, cf, h.dirty, e.dirty);
+		if (e.dirty)
+			line_set_dirty(c, h.slot_or_line, true);
+		line_hit(c, h.slot_or_line);
+		atomic_fetch_add(&c->st.write_hits_ssd, 1);
+		return 1;
+	}
+	atomic_fetch_add(&c->st.write_misses, 1);
+	if (fr->nslots) {
+		uint32_t s;
+
+		pthread_mutex_lock(&fr->lock);
+		s = front_add(c, f->file_id, block);
+		if (s != NONE) {
+			for (int k = 0; k < HY_CACHE_SECTORS; k++)
+				if (touched & (1u << k))
+					memcpy(slot_data(fr, s) + k * SECTOR, line + k * SECTOR,
+					       SECTOR);
+			fr->slots[s].valid = touched;
+			fr->slots[s].dirty = dirty ? touched : 0;
+			if (dirty)
+				fr->dirty++;
+			atomic_fetch_add(&cf->blocks, 1);
+			atomic_fetch_add(&cf->in_front, 1);
+		}
+		pthread_mutex_unlock(&fr->lock);
+		if (s != NONE) {
+			note_dirty(c, cf, 0, dirty ? touched : 0);
+			return 1;
+		}
+	}
+	/* no front buffer, or it is full: straight to the store */
+	{
+		int64_t l = line_alloc(c, f->file_id);
+
+		if (l < 0)
+			return 0;
+		rc = store_write(c, (uint32_t)l, touched, line);
+		if (rc < 0) {
+			line_give_back(c, (uint32_t)l);
+			return rc;
+		}
+		rc = line_commit(c, cf, (uint32_t)l, block, touched, dirty ? touched : 0,
+				 HY_POLICY_COLD);
+		return rc < 0 ? 0 : 1;
+	}
+}
+
+ssize_t hy_cache_write(struct hy_cache *c, const struct hy_cache_file *f, const void *buf,
+		       size_t size, off_t off)
+{
+	enum hy_cache_write_policy wp = c->cfg.write_policy;
+	struct hy_device_attr a;
+	struct cfile *cf;
+	uint64_t end;
+	ssize_t rc;
+
+	if (size == 0 || off < 0 || !f->file_id)
+		return c->lower.write(c->lower.arg, f, buf, size, off);
+	cf = cfile_get(c, f->file_id, true);
+	if (!cf)
+		return c->lower.write(c->lower.arg, f, buf, size, off);
+	pthread_rwlock_wrlock(gate(c, f->file_id));
+	rc = c->lower.getattr(c->lower.arg, f, &a);
+	if (rc < 0)
+		goto out;
+	if (!fresh_for(cf, a.stamp))
+		drop_stale(c, cf, f);
+	if (wp == HY_CACHE_WRITE_BACK && cf->home < 0 &&
+	    c->lower.hold_object(c->lower.arg, f, &cf->home) < 0) {
+		cf->home = -1;
+		wp = HY_CACHE_WRITE_THROUGH; /* no way home later: write through now */
+	}
+	end = (uint64_t)off + size;
+	if (wp != HY_CACHE_WRITE_BACK) {
+		rc = c->lower.write(c->lower.arg, f, buf, size, off);
+		if (rc <= 0)
+			goto out;
+		size = (size_t)rc;
+		end = (uint64_t)off + size;
+	} else {
+		/* the home file has the size and time a plain write gives it */
+		rc = end > a.size ? c->lower.extend(c->lower.arg, f, end)
+				  : c->lower.set_mtime(c->lower.arg, f, -1);
+		if (rc < 0 && rc != -EOPNOTSUPP)
+			goto out;
+	}
+	rc = 0;
+	for (uint64_t b = (uint64_t)off / LINE; b <= (end - 1) / LINE && rc == 0; b++) {
+		uint64_t from = b * LINE > (uint64_t)off ? b * LINE : (uint64_t)off;
+		uint64_t to = (b + 1) * LINE < end ? (b + 1) * LINE : end;
+		const unsigned char *seg = (const unsigned char *)buf + (from - (uint64_t)off);
+		int w = write_block(c, cf, f, b, (uint32_t)(from - b * LINE), (uint32_t)(to - from),
+				    seg, wp == HY_CACHE_WRITE_BACK, wp != HY_CACHE_WRITE_AROUND);
+
+		if (w < 0) {
+			rc = w;
+		} else if (w == 0 && wp == HY_CACHE_WRITE_BACK) {
+			/* no room anywhere: this block goes home now */
+			ssize_t r = c->lower.write(c->lower.arg, f, seg, (size_t)(to - from),
+						   (off_t)from);
+
+			atomic_fetch_add(&c->st.bypassed, 1);
+			if (r < 0)
+				rc = r;
+			else if ((uint64_t)r != to - from)
+				rc = -EIO;
+		}
+	}
+	if (rc == 0)
+		rc = (ssize_t)size;
+	refresh_stamp(c, cf, f);
+out:
+	pthread_rwlock_unlock(gate(c, f->file_id));
+	cfile_put(c, cf);
+	return rc;
+}
+
+/* ---- leaving the cache ---------------------------------------------------- */
+
+/* The DRAM slots of @file_id in [@first, @first + @nblocks), as slot
+ * numbers: by key when the range is small, else by a scan. */
+static size_t front_slots_of(struct hy_cache *c, uint64_t file_id, uint64_t first, uint64_t nblocks,
+			     uint32_t **out)
+{
+	struct front *fr = &c->front;
+	size_t n = 0, cap = 16;
+	uint32_t *v = malloc(cap * sizeof(*v));
+
+	*out = NULL;
+	if (!v || !fr->nslots)
+		goto done;
+	pthread_mutex_lock(&fr->lock);
+	if (nblocks <= fr->nslots) {
+		for (uint64_t b = first; b < first + nblocks; b++) {
+			uint32_t s = front_find(fr, file_id, b);
+
+			if (s == NONE)
+				continue;
+			if (n == cap) {
+				uint32_t *w = realloc(v, (cap *= 2) * sizeof(*v));
+
+				if (!w)
+					break;
+				v = w;
+			}
+			v[n++] = s;
+		}
+	} else {
+		for (uint32_t s = 0; s < fr->nslots; s++) {
+			if (!fr->slots[s].used || fr->slots[s].file_id != file_id ||
+			    fr->slots[s].block < first || fr->slots[s].block - first >= nblocks)
+				continue;
+			if (n == cap) {
+				uint32_t *w = realloc(v, (cap *= 2) * sizeof(*v));
+
+				if (!w)
+					break;
+				v = w;
+			}
+			v[n++] = s;
+		}
+	}
+	pthread_mutex_unlock(&fr->lock);
+done:
+	*out = v;
+	return n;
+}
+
+/* Writes the dirty sectors of @file's blocks in [@first, +@nblocks) home,
+ * and (@drop) removes the range from the cache. Gate exclusive. */
+static int settle_range(struct hy_cache *c, struct cfile *cf, const struct hy_cache_file *f,
+			uint64_t first, uint64_t nblocks, bool home_first, bool drop)
+{
+	struct front *fr = &c->front;
+	struct hy_cache_entry *ents = NULL;
+	struct hy_cache_journal_record *frees = NULL;
+	struct hy_device_attr a = {0, -1, UINT64_MAX};
+	unsigned char line[LINE];
+	bool wrote = false;
+	uint32_t *slots;
+	size_t nslots, nfrees = 0;
+	int64_t n;
+	int rc = 0;
+
+	if (nblocks == 0 || atomic_load(&cf->blocks) == 0)
+		return 0;
+	if (first + nblocks < first)
+		nblocks = UINT64_MAX - first;
+	if (home_first && atomic_load(&cf->dirty)) {
+		rc = c->lower.getattr(c->lower.arg, f, &a);
+		if (rc < 0)
+			return rc;
+	}
+	/* DRAM */
+	nslots = atomic_load(&cf->in_front) ? front_slots_of(c, f->file_id, first, nblocks, &slots)
+					    : (slots = NULL, 0);
+	for (size_t i = 0; i < nslots && rc == 0; i++) {
+		struct slot *x = &fr->slots[slots[i]];
+
+		if (home_first && x->dirty) {
+			rc = write_home(c, f, x->block, x->dirty, slot_data(fr, slots[i]), a.size);
+			wrote = true;
+			if (rc < 0)
+				break;
+		}
+		pthread_mutex_lock(&fr->lock);
+		note_dirty(c, cf, x->dirty, drop ? 0 : (home_first ? 0 : x->dirty));
+		if (drop) {
+			front_remove(fr, slots[i]);
+			atomic_fetch_sub(&cf->blocks, 1);
+			atomic_fetch_sub(&cf->in_front, 1);
+		} else if (home_first && x->dirty) {
+			x->dirty = 0;
+			fr->dirty--;
+		}
+		pthread_mutex_unlock(&fr->lock);
+	}
+	free(slots);
+	if (rc < 0)
+		return rc;
+	/* SSD */
+	n = hy_cache_index_lookup_range(c->index, f->file_id, first, nblocks, NULL, 0);
+	if (n > 0) {
+		ents = malloc((size_t)n * sizeof(*ents));
+		frees = malloc((size_t)n * sizeof(*frees));
+		if (!ents || !frees) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		n = hy_cache_index_lookup_range(c->index, f->file_id, first, nblocks, ents,
+						(size_t)n);
+	}
+	for (int64_t i = 0; i < n && rc == 0; i++) {
+		struct hy_cache_entry *e = &ents[i];
+
+		if (home_first && e->dirty) {
+			rc = hy_cache_store_read_line(c->store, e->line, e->dirty, line);
+			if (rc == 0)
+				rc = write_home(c, f, e->block, e->dirty, line, a.size);
+			wrote = true;
+		}
+	}
+	if (rc == 0 && wrote)
+		rc = c->lower.sync(c->lower.arg, f);
+	for (int64_t i = 0; i < n && rc == 0; i++) {
+		struct hy_cache_entry *e = &ents[i];
+
+		pthread_mutex_lock(&c->lines_lock);
+		if (c->lines[e->line].flags & LS_DISK_DIRTY)
+			frees[nfrees++] = (struct hy_cache_journal_record){
+				.type = drop ? HY_CJ_FREE : HY_CJ_MASKS,
+				.line = e->line,
+				.valid = e->valid,
+			};
+		pthread_mutex_unlock(&c->lines_lock);
+	}
+	/* a line the journal says is dirty is reused only once a record
+	 * saying otherwise is durable */
+	if (rc == 0 && nfrees)
+		rc = journal_records(c, frees, nfrees);
+	for (int64_t i = 0; i < n && rc == 0; i++) {
+		struct hy_cache_entry *e = &ents[i];
+
+		pthread_mutex_lock(&c->lines_lock);
+		c->lines[e->line].flags &= (uint8_t)~LS_DISK_DIRTY;
+		if (drop) {
+			line_forget(c, e->line);
+			c->free_lines[c->nfree++] = e->line;
+		}
+		pthread_mutex_unlock(&c->lines_lock);
+		if (!drop && e->dirty) {
+			struct hy_cache_entry now;
+
+			if (hy_cache_index_update_masks(c->index, f->file_id, e->block, 0, 0,
+							HY_CACHE_ALL_SECTORS, &now) == 0)
+				note_dirty(c, cf, e->dirty, now.dirty);
+			line_set_dirty(c, e->line, false);
+		}
+	}
+out:
+	free(ents);
+	free(frees);
+	return rc;
+}
+
+static int drop_range(struct hy_cache *c, struct cfile *cf, const struct hy_cache_file *f,
+		      uint64_t first, uint64_t nblocks, bool home_first)
+{
+	return settle_range(c, cf, f, first, nblocks, home_first, true);
+}
+
+static uint64_t blocks_in(uint64_t off, uint64_t len, uint64_t *first)
+{
+	*first = off / LINE;
+	if (len == UINT64_MAX || off + len < off)
+		return UINT64_MAX - *first;
+	return (off + len - 1) / LINE - *first + 1;
+}
+
+int hy_cache_change_begin(struct hy_cache *c, const struct hy_cache_file *f, uint64_t off,
+			  uint64_t len)
+{
+	struct cfile *cf;
+	uint64_t first, n = blocks_in(off, len, &first);
+	int rc = 0;
+
+	if (!f->file_id)
+		return 0;
+	pthread_rwlock_wrlock(gate(c, f->file_id));
+	cf = cfile_get(c, f->file_id, false);
+	/* the blocks at the edges keep bytes outside the range: their dirty
+	 * sectors go home before they leave */
+	if (cf && len)
+		rc = drop_range(c, cf, f, first, n, true);
+	cfile_put(c, cf);
+	return rc;
+}
+
+void hy_cache_change_end(struct hy_cache *c, const struct hy_cache_file *f)
+{
+	struct cfile *cf;
+
+	if (!f->file_id)
+		return;
+	cf = cfile_get(c, f->file_id, false);
+	if (cf && atomic_load(&cf->blocks))
+		refresh_stamp(c, cf, f);
+	cfile_put(c, cf);
+	pthread_rwlock_unlock(gate(c, f->file_id));
+}
+
+bool hy_cache_has_blocks(struct hy_cache *c, uint64_t file_id)
+{
+	struct cfile *cf = cfile_get(c, file_id, false);
+	bool has = cf && atomic_load(&cf->blocks);
+
+	cfile_put(c, cf);
+	return has;
+}
+
+int hy_cache_write_home(struct hy_cache *c, const struct hy_cache_file *f, uint64_t off,
+			uint64_t len)
+{
+	struct cfile *cf;
+	uint64_t first, n;
+	int rc;
+
+	if (!f->file_id || len == 0)
+		return 0;
+	cf = cfile_get(c, f->file_id, false);
+	if (!cf)
+		return 0;
+	n = blocks_in(off, len, &first);
+	pthread_rwlock_wrlock(gate(c, f->file_id));
+	rc = atomic_load(&cf->dirty) ? settle_range(c, cf, f, first, n, true, false) : 0;
+	pthread_rwlock_unlock(gate(c, f->file_id));
+	cfile_put(c, cf);
+	return rc;
+}
+
+/* ---- moving a DRAM block to the SSD ------------------------------------ */
+
+/* Moves slot @s (of @cf's file; gate exclusive) into a store line, queue
+ * @q. 1 moved, 0 no line free, or a negative errno. */
+static int front_to_store(struct hy_cache *c, struct cfile *cf, uint32_t s, enum hy_policy_queue q)
+{
+	struct front *fr = &c->front;
+	struct slot x = fr->slots[s];
+	int64_t l = line_alloc(c, cf->entry.file_id);
+	int rc;
+
+	if (l < 0)
+		return 0;
+	rc = store_write(c, (uint32_t)l, x.valid, slot_data(fr, s));
+	if (rc < 0) {
+		line_give_back(c, (uint32_t)l);
+		return rc;
+	}
+	/* the slot leaves first, so the block is never cached twice */
+	pthread_mutex_lock(&fr->lock);
+	front_remove(fr, s);
+	pthread_mutex_unlock(&fr->lock);
+	atomic_fetch_sub(&cf->in_front, 1);
+	atomic_fetch_sub(&cf->blocks, 1);
+	note_dirty(c, cf, x.dirty, 0);
+	rc = line_commit(c, cf, (uint32_t)l, x.block, x.valid, x.dirty, q);
+	return rc < 0 ? rc : 1;
+}
+
+/* ---- fsync ---------------------------------------------------------------- */
+
+int hy_cache_fsync(struct hy_cache *c, const struct hy_cache_file *f)
+{
+	struct front *fr = &c->front;
+	struct hy_cache_entry *ents = NULL;
+	struct hy_cache_journal_record *recs = NULL;
+	struct cfile *cf;
+	uint32_t *slots = NULL;
+	size_t nslots, nrecs = 0;
+	bool home = false;
+	int64_t n;
+	int rc = 0;
+
+	if (!f->file_id)
+		return 0;
+	cf = cfile_get(c, f->file_id, false);
+	if (!cf)
+		return 0;
+	pthread_rwlock_wrlock(gate(c, f->file_id));
+	if (!atomic_load(&cf->dirty))
+		goto out;
+	/* dirty DRAM blocks into the store; those with no line go home */
+	nslots = atomic_load(&cf->in_front) ? front_slots_of(c, f->file_id, 0, UINT64_MAX, &slots)
+					    : 0;
+	for (size_t i = 0; i < nslots && rc == 0; i++) {
+		if (!fr->slots[slots[i]].dirty)
+			continue;
+		rc = front_to_store(c, cf, slots[i], HY_POLICY_COLD);
+		if (rc == 0) {
+			home = true;
+			rc = settle_range(c, cf, f, fr->slots[slots[i]].block, 1, true, false);
+		}
+		rc = rc > 0 ? 0 : rc;
+	}
+	if (rc < 0)
+		goto out;
+	n = hy_cache_index_lookup_range(c->index, f->file_id, 0, UINT64_MAX, NULL, 0);
+	if (n > 0) {
+		ents = malloc((size_t)n * sizeof(*ents));
+		recs = malloc((size_t)n * sizeof(*recs));
+		if (!ents || !recs) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		n = hy_cache_index_lookup_range(c->index, f->file_id, 0, UINT64_MAX, ents,
+						(size_t)n);
+	}
+	for (int64_t i = 0; i < n; i++)
+		if (ents[i].dirty)
+			recs[nrecs++] = (struct hy_cache_journal_record){
+				.type = HY_CJ_FILL,
+				.line = ents[i].line,
+				.file_id = f->file_id,
+				.block = ents[i].block,
+				.valid = ents[i].valid,
+				.dirty = ents[i].dirty,
+			};
+	/* the data first, then the records that name it */
+	if (nrecs) {
+		rc = hy_cache_store_sync(c->store);
+		if (rc == 0) {
+			pthread_mutex_lock(&c->lines_lock);
+			for (size_t i = 0; i < nrecs; i++)
+				c->lines[recs[i].line].flags |= LS_DISK_DIRTY;
+			pthread_mutex_unlock(&c->lines_lock);
+			rc = journal_records(c, recs, nrecs);
+		}
+	}
+	if (rc == 0 && home)
+		rc = c->lower.sync(c->lower.arg, f);
+out:
+	pthread_rwlock_unlock(gate(c, f->file_id));
+	cfile_put(c, cf);
+	free(slots);
+	free(ents);
+	free(recs);
+	return rc;
+}
+
+void hy_cache_close_file(struct hy_cache *c, const struct hy_cache_file *f)
+{
+	struct cfile *cf;
+
+	if (!f->file_id)
+		return;
+	cf = cfile_get(c, f->file_id, false);
+	if (!cf)
+		return;
+	atomic_store(&cf->closed, true);
+	if (atomic_load(&cf->dirty)) {
+		pthread_mutex_lock(&c->thread_lock);
+		c->clean_kick = true;
+		pthread_cond_broadcast(&c->thread_wake);
+		pthread_mutex_unlock(&c->thread_lock);
+	}
+	cfile_put(c, cf);
+}
+
+bool hy_cache_meta_begin(struct hy_cache *c, const struct hy_cache_file *f)
+{
+	struct hy_device_attr a;
+	struct cfile *cf;
+	bool fresh;
+
+	if (!f->file_id)
+		return false;
+	cf = cfile_get(c, f->file_id, false);
+	if (!cf)
+		return false;
+	fresh = atomic_load(&cf->blocks) && c->lower.getattr(c->lower.arg, f, &a) == 0 &&
+		atomic_load(&cf->stamp) == a.stamp;
+	cfile_put(c, cf);
+	return fresh;
+}
+
+void hy_cache_meta_end(struct hy_cache *c, const struct hy_cache_file *f, bool fresh)
+{
+	struct cfile *cf;
+
+	if (!fresh || !f->file_id)
+		return;
+	cf = cfile_get(c, f->file_id, false);
+	if (!cf)
+		return;
+	refresh_stamp(c, cf, f);
+	cfile_put(c, cf);
+}
+
+/* ---- the cleaner --------------------------------------------------------- */
+
+struct dirty_key {
+	uint64_t file_id, block;
+	bool closed;
+};
+
+static int by_closed_file_block(const void *a, const void *b)
+{
+	const struct dirty_key *x = a, *y = b;
+
+	if (x->closed != y->closed)
+		return x->closed ? -1 : 1;
+	if (x->file_id != y->file_id)
+		return x->file_id < y->file_id ? -1 : 1;
+	return x->block < y->block ? -1 : x->block > y->block;
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Cleans the dirty blocks @k[0..n) of one file (gate exclusive): home in
+ * block order, synced, the home file's modification time kept. Returns
+ * the blocks cleaned or a negative errno. */
+static int64_t clean_blocks(struct hy_cache *c, struct cfile *cf, const struct dirty_key *k,
+			    size_t n)
+{
+	struct hy_cache_file home = {cf->entry.file_id, cf->home};
+	struct hy_device_attr a;
+	struct front *fr = &c->front;
+	struct hy_cache_journal_record *recs = malloc(n * sizeof(*recs));
+	struct {
+		int where;
+		uint32_t at;
+		uint8_t dirty;
+	} *done = malloc(n * sizeof(*done));
+	unsigned char line[LINE];
+	size_t nrecs = 0, ndone = 0;
+	int64_t rc = 0;
+
+	if (!recs || !done) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (cf->home < 0) {
+		hy_log(LOG_ERR, "cache: file %" PRIu64 " has dirty blocks but no way home",
+		       cf->entry.file_id);
+		rc = -EIO;
+		goto out;
+	}
+	rc = c->lower.getattr(c->lower.arg, &home, &a);
+	if (rc < 0)
+		goto out;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		struct held h;
+
+		find_block(c, home.file_id, k[i].block, false, &h);
+		if (!h.where || !h.dirty)
+			continue;
+		rc = copy_held(c, &h, h.dirty, line);
+		if (rc == 0)
+			rc = write_home(c, &home, k[i].block, h.dirty, line, a.size);
+		done[ndone].where = h.where;
+		done[ndone].at = h.slot_or_line;
+		done[ndone].dirty = h.dirty;
+		ndone++;
+	}
+	if (rc == 0 && ndone)
+		rc = c->lower.sync(c->lower.arg, &home);
+	if (rc == 0 && ndone && a.mtime_ns >= 0) {
+		int t = c->lower.set_mtime(c->lower.arg, &home, a.mtime_ns);
+
+		if (t < 0 && t != -EOPNOTSUPP)
+			hy_log(LOG_WARNING,
+			       "cache: file %" PRIu64 ": cannot keep its modification time after "
+			       "its blocks went home: %s",
+			       home.file_id, strerror(-t));
+	}
+	if (rc < 0)
+		goto out;
+	pthread_mutex_lock(&c->lines_lock);
+	for (size_t i = 0; i < ndone; i++)
+		if (done[i].where == 2 && (c->lines[done[i].at].flags & LS_DISK_DIRTY)) {
+			const struct hy_cache_line *sl = hy_cache_store_line(c->store, done[i].at);
+
+			recs[nrecs++] = (struct hy_cache_journal_record){
+				.type = HY_CJ_MASKS,
+				.line = done[i].at,
+				.valid = sl ? sl->valid : 0,
+				.dirty = 0,
+			};
+		}
+	pthread_mutex_unlock(&c->lines_lock);
+	if (nrecs)
+		rc = journal_records(c, recs, nrecs);
+	for (size_t i = 0; i < ndone && rc == 0; i++) {
+		if (done[i].where == 1) {
+			pthread_mutex_lock(&fr->lock);
+			if (fr->slots[done[i].at].dirty) {
+				note_dirty(c, cf, fr->slots[done[i].at].dirty, 0);
+				fr->slots[done[i].at].dirty = 0;
+				fr->dirty--;
+			}
+			pthread_mutex_unlock(&fr->lock);
+		} else {
+			struct hy_cache_entry e;
+			uint64_t block = c->lines[done[i].at].block;
+
+			if (hy_cache_index_update_masks(c->index, home.file_id, block, 0, 0,
+							HY_CACHE_ALL_SECTORS, &e) == 0)
+				note_dirty(c, cf, done[i].dirty, 0);
+			pthread_mutex_lock(&c->lines_lock);
+			c->lines[done[i].at].flags &= (uint8_t)~LS_DISK_DIRTY;
+			pthread_mutex_unlock(&c->lines_lock);
+			line_set_dirty(c, done[i].at, false);
+		}
+	}
+	if (rc == 0) {
+		atomic_fetch_add(&c->st.cleaned_blocks, ndone);
+		refresh_stamp(c, cf, &home);
+		rc = (int64_t)ndone;
+	}
+out:
+	free(recs);
+	free(done);
+	return rc;
+}
+
+/* One pass: every dirty block home, closed files first, in file and block
+ * order; @rate bytes/s (0: no limit). Returns the blocks cleaned, or the
+ * first error. */
+static int64_t clean_pass(struct hy_cache *c, uint64_t rate)
+{
+	struct front *fr = &c->front;
+	struct dirty_key *keys = NULL;
+	size_t n = 0, cap;
+	int64_t cleaned = 0, start = now_ns(), err = 0;
+
+	pthread_mutex_lock(&c->clean_lock);
+	cap = (size_t)c->ssd_dirty + fr->dirty + 16;
+	keys = malloc(cap * sizeof(*keys));
+	if (!keys) {
+		pthread_mutex_unlock(&c->clean_lock);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&c->lines_lock);
+	for (uint32_t l = 0; l < c->capacity && n < cap; l++)
+		if (c->lines[l].flags & LS_DIRTY)
+			keys[n++] =
+				(struct dirty_key){c->lines[l].file_id, c->lines[l].block, false};
+	pthread_mutex_unlock(&c->lines_lock);
+	pthread_mutex_lock(&fr->lock);
+	for (uint32_t s = 0; s < fr->nslots && n < cap; s++)
+		if (fr->slots[s].used && fr->slots[s].dirty)
+			keys[n++] =
+				(struct dirty_key){fr->slots[s].file_id, fr->slots[s].block, false};
+	pthread_mutex_unlock(&fr->lock);
+	for (size_t i = 0; i < n; i++) {
+		if (i && keys[i].file_id == keys[i - 1].file_id) {
+			keys[i].closed = keys[i - 1].closed;
+			continue;
+		}
+		struct cfile *cf = cfile_get(c, keys[i].file_id, false);
+
+		keys[i].closed = cf && atomic_load(&cf->closed);
+		cfile_put(c, cf);
+	}
+	qsort(keys, n, sizeof(*keys), by_closed_file_block);
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		struct cfile *cf;
+		int64_t r;
+
+		while (j < n && j - i < CLEAN_CHUNK && keys[j].file_id == keys[i].file_id)
+			j++;
+		cf = cfile_get(c, keys[i].file_id, false);
+		if (cf) {
+			pthread_rwlock_wrlock(gate(c, keys[i].file_id));
+			r = clean_blocks(c, cf, keys + i, j - i);
+			if (r >= 0) {
+				cleaned += r;
+				/* a closed file with nothing dirty needs no way home */
+				if (!atomic_load(&cf->dirty) && atomic_load(&cf->closed) &&
+				    cf->home >= 0) {
+					c->lower.put_object(c->lower.arg, cf->home);
+					cf->home = -1;
+				}
+			} else if (!err) {
+				err = r;
+			}
+			pthread_rwlock_unlock(gate(c, keys[i].file_id));
+			cfile_put(c, cf);
+		}
+		i = j;
+		if (rate) {
+			int64_t due = (int64_t)((double)cleaned * LINE / (double)rate * 1e9);
+			int64_t ahead = due - (now_ns() - start);
+
+			if (ahead > 0) {
+				struct timespec ts = {ahead / 1000000000, ahead % 1000000000};
+
+				nanosleep(&ts, NULL);
+			}
+		}
+	}
+	free(keys);
+	pthread_mutex_unlock(&c->clean_lock);
+	return err ? err : cleaned;
+}
+
+int64_t hy_cache_run_cleaner(struct hy_cache *c)
+{
+	return clean_pass(c, c->cfg.clean_rate);
+}
+
+int64_t hy_cache_flush(struct hy_cache *c)
+{
+	int64_t total = 0;
+
+	for (int pass = 0; pass < 4; pass++) {
+		int64_t r = clean_pass(c, 0);
+
+		if (r < 0)
+			return r;
+		total += r;
+		if (r == 0 || atomic_load(&c->dirty_sectors) == 0)
+			break;
+	}
+	return total;
+}
+
+static void *cleaner_main(void *arg)
+{
+	struct hy_cache *c = arg;
+	unsigned ms = c->cfg.clean_interval_ms ? c->cfg.clean_interval_ms : 5000;
+
+	pthread_setname_np(pthread_self(), "hy-cache-clean");
+	pthread_mutex_lock(&c->thread_lock);
+	while (!c->stopping) {
+		struct timespec ts;
+
+		if (!c->clean_kick) {
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += ms / 1000;
+			ts.tv_nsec += (long)(ms % 1000) * 1000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&c->thread_wake, &c->thread_lock, &ts);
+		}
+		if (c->stopping)
+			break;
+		c->clean_kick = false;
+		pthread_mutex_unlock(&c->thread_lock);
+		if (atomic_load(&c->dirty_sectors)) {
+			int64_t r = clean_pass(c, c->cfg.clean_rate);
+
+			if (r < 0)
+				hy_log(LOG_ERR,
+				       "cache: the cleaner could not write blocks home: %s",
+				       strerror((int)-r));
+		}
+		pthread_mutex_lock(&c->thread_lock);
+	}
+	pthread_mutex_unlock(&c->thread_lock);
+	return NULL;
+}
+
+/* ---- the front buffer's evictor ---------------------------------------- */
+
+/* FusionCache's queues by predicted heat: at twice the threshold warm, at
+ * four times hot. */
+static enum hy_policy_queue queue_for(double heat, double threshold)
+{
+	double t = threshold > 0 ? threshold : 1.0;
+
+	return heat >= 4 * t ? HY_POLICY_HOT : heat >= 2 * t ? HY_POLICY_WARM : HY_POLICY_COLD;
+}
+
+/* Evicts the least recently used block: hot to the store, cold clean
+ * dropped, cold dirty home. Returns 1 when a slot was freed, 0 when none
+ * could be, or a negative errno. */
+static int evict_one(struct hy_cache *c)
+{
+	struct front *fr = &c->front;
+	uint64_t file_id, block;
+	struct cfile *cf;
+	uint32_t s;
+	double heat;
+	int rc = 0;
+
+	pthread_mutex_lock(&fr->lock);
+	if (fr->lru == NONE) {
+		pthread_mutex_unlock(&fr->lock);
+		return 0;
+	}
+	file_id = fr->slots[fr->lru].file_id;
+	block = fr->slots[fr->lru].block;
+	pthread_mutex_unlock(&fr->lock);
+	cf = cfile_get(c, file_id, false);
+	if (!cf)
+		return 0;
+	pthread_rwlock_wrlock(gate(c, file_id));
+	pthread_mutex_lock(&fr->lock);
+	s = front_find(fr, file_id, block);
+	heat = s == NONE ? 0 : hy_heat_predict(&fr->slots[s].heat, front_period(fr), &fr->heat);
+	pthread_mutex_unlock(&fr->lock);
+	if (s == NONE)
+		goto out; /* gone meanwhile: try again */
+	if (heat >= fr->heat.threshold) {
+		rc = front_to_store(c, cf, s, queue_for(heat, fr->heat.threshold));
+		if (rc != 0) {
+			if (rc > 0)
+				atomic_fetch_add(&c->st.heat_admitted, 1);
+			rc = rc > 0 ? 1 : rc;
+			goto out;
+		}
+		/* no line free: handled as cold */
+	} else {
+		atomic_fetch_add(&c->st.heat_refused, 1);
+	}
+	if (fr->slots[s].dirty) {
+		struct hy_cache_file home = {file_id, cf->home};
+
+		rc = settle_range(c, cf, &home, block, 1, true, true);
+		if (rc == 0)
+			atomic_fetch_add(&c->st.cold_dirty_home, 1);
+	} else {
+		pthread_mutex_lock(&fr->lock);
+		front_remove(fr, s);
+		pthread_mutex_unlock(&fr->lock);
+		atomic_fetch_sub(&cf->in_front, 1);
+		atomic_fetch_sub(&cf->blocks, 1);
+	}
+	if (rc == 0) {
+		atomic_fetch_add(&c->st.dram_evictions, 1);
+		rc = 1;
+	}
+out:
+	pthread_rwlock_unlock(gate(c, file_id));
+	cfile_put(c, cf);
+	return rc;
+}
+
+void hy_cache_run_front_eviction(struct hy_cache *c)
+{
+	struct front *fr = &c->front;
+
+	for (uint32_t tries = 0; tries < fr->nslots; tries++) {
+		bool enough;
+		int rc;
+
+		pthread_mutex_lock(&fr->lock);
+		enough = fr->nslots - fr->used >= fr->nslots / 4;
+		pthread_mutex_unlock(&fr->lock);
+		if (enough)
+			break;
+		rc = evict_one(c);
+		if (rc < 0) {
+			hy_log(LOG_ERR, "cache: the front buffer could not evict: %s",
+			       strerror(-rc));
+			break;
+		}
+	}
+}
+
+static void *evictor_main(void *arg)
+{
+	struct hy_cache *c = arg;
+	struct front *fr = &c->front;
+
+	pthread_setname_np(pthread_self(), "hy-front");
+	pthread_mutex_lock(&fr->lock);
+	while (!c->stopping) {
+		if (!front_low(fr)) {
+			pthread_cond_wait(&fr->wake, &fr->lock);
+			continue;
+		}
+		pthread_mutex_unlock(&fr->lock);
+		hy_cache_run_front_eviction(c);
+		pthread_mutex_lock(&fr->lock);
+		if (front_low(fr) && !c->stopping) {
+			/* nothing could go: wait for a change rather than spin */
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 10000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&fr->wake, &fr->lock, &ts);
+		}
+	}
+	pthread_mutex_unlock(&fr->lock);
+	return NULL;
+}
+
+/* ---- open and close ------------------------------------------------------ */
+
+struct recovered {
+	uint64_t line, file_id, block;
+	uint8_t dirty;
+};
+
+struct recovery {
+	struct recovered *v;
+	size_t n, cap;
+};
+
+static int collect_dirty(void *arg, uint64_t line, uint64_t file_id, uint64_t block, uint8_t valid,
+			 uint8_t dirty)
+{
+	struct recovery *r = arg;
+
+	(void)valid;
+	if (!dirty)
+		return 0;
+	if (r->n == r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 64;
+		struct recovered *v = realloc(r->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		r->v = v;
+		r->cap = cap;
+	}
+	r->v[r->n++] = (struct recovered){line, file_id, block, dirty};
+	return 0;
+}
+
+static int by_file_block(const void *a, const void *b)
+{
+	const struct recovered *x = a, *y = b;
+
+	if (x->file_id != y->file_id)
+		return x->file_id < y->file_id ? -1 : 1;
+	return x->block < y->block ? -1 : x->block > y->block;
+}
+
+/* The dirty lines a crash left: home, before anything else. */
+static int recover(struct hy_cache *c, struct hy_cache_store *store, struct recovery *r, char *why,
+		   size_t why_size)
+{
+	uint64_t *ids = malloc(r->n * sizeof(*ids));
+	int64_t *objects = malloc(r->n * sizeof(*objects));
+	unsigned char line[LINE];
+	size_t nids = 0;
+	int rc = 0;
+
+	if (!ids || !objects) {
+		free(ids);
+		free(objects);
+		snprintf(why, why_size, "out of memory recovering %zu dirty lines", r->n);
+		return -ENOMEM;
+	}
+	qsort(r->v, r->n, sizeof(*r->v), by_file_block);
+	for (size_t i = 0; i < r->n; i++)
+		if (!nids || ids[nids - 1] != r->v[i].file_id)
+			ids[nids++] = r->v[i].file_id;
+	if (!c->cfg.open_homes) {
+		snprintf(why, why_size,
+			 "cache store \"%s\" holds %zu dirty lines from a crash, and nothing here "
+			 "can write them home",
+			 c->store_path, r->n);
+		rc = -EUCLEAN;
+		goto out;
+	}
+	rc = c->cfg.open_homes(c->cfg.open_homes_arg, ids, nids, objects);
+	if (rc < 0) {
+		snprintf(why, why_size, "cannot find the files of the dirty lines in \"%s\": %s",
+			 c->store_path, strerror(-rc));
+		goto out;
+	}
+	for (size_t k = 0, i = 0; k < nids && rc == 0; k++) {
+		struct hy_cache_file home = {ids[k], objects[k]};
+		struct hy_device_attr a;
+		size_t wrote = 0;
+
+		if (objects[k] < 0) {
+			hy_log(LOG_WARNING,
+			       "cache: file %" PRIu64 " had dirty lines in the store but is gone",
+			       ids[k]);
+			while (i < r->n && r->v[i].file_id == ids[k])
+				i++;
+			continue;
+		}
+		rc = c->lower.getattr(c->lower.arg, &home, &a);
+		for (; rc == 0 && i < r->n && r->v[i].file_id == ids[k]; i++) {
+			rc = hy_cache_store_read_line(store, r->v[i].line, r->v[i].dirty, line);
+			/* the size the file had: a write extended it before its data
+			 * went into the line */
+			if (rc == 0)
+				rc = write_home(c, &home, r->v[i].block, r->v[i].dirty, line,
+						UINT64_MAX);
+			wrote++;
+		}
+		if (rc == 0 && wrote)
+			rc = c->lower.sync(c->lower.arg, &home);
+		if (rc < 0)
+			snprintf(why, why_size,
+				 "cannot write the dirty lines of file %" PRIu64
+				 " from \"%s\" home: %s; the store is left as it is",
+				 ids[k], c->store_path, strerror(-rc));
+		c->st.recovered_blocks += wrote;
+		(void)a;
+	}
+	for (size_t k = 0; k < nids; k++)
+		if (objects[k] >= 0)
+			c->lower.put_object(c->lower.arg, objects[k]);
+	if (rc == 0)
+		hy_log(LOG_NOTICE,
+		       "cache: %" PRIu64 " dirty blocks of %zu files that a crash left in \"%s\" "
+		       "were written home",
+		       c->st.recovered_blocks, nids, c->store_path);
+out:
+	free(ids);
+	free(objects);
+	return rc;
+}
+
+/* Opens the store, recovers it, and remakes it empty. */
+static int open_store(struct hy_cache *c, char *why, size_t why_size)
+{
+	struct hy_cache_store_load_stats ls;
+	struct recovery r = {0};
+	struct stat st;
+	int rc;
+
+	if (stat(c->store_path, &st) != 0) {
+		if (errno != ENOENT) {
+			rc = -errno;
+			snprintf(why, why_size, "cache store \"%s\": %s", c->store_path,
+				 strerror(errno));
+			return rc;
+		}
+		if (!c->cfg.store_size)
+			c->cfg.store_size = HY_OPTIONS_CACHE_SIZE;
+		rc = hy_cache_store_create(c->store_path, c->uuid, c->cfg.store_size, LINE, false,
+					   why, why_size);
+		if (rc < 0)
+			return rc;
+	} else if (!c->cfg.store_size && S_ISREG(st.st_mode)) {
+		c->cfg.store_size = (uint64_t)st.st_size; /* as it was made */
+	}
+	rc = hy_cache_store_open(c->store_path, c->uuid, &c->store, why, why_size);
+	if (rc < 0)
+		return rc;
+	rc = hy_cache_store_load(c->store, collect_dirty, &r, &ls, why, why_size);
+	if (rc == 0 && r.n)
+		rc = recover(c, c->store, &r, why, why_size);
+	free(r.v);
+	hy_cache_store_close(c->store);
+	c->store = NULL;
+	if (rc < 0)
+		return rc;
+	/* everything it held is home: it starts empty, at the size asked
+	 * (a store that is ours, so no signature check is needed) */
+	rc = hy_cache_store_create(c->store_path, c->uuid, c->cfg.store_size, LINE, true, why,
+				   why_size);
+	if (rc == 0)
+		rc = hy_cache_store_open(c->store_path, c->uuid, &c->store, why, why_size);
+	if (rc == 0)
+		rc = hy_cache_store_load(c->store, NULL, NULL, NULL, why, why_size);
+	if (rc == 0)
+		rc = hy_cache_store_set_clean(c->store, false);
+	return rc;
+}
+
+static int front_init(struct hy_cache *c, char *why, size_t why_size)
+{
+	struct front *fr = &c->front;
+	uint32_t tsize = 1;
+	int rc;
+
+	rc = hy_heat_config_init(&fr->heat, c->cfg.heat_periods, c->cfg.heat_threshold, why,
+				 why_size);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_init(&fr->lock, NULL);
+	pthread_cond_init(&fr->wake, NULL);
+	fr->mru = fr->lru = fr->free_head = NONE;
+	if (c->cfg.front_bytes / LINE > UINT32_MAX / 4) {
+		snprintf(why, why_size, "front buffer of %" PRIu64 " bytes is too large",
+			 c->cfg.front_bytes);
+		return -EINVAL;
+	}
+	fr->nslots = (uint32_t)(c->cfg.front_bytes / LINE);
+	if (!fr->nslots)
+		return 0;
+	while (tsize < fr->nslots * 2)
+		tsize <<= 1;
+	fr->table_mask = tsize - 1;
+	fr->slots = calloc(fr->nslots, sizeof(*fr->slots));
+	fr->table = malloc((size_t)tsize * sizeof(*fr->table));
+	if (posix_memalign((void **)&fr->data, 4096, (size_t)fr->nslots * LINE) != 0)
+		fr->data = NULL;
+	if (!fr->slots || !fr->table || !fr->data) {
+		snprintf(why, why_size, "out of memory for a front buffer of %" PRIu32 " blocks",
+			 fr->nslots);
+		return -ENOMEM;
+	}
+	memset(fr->table, 0xff, (size_t)tsize * sizeof(*fr->table));
+	for (uint32_t s = fr->nslots; s-- > 0;) {
+		fr->slots[s].next = fr->free_head;
+		fr->free_head = s;
+	}
+	/* FusionCache counts accesses per period: a quarter of the buffer's
+	 * worth of accesses, so L periods span about L/4 turnovers of it */
+	fr->period_len = fr->nslots / 4 > 16 ? fr->nslots / 4 : 16;
+	return 0;
+}
+
+static void cache_free(struct hy_cache *c)
+{
+	if (!c)
+		return;
+	hy_file_table_free(c->files);
+	hy_policy_free(c->policy);
+	hy_cache_index_free(c->index);
+	hy_cache_store_close(c->store);
+	free(c->lines);
+	free(c->free_lines);
+	free(c->front.slots);
+	free(c->front.table);
+	free(c->front.data);
+	for (int i = 0; i < HY_CACHE_GATES; i++)
+		pthread_rwlock_destroy(&c->gates[i]);
+	free(c->store_path);
+	free(c->uuid);
+	free(c);
+}
+
+int hy_cache_open(const struct hy_cache_config *cfg, const struct hy_cache_lower *lower,
+		  struct hy_cache **out, char *why, size_t why_size)
+{
+	struct hy_cache *c = calloc(1, sizeof(*c));
+	struct hy_policy_config pc;
+	uint64_t capacity;
+	int rc;
+
+	*out = NULL;
+	if (!c) {
+		snprintf(why, why_size, "out of memory");
+		return -ENOMEM;
+	}
+	c->cfg = *cfg;
+	c->lower = *lower;
+	c->store_path = strdup(cfg->store_path);
+	c->uuid = strdup(cfg->uuid ? cfg->uuid : "");
+	for (int i = 0; i < HY_CACHE_GATES; i++)
+		pthread_rwlock_init(&c->gates[i], NULL);
+	pthread_mutex_init(&c->lines_lock, NULL);
+	pthread_rwlock_init(&c->journal_gate, NULL);
+	pthread_mutex_init(&c->clean_lock, NULL);
+	pthread_mutex_init(&c->thread_lock, NULL);
+	pthread_cond_init(&c->thread_wake, NULL);
+	if (!c->store_path || !c->uuid) {
+		snprintf(why, why_size, "out of memory");
+		rc = -ENOMEM;
+		goto fail;
+	}
+	c->cfg.store_path = c->store_path;
+	c->cfg.uuid = c->uuid;
+	rc = front_init(c, why, why_size);
+	if (rc < 0)
+		goto fail;
+	rc = hy_file_table_new(64, &cfile_ops, c, &c->files);
+	if (rc < 0) {
+		snprintf(why, why_size, "out of memory");
+		goto fail;
+	}
+	rc = open_store(c, why, why_size);
+	if (rc < 0)
+		goto fail;
+	capacity = c->store->header.capacity;
+	if (capacity > HY_CACHE_INDEX_MAX_LINES) {
+		snprintf(why, why_size, "cache store \"%s\" has %" PRIu64 " lines, more than %u",
+			 c->store_path, capacity, HY_CACHE_INDEX_MAX_LINES);
+		rc = -EFBIG;
+		goto fail;
+	}
+	c->capacity = (uint32_t)capacity;
+	hy_policy_config_init(&pc);
+	pc.window = 16;
+	rc = hy_policy_new(cfg->policy, c->capacity, &pc, &c->policy, why, why_size);
+	if (rc < 0)
+		goto fail;
+	rc = hy_cache_index_new(c->capacity, &c->index);
+	c->lines = calloc(c->capacity, sizeof(*c->lines));
+	c->free_lines = malloc((size_t)c->capacity * sizeof(*c->free_lines));
+	if (rc < 0 || !c->lines || !c->free_lines) {
+		snprintf(why, why_size, "out of memory for %" PRIu32 " cache lines", c->capacity);
+		rc = -ENOMEM;
+		goto fail;
+	}
+	for (uint32_t l = c->capacity; l-- > 0;)
+		c->free_lines[c->nfree++] = l;
+	if (!cfg->no_threads) {
+		if (pthread_create(&c->cleaner, NULL, cleaner_main, c) != 0) {
+			snprintf(why, why_size, "cannot start the cache's cleaner thread");
+			rc = -EAGAIN;
+			goto fail;
+		}
+		c->cleaner_started = true;
+		if (c->front.nslots) {
+			if (pthread_create(&c->evictor, NULL, evictor_main, c) != 0) {
+				snprintf(why, why_size, "cannot start the front buffer's thread");
+				rc = -EAGAIN;
+				hy_cache_close(c);
+				return rc;
+			}
+			c->evictor_started = true;
+		}
+	}
+	*out = c;
+	return 0;
+fail:
+	cache_free(c);
+	return rc;
+}
+
+int hy_cache_close(struct hy_cache *c)
+{
+	char why[256];
+	int64_t r;
+	int rc = 0;
+
+	if (!c)
+		return 0;
+	pthread_mutex_lock(&c->thread_lock);
+	c->stopping = true;
+	pthread_cond_broadcast(&c->thread_wake);
+	pthread_mutex_unlock(&c->thread_lock);
+	pthread_mutex_lock(&c->front.lock);
+	pthread_cond_broadcast(&c->front.wake);
+	pthread_mutex_unlock(&c->front.lock);
+	if (c->cleaner_started)
+		pthread_join(c->cleaner, NULL);
+	if (c->evictor_started)
+		pthread_join(c->evictor, NULL);
+	r = hy_cache_flush(c);
+	if (r < 0) {
+		rc = (int)r;
+		hy_log(LOG_ERR, "cache: dirty blocks could not all be written home at close: %s",
+		       strerror(-rc));
+	}
+	if (c->store) {
+		int k = hy_cache_store_checkpoint(c->store, why, sizeof(why));
+
+		if (k < 0)
+			hy_log(LOG_ERR, "cache: final checkpoint failed: %s", why);
+		if (k == 0 && rc == 0 && atomic_load(&c->dirty_sectors) == 0)
+			k = hy_cache_store_set_clean(c->store, true);
+		if (k < 0 && rc == 0)
+			rc = k;
+	}
+	cache_free(c);
+	return rc;
+}
+
+/* ---- stats and check ----------------------------------------------------- */
+
+void hy_cache_get_stats(struct hy_cache *c, struct hy_cache_stats *o)
+{
+	struct hy_cache_index_stats is;
+	struct hy_policy_stats ps;
+	static const char *const wp[] = {"back", "through", "around"};
+
+	memset(o, 0, sizeof(*o));
+	o->write_policy = wp[c->cfg.write_policy];
+	o->policy = hy_policy_kind_name(c->cfg.policy);
+	o->read_hits_dram = atomic_load(&c->st.read_hits_dram);
+	o->read_hits_ssd = atomic_load(&c->st.read_hits_ssd);
+	o->read_misses = atomic_load(&c->st.read_misses);
+	o->write_hits_dram = atomic_load(&c->st.write_hits_dram);
+	o->write_hits_ssd = atomic_load(&c->st.write_hits_ssd);
+	o->write_misses = atomic_load(&c->st.write_misses);
+	pthread_mutex_lock(&c->front.lock);
+	o->dram_slots = c->front.nslots;
+	o->dram_used = c->front.used;
+	o->dram_dirty = c->front.dirty;
+	pthread_mutex_unlock(&c->front.lock);
+	pthread_mutex_lock(&c->lines_lock);
+	o->ssd_lines = c->capacity;
+	o->ssd_used = c->ssd_used;
+	o->ssd_dirty = c->ssd_dirty;
+	hy_policy_get_stats(c->policy, &ps);
+	pthread_mutex_unlock(&c->lines_lock);
+	hy_cache_index_get_stats(c->index, &is);
+	o->dirty_bytes = atomic_load(&c->dirty_sectors) * SECTOR;
+	o->ssd_bytes_written = atomic_load(&c->st.ssd_bytes_written);
+	o->heat_admitted = atomic_load(&c->st.heat_admitted);
+	o->heat_refused = atomic_load(&c->st.heat_refused);
+	o->policy_refused = atomic_load(&c->st.policy_refused);
+	o->dram_evictions = atomic_load(&c->st.dram_evictions);
+	o->ssd_evictions = atomic_load(&c->st.ssd_evictions);
+	o->cold_dirty_home = atomic_load(&c->st.cold_dirty_home);
+	o->cleaned_blocks = atomic_load(&c->st.cleaned_blocks);
+	o->cleaner_backlog = o->dram_dirty + o->ssd_dirty;
+	o->bypassed = atomic_load(&c->st.bypassed);
+	o->stale_files = atomic_load(&c->st.stale_files);
+	o->journal_records = atomic_load(&c->st.journal_records);
+	o->checkpoints = atomic_load(&c->st.checkpoints);
+	o->recovered_blocks = c->st.recovered_blocks;
+	/* the index's average over the lines in use (its own figure), the
+	 * rest per line of the store */
+	o->dram_bytes_per_line = (size_t)(is.entries ? is.bytes_per_entry : 0) +
+				 (c->capacity ? ps.bytes / c->capacity : 0) +
+				 sizeof(struct line_state) + sizeof(uint32_t) +
+				 sizeof(struct hy_cache_line);
+	o->front_meta_bytes = (size_t)c->front.nslots * sizeof(struct slot) +
+			      (c->front.nslots ? ((size_t)c->front.table_mask + 1) * 4 : 0);
+}
+
+int hy_cache_check(struct hy_cache *c, char *why, size_t why_size)
+{
+	struct front *fr = &c->front;
+	uint32_t used = 0, dirty = 0, fdirty = 0;
+	int rc = hy_cache_index_check(c->index, why, why_size);
+
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&c->lines_lock);
+	rc = hy_policy_check(c->policy, why, why_size);
+	for (uint32_t l = 0; l < c->capacity && rc == 0; l++) {
+		struct hy_cache_entry e;
+		const struct line_state *ls = &c->lines[l];
+
+		if (!(ls->flags & LS_USED))
+			continue;
+		used++;
+		if (ls->flags & LS_DIRTY)
+			dirty++;
+		if (hy_cache_index_lookup(c->index, ls->file_id, ls->block, &e) != 0 ||
+		    e.line != l || !!e.dirty != !!(ls->flags & LS_DIRTY)) {
+			snprintf(why, why_size, "line %" PRIu32 " disagrees with the index", l);
+			rc = -EUCLEAN;
+		} else if (front_find(fr, ls->file_id, ls->block) != NONE) {
+			snprintf(why, why_size, "line %" PRIu32 "'s block is also in DRAM", l);
+			rc = -EUCLEAN;
+		}
+	}
+	if (rc == 0 &&
+	    (used != c->ssd_used || dirty != c->ssd_dirty || used + c->nfree != c->capacity)) {
+		snprintf(why, why_size, "line counts: %u used, %u dirty, %u free of %u", used,
+			 dirty, c->nfree, c->capacity);
+		rc = -EUCLEAN;
+	}
+	pthread_mutex_unlock(&c->lines_lock);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&fr->lock);
+	used = 0;
+	for (uint32_t s = 0; s < fr->nslots; s++) {
+		if (!fr->slots[s].used)
+			continue;
+		used++;
+		if (fr->slots[s].dirty)
+			fdirty++;
+		if ((fr->slots[s].dirty & ~fr->slots[s].valid) ||
+		    front_find(fr, fr->slots[s].file_id, fr->slots[s].block) != s) {
+			snprintf(why, why_size, "front buffer slot %" PRIu32 " is inconsistent", s);
+			rc = -EUCLEAN;
+			break;
+		}
+	}
+	if (rc == 0 && (used != fr->used || fdirty != fr->dirty)) {
+		snprintf(why, why_size, "front buffer counts: %u used (%u counted), %u dirty (%u)",
+			 used, fr->used, fdirty, fr->dirty);
+		rc = -EUCLEAN;
+	}
+	pthread_mutex_unlock(&fr->lock);
+	return rc;
+}

@@ -1,0 +1,179 @@
+/*
+ * cache_glue.c - the daemon's side of the cache (cache.h): opening it at
+ * mount with the options, recovering what a crash left in its store
+ * through the state database's files table, its part of "status" and of
+ * "flush". See fs.h.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "hybridfs/borg.h"
+#include "hybridfs/cache.h"
+#include "hybridfs/cache_store.h"
+#include "hybridfs/engine.h"
+#include "hybridfs/fs.h"
+#include "hybridfs/inode.h"
+#include "hybridfs/log.h"
+#include "hybridfs/options.h"
+
+struct recovery_place {
+	struct hy_fs *fs;
+};
+
+static int open_homes(void *arg, const uint64_t *ids, size_t n, int64_t *objects)
+{
+	struct hy_fs *fs = arg;
+	int *fds = malloc((n ? n : 1) * sizeof(*fds));
+	char why[1024];
+	int rc;
+
+	if (!fds)
+		return -ENOMEM;
+	rc = hy_borg_open_homes(fs->db_path, fs->backing_path, fs->state_dir, fs->inodes->root->fd,
+				ids, n, fds, why, sizeof(why));
+	if (rc < 0)
+		hy_log(LOG_ERR, "cache: %s", why);
+	for (size_t i = 0; i < n; i++)
+		objects[i] = fds[i];
+	free(fds);
+	return rc;
+}
+
+int hy_fs_open_cache(struct hy_fs *fs, const struct hy_options *opts)
+{
+	struct hy_cache_config config = {
+		.uuid = fs->uuid,
+		.store_size = opts->cache_size_given ? opts->cache_size : 0,
+		.write_policy = opts->cache_write,
+		.policy = (enum hy_policy_kind)opts->cache_policy,
+		.front_bytes = opts->front_buffer,
+		.heat_periods = opts->heat_periods,
+		.heat_threshold = opts->heat_threshold,
+		.clean_rate = opts->cache_clean_rate,
+		.open_homes = open_homes,
+		.open_homes_arg = fs,
+	};
+	struct hy_cache_lower lower;
+	char path[4096], why[1024];
+	int rc;
+
+	if (opts->cache && strcmp(opts->cache, "none") == 0)
+		return 0;
+	if (!fs->profiler) {
+		/* the cache keys blocks by the profiler's file ids */
+		if (opts->cache_given)
+			hy_log(LOG_WARNING, "cache: left out: it needs the profiler (profile=on)");
+		return 0;
+	}
+	if (opts->cache) {
+		rc = hy_cache_store_resolve(opts->cache, path, sizeof(path), why, sizeof(why));
+		if (rc < 0) {
+			hy_log(LOG_ERR, "cache=%s: %s", opts->cache, why);
+			return rc;
+		}
+	} else {
+		snprintf(path, sizeof(path), "%s/%s", opts->state_dir, HY_OPTIONS_CACHE_NAME);
+	}
+	config.store_path = path;
+	hy_engine_cache_lower(fs->engine, &lower);
+	rc = hy_cache_open(&config, &lower, &fs->cache, why, sizeof(why));
+	if (rc < 0) {
+		hy_log(LOG_ERR,
+		       "%s; mount with cache=none to use the directory without the cache, or "
+		       "make the store again with hybridctl format-cache --force (whatever it "
+		       "still holds is lost)",
+		       why);
+		return rc;
+	}
+	hy_engine_set_cache(fs->engine, fs->cache);
+	hy_log(LOG_NOTICE, "cache: \"%s\", write-%s, %s, front buffer %" PRIu64 " KiB", path,
+	       opts->cache_write == HY_CACHE_WRITE_BACK	     ? "back"
+	       : opts->cache_write == HY_CACHE_WRITE_THROUGH ? "through"
+							     : "around",
+	       hy_policy_kind_name((enum hy_policy_kind)opts->cache_policy),
+	       opts->front_buffer >> 10);
+	return 0;
+}
+
+int hy_fs_close_cache(struct hy_fs *fs)
+{
+	int rc;
+
+	if (!fs->cache)
+		return 0;
+	/* no request is in flight: everything dirty goes home, then the
+	 * engine reads and writes home directly */
+	rc = hy_cache_close(fs->cache);
+	hy_engine_set_cache(fs->engine, NULL);
+	fs->cache = NULL;
+	return rc;
+}
+
+static void add_u64(struct json_object *o, const char *key, uint64_t v)
+{
+	json_object_object_add(o, key, json_object_new_int64((int64_t)v));
+}
+
+static double ratio(uint64_t hits, uint64_t total)
+{
+	return total ? (double)hits / (double)total : 0.0;
+}
+
+struct json_object *hy_fs_cache_status(struct hy_fs *fs)
+{
+	struct json_object *o = json_object_new_object();
+	struct hy_cache_stats s;
+	uint64_t reads, writes;
+
+	if (!o)
+		return NULL;
+	hy_cache_get_stats(fs->cache, &s);
+	reads = s.read_hits_dram + s.read_hits_ssd + s.read_misses;
+	writes = s.write_hits_dram + s.write_hits_ssd + s.write_misses;
+	json_object_object_add(o, "write_policy", json_object_new_string(s.write_policy));
+	json_object_object_add(o, "policy", json_object_new_string(s.policy));
+	add_u64(o, "read_hits_dram", s.read_hits_dram);
+	add_u64(o, "read_hits_ssd", s.read_hits_ssd);
+	add_u64(o, "read_misses", s.read_misses);
+	add_u64(o, "write_hits_dram", s.write_hits_dram);
+	add_u64(o, "write_hits_ssd", s.write_hits_ssd);
+	add_u64(o, "write_misses", s.write_misses);
+	json_object_object_add(o, "read_hit_ratio_dram",
+			       json_object_new_double(ratio(s.read_hits_dram, reads)));
+	json_object_object_add(o, "read_hit_ratio_ssd",
+			       json_object_new_double(ratio(s.read_hits_ssd, reads)));
+	json_object_object_add(o, "write_hit_ratio_dram",
+			       json_object_new_double(ratio(s.write_hits_dram, writes)));
+	json_object_object_add(o, "write_hit_ratio_ssd",
+			       json_object_new_double(ratio(s.write_hits_ssd, writes)));
+	add_u64(o, "dram_blocks", s.dram_slots);
+	add_u64(o, "dram_used", s.dram_used);
+	add_u64(o, "dram_dirty", s.dram_dirty);
+	add_u64(o, "ssd_lines", s.ssd_lines);
+	add_u64(o, "ssd_used", s.ssd_used);
+	add_u64(o, "ssd_dirty", s.ssd_dirty);
+	add_u64(o, "dirty_bytes", s.dirty_bytes);
+	add_u64(o, "ssd_bytes_written", s.ssd_bytes_written);
+	add_u64(o, "heat_admitted", s.heat_admitted);
+	add_u64(o, "heat_refused", s.heat_refused);
+	add_u64(o, "policy_refused", s.policy_refused);
+	add_u64(o, "dram_evictions", s.dram_evictions);
+	add_u64(o, "ssd_evictions", s.ssd_evictions);
+	add_u64(o, "cold_dirty_home", s.cold_dirty_home);
+	add_u64(o, "cleaned_blocks", s.cleaned_blocks);
+	add_u64(o, "cleaner_backlog", s.cleaner_backlog);
+	add_u64(o, "bypassed", s.bypassed);
+	add_u64(o, "stale_files", s.stale_files);
+	add_u64(o, "journal_records", s.journal_records);
+	add_u64(o, "checkpoints", s.checkpoints);
+	add_u64(o, "recovered_blocks", s.recovered_blocks);
+	add_u64(o, "dram_bytes_per_line", s.dram_bytes_per_line);
+	add_u64(o, "front_meta_bytes", s.front_meta_bytes);
+	return o;
+}

@@ -1,0 +1,230 @@
+/*
+ * cache.h - the cache in the engine's I/O path: a DRAM front buffer with
+ * FusionCache's heat filter in front of an SSD cache store (issue 5).
+ *
+ * What it is for: the engine (engine.c) hands it every read and write of a
+ * file with a file id; it answers from DRAM or from the SSD store's lines,
+ * and sends what it cannot answer (a miss) and what must reach home (write
+ * policies, the cleaner) to the path below it, the "lower" path that the
+ * engine gives: BORG's indirection map, then the BOPT or the backing file.
+ * No FUSE here: the simulator drives the same code.
+ *
+ * The tiers, as the papers describe them:
+ *   - DRAM front buffer (FusionCache): a block missed or written enters it
+ *     first; each buffered block counts its accesses per period (heat.h).
+ *     A thread ("hy-front") evicts when it is nearly full, least recently
+ *     used first: a block whose predicted heat reaches the threshold goes to
+ *     the SSD store (into the hot, warm or cold queue by its heat); a cold
+ *     clean block is dropped, a cold dirty one written home. Requests never
+ *     wait for it: when no buffer slot is free a write goes straight to the
+ *     SSD store (OmniCache's concurrent eviction) and a read miss is not
+ *     buffered. front_buffer=0: no DRAM tier, every block enters the store.
+ *   - SSD store (cache_store.h for the format, cache_index.h for the
+ *     index, policy.h for the replacement): lines of 4 KiB with per-sector
+ *     valid and dirty masks. A write smaller than a line covers whole
+ *     sectors without reading anything; only a sector it touches in part
+ *     and that is not valid is read from below first (at most two per
+ *     request). A read takes the valid sectors from the line and the rest
+ *     from below. Victims are clean lines only, found by the policy's
+ *     two-step search: lines of closed files first, then the least
+ *     recently used; dirty lines are the cleaner's.
+ *   - Write policies (cache_write=): back (writes stay in the cache, dirty,
+ *     until the cleaner, an fsync's journal, a close or a flush), through
+ *     (home first, then the cached copy) and around (home; only blocks
+ *     already cached are updated, nothing is allocated).
+ *
+ * Durability (DESIGN.md invariants 1-5):
+ *   - fsync of a write-back file moves its dirty DRAM blocks into store
+ *     lines, syncs the line data, then journals a record per dirty line
+ *     (file, block, masks) and waits: after a kill -9 the journal brings
+ *     every fsync'd dirty line back, and mount writes them home
+ *     (hy_cache_open with a recover callback) before the store is used
+ *     again, empty. Clean lines are not kept across mounts: nothing proves
+ *     them current once the backing directory was unmounted.
+ *   - A line is journaled dirty only after its data is in the store, and a
+ *     line whose last durable record is dirty is never reused before a
+ *     clean or free record for it is durable: a crash never lets one file's
+ *     line be read back as another's.
+ *   - Writes that extend a file extend the home file at once (so its size
+ *     is right for everyone) and set its modification time.
+ *   - A file changed outside the mount: the cache keeps, per file, the home
+ *     ctime its blocks were cached under (its stamp); a request that finds
+ *     the ctime moved drops the file's blocks (dirty sectors home first).
+ *   - The cleaner ("hy-cache-clean") writes dirty blocks home in order of
+ *     file and block, rate-limited (cache_clean_rate=), keeping the home
+ *     file's modification time; files closed for the last time first
+ *     (FusionCache's session write-back: hy_cache_close queues them).
+ *     hy_cache_flush and close write everything home.
+ *
+ * Who calls it: engine.c (read, write, truncate, fallocate, copy, fsync,
+ * close); fs/main.c (open, flush, stats, close); the simulator later; the
+ * unit tests with their own lower path.
+ *
+ * Memory: hy_cache_open() allocates everything: the front buffer's slots
+ * (front_buffer bytes of data plus about 56 bytes a slot), the index, the
+ * policy and 24 bytes a line of line state; hy_cache_close() frees it.
+ * hy_cache_stats reports the DRAM per SSD line.
+ *
+ * Locks: HY_CACHE_GATES rwlocks striped by file id (the cache's gates):
+ * a read holds its file's gate shared across its I/O, a write, truncation,
+ * sync or eviction of a file's blocks exclusive; an eviction that takes a
+ * victim of another file only try-locks that file's gate (a busy file's
+ * line is skipped), so no request waits for another file. Below the gates:
+ * the front buffer's mutex (its table, lists and heat; never held across
+ * I/O), the lines' mutex (policy, line state, free lines; never across
+ * I/O), the journal's rwlock (appends shared, a checkpoint exclusive), then
+ * the index's and the store's own. The lower path is called with the
+ * file's gate held and nothing else: it takes the engine's gates (order:
+ * cache gate, then engine gate). The cleaner's mutex is taken before any
+ * gate.
+ */
+#ifndef HYBRIDFS_CACHE_H
+#define HYBRIDFS_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "hybridfs/device.h"
+#include "hybridfs/options.h" /* enum hy_cache_write_policy */
+#include "hybridfs/policy.h"
+
+#define HY_CACHE_GATES 256
+
+/* A file as a request names it: its id (never 0) and its backing object
+ * (a descriptor in the daemon), which the lower path reads and writes. */
+struct hy_cache_file {
+	uint64_t file_id;
+	int64_t object;
+};
+
+/* The path below the cache, given by its driver. Every call may fail with
+ * a negative errno. */
+struct hy_cache_lower {
+	void *arg;
+	ssize_t (*read)(void *arg, const struct hy_cache_file *f, void *buf, size_t len, off_t off);
+	ssize_t (*write)(void *arg, const struct hy_cache_file *f, const void *buf, size_t len,
+			 off_t off);
+	int (*getattr)(void *arg, const struct hy_cache_file *f, struct hy_device_attr *out);
+	int (*extend)(void *arg, const struct hy_cache_file *f, uint64_t size);
+	/* @mtime_ns < 0: now */
+	int (*set_mtime)(void *arg, const struct hy_cache_file *f, int64_t mtime_ns);
+	int (*sync)(void *arg, const struct hy_cache_file *f);
+	/* An object of the cache's own for writing @f's data home later
+	 * (the request's may be read-only or closed by then); released by
+	 * put_object(). */
+	int (*hold_object)(void *arg, const struct hy_cache_file *f, int64_t *object);
+	void (*put_object)(void *arg, int64_t object);
+};
+
+/* At mount: opens, for writing, the home files of @ids (sorted, unique)
+ * whose dirty lines a crash left in the store; objects[i] = -1 for a file
+ * that is gone. Returns 0 or a negative errno (then the mount fails and
+ * the store is left as it is). */
+typedef int (*hy_cache_open_homes_fn)(void *arg, const uint64_t *ids, size_t n, int64_t *objects);
+
+struct hy_cache_config {
+	const char *store_path; /* resolved: a file or a block device */
+	const char *uuid;	/* the mount's */
+	uint64_t store_size; /* of a store file made or remade here; 0: an existing file keeps its
+				size */
+	enum hy_cache_write_policy write_policy;
+	enum hy_policy_kind policy;
+	uint64_t front_bytes;		   /* DRAM front buffer; 0: none */
+	unsigned heat_periods;		   /* L */
+	double heat_threshold;		   /* 0: every block is hot */
+	uint64_t clean_rate;		   /* bytes/s for the cleaner; 0: no limit */
+	unsigned clean_interval_ms;	   /* the cleaner's pass period (0: 5000) */
+	bool no_threads;		   /* tests: no hy-front/hy-cache-clean threads */
+	hy_cache_open_homes_fn open_homes; /* NULL: dirty lines left by a crash refuse the mount */
+	void *open_homes_arg;
+};
+
+struct hy_cache_stats {
+	const char *write_policy, *policy;
+	/* in 4 KiB blocks of requests */
+	uint64_t read_hits_dram, read_hits_ssd, read_misses;
+	uint64_t write_hits_dram, write_hits_ssd, write_misses;
+	uint64_t dram_slots, dram_used, dram_dirty;
+	uint64_t ssd_lines, ssd_used, ssd_dirty;
+	uint64_t dirty_bytes;	    /* dirty sectors * 512, DRAM and SSD */
+	uint64_t ssd_bytes_written; /* data written into store lines */
+	uint64_t heat_admitted;	    /* blocks the front buffer sent to the SSD */
+	uint64_t heat_refused;	    /* ... and kept off it as cold */
+	uint64_t policy_refused;    /* admissions the policy refused (LARC) */
+	uint64_t dram_evictions, ssd_evictions;
+	uint64_t cold_dirty_home; /* cold dirty blocks the front buffer wrote home */
+	uint64_t cleaned_blocks;  /* dirty blocks written home */
+	uint64_t cleaner_backlog; /* dirty blocks now */
+	uint64_t bypassed;	  /* blocks written home because no room was free */
+	uint64_t stale_files;
+	uint64_t journal_records, checkpoints;
+	uint64_t recovered_blocks;  /* dirty blocks written home at open */
+	size_t dram_bytes_per_line; /* index + policy + line state + free list, per SSD line */
+	size_t front_meta_bytes;    /* the front buffer's bookkeeping (not its data) */
+};
+
+struct hy_cache;
+
+/* Opens (or makes) the store, writes home what a crash left dirty in it,
+ * and starts the cache empty, with its threads. 0 or a negative errno
+ * with a message in @why. */
+int hy_cache_open(const struct hy_cache_config *cfg, const struct hy_cache_lower *lower,
+		  struct hy_cache **out, char *why, size_t why_size);
+
+/* Writes every dirty block home, checkpoints, marks the store clean,
+ * stops the threads, frees. 0 or the first error (logged); frees anyway. */
+int hy_cache_close(struct hy_cache *cache);
+
+ssize_t hy_cache_read(struct hy_cache *cache, const struct hy_cache_file *f, void *buf, size_t size,
+		      off_t off);
+ssize_t hy_cache_write(struct hy_cache *cache, const struct hy_cache_file *f, const void *buf,
+		       size_t size, off_t off);
+
+/* Around a change of the file's data at home that is not a write through
+ * the cache (truncate, punch, collapse, a copy into it): begin takes the
+ * file's gate exclusive, sends the dirty blocks of [@off, @off + @len)
+ * home and drops the range (@len UINT64_MAX: to the end); end moves the
+ * stamp past the change and releases the gate. end is called whatever
+ * begin returned (0 or a negative errno: then the change must not run). */
+int hy_cache_change_begin(struct hy_cache *cache, const struct hy_cache_file *f, uint64_t off,
+			  uint64_t len);
+void hy_cache_change_end(struct hy_cache *cache, const struct hy_cache_file *f);
+
+/* Whether the file has cached blocks (for hy_engine_has_copies). */
+bool hy_cache_has_blocks(struct hy_cache *cache, uint64_t file_id);
+/* Before the file is read at home other than through the cache (a copy
+ * from it): its dirty blocks of the range go home. */
+int hy_cache_write_home(struct hy_cache *cache, const struct hy_cache_file *f, uint64_t off,
+			uint64_t len);
+
+/* fsync: the file's dirty blocks durable (in the store's journal, or
+ * home). 0 or a negative errno. */
+int hy_cache_fsync(struct hy_cache *cache, const struct hy_cache_file *f);
+
+/* The last handle of the file was closed: its dirty blocks are queued for
+ * the cleaner, and its lines become first choices for eviction. */
+void hy_cache_close_file(struct hy_cache *cache, const struct hy_cache_file *f);
+
+/* A metadata change through the mount (chmod, utimes...) moves the home
+ * ctime: begin says whether the cached blocks are current, end with that
+ * answer moves the stamp after the change. */
+bool hy_cache_meta_begin(struct hy_cache *cache, const struct hy_cache_file *f);
+void hy_cache_meta_end(struct hy_cache *cache, const struct hy_cache_file *f, bool fresh);
+
+/* Every dirty block home, now (hybridctl flush, unmount). Returns the
+ * blocks written or a negative errno. */
+int64_t hy_cache_flush(struct hy_cache *cache);
+
+/* One pass of each thread's work, for tests without threads. */
+void hy_cache_run_front_eviction(struct hy_cache *cache);
+int64_t hy_cache_run_cleaner(struct hy_cache *cache);
+
+void hy_cache_get_stats(struct hy_cache *cache, struct hy_cache_stats *out);
+
+/* Invariant check for tests: index, policy, line state and front buffer
+ * agree. 0 or -EUCLEAN with the problem in @why. */
+int hy_cache_check(struct hy_cache *cache, char *why, size_t why_size);
+
+#endif
