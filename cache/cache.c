@@ -29,6 +29,8 @@
 struct cfile {
 	struct hy_file_table_entry entry;
 	_Atomic int64_t stamp;	   /* home ctime the cached blocks are current for */
+	_Atomic uint64_t size;	   /* home size then: a smaller one is a truncation
+				    * the cache did not see (an O_TRUNC open) */
 	_Atomic bool closed;	   /* no handle open (hy_cache_close_file) */
 	_Atomic uint64_t blocks;   /* cached blocks, DRAM and SSD */
 	_Atomic uint64_t dirty;	   /* of those, with a dirty sector */
@@ -342,6 +344,7 @@ static unsigned char *slot_data(struct front *fr, uint32_t s)
 struct victim_ctx {
 	struct hy_cache *c;
 	uint64_t own_stripe;
+	bool own_held; /* the caller holds its stripe's gate exclusive */
 	uint32_t skip[VICTIM_TRIES];
 	unsigned nskip;
 };
@@ -353,7 +356,9 @@ static bool line_evictable(uint32_t line, void *arg)
 
 	if (ls->flags & (LS_DIRTY | LS_DISK_DIRTY))
 		return false;
-	if (ls->file_id % HY_CACHE_GATES == v->own_stripe)
+	/* a line under the caller's own gate: evictable only when that gate
+	 * is held exclusive (no reader of it can be in its line) */
+	if (ls->file_id % HY_CACHE_GATES == v->own_stripe && !v->own_held)
 		return false;
 	for (unsigned i = 0; i < v->nskip; i++)
 		if (v->skip[i] == line)
@@ -393,13 +398,15 @@ static void line_forget(struct hy_cache *c, uint32_t line)
 	memset(ls, 0, sizeof(*ls));
 }
 
-/* A line to fill for a block of @file_id (whose gate the caller holds):
- * a free one, or a clean victim of another file whose gate is free now.
- * The line is off the policy and the index until line_commit(). Returns
- * the line or -ENOSPC. */
-static int64_t line_alloc(struct hy_cache *c, uint64_t file_id)
+/* A line to fill for a block of @file_id (whose gate the caller holds,
+ * @exclusive or shared): a free one, or a clean victim whose gate is free
+ * now, or that is the caller's own gate held exclusive. The line is off
+ * the policy and the index until line_commit(). Returns the line or
+ * -ENOSPC. */
+static int64_t line_alloc(struct hy_cache *c, uint64_t file_id, bool exclusive)
 {
-	struct victim_ctx v = {.c = c, .own_stripe = file_id % HY_CACHE_GATES};
+	struct victim_ctx v = {
+		.c = c, .own_stripe = file_id % HY_CACHE_GATES, .own_held = exclusive};
 	int64_t got = -ENOSPC;
 
 	pthread_mutex_lock(&c->lines_lock);
@@ -414,12 +421,15 @@ static int64_t line_alloc(struct hy_cache *c, uint64_t file_id)
 		if (hy_policy_victim(c->policy, line_first_choice, line_evictable, &v, &line) != 0)
 			break;
 		vfile = c->lines[line].file_id;
-		if (pthread_rwlock_trywrlock(gate(c, vfile)) != 0) {
+		if (vfile % HY_CACHE_GATES == v.own_stripe) {
+			line_forget(c, line); /* under the gate the caller holds */
+		} else if (pthread_rwlock_trywrlock(gate(c, vfile)) != 0) {
 			v.skip[v.nskip++] = line; /* a busy file: the next one */
 			continue;
+		} else {
+			line_forget(c, line);
+			pthread_rwlock_unlock(gate(c, vfile));
 		}
-		line_forget(c, line);
-		pthread_rwlock_unlock(gate(c, vfile));
 		atomic_fetch_add(&c->st.ssd_evictions, 1);
 		got = line;
 		break;
@@ -541,10 +551,52 @@ static int journal_records(struct hy_cache *c, const struct hy_cache_journal_rec
 static int drop_range(struct hy_cache *c, struct cfile *cf, const struct hy_cache_file *f,
 		      uint64_t first, uint64_t nblocks, bool home_first);
 
-/* Whether @cf's blocks are current for a home ctime of @stamp. */
-static bool fresh_for(const struct cfile *cf, int64_t stamp)
+/* Whether @cf's blocks are current for the home file's attributes @a:
+ * its ctime is the stamp, and it is not smaller than then. The size
+ * catches a truncation within the ctime's granularity (a clock tick),
+ * such as an O_TRUNC open right after a write. */
+static bool fresh_for(const struct cfile *cf, const struct hy_device_attr *a)
 {
-	return atomic_load(&cf->blocks) == 0 || atomic_load(&cf->stamp) == stamp;
+	return atomic_load(&cf->blocks) == 0 ||
+	       (atomic_load(&cf->stamp) == a->stamp && a->size >= atomic_load(&cf->size));
+}
+
+static void drop_stale(struct hy_cache *c, struct cfile *cf, const struct hy_cache_file *f);
+static void refresh_stamp(struct hy_cache *c, struct cfile *cf, const struct hy_cache_file *f);
+
+/* Gate exclusive: drops what a change the cache did not see made stale:
+ * everything after a ctime change, the part past the end after a
+ * truncation (dirty sectors before the end go home first). */
+static void make_fresh(struct hy_cache *c, struct cfile *cf, const struct hy_cache_file *f,
+		       const struct hy_device_attr *a)
+{
+	if (fresh_for(cf, a))
+		return;
+	if (atomic_load(&cf->stamp) != a->stamp) {
+		drop_stale(c, cf, f);
+	} else {
+		int rc = drop_range(c, cf, f, a->size / LINE, UINT64_MAX, true);
+
+		if (rc < 0)
+			hy_log(LOG_ERR, "cache: file %" PRIu64 " was truncated; dropping its "
+					"blocks past the end failed: %s",
+			       f->file_id, strerror(-rc));
+	}
+	refresh_stamp(c, cf, f);
+}
+
+/* make_fresh() with the home file's attributes now. Gate exclusive. */
+static int ensure_fresh(struct hy_cache *c, struct cfile *cf, const struct hy_cache_file *f)
+{
+	struct hy_device_attr a;
+	int rc;
+
+	if (atomic_load(&cf->blocks) == 0)
+		return 0;
+	rc = c->lower.getattr(c->lower.arg, f, &a);
+	if (rc == 0)
+		make_fresh(c, cf, f, &a);
+	return rc;
 }
 
 /* The file changed outside the mount: its blocks go (their dirty sectors
@@ -571,8 +623,10 @@ static void refresh_stamp(struct hy_cache *c, struct cfile *cf, const struct hy_
 {
 	struct hy_device_attr a;
 
-	if (c->lower.getattr(c->lower.arg, f, &a) == 0)
+	if (c->lower.getattr(c->lower.arg, f, &a) == 0) {
 		atomic_store(&cf->stamp, a.stamp);
+		atomic_store(&cf->size, a.size);
+	}
 }
 
 /* ---- reading sectors from below ------------------------------------------ */
@@ -727,7 +781,7 @@ static void fill_block(struct hy_cache *c, struct cfile *cf, uint64_t block, uin
 			atomic_fetch_add(&c->st.policy_refused, 1);
 			return;
 		}
-		l = line_alloc(c, file_id);
+		l = line_alloc(c, file_id, false);
 		if (l < 0)
 			return;
 		if (store_write(c, (uint32_t)l, valid, line) < 0) {
@@ -802,22 +856,26 @@ ssize_t hy_cache_read(struct hy_cache *c, const struct hy_cache_file *f, void *b
 	cf = cfile_get(c, f->file_id, true);
 	if (!cf)
 		return c->lower.read(c->lower.arg, f, buf, size, off);
+	if (atomic_load(&cf->closed))
+		atomic_store(&cf->closed, false); /* open again */
 	pthread_rwlock_rdlock(gate(c, f->file_id));
 	rc = c->lower.getattr(c->lower.arg, f, &a);
-	if (rc == 0 && !fresh_for(cf, a.stamp)) {
+	if (rc == 0 && !fresh_for(cf, &a)) {
 		pthread_rwlock_unlock(gate(c, f->file_id));
 		pthread_rwlock_wrlock(gate(c, f->file_id));
 		rc = c->lower.getattr(c->lower.arg, f, &a);
-		if (rc == 0 && !fresh_for(cf, a.stamp))
-			drop_stale(c, cf, f);
+		if (rc == 0)
+			make_fresh(c, cf, f, &a);
 		pthread_rwlock_unlock(gate(c, f->file_id));
 		pthread_rwlock_rdlock(gate(c, f->file_id));
 		rc = c->lower.getattr(c->lower.arg, f, &a);
 	}
 	if (rc < 0)
 		goto out;
-	if (atomic_load(&cf->blocks) == 0)
+	if (atomic_load(&cf->blocks) == 0) {
 		atomic_store(&cf->stamp, a.stamp);
+		atomic_store(&cf->size, a.size);
+	}
 	if ((uint64_t)off >= a.size)
 		goto out;
 	end = (uint64_t)off + size < a.size ? (uint64_t)off + size : a.size;
@@ -889,10 +947,21 @@ static int write_block(struct hy_cache *c, struct cfile *cf, const struct hy_cac
 	/* the sectors touched in part: their old bytes from the cache or below */
 	if (partial) {
 		uint8_t cached = h.where ? (uint8_t)(partial & h.valid) : 0;
+		/* the request's descriptor may be write-only: the cache's own
+		 * object of the file reads */
+		struct hy_cache_file below = {f->file_id, cf->home >= 0 ? cf->home : f->object};
 
 		rc = copy_held(c, &h, cached, line);
 		if (rc == 0)
-			rc = read_below(c, f, block, (uint8_t)(partial & ~cached), line);
+			rc = read_below(c, &below, block, (uint8_t)(partial & ~cached), line);
+		if (rc == -EBADF && !dirty) {
+			/* home has the write already: the sectors it touches in
+			 * part are left out of the cache instead */
+			touched = (uint8_t)(covered | cached);
+			rc = 0;
+			if (!touched)
+				return 1;
+		}
 		if (rc < 0)
 			return rc;
 	}
@@ -958,7 +1027,7 @@ static int write_block(struct hy_cache *c, struct cfile *cf, const struct hy_cac
 	}
 	/* no front buffer, or it is full: straight to the store */
 	{
-		int64_t l = line_alloc(c, f->file_id);
+		int64_t l = line_alloc(c, f->file_id, true);
 
 		if (l < 0)
 			return 0;
@@ -987,12 +1056,17 @@ ssize_t hy_cache_write(struct hy_cache *c, const struct hy_cache_file *f, const 
 	cf = cfile_get(c, f->file_id, true);
 	if (!cf)
 		return c->lower.write(c->lower.arg, f, buf, size, off);
+	if (atomic_load(&cf->closed))
+		atomic_store(&cf->closed, false); /* open again */
 	pthread_rwlock_wrlock(gate(c, f->file_id));
 	rc = c->lower.getattr(c->lower.arg, f, &a);
 	if (rc < 0)
 		goto out;
-	if (!fresh_for(cf, a.stamp))
-		drop_stale(c, cf, f);
+	make_fresh(c, cf, f, &a);
+	if (atomic_load(&cf->blocks) == 0) {
+		atomic_store(&cf->stamp, a.stamp);
+		atomic_store(&cf->size, a.size);
+	}
 	if (wp == HY_CACHE_WRITE_BACK && cf->home < 0 &&
 	    c->lower.hold_object(c->lower.arg, f, &cf->home) < 0) {
 		cf->home = -1;
@@ -1096,9 +1170,13 @@ done:
 
 /* Writes the dirty sectors of @file's blocks in [@first, +@nblocks) home,
  * and (@drop) removes the range from the cache. Gate exclusive. */
-static int settle_range(struct hy_cache *c, struct cfile *cf, const struct hy_cache_file *f,
+static int settle_range(struct hy_cache *c, struct cfile *cf, const struct hy_cache_file *req,
 			uint64_t first, uint64_t nblocks, bool home_first, bool drop)
 {
+	/* the request's descriptor may be read-only (a copy's source): dirty
+	 * blocks go home through the cache's own object of the file */
+	struct hy_cache_file below = {req->file_id, cf->home >= 0 ? cf->home : req->object};
+	const struct hy_cache_file *f = &below;
 	struct front *fr = &c->front;
 	struct hy_cache_entry *ents = NULL;
 	struct hy_cache_journal_record *frees = NULL;
@@ -1170,6 +1248,9 @@ static int settle_range(struct hy_cache *c, struct cfile *cf, const struct hy_ca
 	}
 	if (rc == 0 && wrote)
 		rc = c->lower.sync(c->lower.arg, f);
+	/* the home file's ctime moved by the cache's own hand */
+	if (rc == 0 && wrote)
+		refresh_stamp(c, cf, f);
 	for (int64_t i = 0; i < n && rc == 0; i++) {
 		struct hy_cache_entry *e = &ents[i];
 
@@ -1239,6 +1320,8 @@ int hy_cache_change_begin(struct hy_cache *c, const struct hy_cache_file *f, uin
 	/* the blocks at the edges keep bytes outside the range: their dirty
 	 * sectors go home before they leave */
 	if (cf && len)
+		rc = ensure_fresh(c, cf, f);
+	if (cf && len && rc == 0)
 		rc = drop_range(c, cf, f, first, n, true);
 	cfile_put(c, cf);
 	return rc;
@@ -1280,7 +1363,9 @@ int hy_cache_write_home(struct hy_cache *c, const struct hy_cache_file *f, uint6
 		return 0;
 	n = blocks_in(off, len, &first);
 	pthread_rwlock_wrlock(gate(c, f->file_id));
-	rc = atomic_load(&cf->dirty) ? settle_range(c, cf, f, first, n, true, false) : 0;
+	rc = ensure_fresh(c, cf, f);
+	if (rc == 0 && atomic_load(&cf->dirty))
+		rc = settle_range(c, cf, f, first, n, true, false);
 	pthread_rwlock_unlock(gate(c, f->file_id));
 	cfile_put(c, cf);
 	return rc;
@@ -1294,7 +1379,7 @@ static int front_to_store(struct hy_cache *c, struct cfile *cf, uint32_t s, enum
 {
 	struct front *fr = &c->front;
 	struct slot x = fr->slots[s];
-	int64_t l = line_alloc(c, cf->entry.file_id);
+	int64_t l = line_alloc(c, cf->entry.file_id, true);
 	int rc;
 
 	if (l < 0)
@@ -1335,7 +1420,8 @@ int hy_cache_fsync(struct hy_cache *c, const struct hy_cache_file *f)
 	if (!cf)
 		return 0;
 	pthread_rwlock_wrlock(gate(c, f->file_id));
-	if (!atomic_load(&cf->dirty))
+	rc = ensure_fresh(c, cf, f);
+	if (rc < 0 || !atomic_load(&cf->dirty))
 		goto out;
 	/* dirty DRAM blocks into the store; those with no line go home */
 	nslots = atomic_load(&cf->in_front) ? front_slots_of(c, f->file_id, 0, UINT64_MAX, &slots)
@@ -1499,7 +1585,11 @@ static int64_t clean_blocks(struct hy_cache *c, struct cfile *cf, const struct d
 		rc = -EIO;
 		goto out;
 	}
-	rc = c->lower.getattr(c->lower.arg, &home, &a);
+	/* a change the cache did not see (a truncation) first: no stale
+	 * dirty block may go home over it */
+	rc = ensure_fresh(c, cf, &home);
+	if (rc == 0)
+		rc = c->lower.getattr(c->lower.arg, &home, &a);
 	if (rc < 0)
 		goto out;
 	for (size_t i = 0; i < n && rc == 0; i++) {
@@ -1759,12 +1849,25 @@ static int evict_one(struct hy_cache *c)
 	pthread_mutex_unlock(&fr->lock);
 	if (s == NONE)
 		goto out; /* gone meanwhile: try again */
+	if (cf->home >= 0) {
+		struct hy_cache_file home = {file_id, cf->home};
+
+		rc = ensure_fresh(c, cf, &home);
+		if (rc < 0)
+			goto out;
+		pthread_mutex_lock(&fr->lock);
+		s = front_find(fr, file_id, block);
+		pthread_mutex_unlock(&fr->lock);
+		if (s == NONE)
+			goto out; /* dropped as stale */
+	}
 	if (heat >= fr->heat.threshold) {
 		rc = front_to_store(c, cf, s, queue_for(heat, fr->heat.threshold));
 		if (rc != 0) {
-			if (rc > 0)
+			if (rc > 0) {
 				atomic_fetch_add(&c->st.heat_admitted, 1);
-			rc = rc > 0 ? 1 : rc;
+				atomic_fetch_add(&c->st.dram_evictions, 1);
+			}
 			goto out;
 		}
 		/* no line free: handled as cold */
@@ -1940,11 +2043,11 @@ static int recover(struct hy_cache *c, struct hy_cache_store *store, struct reco
 		rc = c->lower.getattr(c->lower.arg, &home, &a);
 		for (; rc == 0 && i < r->n && r->v[i].file_id == ids[k]; i++) {
 			rc = hy_cache_store_read_line(store, r->v[i].line, r->v[i].dirty, line);
-			/* the size the file had: a write extended it before its data
-			 * went into the line */
+			/* within the size the file has: a write extended it before
+			 * its data went into the line */
 			if (rc == 0)
 				rc = write_home(c, &home, r->v[i].block, r->v[i].dirty, line,
-						UINT64_MAX);
+						a.size);
 			wrote++;
 		}
 		if (rc == 0 && wrote)
@@ -1955,7 +2058,6 @@ static int recover(struct hy_cache *c, struct hy_cache_store *store, struct reco
 				 " from \"%s\" home: %s; the store is left as it is",
 				 ids[k], c->store_path, strerror(-rc));
 		c->st.recovered_blocks += wrote;
-		(void)a;
 	}
 	for (size_t k = 0; k < nids; k++)
 		if (objects[k] >= 0)
@@ -2324,4 +2426,22 @@ int hy_cache_check(struct hy_cache *c, char *why, size_t why_size)
 	}
 	pthread_mutex_unlock(&fr->lock);
 	return rc;
+}
+
+void hy_cache_truncate_open_begin(struct hy_cache *c, uint64_t file_id)
+{
+	pthread_rwlock_wrlock(gate(c, file_id));
+}
+
+void hy_cache_truncate_open_end(struct hy_cache *c, const struct hy_cache_file *f)
+{
+	struct cfile *cf = f->object >= 0 ? cfile_get(c, f->file_id, false) : NULL;
+
+	/* the size it has now is smaller than the cache knew: what lies past
+	 * it leaves, nothing goes home over the truncation */
+	if (cf && ensure_fresh(c, cf, f) < 0)
+		hy_log(LOG_WARNING, "cache: file %" PRIu64 ": cannot check it after O_TRUNC",
+		       f->file_id);
+	cfile_put(c, cf);
+	pthread_rwlock_unlock(gate(c, f->file_id));
 }

@@ -845,20 +845,25 @@ static int cache_lower_hold(void *arg, const struct hy_cache_file *f, int64_t *o
 	int64_t w;
 	int rc;
 
+	(void)opened;
 	if (atomic_load(&engine->cache_objects) >= HY_ENGINE_CACHE_OBJECTS)
 		return -EMFILE; /* the cache writes this file through meanwhile */
-	rc = hy_device_writable(engine->backing, f->object, &w, &opened);
-	if (rc < 0)
-		return rc;
-	if (!opened) {
-		/* the request's descriptor is the caller's: the cache keeps a
-		 * copy of it (a model device's objects are not descriptors) */
-		int fd = fcntl((int)w, F_DUPFD_CLOEXEC, 0);
+	if (fcntl((int)f->object, F_GETFD) >= 0) {
+		/* a descriptor of its own that reads and writes: the request's
+		 * may be either only, and is the caller's to close */
+		char path[64];
+		int fd;
 
-		if (fd < 0 && errno != EBADF)
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", (int)f->object);
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
 			return -errno;
-		if (fd >= 0)
-			w = fd;
+		w = fd;
+	} else {
+		/* a model device's objects are not descriptors */
+		rc = hy_device_writable(engine->backing, f->object, &w, &opened);
+		if (rc < 0)
+			return rc;
 	}
 	atomic_fetch_add(&engine->cache_objects, 1);
 	*object = w;
@@ -1008,4 +1013,26 @@ void hy_engine_meta_end(struct hy_engine *engine, struct hy_engine_file *file, b
 		refresh_stamp(engine, file);
 	if (uses_cache(engine, file))
 		hy_cache_meta_end(engine->cache, &f, fresh && file->meta_cache);
+}
+
+int hy_engine_prepare_seek(struct hy_engine *engine, struct hy_engine_file *file)
+{
+	struct hy_cache_file f = cache_file(file);
+
+	return uses_cache(engine, file) ? hy_cache_write_home(engine->cache, &f, 0, UINT64_MAX) : 0;
+}
+
+bool hy_engine_truncate_open_begin(struct hy_engine *engine, uint64_t file_id)
+{
+	if (!engine->cache || !file_id)
+		return false;
+	hy_cache_truncate_open_begin(engine->cache, file_id);
+	return true;
+}
+
+void hy_engine_truncate_open_end(struct hy_engine *engine, uint64_t file_id, int fd)
+{
+	struct hy_cache_file f = {file_id, fd};
+
+	hy_cache_truncate_open_end(engine->cache, &f);
 }

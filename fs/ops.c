@@ -783,6 +783,8 @@ static int do_open(struct hy_fs *fs, fuse_req_t req, struct hy_inode *inode,
 	struct creds_saved saved = {.switched = false};
 	struct hy_inode_ref ref;
 	struct stat st;
+	uint64_t trunc_id;
+	bool gated;
 	int fd, rc, flags = backing_flags(fs, fi);
 
 	rc = hy_inode_pin(fs->inodes, inode, false, &ref);
@@ -794,6 +796,10 @@ static int do_open(struct hy_fs *fs, fuse_req_t req, struct hy_inode *inode,
 	 * daemon) has no CAP_FSETID. */
 	if (flags & O_TRUNC)
 		rc = creds_enter(fs, req, &saved);
+	/* the cache must not write old blocks home across the truncation */
+	trunc_id = flags & O_TRUNC ? atomic_load(&inode->file_id) : 0;
+	gated = rc == 0 && hy_engine_truncate_open_begin(fs->engine, trunc_id);
+	fd = -1;
 	if (rc == 0) {
 		for (int attempt = 0; attempt < 2; attempt++) {
 			if (ref.self)
@@ -806,6 +812,8 @@ static int do_open(struct hy_fs *fs, fuse_req_t req, struct hy_inode *inode,
 		}
 		creds_leave(&saved);
 	}
+	if (gated)
+		hy_engine_truncate_open_end(fs->engine, trunc_id, fd);
 	hy_inode_unpin(fs->inodes, &ref);
 	if (rc)
 		return rc;
@@ -1012,8 +1020,17 @@ static void hy_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 static void hy_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		     struct fuse_file_info *fi)
 {
-	off_t res = lseek(file_of(fi)->fd, off, whence);
+	off_t res;
+	int rc = 0;
 
+	/* holes are looked for in the home file: cached writes go there first */
+	if (whence == SEEK_DATA || whence == SEEK_HOLE)
+		rc = hy_engine_prepare_seek(fs_of(req)->engine, &file_of(fi)->engine);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	res = lseek(file_of(fi)->fd, off, whence);
 	if (res < 0)
 		fuse_reply_err(req, errno);
 	else

@@ -192,6 +192,13 @@ int hy_cache_change_begin(struct hy_cache *cache, const struct hy_cache_file *f,
 			  uint64_t len);
 void hy_cache_change_end(struct hy_cache *cache, const struct hy_cache_file *f);
 
+/* Around an open with O_TRUNC, which truncates the home file itself: the
+ * file's gate is held across it (no cleaner writes home meanwhile), and
+ * end drops what the truncation left past the end (@f->object: the new
+ * descriptor, or -1 when the open failed). */
+void hy_cache_truncate_open_begin(struct hy_cache *cache, uint64_t file_id);
+void hy_cache_truncate_open_end(struct hy_cache *cache, const struct hy_cache_file *f);
+
 /* Whether the file has cached blocks (for hy_engine_has_copies). */
 bool hy_cache_has_blocks(struct hy_cache *cache, uint64_t file_id);
 /* Before the file is read at home other than through the cache (a copy

@@ -191,6 +191,16 @@ int hy_engine_fallocate(struct hy_engine *engine, struct hy_engine_file *file, i
 ssize_t hy_engine_copy_range(struct hy_engine *engine, struct hy_engine_file *in, off_t off_in,
 			     struct hy_engine_file *out, off_t off_out, size_t len, int flags);
 
+/* Around an open(O_TRUNC) of a file whose id is known: begin returns
+ * whether end must be called (with the new descriptor, or -1). */
+bool hy_engine_truncate_open_begin(struct hy_engine *engine, uint64_t file_id);
+void hy_engine_truncate_open_end(struct hy_engine *engine, uint64_t file_id, int fd);
+
+/* Before lseek(SEEK_DATA / SEEK_HOLE) on the home file: the file's
+ * blocks written into the cache go home, so holes are where a plain
+ * directory has them. 0 or a negative errno. */
+int hy_engine_prepare_seek(struct hy_engine *engine, struct hy_engine_file *file);
+
 /* Makes the file's data (and with !data_only its metadata) durable: after
  * it returns 0 the data survives a crash of the daemon (invariant 1). */
 int hy_engine_fsync(struct hy_engine *engine, struct hy_engine_file *file, bool data_only);

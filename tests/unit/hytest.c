@@ -48,8 +48,11 @@ int main(void)
 		return 1;
 	if (hy_test_add_options() || hy_test_add_state() || hy_test_add_inode() ||
 	    hy_test_add_engine() || hy_test_add_ring() || hy_test_add_control() ||
-	    hy_test_add_trace() || hy_test_add_analyzer() || hy_test_add_planner() || hy_test_add_map() || hy_test_add_map_journal() || hy_test_add_bopt() || hy_test_add_profiler() ||
-	    hy_test_add_reorganize() || hy_test_add_heat() || hy_test_add_policy() || hy_test_add_cache_index() || hy_test_add_cache_store()) {
+	    hy_test_add_trace() || hy_test_add_analyzer() || hy_test_add_planner() ||
+	    hy_test_add_map() || hy_test_add_map_journal() || hy_test_add_bopt() ||
+	    hy_test_add_profiler() || hy_test_add_reorganize() || hy_test_add_heat() ||
+	    hy_test_add_policy() || hy_test_add_cache_index() || hy_test_add_cache_store() ||
+	    hy_test_add_cache()) {
 		fprintf(stderr, "hytest: cannot register the suites\n");
 		CU_cleanup_registry();
 		return 1;

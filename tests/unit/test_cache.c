@@ -1,0 +1,1580 @@
+/* test_cache.c - the cache in the I/O path (cache/cache.c) over an
+ * in-memory "home": read hits and misses, sector-masked near-cache writes,
+ * the three write policies, the front buffer's heat filter, a full cache,
+ * fsync and crash recovery (a torn last journal record too), stale files,
+ * truncation, the replacement baselines, and a randomized run against a
+ * reference model. Every test runs without threads (no_threads): the front
+ * eviction and the cleaner run when the test says. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hybridfs/cache.h"
+#include "hybridfs/cache_store.h"
+#include "suites.h"
+
+#define BLK	 4096
+#define MF	 48 /* files 1..MF-1 */
+#define UUID	 "5b0c1e2a-4d3f-4a6b-8c7d-9e0f1a2b3c4d"
+#define STORE_0	 86016 /* superblock, table (up to 128 lines), 64 KiB journal */
+#define STORE(n) ((uint64_t)STORE_0 + (uint64_t)(n)*BLK)
+
+/* ---- the home: files in memory ----------------------------------------- */
+
+struct mfile {
+	unsigned char *data;
+	uint64_t size, cap;
+	int64_t stamp, mtime;
+	unsigned reads, writes, extends, set_mtimes;
+	uint64_t rbytes, wbytes;
+};
+
+static struct {
+	struct mfile f[MF];
+	int64_t clock;
+	int holds, puts, syncs, bad_objects;
+} H;
+
+static void home_reset(void)
+{
+	for (int i = 0; i < MF; i++)
+		free(H.f[i].data);
+	memset(&H, 0, sizeof(H));
+	H.clock = 1000;
+	for (int i = 0; i < MF; i++)
+		H.f[i].stamp = 1;
+}
+
+static void grow(struct mfile *m, uint64_t n)
+{
+	if (n > m->cap) {
+		uint64_t cap = m->cap ? m->cap : BLK;
+
+		while (cap < n)
+			cap *= 2;
+		m->data = realloc(m->data, cap);
+		memset(m->data + m->cap, 0, cap - m->cap);
+		m->cap = cap;
+	}
+	if (n > m->size) {
+		memset(m->data + m->size, 0, n - m->size);
+		m->size = n;
+	}
+}
+
+static struct mfile *obj(const struct hy_cache_file *f)
+{
+	if (f->object < 1 || f->object >= MF || (uint64_t)f->object != f->file_id) {
+		H.bad_objects++;
+		return NULL;
+	}
+	return &H.f[f->object];
+}
+
+static ssize_t lw_read(void *arg, const struct hy_cache_file *f, void *buf, size_t len, off_t off)
+{
+	struct mfile *m = obj(f);
+	size_t n;
+
+	(void)arg;
+	if (!m)
+		return -EBADF;
+	m->reads++;
+	if ((uint64_t)off >= m->size)
+		return 0;
+	n = m->size - (uint64_t)off < len ? (size_t)(m->size - (uint64_t)off) : len;
+	memcpy(buf, m->data + off, n);
+	m->rbytes += n;
+	return (ssize_t)n;
+}
+
+static ssize_t lw_write(void *arg, const struct hy_cache_file *f, const void *buf, size_t len,
+			off_t off)
+{
+	struct mfile *m = obj(f);
+
+	(void)arg;
+	if (!m)
+		return -EBADF;
+	grow(m, (uint64_t)off + len);
+	memcpy(m->data + off, buf, len);
+	m->writes++;
+	m->wbytes += len;
+	m->stamp++;
+	m->mtime = ++H.clock;
+	return (ssize_t)len;
+}
+
+static int lw_getattr(void *arg, const struct hy_cache_file *f, struct hy_device_attr *out)
+{
+	struct mfile *m = obj(f);
+
+	(void)arg;
+	if (!m)
+		return -EBADF;
+	out->stamp = m->stamp;
+	out->mtime_ns = m->mtime;
+	out->size = m->size;
+	return 0;
+}
+
+static int lw_extend(void *arg, const struct hy_cache_file *f, uint64_t size)
+{
+	struct mfile *m = obj(f);
+
+	(void)arg;
+	if (!m)
+		return -EBADF;
+	grow(m, size);
+	m->extends++;
+	m->stamp++;
+	m->mtime = ++H.clock;
+	return 0;
+}
+
+static int lw_set_mtime(void *arg, const struct hy_cache_file *f, int64_t mtime_ns)
+{
+	struct mfile *m = obj(f);
+
+	(void)arg;
+	if (!m)
+		return -EBADF;
+	m->set_mtimes++;
+	m->mtime = mtime_ns < 0 ? ++H.clock : mtime_ns;
+	m->stamp++;
+	return 0;
+}
+
+static int lw_sync(void *arg, const struct hy_cache_file *f)
+{
+	(void)arg;
+	if (!obj(f))
+		return -EBADF;
+	H.syncs++;
+	return 0;
+}
+
+static int lw_hold(void *arg, const struct hy_cache_file *f, int64_t *object)
+{
+	(void)arg;
+	if (!obj(f))
+		return -EBADF;
+	*object = f->object;
+	H.holds++;
+	return 0;
+}
+
+static void lw_put(void *arg, int64_t object)
+{
+	(void)arg;
+	if (object < 1 || object >= MF)
+		H.bad_objects++;
+	H.puts++;
+}
+
+static const struct hy_cache_lower LOWER = {
+	NULL, lw_read, lw_write, lw_getattr, lw_extend, lw_set_mtime, lw_sync, lw_hold, lw_put,
+};
+
+static int open_homes_calls;
+
+static int open_homes(void *arg, const uint64_t *ids, size_t n, int64_t *objects)
+{
+	(void)arg;
+	open_homes_calls++;
+	for (size_t i = 0; i < n; i++) {
+		objects[i] = ids[i] < MF ? (int64_t)ids[i] : -1;
+		if (objects[i] >= 0)
+			H.holds++;
+	}
+	return 0;
+}
+
+/* Sets a home file's content (a change outside the mount: the stamp moves). */
+static void home_set(uint64_t id, const unsigned char *data, uint64_t size)
+{
+	struct mfile *m = &H.f[id];
+
+	m->size = 0;
+	grow(m, size);
+	if (size)
+		memcpy(m->data, data, size);
+	m->stamp++;
+	m->mtime = ++H.clock;
+}
+
+static void home_truncate(uint64_t id, uint64_t size)
+{
+	struct mfile *m = &H.f[id];
+
+	if (size < m->size)
+		m->size = size;
+	else
+		grow(m, size);
+	m->stamp++;
+	m->mtime = ++H.clock;
+}
+
+static void fill_pattern(unsigned char *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (unsigned char)(seed * 131 + i * 7 + (i >> 9) * 13 + 1);
+}
+
+/* ---- the cache --------------------------------------------------------- */
+
+static char why[512];
+
+static struct hy_cache *copen(const char *store, enum hy_cache_write_policy wp,
+			      enum hy_policy_kind policy, uint64_t front_slots, uint64_t lines,
+			      double threshold)
+{
+	struct hy_cache_config cfg = {0};
+	struct hy_cache *c = NULL;
+	int rc;
+
+	cfg.store_path = store;
+	cfg.uuid = UUID;
+	cfg.store_size = STORE(lines);
+	cfg.write_policy = wp;
+	cfg.policy = policy;
+	cfg.front_bytes = front_slots * BLK;
+	cfg.heat_periods = 8;
+	cfg.heat_threshold = threshold;
+	cfg.no_threads = true;
+	cfg.open_homes = open_homes;
+	why[0] = 0;
+	rc = hy_cache_open(&cfg, &LOWER, &c, why, sizeof(why));
+	if (rc)
+		fprintf(stderr, "hy_cache_open: %d %s\n", rc, why);
+	return rc ? NULL : c;
+}
+
+static struct hy_cache_stats stats(struct hy_cache *c)
+{
+	struct hy_cache_stats s;
+
+	hy_cache_get_stats(c, &s);
+	return s;
+}
+
+#define CHECK(c)                                                                                   \
+	do {                                                                                       \
+		char w_[256] = "";                                                                 \
+		int r_ = hy_cache_check((c), w_, sizeof(w_));                                      \
+		if (r_)                                                                            \
+			fprintf(stderr, "\n%s:%d: hy_cache_check: %s\n", __FILE__, __LINE__, w_);  \
+		CU_ASSERT_EQUAL_FATAL(r_, 0);                                                      \
+	} while (0)
+
+/* Closes and checks the objects held balance. */
+#define CLOSE(c)                                                                                   \
+	do {                                                                                       \
+		CU_ASSERT_EQUAL(hy_cache_close(c), 0);                                             \
+		CU_ASSERT_EQUAL(H.holds, H.puts);                                                  \
+		CU_ASSERT_EQUAL(H.bad_objects, 0);                                                 \
+	} while (0)
+
+static struct hy_cache_file F(uint64_t id) {
+	return (struct hy_cache_file){id, (int64_t)id};
+}
+
+static char *
+path_in(const char *dir, const char *name)
+{
+	char *p;
+
+	return asprintf(&p, "%s/%s", dir, name) < 0 ? NULL : p;
+}
+
+/* Reads [off, off + len) through the cache and compares it with the home
+ * file @id's bytes (the reference when the home is current). */
+static int read_equals(struct hy_cache *c, uint64_t id, const unsigned char *ref, uint64_t ref_size,
+		       uint64_t off, size_t len)
+{
+	struct hy_cache_file f = F(id);
+	unsigned char *buf = malloc(len + 1);
+	uint64_t want = off >= ref_size ? 0 : (ref_size - off < len ? ref_size - off : len);
+	ssize_t r = hy_cache_read(c, &f, buf, len, (off_t)off);
+	int ok = r == (ssize_t)want && (want == 0 || memcmp(buf, ref + off, want) == 0);
+
+	if (!ok)
+		fprintf(stderr, "\nread file %llu [%llu, +%zu): got %zd, want %llu%s\n",
+			(unsigned long long)id, (unsigned long long)off, len, r,
+			(unsigned long long)want, r == (ssize_t)want ? " (bytes differ)" : "");
+	free(buf);
+	return ok;
+}
+
+static int home_equals(uint64_t id, const unsigned char *ref, uint64_t size)
+{
+	const struct mfile *m = &H.f[id];
+
+	return m->size == size && (size == 0 || memcmp(m->data, ref, size) == 0);
+}
+
+/* ---- 1. read miss, then hit -------------------------------------------- */
+
+static void read_miss_hit(uint64_t front_slots)
+{
+	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	unsigned char ref[8 * BLK];
+	struct hy_cache *c;
+	struct hy_cache_stats s;
+
+	home_reset();
+	fill_pattern(ref, sizeof(ref), 1);
+	home_set(1, ref, sizeof(ref));
+	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, front_slots, 32, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), BLK, BLK));
+	CU_ASSERT_EQUAL(H.f[1].reads, 1);
+	s = stats(c);
+	CU_ASSERT_EQUAL(s.read_misses, 1);
+	CU_ASSERT_EQUAL(s.read_hits_dram + s.read_hits_ssd, 0);
+	CHECK(c);
+	CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), BLK, BLK));
+	CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), BLK + 100, 700));
+	CU_ASSERT_EQUAL(H.f[1].reads, 1);
+	s = stats(c);
+	CU_ASSERT_EQUAL(s.read_misses, 1);
+	CU_ASSERT_EQUAL(front_slots ? s.read_hits_dram : s.read_hits_ssd, 2);
+	CU_ASSERT_EQUAL(front_slots ? s.read_hits_ssd : s.read_hits_dram, 0);
+	CHECK(c);
+	/* blocks 0..2: 0 and 2 miss around the cached 1: two runs below */
+	CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), 10, 3 * BLK - 20));
+	CU_ASSERT_EQUAL(H.f[1].reads, 3);
+	s = stats(c);
+	CU_ASSERT_EQUAL(s.read_misses, 3);
+	CU_ASSERT_EQUAL(s.read_hits_dram + s.read_hits_ssd, 3);
+	/* past the end: short, then nothing */
+	CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), 7 * BLK + 10, 2 * BLK));
+	CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), 9 * BLK, BLK));
+	CHECK(c);
+	CLOSE(c);
+	CU_ASSERT(home_equals(1, ref, sizeof(ref)));
+	CU_ASSERT_EQUAL(H.f[1].writes, 0);
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
+static void test_read_miss_hit(void)
+{
+	read_miss_hit(16);
+	read_miss_hit(0);
+}
+
+/* ---- 2. near-cache I/O with sector masks ------------------------------- */
+
+static void near_cache(uint64_t front_slots)
+{
+	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	unsigned char ref[4 * BLK], a[512], b[100];
+	struct hy_cache_file f = F(1);
+	struct hy_cache *c;
+	struct hy_cache_stats s;
+
+	home_reset();
+	fill_pattern(ref, sizeof(ref), 2);
+	home_set(1, ref, sizeof(ref));
+	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, front_slots, 32, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	memset(a, 0xa5, sizeof(a));
+	memset(b, 0x5a, sizeof(b));
+	/* a whole sector: nothing read, nothing written below */
+	CU_ASSERT_EQUAL(hy_cache_write(c, &f, a, sizeof(a), 1024), (ssize_t)sizeof(a));
+	memcpy(ref + 1024, a, sizeof(a));
+	CU_ASSERT_EQUAL(H.f[1].reads, 0);
+	CU_ASSERT_EQUAL(H.f[1].writes, 0);
+	CU_ASSERT_EQUAL(H.f[1].extends, 0);
+	s = stats(c);
+	CU_ASSERT_EQUAL(s.dirty_bytes, 512);
+	CU_ASSERT_EQUAL(s.write_misses, 1);
+	CHECK(c);
+	/* part of sector 0: exactly that sector from below */
+	CU_ASSERT_EQUAL(hy_cache_write(c, &f, b, sizeof(b), 10), (ssize_t)sizeof(b));
+	memcpy(ref + 10, b, sizeof(b));
+	CU_ASSERT_EQUAL(H.f[1].reads, 1);
+	CU_ASSERT_EQUAL(H.f[1].rbytes, 512);
+	CU_ASSERT_EQUAL(H.f[1].writes, 0);
+	s = stats(c);
+	CU_ASSERT_EQUAL(s.dirty_bytes, 1024);
+	CHECK(c);
+	/* the whole block: home sectors with the new bytes laid over */
+	CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), 0, BLK));
+	CU_ASSERT_EQUAL(H.f[1].writes, 0);
+	CU_ASSERT_EQUAL(stats(c).dirty_bytes, 1024);
+	CHECK(c);
+	/* and again, whatever it kept */
+	CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), 0, sizeof(ref)));
+	/* a write across two sectors in part: two sectors below at most */
+	{
+		unsigned reads = H.f[1].reads;
+		uint64_t rbytes = H.f[1].rbytes;
+		unsigned char d[1000];
+
+		memset(d, 0x3c, sizeof(d));
+		CU_ASSERT_EQUAL(hy_cache_write(c, &f, d, sizeof(d), 2 * BLK + 300),
+				(ssize_t)sizeof(d));
+		memcpy(ref + 2 * BLK + 300, d, sizeof(d));
+		CU_ASSERT(H.f[1].reads - reads <= 2);
+		CU_ASSERT(H.f[1].rbytes - rbytes <= 1024);
+		CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), 0, sizeof(ref)));
+	}
+	CHECK(c);
+	CLOSE(c);
+	CU_ASSERT(home_equals(1, ref, sizeof(ref)));
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
+static void test_near_cache(void)
+{
+	near_cache(16);
+	near_cache(0);
+}
+
+/* ---- 3. write-back and the cleaner ------------------------------------- */
+
+static void write_back_cleaner(uint64_t front_slots)
+{
+	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	unsigned char ref[4 * BLK];
+	struct hy_cache_file f = F(1);
+	struct hy_cache *c;
+	struct hy_cache_stats s;
+	int64_t mtime;
+	unsigned reads;
+
+	home_reset();
+	fill_pattern(ref, sizeof(ref), 3);
+	home_set(1, ref, 2 * BLK);
+	fill_pattern(ref, sizeof(ref), 4);
+	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, front_slots, 32, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(hy_cache_write(c, &f, ref, sizeof(ref), 0), (ssize_t)sizeof(ref));
+	CU_ASSERT_EQUAL(H.f[1].writes, 0);
+	CU_ASSERT_EQUAL(H.f[1].reads, 0);
+	CU_ASSERT_EQUAL(H.f[1].extends, 1);
+	CU_ASSERT_EQUAL(H.f[1].size, sizeof(ref));
+	mtime = H.f[1].mtime;
+	s = stats(c);
+	CU_ASSERT_EQUAL(s.dirty_bytes, sizeof(ref));
+	CU_ASSERT_EQUAL(s.cleaner_backlog, 4);
+	CU_ASSERT_EQUAL(s.cleaned_blocks, 0);
+	CHECK(c);
+	CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), 0, sizeof(ref)));
+	CU_ASSERT_EQUAL(H.f[1].reads, 0);
+	CU_ASSERT_EQUAL(hy_cache_run_cleaner(c), 4);
+	CU_ASSERT(home_equals(1, ref, sizeof(ref)));
+	CU_ASSERT_EQUAL(H.f[1].writes, 4);
+	CU_ASSERT_EQUAL(H.f[1].wbytes, sizeof(ref));
+	CU_ASSERT_EQUAL(H.f[1].mtime, mtime);
+	s = stats(c);
+	CU_ASSERT_EQUAL(s.cleaned_blocks, 4);
+	CU_ASSERT_EQUAL(s.dirty_bytes, 0);
+	CU_ASSERT_EQUAL(s.cleaner_backlog, 0);
+	CHECK(c);
+	CU_ASSERT_EQUAL(hy_cache_run_cleaner(c), 0);
+	/* still cached, clean, current for the stamp the cleaner left */
+	reads = H.f[1].reads;
+	CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), 0, sizeof(ref)));
+	CU_ASSERT_EQUAL(H.f[1].reads, reads);
+	CU_ASSERT_EQUAL(stats(c).stale_files, 0);
+	CHECK(c);
+	CLOSE(c);
+	CU_ASSERT_EQUAL(H.f[1].writes, 4);
+	CU_ASSERT(home_equals(1, ref, sizeof(ref)));
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
+static void test_write_back(void)
+{
+	write_back_cleaner(16);
+	write_back_cleaner(0);
+}
+
+/* ---- 4. write-through and write-around --------------------------------- */
+
+static void through_around(uint64_t front_slots)
+{
+	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	unsigned char ref[4 * BLK], d[BLK];
+	struct hy_cache_file f = F(1);
+	struct hy_cache *c;
+	unsigned reads;
+
+	/* through */
+	home_reset();
+	fill_pattern(ref, sizeof(ref), 5);
+	home_set(1, ref, sizeof(ref));
+	c = copen(store, HY_CACHE_WRITE_THROUGH, HY_POLICY_LRU3, front_slots, 32, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	fill_pattern(d, sizeof(d), 6);
+	CU_ASSERT_EQUAL(hy_cache_write(c, &f, d, BLK, BLK), BLK);
+	memcpy(ref + BLK, d, BLK);
+	CU_ASSERT(home_equals(1, ref, sizeof(ref)));
+	CU_ASSERT_EQUAL(H.f[1].writes, 1);
+	CU_ASSERT_EQUAL(stats(c).dirty_bytes, 0);
+	CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), BLK, BLK));
+	CU_ASSERT_EQUAL(H.f[1].reads, 0);
+	CU_ASSERT_EQUAL(stats(c).read_hits_dram + stats(c).read_hits_ssd, 1);
+	/* in part: the cached copy gives the old bytes, nothing is read */
+	CU_ASSERT_EQUAL(hy_cache_write(c, &f, d + 7, 50, BLK + 100), 50);
+	memcpy(ref + BLK + 100, d + 7, 50);
+	CU_ASSERT(home_equals(1, ref, sizeof(ref)));
+	CU_ASSERT_EQUAL(H.f[1].reads, 0);
+	CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), BLK, BLK));
+	CU_ASSERT_EQUAL(H.f[1].reads, 0);
+	CHECK(c);
+	CU_ASSERT_EQUAL(hy_cache_run_cleaner(c), 0);
+	CLOSE(c);
+	CU_ASSERT(home_equals(1, ref, sizeof(ref)));
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+
+	/* around */
+	dir = hy_test_tmpdir();
+	store = path_in(dir, "store");
+	home_reset();
+	fill_pattern(ref, sizeof(ref), 7);
+	home_set(1, ref, sizeof(ref));
+	c = copen(store, HY_CACHE_WRITE_AROUND, HY_POLICY_LRU3, front_slots, 32, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	fill_pattern(d, sizeof(d), 8);
+	/* block 2 is not cached: home only, nothing read, nothing cached */
+	CU_ASSERT_EQUAL(hy_cache_write(c, &f, d, 300, 2 * BLK + 1000), 300);
+	memcpy(ref + 2 * BLK + 1000, d, 300);
+	CU_ASSERT(home_equals(1, ref, sizeof(ref)));
+	CU_ASSERT_EQUAL(H.f[1].reads, 0);
+	CU_ASSERT_FALSE(hy_cache_has_blocks(c, 1));
+	CU_ASSERT_EQUAL(stats(c).ssd_used + stats(c).dram_used, 0);
+	CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), 2 * BLK, BLK));
+	CU_ASSERT_EQUAL(H.f[1].reads, 1);
+	/* now cached: a write updates the copy */
+	CU_ASSERT_EQUAL(hy_cache_write(c, &f, d + 1, 700, 2 * BLK + 200), 700);
+	memcpy(ref + 2 * BLK + 200, d + 1, 700);
+	CU_ASSERT(home_equals(1, ref, sizeof(ref)));
+	reads = H.f[1].reads;
+	CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), 2 * BLK, BLK));
+	CU_ASSERT_EQUAL(H.f[1].reads, reads);
+	CU_ASSERT_EQUAL(stats(c).dirty_bytes, 0);
+	CHECK(c);
+	CLOSE(c);
+	CU_ASSERT(home_equals(1, ref, sizeof(ref)));
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
+static void test_through_around(void)
+{
+	through_around(16);
+	through_around(0);
+}
+
+/* ---- 5. the front buffer's heat filter ---------------------------------- */
+
+/* 16 slots: blocks 0 and 1 read 5 times each (in the first period), then
+ * 14 blocks of a scan once each. The eviction frees a quarter: the four
+ * least recently used, the two hot blocks and the first two scanned. */
+static void heat_filter(double threshold, struct hy_cache_stats *out)
+{
+	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	unsigned char ref[32 * BLK];
+	struct hy_cache *c;
+	struct hy_cache_stats s;
+	unsigned reads;
+
+	home_reset();
+	fill_pattern(ref, sizeof(ref), 9);
+	home_set(1, ref, sizeof(ref));
+	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 16, 32, threshold);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	for (int r = 0; r < 5; r++)
+		for (uint64_t b = 0; b < 2; b++)
+			CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), b * BLK, BLK));
+	for (uint64_t b = 10; b < 24; b++)
+		CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), b * BLK, BLK));
+	s = stats(c);
+	CU_ASSERT_EQUAL(s.dram_used, 16);
+	CU_ASSERT_EQUAL(s.read_misses, 16);
+	CU_ASSERT_EQUAL(s.read_hits_dram, 8);
+	CU_ASSERT_EQUAL(H.f[1].reads, 16);
+	CHECK(c);
+	hy_cache_run_front_eviction(c);
+	CHECK(c);
+	s = stats(c);
+	CU_ASSERT_EQUAL(s.dram_used, 12);
+	CU_ASSERT_EQUAL(s.heat_admitted + s.heat_refused, 4);
+	*out = s;
+	/* the hot blocks are SSD hits now */
+	reads = H.f[1].reads;
+	CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), 0, 2 * BLK));
+	CU_ASSERT_EQUAL(H.f[1].reads, reads);
+	CU_ASSERT_EQUAL(stats(c).read_hits_ssd, 2);
+	/* the scanned blocks: SSD hits when admitted, else from below */
+	CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), 10 * BLK, 2 * BLK));
+	CU_ASSERT_EQUAL(H.f[1].reads, reads + (threshold > 0 ? 1 : 0));
+	CU_ASSERT_EQUAL(stats(c).read_hits_ssd, threshold > 0 ? 2 : 4);
+	CHECK(c);
+	CLOSE(c);
+	CU_ASSERT(home_equals(1, ref, sizeof(ref)));
+	CU_ASSERT_EQUAL(H.f[1].writes, 0);
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
+static void test_heat_filter(void)
+{
+	struct hy_cache_stats s, all;
+
+	heat_filter(1.5, &s);
+	CU_ASSERT_EQUAL(s.heat_admitted, 2);
+	CU_ASSERT_EQUAL(s.heat_refused, 2);
+	CU_ASSERT_EQUAL(s.ssd_bytes_written, 2 * BLK);
+	CU_ASSERT_EQUAL(s.ssd_used, 2);
+	heat_filter(0, &all);
+	CU_ASSERT_EQUAL(all.heat_admitted, 4);
+	CU_ASSERT_EQUAL(all.heat_refused, 0);
+	CU_ASSERT_EQUAL(all.ssd_bytes_written, 4 * BLK);
+	CU_ASSERT_EQUAL(all.ssd_used, 4);
+	CU_ASSERT(all.ssd_bytes_written > s.ssd_bytes_written);
+}
+
+/* Regression (was a bug in cache.c, evict_one): dram_evictions counts only the blocks the
+ * front buffer dropped or wrote home, not those it moved to the SSD: the
+ * admitted path returns through "goto out" before the counter. Four blocks
+ * leave DRAM here; the figure says 2 (threshold 1.5) and 0 (threshold 0). */
+static void test_bug_dram_evictions(void)
+{
+	struct hy_cache_stats s;
+
+	heat_filter(1.5, &s);
+	CU_ASSERT_EQUAL(s.dram_evictions, 4);
+	heat_filter(0, &s);
+	CU_ASSERT_EQUAL(s.dram_evictions, 4);
+}
+
+/* ---- 6. cold dirty blocks go home on eviction --------------------------- */
+
+static void test_cold_dirty(void)
+{
+	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	unsigned char ref[16 * BLK];
+	struct hy_cache_file f = F(1);
+	struct hy_cache *c;
+	struct hy_cache_stats s;
+
+	home_reset();
+	fill_pattern(ref, sizeof(ref), 10);
+	home_set(1, ref, sizeof(ref));
+	fill_pattern(ref, sizeof(ref), 11);
+	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 16, 32, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	for (uint64_t b = 0; b < 16; b++)
+		CU_ASSERT_EQUAL(hy_cache_write(c, &f, ref + b * BLK, BLK, (off_t)(b * BLK)), BLK);
+	CU_ASSERT_EQUAL(H.f[1].writes, 0);
+	s = stats(c);
+	CU_ASSERT_EQUAL(s.dram_used, 16);
+	CU_ASSERT_EQUAL(s.dram_dirty, 16);
+	hy_cache_run_front_eviction(c);
+	CHECK(c);
+	s = stats(c);
+	CU_ASSERT_EQUAL(s.cold_dirty_home, 4);
+	CU_ASSERT_EQUAL(s.heat_refused, 4);
+	CU_ASSERT_EQUAL(s.heat_admitted, 0);
+	CU_ASSERT_EQUAL(s.ssd_bytes_written, 0);
+	CU_ASSERT_EQUAL(s.dram_used, 12);
+	CU_ASSERT_EQUAL(s.dirty_bytes, 12 * BLK);
+	CU_ASSERT_EQUAL(H.f[1].writes, 4);
+	/* the four first written went home, byte for byte */
+	CU_ASSERT(memcmp(H.f[1].data, ref, 4 * BLK) == 0);
+	CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), 0, sizeof(ref)));
+	CU_ASSERT_EQUAL(H.f[1].reads, 1); /* one run for blocks 0..3 */
+	CHECK(c);
+	CLOSE(c);
+	CU_ASSERT(home_equals(1, ref, sizeof(ref)));
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
+/* ---- 7. a full cache never fails a write -------------------------------- */
+
+static void test_full_cache(void)
+{
+	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	enum { N = 24 };
+	unsigned char ref[N * BLK];
+	struct hy_cache_file f = F(1);
+	struct hy_cache *c;
+	struct hy_cache_stats s;
+	uint64_t lines;
+
+	home_reset();
+	fill_pattern(ref, sizeof(ref), 12);
+	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, 4, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	lines = stats(c).ssd_lines;
+	CU_ASSERT_EQUAL(lines, 4);
+	/* block by block, sometimes in two halves */
+	for (uint64_t b = 0; b < N; b++) {
+		if (b % 3 == 0) {
+			CU_ASSERT_EQUAL(
+				hy_cache_write(c, &f, ref + b * BLK, 1000, (off_t)(b * BLK)), 1000);
+			CU_ASSERT_EQUAL(hy_cache_write(c, &f, ref + b * BLK + 1000, BLK - 1000,
+						       (off_t)(b * BLK + 1000)),
+					BLK - 1000);
+		} else {
+			CU_ASSERT_EQUAL(hy_cache_write(c, &f, ref + b * BLK, BLK, (off_t)(b * BLK)),
+					BLK);
+		}
+	}
+	/* and all at once, across the lines and the bypass */
+	CU_ASSERT_EQUAL(hy_cache_write(c, &f, ref, sizeof(ref), 0), (ssize_t)sizeof(ref));
+	CHECK(c);
+	s = stats(c);
+	CU_ASSERT_EQUAL(s.ssd_used, lines);
+	CU_ASSERT_EQUAL(s.ssd_dirty, lines);
+	/* blocks 4..23 home: 20, six of them in two halves, then 20 again */
+	CU_ASSERT_EQUAL(s.bypassed, 46);
+	CU_ASSERT_EQUAL(H.f[1].size, sizeof(ref));
+	CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), 0, sizeof(ref)));
+	for (uint64_t off = 0; off < sizeof(ref); off += 3000)
+		CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), off, 5000));
+	CHECK(c);
+	CU_ASSERT_EQUAL(hy_cache_run_cleaner(c), (int64_t)lines);
+	CU_ASSERT(home_equals(1, ref, sizeof(ref)));
+	CU_ASSERT_EQUAL(stats(c).dirty_bytes, 0);
+	CHECK(c);
+	CLOSE(c);
+	CU_ASSERT(home_equals(1, ref, sizeof(ref)));
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
+/* ---- 8. fsync, then a crash --------------------------------------------- */
+
+static int copy_file(const char *from, const char *to)
+{
+	int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	char buf[65536];
+	ssize_t n;
+	int rc = in >= 0 && out >= 0 ? 0 : -1;
+
+	while (rc == 0 && (n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			rc = -1;
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	return rc;
+}
+
+static uint64_t le64(const unsigned char *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+/* Tears the last journal record of the store at @path; returns the block
+ * it named, or UINT64_MAX. */
+static uint64_t tear_last_record(const char *path)
+{
+	int fd = open(path, O_RDWR);
+	unsigned char sb[128], rec[64];
+	uint64_t joff, jsize, last = UINT64_MAX, block = UINT64_MAX;
+
+	if (fd < 0)
+		return UINT64_MAX;
+	if (pread(fd, sb, sizeof(sb), 0) != (ssize_t)sizeof(sb))
+		goto out;
+	joff = le64(sb + 96);
+	jsize = le64(sb + 104);
+	for (uint64_t o = 0; o + 64 <= jsize; o += 64) {
+		static const unsigned char zero[64];
+
+		if (pread(fd, rec, 64, (off_t)(joff + o)) != 64 || !memcmp(rec, zero, 64))
+			break;
+		last = o;
+	}
+	if (last == UINT64_MAX)
+		goto out;
+	if (pread(fd, rec, 64, (off_t)(joff + last)) != 64)
+		goto out;
+	block = le64(rec + 40);
+	memset(rec + 32, 0x77, 32); /* the second half never made it */
+	if (pwrite(fd, rec, 64, (off_t)(joff + last)) != 64)
+		block = UINT64_MAX;
+out:
+	close(fd);
+	return block;
+}
+
+static void test_fsync_recovery(void)
+{
+	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	char *copy = path_in(dir, "copy"), *torn = path_in(dir, "torn");
+	unsigned char old[3][4 * BLK], neu[3][4 * BLK];
+	struct hy_cache_file f1 = F(1), f2 = F(2);
+	struct hy_cache *c;
+	struct hy_cache_stats s;
+	uint64_t torn_block;
+
+	home_reset();
+	for (int i = 0; i < 3; i++) {
+		fill_pattern(old[i], sizeof(old[i]), 20 + (unsigned)i);
+		memcpy(neu[i], old[i], sizeof(neu[i]));
+		home_set((uint64_t)i + 1, old[i], sizeof(old[i]));
+	}
+	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 16, 32, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	for (int i = 0; i < 2; i++) {
+		struct hy_cache_file *f = i ? &f2 : &f1;
+
+		fill_pattern(neu[i], 3 * BLK, 30 + (unsigned)i);
+		CU_ASSERT_EQUAL(hy_cache_write(c, f, neu[i], 2 * BLK, 0), 2 * BLK);
+		CU_ASSERT_EQUAL(hy_cache_write(c, f, neu[i] + 2 * BLK + 512, 1024, 2 * BLK + 512),
+				1024);
+	}
+	memcpy(neu[0] + 2 * BLK, old[0] + 2 * BLK, 512);
+	memcpy(neu[1] + 2 * BLK, old[1] + 2 * BLK, 512);
+	memcpy(neu[0] + 2 * BLK + 1536, old[0] + 2 * BLK + 1536, BLK - 1536);
+	memcpy(neu[1] + 2 * BLK + 1536, old[1] + 2 * BLK + 1536, BLK - 1536);
+	CU_ASSERT_EQUAL(H.f[1].writes + H.f[2].writes, 0);
+	CU_ASSERT_EQUAL(hy_cache_fsync(c, &f1), 0);
+	s = stats(c);
+	CU_ASSERT_EQUAL(s.journal_records, 3);
+	CU_ASSERT_EQUAL(s.dirty_bytes, (2 * BLK + 1024) * 2);
+	CU_ASSERT_EQUAL(H.f[1].writes, 0); /* durable in the store, not home */
+	CHECK(c);
+	CU_ASSERT(read_equals(c, 1, neu[0], sizeof(neu[0]), 0, sizeof(neu[0])));
+	/* the crash: the store as it is now */
+	CU_ASSERT_EQUAL_FATAL(copy_file(store, copy), 0);
+	CU_ASSERT_EQUAL_FATAL(copy_file(store, torn), 0);
+	CLOSE(c);
+	CU_ASSERT(home_equals(1, neu[0], sizeof(neu[0])));
+	CU_ASSERT(home_equals(2, neu[1], sizeof(neu[1])));
+
+	/* the homes as they were before the writes */
+	for (int i = 0; i < 3; i++)
+		home_set((uint64_t)i + 1, old[i], sizeof(old[i]));
+	H.holds = H.puts = 0;
+	open_homes_calls = 0;
+	{
+		struct hy_cache_config cfg = {0};
+
+		cfg.store_path = copy;
+		cfg.uuid = UUID;
+		cfg.store_size = STORE(32);
+		cfg.write_policy = HY_CACHE_WRITE_BACK;
+		cfg.policy = HY_POLICY_LRU3;
+		cfg.heat_periods = 8;
+		cfg.heat_threshold = 1.5;
+		cfg.no_threads = true;
+		/* without a way home the mount is refused, the store kept */
+		CU_ASSERT_EQUAL(hy_cache_open(&cfg, &LOWER, &c, why, sizeof(why)), -EUCLEAN);
+		CU_ASSERT_PTR_NULL(c);
+		CU_ASSERT(home_equals(1, old[0], sizeof(old[0])));
+	}
+	c = copen(copy, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 16, 32, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(open_homes_calls, 1);
+	s = stats(c);
+	CU_ASSERT_EQUAL(s.recovered_blocks, 3);
+	CU_ASSERT_EQUAL(s.ssd_used, 0);
+	CU_ASSERT_EQUAL(s.dirty_bytes, 0);
+	CU_ASSERT(home_equals(1, neu[0], sizeof(neu[0])));
+	CU_ASSERT(home_equals(2, old[1], sizeof(old[1]))); /* not fsync'd: not required */
+	CU_ASSERT(home_equals(3, old[2], sizeof(old[2])));
+	CHECK(c);
+	CLOSE(c);
+	/* a second mount has nothing left to recover */
+	open_homes_calls = 0;
+	c = copen(copy, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 16, 32, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(stats(c).recovered_blocks, 0);
+	CU_ASSERT_EQUAL(open_homes_calls, 0);
+	CLOSE(c);
+
+	/* a torn last record: the earlier ones still count */
+	for (int i = 0; i < 3; i++)
+		home_set((uint64_t)i + 1, old[i], sizeof(old[i]));
+	H.holds = H.puts = 0;
+	torn_block = tear_last_record(torn);
+	CU_ASSERT_FATAL(torn_block < 3);
+	c = copen(torn, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 16, 32, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(stats(c).recovered_blocks, 2);
+	for (uint64_t b = 0; b < 4; b++) {
+		const unsigned char *want = b == torn_block || b == 3 ? old[0] : neu[0];
+
+		CU_ASSERT(memcmp(H.f[1].data + b * BLK, want + b * BLK, BLK) == 0);
+	}
+	CU_ASSERT(home_equals(2, old[1], sizeof(old[1])));
+	CU_ASSERT(home_equals(3, old[2], sizeof(old[2])));
+	CHECK(c);
+	CLOSE(c);
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+	free(copy);
+	free(torn);
+}
+
+/* ---- 9. a file changed outside the mount --------------------------------- */
+
+static void test_stale(void)
+{
+	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	unsigned char ref[4 * BLK];
+	struct hy_cache *c;
+
+	for (int front = 0; front < 2; front++) {
+		home_reset();
+		fill_pattern(ref, sizeof(ref), 40);
+		home_set(1, ref, sizeof(ref));
+		c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, front ? 16 : 0, 32, 1.5);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+		CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), 0, sizeof(ref)));
+		CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), 0, sizeof(ref)));
+		CU_ASSERT_EQUAL(H.f[1].reads, 1);
+		CU_ASSERT(hy_cache_has_blocks(c, 1));
+		/* outside the mount: new bytes, a new ctime, a shorter file */
+		fill_pattern(ref, sizeof(ref), 41);
+		home_set(1, ref, 3 * BLK + 10);
+		CU_ASSERT(read_equals(c, 1, ref, 3 * BLK + 10, 0, sizeof(ref)));
+		CU_ASSERT_EQUAL(H.f[1].reads, 2);
+		CU_ASSERT_EQUAL(stats(c).stale_files, 1);
+		CU_ASSERT_EQUAL(H.f[1].writes, 0);
+		CHECK(c);
+		CU_ASSERT(read_equals(c, 1, ref, 3 * BLK + 10, 100, 2 * BLK));
+		CU_ASSERT_EQUAL(H.f[1].reads, 2);
+		CU_ASSERT_EQUAL(stats(c).stale_files, 1);
+		CLOSE(c);
+		CU_ASSERT(home_equals(1, ref, 3 * BLK + 10));
+		unlink(store);
+	}
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
+/* ---- 10. truncation between change_begin and change_end ------------------ */
+
+static void test_truncate(void)
+{
+	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	unsigned char ref[4 * BLK], d[BLK];
+	struct hy_cache_file f = F(1);
+	struct hy_cache *c;
+
+	for (int front = 0; front < 2; front++) {
+		home_reset();
+		fill_pattern(ref, sizeof(ref), 50);
+		home_set(1, ref, sizeof(ref));
+		c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, front ? 16 : 0, 32, 1.5);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+		fill_pattern(d, sizeof(d), 51);
+		for (uint64_t b = 0; b < 4; b++) {
+			CU_ASSERT_EQUAL(hy_cache_write(c, &f, d, 100, (off_t)(b * BLK)), 100);
+			memcpy(ref + b * BLK, d, 100);
+		}
+		CU_ASSERT_EQUAL(hy_cache_write(c, &f, d, BLK, 3 * BLK), BLK);
+		memcpy(ref + 3 * BLK, d, BLK);
+		CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), 0, sizeof(ref)));
+		CU_ASSERT_EQUAL(H.f[1].writes, 0);
+		/* truncate to 6000: block 1's dirty sector (before 6000) goes home
+		 * first, blocks 1.. leave */
+		CU_ASSERT_EQUAL(hy_cache_change_begin(c, &f, 6000, UINT64_MAX), 0);
+		CU_ASSERT(memcmp(H.f[1].data + BLK, ref + BLK, 2000) == 0);
+		CU_ASSERT(memcmp(H.f[1].data, ref, 512) != 0); /* block 0 stays dirty */
+		home_truncate(1, 6000);
+		hy_cache_change_end(c, &f);
+		CHECK(c);
+		CU_ASSERT_EQUAL(stats(c).stale_files, 0);
+		CU_ASSERT(read_equals(c, 1, ref, 6000, 0, sizeof(ref)));
+		CU_ASSERT(read_equals(c, 1, ref, 6000, 5000, 3000));
+		/* extended again: zeros, never the old bytes */
+		memset(ref + 6000, 0, sizeof(ref) - 6000);
+		CU_ASSERT_EQUAL(hy_cache_write(c, &f, d, 10, 4 * BLK - 10), 10);
+		memcpy(ref + 4 * BLK - 10, d, 10);
+		CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), 0, sizeof(ref)));
+		CHECK(c);
+		/* to zero */
+		CU_ASSERT_EQUAL(hy_cache_change_begin(c, &f, 0, UINT64_MAX), 0);
+		CU_ASSERT(memcmp(H.f[1].data, ref, 512) == 0);
+		home_truncate(1, 0);
+		hy_cache_change_end(c, &f);
+		CU_ASSERT_FALSE(hy_cache_has_blocks(c, 1));
+		CU_ASSERT_EQUAL(stats(c).dirty_bytes, 0);
+		CU_ASSERT(read_equals(c, 1, ref, 0, 0, BLK));
+		home_truncate(1, 2 * BLK);
+		memset(ref, 0, sizeof(ref));
+		CU_ASSERT(read_equals(c, 1, ref, 2 * BLK, 0, 3 * BLK));
+		CHECK(c);
+		CLOSE(c);
+		CU_ASSERT(home_equals(1, ref, 2 * BLK));
+		unlink(store);
+	}
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
+/* ---- 11. replacement baselines -------------------------------------------- */
+
+/* Block 0 of files 1..n, one 4 KiB block each (files on different gates,
+ * so any may evict another's line). */
+static unsigned char pol_ref[MF][BLK];
+
+static void pol_home(void)
+{
+	home_reset();
+	for (uint64_t i = 1; i < MF; i++) {
+		fill_pattern(pol_ref[i], BLK, 60 + (unsigned)i);
+		home_set(i, pol_ref[i], BLK);
+	}
+}
+
+/* Reads file @id's block; returns 1 when it came from below. */
+static int pol_read(struct hy_cache *c, uint64_t id)
+{
+	unsigned reads = H.f[id].reads;
+
+	CU_ASSERT(read_equals(c, id, pol_ref[id], BLK, 0, BLK));
+	return H.f[id].reads != reads;
+}
+
+/* File 1 read five times, then files 2..8 once (8 lines), then file 9:
+ * returns which of files 1 and 2 is still an SSD hit. */
+static void pol_run(enum hy_policy_kind kind, int *hit1, int *hit2, struct hy_cache_stats *out)
+{
+	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	struct hy_cache *c;
+
+	pol_home();
+	c = copen(store, HY_CACHE_WRITE_BACK, kind, 0, 8, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(stats(c).ssd_lines, 8);
+	for (int r = 0; r < 5; r++)
+		pol_read(c, 1);
+	for (uint64_t i = 2; i <= 8; i++)
+		pol_read(c, i);
+	CHECK(c);
+	CU_ASSERT_EQUAL(stats(c).ssd_used, 8);
+	CU_ASSERT_TRUE(pol_read(c, 9));
+	CHECK(c);
+	*out = stats(c);
+	/* file 2 first: a miss of file 1 would evict the next victim */
+	*hit2 = !pol_read(c, 2);
+	*hit1 = !pol_read(c, 1);
+	CHECK(c);
+	CLOSE(c);
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
+static void test_policies(void)
+{
+	struct hy_cache_stats s;
+	int hit1, hit2;
+
+	/* LRU: file 1, the least recently read, goes */
+	pol_run(HY_POLICY_LRU, &hit1, &hit2, &s);
+	CU_ASSERT_EQUAL(s.ssd_evictions, 1);
+	CU_ASSERT_EQUAL(s.read_hits_ssd, 4);
+	CU_ASSERT_EQUAL(s.policy_refused, 0);
+	CU_ASSERT_FALSE(hit1);
+	CU_ASSERT_TRUE(hit2);
+	/* FREQ: file 1, read five times, stays; file 2 goes */
+	pol_run(HY_POLICY_FREQ, &hit1, &hit2, &s);
+	CU_ASSERT_EQUAL(s.ssd_evictions, 1);
+	CU_ASSERT_EQUAL(s.policy_refused, 0);
+	CU_ASSERT_TRUE(hit1);
+	CU_ASSERT_FALSE(hit2);
+
+	/* LARC: a block missed once is not cached; at its second miss it is */
+	{
+		char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+		struct hy_cache *c;
+
+		pol_home();
+		c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LARC, 0, 8, 1.5);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+		CU_ASSERT_TRUE(pol_read(c, 1));
+		s = stats(c);
+		CU_ASSERT_EQUAL(s.policy_refused, 1);
+		CU_ASSERT_EQUAL(s.ssd_used, 0);
+		CU_ASSERT_EQUAL(s.ssd_bytes_written, 0);
+		CU_ASSERT_TRUE(pol_read(c, 1));
+		s = stats(c);
+		CU_ASSERT_EQUAL(s.policy_refused, 1);
+		CU_ASSERT_EQUAL(s.ssd_used, 1);
+		CU_ASSERT_FALSE(pol_read(c, 1));
+		CU_ASSERT_EQUAL(stats(c).read_hits_ssd, 1);
+		/* a scan of blocks seen once leaves the SSD alone */
+		for (uint64_t i = 2; i < 20; i++)
+			CU_ASSERT_TRUE(pol_read(c, i));
+		s = stats(c);
+		CU_ASSERT_EQUAL(s.policy_refused, 19);
+		CU_ASSERT_EQUAL(s.ssd_used, 1);
+		CU_ASSERT_FALSE(pol_read(c, 1));
+		CHECK(c);
+		CLOSE(c);
+		hy_test_rmtree(dir);
+		free(dir);
+		free(store);
+	}
+}
+
+/* ---- 12. randomized, against a reference --------------------------------- */
+
+static uint64_t rng_state;
+
+static uint64_t rnd(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+static size_t rnd_len(void)
+{
+	switch (rnd() % 4) {
+	case 0:
+		return 1 + rnd() % 600; /* sub-sector and across one edge */
+	case 1:
+		return 512 * (1 + rnd() % 8);
+	case 2:
+		return 1 + rnd() % (3 * BLK);
+	default:
+		return BLK;
+	}
+}
+
+static void randomized(enum hy_cache_write_policy wp, uint64_t front_slots, uint64_t lines,
+		       unsigned ops)
+{
+	enum { NF = 3, MAXB = 64 };
+	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	static unsigned char ref[NF + 1][(MAXB + 4) * BLK], buf[4 * BLK];
+	uint64_t size[NF + 1] = {0};
+	struct hy_cache *c;
+	unsigned failures = 0;
+
+	rng_state = 0x9e3779b97f4a7c15ull ^ ((uint64_t)wp << 32) ^ front_slots;
+	home_reset();
+	memset(ref, 0, sizeof(ref));
+	for (uint64_t i = 1; i <= NF; i++) {
+		size[i] = rnd() % (MAXB * BLK / 2);
+		fill_pattern(ref[i], size[i], 70 + (unsigned)i);
+		home_set(i, ref[i], size[i]);
+	}
+	c = copen(store, wp, HY_POLICY_LRU3, front_slots, lines, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	for (unsigned op = 1; op <= ops && failures < 5; op++) {
+		uint64_t id = 1 + rnd() % NF, k = rnd() % 100;
+		struct hy_cache_file f = F(id);
+
+		if (k < 42) {
+			size_t len = rnd_len();
+			uint64_t off = rnd() % (size[id] + BLK);
+
+			if (!read_equals(c, id, ref[id], size[id], off, len)) {
+				fprintf(stderr, "  (op %u, policy %d)\n", op, (int)wp);
+				failures++;
+			}
+		} else if (k < 84) {
+			size_t len = rnd_len();
+			uint64_t off = rnd() % (MAXB * BLK - len);
+			ssize_t r;
+
+			for (size_t i = 0; i < len; i++)
+				buf[i] = (unsigned char)rnd();
+			r = hy_cache_write(c, &f, buf, len, (off_t)off);
+			CU_ASSERT_EQUAL(r, (ssize_t)len);
+			if (r != (ssize_t)len)
+				failures++;
+			memcpy(ref[id] + off, buf, len);
+			if (off + len > size[id])
+				size[id] = off + len;
+		} else if (k < 87) {
+			CU_ASSERT_EQUAL(hy_cache_fsync(c, &f), 0);
+		} else if (k < 90) {
+			uint64_t to = rnd() % (MAXB * BLK);
+
+			if (rnd() % 2)
+				to = to / BLK * BLK;
+			CU_ASSERT_EQUAL(hy_cache_change_begin(c, &f, to, UINT64_MAX), 0);
+			home_truncate(id, to);
+			hy_cache_change_end(c, &f);
+			if (to < size[id])
+				memset(ref[id] + to, 0, size[id] - to);
+			size[id] = to;
+		} else if (k < 93) {
+			CU_ASSERT(hy_cache_run_cleaner(c) >= 0);
+		} else if (k < 95) {
+			uint64_t off = rnd() % (MAXB * BLK), len = 1 + rnd() % (8 * BLK);
+
+			CU_ASSERT_EQUAL(hy_cache_write_home(c, &f, off, len), 0);
+		} else if (k < 96) {
+			bool fresh = hy_cache_meta_begin(c, &f);
+
+			H.f[id].stamp++; /* chmod through the mount */
+			hy_cache_meta_end(c, &f, fresh);
+		} else if (k < 97 && rnd() % 4 == 0) {
+			CU_ASSERT(hy_cache_flush(c) >= 0);
+			for (uint64_t i = 1; i <= NF; i++)
+				CU_ASSERT(home_equals(i, ref[i], size[i]));
+		} else {
+			hy_cache_run_front_eviction(c);
+		}
+		if (wp != HY_CACHE_WRITE_BACK && !home_equals(id, ref[id], size[id])) {
+			fprintf(stderr, "\nhome of %llu differs (op %u, policy %d)\n",
+				(unsigned long long)id, op, (int)wp);
+			failures++;
+		}
+		if (op % 500 == 0)
+			CHECK(c);
+	}
+	CU_ASSERT_EQUAL(failures, 0);
+	CHECK(c);
+	/* Regression (see the stamp tests): nothing here changes a file outside the
+	 * mount, so no file may be found stale; the cache's own writes home
+	 * (cold dirty evictions, write_home, fsync) leave its stamp behind */
+	CU_ASSERT_EQUAL(stats(c).stale_files, 0);
+	if (getenv("HYTEST_CACHE_STATS")) {
+		struct hy_cache_stats s = stats(c);
+
+		fprintf(stderr,
+			"\nwp %d front %llu: hits dram %llu ssd %llu misses %llu; whits %llu/%llu "
+			"wmiss %llu; admitted %llu refused %llu cold_dirty %llu cleaned %llu "
+			"bypassed %llu ssd_evict %llu stale %llu journal %llu ckpt %llu\n",
+			(int)wp, (unsigned long long)front_slots,
+			(unsigned long long)s.read_hits_dram, (unsigned long long)s.read_hits_ssd,
+			(unsigned long long)s.read_misses, (unsigned long long)s.write_hits_dram,
+			(unsigned long long)s.write_hits_ssd, (unsigned long long)s.write_misses,
+			(unsigned long long)s.heat_admitted, (unsigned long long)s.heat_refused,
+			(unsigned long long)s.cold_dirty_home, (unsigned long long)s.cleaned_blocks,
+			(unsigned long long)s.bypassed, (unsigned long long)s.ssd_evictions,
+			(unsigned long long)s.stale_files, (unsigned long long)s.journal_records,
+			(unsigned long long)s.checkpoints);
+	}
+	CLOSE(c);
+	for (uint64_t i = 1; i <= NF; i++)
+		CU_ASSERT(home_equals(i, ref[i], size[i]));
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
+static void test_randomized(void)
+{
+	static const enum hy_cache_write_policy wps[] = {
+		HY_CACHE_WRITE_BACK, HY_CACHE_WRITE_THROUGH, HY_CACHE_WRITE_AROUND};
+
+	for (int i = 0; i < 3; i++) {
+		randomized(wps[i], 16, 24, 20000);
+		randomized(wps[i], 0, 24, 20000);
+	}
+}
+
+/* ---- the cache's own writes home are not a change outside the mount ---- */
+
+/* Regression (was a bug in cache.c, evict_one -> settle_range): a cold dirty block the front
+ * buffer writes home moves the home file's ctime (a write), and nothing
+ * refreshes the file's stamp (clean_blocks does refresh_stamp, settle_range
+ * does not). The next request finds the ctime moved and takes the file as
+ * changed outside the mount: stale_files 1, and every other cached block
+ * of the file is dropped (its dirty ones written home at once).
+ * Sequence: write-back, 16 slots, write blocks 0..15 once; front eviction
+ * (4 cold dirty home); read block 15. */
+static void test_bug_cold_dirty_stamp(void)
+{
+	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	unsigned char ref[16 * BLK];
+	struct hy_cache_file f = F(1);
+	struct hy_cache *c;
+	struct hy_cache_stats s;
+
+	home_reset();
+	fill_pattern(ref, sizeof(ref), 80);
+	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 16, 32, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	for (uint64_t b = 0; b < 16; b++)
+		CU_ASSERT_EQUAL(hy_cache_write(c, &f, ref + b * BLK, BLK, (off_t)(b * BLK)), BLK);
+	hy_cache_run_front_eviction(c);
+	CU_ASSERT_EQUAL(stats(c).cold_dirty_home, 4);
+	CU_ASSERT_EQUAL(H.f[1].writes, 4);
+	CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), 15 * BLK, BLK));
+	s = stats(c);
+	CU_ASSERT_EQUAL(s.stale_files, 0);
+	CU_ASSERT_EQUAL(s.read_hits_dram, 1);
+	CU_ASSERT_EQUAL(s.dirty_bytes, 12 * BLK);
+	CU_ASSERT_EQUAL(H.f[1].writes, 4);
+	CHECK(c);
+	CLOSE(c);
+	CU_ASSERT(home_equals(1, ref, sizeof(ref)));
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
+/* Regression (was a bug in cache.c, hy_cache_write_home -> settle_range): as above, the dirty
+ * blocks written home move the ctime and the stamp is left behind: the
+ * next read drops the file's blocks as stale. Sequence: write-back, write
+ * blocks 0..3, hy_cache_write_home(0, 4096), read block 3. */
+static void test_bug_write_home_stamp(void)
+{
+	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	unsigned char ref[4 * BLK];
+	struct hy_cache_file f = F(1);
+	struct hy_cache *c;
+	struct hy_cache_stats s;
+
+	for (int front = 0; front < 2; front++) {
+		home_reset();
+		fill_pattern(ref, sizeof(ref), 81);
+		c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, front ? 16 : 0, 32, 1.5);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+		CU_ASSERT_EQUAL(hy_cache_write(c, &f, ref, sizeof(ref), 0), (ssize_t)sizeof(ref));
+		CU_ASSERT_EQUAL(hy_cache_write_home(c, &f, 0, BLK), 0);
+		CU_ASSERT_EQUAL(H.f[1].writes, 1);
+		CU_ASSERT(memcmp(H.f[1].data, ref, BLK) == 0);
+		CU_ASSERT_EQUAL(stats(c).dirty_bytes, 3 * BLK);
+		CHECK(c);
+		CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), 3 * BLK, BLK));
+		s = stats(c);
+		CU_ASSERT_EQUAL(s.stale_files, 0);
+		CU_ASSERT_EQUAL(s.dirty_bytes, 3 * BLK);
+		CU_ASSERT_EQUAL(H.f[1].writes, 1);
+		CLOSE(c);
+		CU_ASSERT(home_equals(1, ref, sizeof(ref)));
+		unlink(store);
+	}
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
+/* Regression (was a bug in cache.c, hy_cache_fsync): a dirty DRAM block that finds no free
+ * store line is written home (settle_range) and the stamp is not
+ * refreshed: the next read takes the file as changed outside the mount.
+ * Sequence: write-back, 16 slots, a store of 4 lines; write blocks 0..19
+ * (16 in DRAM, 4 dirty lines); fsync; read block 0. */
+static void test_bug_fsync_home_stamp(void)
+{
+	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	unsigned char ref[20 * BLK];
+	struct hy_cache_file f = F(1);
+	struct hy_cache *c;
+	struct hy_cache_stats s;
+
+	home_reset();
+	fill_pattern(ref, sizeof(ref), 82);
+	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 16, 4, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	for (uint64_t b = 0; b < 20; b++)
+		CU_ASSERT_EQUAL(hy_cache_write(c, &f, ref + b * BLK, BLK, (off_t)(b * BLK)), BLK);
+	s = stats(c);
+	CU_ASSERT_EQUAL(s.dram_dirty, 16);
+	CU_ASSERT_EQUAL(s.ssd_dirty, 4);
+	CU_ASSERT_EQUAL(hy_cache_fsync(c, &f), 0);
+	CU_ASSERT_EQUAL(H.f[1].writes, 16); /* no line for them: home */
+	CU_ASSERT(memcmp(H.f[1].data, ref, 16 * BLK) == 0);
+	s = stats(c);
+	CU_ASSERT_EQUAL(s.dirty_bytes, 4 * BLK);
+	CU_ASSERT_EQUAL(s.journal_records, 4);
+	CHECK(c);
+	CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), 0, BLK));
+	s = stats(c);
+	CU_ASSERT_EQUAL(s.stale_files, 0);
+	CU_ASSERT_EQUAL(s.read_hits_dram, 1);
+	CU_ASSERT_EQUAL(s.dirty_bytes, 4 * BLK);
+	CHECK(c);
+	CLOSE(c);
+	CU_ASSERT(home_equals(1, ref, sizeof(ref)));
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
+/* Regression (was a bug in cache.c, recover): the dirty sectors of a crash go home whole
+ * (write_home clipped at UINT64_MAX), so a file whose size is not a
+ * multiple of 512 grows to the end of its last dirty sector: zeros after
+ * its end. Sequence: write-back, write 1000 bytes at 0 of an empty file
+ * (the home is extended to 1000 at once), fsync, crash (copy the store),
+ * the home as the crash left it (1000 bytes, old data), mount the copy:
+ * the home is 1024 bytes. */
+static void test_bug_recovery_size(void)
+{
+	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	char *copy = path_in(dir, "copy");
+	unsigned char ref[1000], zero[1000] = {0};
+	struct hy_cache_file f = F(1);
+	struct hy_cache *c;
+
+	home_reset();
+	fill_pattern(ref, sizeof(ref), 83);
+	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 16, 32, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(hy_cache_write(c, &f, ref, sizeof(ref), 0), (ssize_t)sizeof(ref));
+	CU_ASSERT_EQUAL(H.f[1].size, sizeof(ref));
+	CU_ASSERT_EQUAL(hy_cache_fsync(c, &f), 0);
+	CU_ASSERT_EQUAL_FATAL(copy_file(store, copy), 0);
+	CLOSE(c);
+	CU_ASSERT(home_equals(1, ref, sizeof(ref)));
+	home_set(1, zero, sizeof(zero));
+	H.holds = H.puts = 0;
+	c = copen(copy, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 16, 32, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(stats(c).recovered_blocks, 1);
+	CU_ASSERT_EQUAL(H.f[1].size, sizeof(ref));
+	CU_ASSERT(memcmp(H.f[1].data, ref, sizeof(ref)) == 0);
+	CLOSE(c);
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+	free(copy);
+}
+
+/* A metadata change through the mount keeps the cached blocks; one outside
+ * does not. close_file and flush. */
+static void test_meta_flush(void)
+{
+	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	unsigned char ref[4 * BLK];
+	struct hy_cache_file f = F(1);
+	struct hy_cache *c;
+	bool fresh;
+
+	home_reset();
+	fill_pattern(ref, sizeof(ref), 84);
+	home_set(1, ref, sizeof(ref));
+	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 16, 32, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), 0, sizeof(ref)));
+	fresh = hy_cache_meta_begin(c, &f);
+	CU_ASSERT_TRUE(fresh);
+	H.f[1].stamp++; /* chmod */
+	hy_cache_meta_end(c, &f, fresh);
+	CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), 0, sizeof(ref)));
+	CU_ASSERT_EQUAL(H.f[1].reads, 1);
+	CU_ASSERT_EQUAL(stats(c).stale_files, 0);
+	/* dirty, closed, flushed */
+	fill_pattern(ref, 2 * BLK, 85);
+	CU_ASSERT_EQUAL(hy_cache_write(c, &f, ref, 2 * BLK, 0), 2 * BLK);
+	hy_cache_close_file(c, &f);
+	CU_ASSERT_EQUAL(hy_cache_flush(c), 2);
+	CU_ASSERT(home_equals(1, ref, sizeof(ref)));
+	CU_ASSERT_EQUAL(stats(c).dirty_bytes, 0);
+	CU_ASSERT_EQUAL(hy_cache_flush(c), 0);
+	CHECK(c);
+	CLOSE(c);
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
+/* After an fsync, lines cleaned (cleaner) or dropped (truncation) are
+ * journaled so: a crash after that recovers nothing of them; a file
+ * written after the fsync but not fsync'd again is not required. */
+static void test_journal_after_fsync(void)
+{
+	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	char *copy = path_in(dir, "copy");
+	unsigned char old[2][4 * BLK], neu[4 * BLK];
+	struct hy_cache_file f1 = F(1), f2 = F(2);
+	struct hy_cache *c;
+
+	home_reset();
+	for (int i = 0; i < 2; i++) {
+		fill_pattern(old[i], sizeof(old[i]), 90 + (unsigned)i);
+		home_set((uint64_t)i + 1, old[i], sizeof(old[i]));
+	}
+	fill_pattern(neu, sizeof(neu), 92);
+	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, 32, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(hy_cache_write(c, &f1, neu, sizeof(neu), 0), (ssize_t)sizeof(neu));
+	CU_ASSERT_EQUAL(hy_cache_write(c, &f2, neu, sizeof(neu), 0), (ssize_t)sizeof(neu));
+	CU_ASSERT_EQUAL(hy_cache_fsync(c, &f1), 0);
+	CU_ASSERT_EQUAL(hy_cache_fsync(c, &f2), 0);
+	CU_ASSERT_EQUAL(stats(c).journal_records, 8);
+	/* file 1 cleaned, file 2 truncated to 1 block */
+	CU_ASSERT_EQUAL(hy_cache_change_begin(c, &f2, BLK, UINT64_MAX), 0);
+	home_truncate(2, BLK);
+	hy_cache_change_end(c, &f2);
+	CU_ASSERT(memcmp(H.f[2].data, old[1], BLK) == 0); /* block 0: still dirty */
+	CU_ASSERT_EQUAL(stats(c).dirty_bytes, 5 * BLK);
+	CU_ASSERT_EQUAL(hy_cache_run_cleaner(c), 5);
+	CU_ASSERT(home_equals(2, neu, BLK));
+	CU_ASSERT(home_equals(1, neu, sizeof(neu)));
+	CU_ASSERT_EQUAL(stats(c).dirty_bytes, 0);
+	CHECK(c);
+	CU_ASSERT_EQUAL_FATAL(copy_file(store, copy), 0);
+	CLOSE(c);
+	H.holds = H.puts = 0;
+	open_homes_calls = 0;
+	c = copen(copy, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, 32, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(stats(c).recovered_blocks, 0);
+	CU_ASSERT_EQUAL(open_homes_calls, 0);
+	CU_ASSERT(home_equals(1, neu, sizeof(neu)));
+	CU_ASSERT(home_equals(2, neu, BLK));
+	CLOSE(c);
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+	free(copy);
+}
+
+int hy_test_add_cache(void)
+{
+	CU_pSuite s = CU_add_suite("cache", NULL, NULL);
+
+	if (!s)
+		return -1;
+	if (!CU_add_test(s, "read miss, then hit", test_read_miss_hit) ||
+	    !CU_add_test(s, "near-cache writes by sector", test_near_cache) ||
+	    !CU_add_test(s, "write-back and the cleaner", test_write_back) ||
+	    !CU_add_test(s, "write-through and write-around", test_through_around) ||
+	    !CU_add_test(s, "front buffer heat filter", test_heat_filter) ||
+	    !CU_add_test(s, "regression: dram_evictions misses admitted blocks",
+			 test_bug_dram_evictions) ||
+	    !CU_add_test(s, "cold dirty blocks go home", test_cold_dirty) ||
+	    !CU_add_test(s, "a full cache never fails a write", test_full_cache) ||
+	    !CU_add_test(s, "fsync and crash recovery", test_fsync_recovery) ||
+	    !CU_add_test(s, "cleaned and dropped lines after an fsync", test_journal_after_fsync) ||
+	    !CU_add_test(s, "a file changed outside the mount", test_stale) ||
+	    !CU_add_test(s, "truncation in change_begin/end", test_truncate) ||
+	    !CU_add_test(s, "replacement baselines", test_policies) ||
+	    !CU_add_test(s, "metadata changes, close_file, flush", test_meta_flush) ||
+	    !CU_add_test(s, "regression: cold dirty eviction leaves the stamp behind",
+			 test_bug_cold_dirty_stamp) ||
+	    !CU_add_test(s, "regression: write_home leaves the stamp behind", test_bug_write_home_stamp) ||
+	    !CU_add_test(s, "regression: fsync home leaves the stamp behind", test_bug_fsync_home_stamp) ||
+	    !CU_add_test(s, "regression: recovery grows a file to a sector", test_bug_recovery_size) ||
+	    !CU_add_test(s, "randomized against a reference", test_randomized))
+		return -1;
+	return 0;
+}
