@@ -41,10 +41,13 @@ int hy_ctl_flush(int argc, char **argv)
 		fprintf(stderr, "hybridctl: flush: %s\n", why);
 		return 1;
 	}
-	printf("%" PRIu64 " blocks written into the BOPT went home\n",
-	       json_object_object_get_ex(result, "synced_blocks", &v)
-		       ? (uint64_t)json_object_get_int64(v)
-		       : 0);
+	/* the cache first, as the daemon does: its blocks may go into the BOPT */
+	if (json_object_object_get_ex(result, "cache_blocks", &v))
+		printf("%" PRIu64 " blocks written into the cache went home\n",
+		       (uint64_t)json_object_get_int64(v));
+	if (json_object_object_get_ex(result, "synced_blocks", &v))
+		printf("%" PRIu64 " blocks written into the BOPT went home\n",
+		       (uint64_t)json_object_get_int64(v));
 	json_object_put(result);
 	return 0;
 }

@@ -159,10 +159,10 @@ struct json_object *hy_fs_flush(void *ctx, struct json_object *req, char *why, s
 	if (fs->borg && hy_borg_flush(fs->borg, &synced, why, why_size) < 0)
 		return NULL;
 	result = json_object_new_object();
-	if (result) {
-		add_u64(result, "synced_blocks", synced);
+	if (result && fs->cache)
 		add_u64(result, "cache_blocks", (uint64_t)cached);
-	}
+	if (result && fs->borg)
+		add_u64(result, "synced_blocks", synced);
 	return result;
 }
 
