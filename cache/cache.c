@@ -36,6 +36,7 @@ struct cfile {
 	_Atomic uint64_t dirty;	   /* of those, with a dirty sector */
 	_Atomic uint64_t in_front; /* of the cached, in DRAM */
 	int64_t home;		   /* the cache's own object for writing home; -1 */
+	bool id_durable;	   /* the driver confirmed the id names the file after a crash */
 };
 
 /* ---- line state (SSD), under lines_lock -------------------------------- */
@@ -93,6 +94,8 @@ struct hy_cache {
 	struct front front;
 
 	pthread_mutex_t clean_lock; /* one cleaning pass at a time */
+	_Atomic int flush_waiting;  /* a flush wants clean_lock: a paced pass yields */
+	_Atomic bool stop_now;	    /* close began: a paced pass stops */
 	pthread_mutex_t thread_lock;
 	pthread_cond_t thread_wake;
 	bool stopping, clean_kick;
@@ -578,8 +581,9 @@ static void make_fresh(struct hy_cache *c, struct cfile *cf, const struct hy_cac
 		int rc = drop_range(c, cf, f, a->size / LINE, UINT64_MAX, true);
 
 		if (rc < 0)
-			hy_log(LOG_ERR, "cache: file %" PRIu64 " was truncated; dropping its "
-					"blocks past the end failed: %s",
+			hy_log(LOG_ERR,
+			       "cache: file %" PRIu64 " was truncated; dropping its "
+			       "blocks past the end failed: %s",
 			       f->file_id, strerror(-rc));
 	}
 	refresh_stamp(c, cf, f);
@@ -1459,6 +1463,17 @@ int hy_cache_fsync(struct hy_cache *c, const struct hy_cache_file *f)
 				.valid = ents[i].valid,
 				.dirty = ents[i].dirty,
 			};
+	/* recovery finds the file by its id: that must outlive a crash too */
+	if (nrecs && !cf->id_durable && c->cfg.ids_durable) {
+		rc = c->cfg.ids_durable(c->cfg.ids_durable_arg);
+		if (rc < 0) {
+			hy_log(LOG_ERR,
+			       "cache: file %" PRIu64 ": its id cannot be made durable: %s",
+			       f->file_id, strerror(-rc));
+			goto out;
+		}
+		cf->id_durable = true;
+	}
 	/* the data first, then the records that name it */
 	if (nrecs) {
 		rc = hy_cache_store_sync(c->store);
@@ -1737,11 +1752,18 @@ static int64_t clean_pass(struct hy_cache *c, uint64_t rate)
 			int64_t due = (int64_t)((double)cleaned * LINE / (double)rate * 1e9);
 			int64_t ahead = due - (now_ns() - start);
 
-			if (ahead > 0) {
-				struct timespec ts = {ahead / 1000000000, ahead % 1000000000};
+			/* in short sleeps: a flush or close does not wait for the
+			 * pace, it takes over (at full speed) */
+			while (ahead > 0 && !atomic_load(&c->flush_waiting) &&
+			       !atomic_load(&c->stop_now)) {
+				int64_t nap = ahead < 20000000 ? ahead : 20000000;
+				struct timespec ts = {0, nap};
 
 				nanosleep(&ts, NULL);
+				ahead -= nap;
 			}
+			if (atomic_load(&c->flush_waiting) || atomic_load(&c->stop_now))
+				break;
 		}
 	}
 	free(keys);
@@ -1758,15 +1780,19 @@ int64_t hy_cache_flush(struct hy_cache *c)
 {
 	int64_t total = 0;
 
+	atomic_fetch_add(&c->flush_waiting, 1);
 	for (int pass = 0; pass < 4; pass++) {
 		int64_t r = clean_pass(c, 0);
 
-		if (r < 0)
-			return r;
+		if (r < 0) {
+			total = r;
+			break;
+		}
 		total += r;
 		if (r == 0 || atomic_load(&c->dirty_sectors) == 0)
 			break;
 	}
+	atomic_fetch_sub(&c->flush_waiting, 1);
 	return total;
 }
 
@@ -1845,7 +1871,12 @@ static int evict_one(struct hy_cache *c)
 	pthread_rwlock_wrlock(gate(c, file_id));
 	pthread_mutex_lock(&fr->lock);
 	s = front_find(fr, file_id, block);
-	heat = s == NONE ? 0 : hy_heat_predict(&fr->slots[s].heat, front_period(fr), &fr->heat);
+	/* the heat as of the block's last active period (a question about a
+	 * period older than its newest is answered as of the newest): the
+	 * least recently used block is by definition idle now, and judged as
+	 * of now every block would look cold; recency is the LRU order's
+	 * business, re-reference the heat's */
+	heat = s == NONE ? 0 : hy_heat_predict(&fr->slots[s].heat, 0, &fr->heat);
 	pthread_mutex_unlock(&fr->lock);
 	if (s == NONE)
 		goto out; /* gone meanwhile: try again */
@@ -2159,9 +2190,11 @@ static int front_init(struct hy_cache *c, char *why, size_t why_size)
 		fr->slots[s].next = fr->free_head;
 		fr->free_head = s;
 	}
-	/* FusionCache counts accesses per period: a quarter of the buffer's
-	 * worth of accesses, so L periods span about L/4 turnovers of it */
-	fr->period_len = fr->nslots / 4 > 16 ? fr->nslots / 4 : 16;
+	/* FusionCache counts accesses per period: half the buffer's worth of
+	 * accesses, so a block read again while it is still buffered counts
+	 * in the same period or the one before, and L periods span L/2
+	 * turnovers of the buffer */
+	fr->period_len = fr->nslots / 2 > 16 ? fr->nslots / 2 : 16;
 	return 0;
 }
 
@@ -2282,6 +2315,7 @@ int hy_cache_close(struct hy_cache *c)
 
 	if (!c)
 		return 0;
+	atomic_store(&c->stop_now, true);
 	pthread_mutex_lock(&c->thread_lock);
 	c->stopping = true;
 	pthread_cond_broadcast(&c->thread_wake);
@@ -2323,6 +2357,7 @@ void hy_cache_get_stats(struct hy_cache *c, struct hy_cache_stats *o)
 
 	memset(o, 0, sizeof(*o));
 	o->write_policy = wp[c->cfg.write_policy];
+	o->path = c->store_path;
 	o->policy = hy_policy_kind_name(c->cfg.policy);
 	o->read_hits_dram = atomic_load(&c->st.read_hits_dram);
 	o->read_hits_ssd = atomic_load(&c->st.read_hits_ssd);

@@ -144,7 +144,9 @@ int hy_ctl_explain(int argc, char **argv)
 		return 1;
 	}
 	if (json)
-		printf("%s\n", json_object_to_json_string_ext(result, JSON_C_TO_STRING_PLAIN));
+		printf("%s\n",
+		       json_object_to_json_string_ext(
+			       result, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 	else
 		print_human(result, path);
 	json_object_put(result);

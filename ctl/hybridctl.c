@@ -129,7 +129,8 @@ static void print_json(struct mount_status *list, size_t n)
 		json_object_array_add(mounts, m);
 	}
 	json_object_object_add(root, "mounts", mounts);
-	printf("%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN));
+	printf("%s\n", json_object_to_json_string_ext(
+			       root, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(root);
 }
 
@@ -194,7 +195,7 @@ static void print_bopt(struct json_object *d)
  * the heat filter and the cleaner did. */
 static void print_cache(struct json_object *d)
 {
-	struct json_object *c = NULL, *wp = NULL, *pol = NULL;
+	struct json_object *c = NULL, *wp = NULL, *pol = NULL, *path = NULL;
 	uint64_t reads, writes;
 	char dirty[32], written[32];
 
@@ -210,10 +211,11 @@ static void print_cache(struct json_object *d)
 		 jget_u64(c, "write_misses", NULL);
 	human_bytes(jget_u64(c, "dirty_bytes", NULL), dirty, sizeof(dirty));
 	human_bytes(jget_u64(c, "ssd_bytes_written", NULL), written, sizeof(written));
-	printf("%-12s write-%s, %s; DRAM %llu/%llu blocks, SSD %llu/%llu lines; %s dirty "
+	json_object_object_get_ex(c, "path", &path);
+	printf("%-12s %s, write-%s, %s; DRAM %llu/%llu blocks, SSD %llu/%llu lines; %s dirty "
 	       "(cleaner backlog %llu blocks)\n",
-	       "cache", wp ? json_object_get_string(wp) : "?",
-	       pol ? json_object_get_string(pol) : "?",
+	       "cache", path ? json_object_get_string(path) : "?",
+	       wp ? json_object_get_string(wp) : "?", pol ? json_object_get_string(pol) : "?",
 	       (unsigned long long)jget_u64(c, "dram_used", NULL),
 	       (unsigned long long)jget_u64(c, "dram_blocks", NULL),
 	       (unsigned long long)jget_u64(c, "ssd_used", NULL),

@@ -21,10 +21,7 @@
 #include "hybridfs/inode.h"
 #include "hybridfs/log.h"
 #include "hybridfs/options.h"
-
-struct recovery_place {
-	struct hy_fs *fs;
-};
+#include "hybridfs/profiler.h"
 
 static int open_homes(void *arg, const uint64_t *ids, size_t n, int64_t *objects)
 {
@@ -45,6 +42,15 @@ static int open_homes(void *arg, const uint64_t *ids, size_t n, int64_t *objects
 	return rc;
 }
 
+/* The files table gets a file's row from the profiler's writer thread,
+ * within 50 ms: a journaled dirty line must not outlive its file's row. */
+static int ids_durable(void *arg)
+{
+	struct hy_fs *fs = arg;
+
+	return hy_profiler_sync(fs->profiler);
+}
+
 int hy_fs_open_cache(struct hy_fs *fs, const struct hy_options *opts)
 {
 	struct hy_cache_config config = {
@@ -58,6 +64,8 @@ int hy_fs_open_cache(struct hy_fs *fs, const struct hy_options *opts)
 		.clean_rate = opts->cache_clean_rate,
 		.open_homes = open_homes,
 		.open_homes_arg = fs,
+		.ids_durable = ids_durable,
+		.ids_durable_arg = fs,
 	};
 	struct hy_cache_lower lower;
 	char path[4096], why[1024];
@@ -136,6 +144,7 @@ struct json_object *hy_fs_cache_status(struct hy_fs *fs)
 	hy_cache_get_stats(fs->cache, &s);
 	reads = s.read_hits_dram + s.read_hits_ssd + s.read_misses;
 	writes = s.write_hits_dram + s.write_hits_ssd + s.write_misses;
+	json_object_object_add(o, "path", json_object_new_string(s.path));
 	json_object_object_add(o, "write_policy", json_object_new_string(s.write_policy));
 	json_object_object_add(o, "policy", json_object_new_string(s.policy));
 	add_u64(o, "read_hits_dram", s.read_hits_dram);

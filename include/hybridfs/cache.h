@@ -139,10 +139,16 @@ struct hy_cache_config {
 	bool no_threads;		   /* tests: no hy-front/hy-cache-clean threads */
 	hy_cache_open_homes_fn open_homes; /* NULL: dirty lines left by a crash refuse the mount */
 	void *open_homes_arg;
+	/* Makes the ids of the files seen so far durable (so that
+	 * open_homes finds them after a crash); called before a file's first
+	 * dirty lines are journaled. NULL: ids are durable already. */
+	int (*ids_durable)(void *arg);
+	void *ids_durable_arg;
 };
 
 struct hy_cache_stats {
 	const char *write_policy, *policy;
+	const char *path; /* the store; valid while the cache is open */
 	/* in 4 KiB blocks of requests */
 	uint64_t read_hits_dram, read_hits_ssd, read_misses;
 	uint64_t write_hits_dram, write_hits_ssd, write_misses;

@@ -60,6 +60,18 @@ run default-state 11 "${UMASKS[*]}"
 run umask 12 "--umasks 022,0,077,002" -o "state=$HY_TMP/state-um"
 run no-cache 13 "${UMASKS[*]}" -o "state=$HY_TMP/state-nc,attr_timeout=0,entry_timeout=0"
 run no-writeback 4 "${UMASKS[*]}" -o "state=$HY_TMP/state-nw,writeback_cache=off"
+# The SSD cache (on by default, write-back) in each write policy, and
+# cache=none as the reference: a seed that fails with a cache and passes
+# with none (the same seed) points at the cache. A 1M store with no front
+# buffer is full at once: every write evicts, bypasses or cleans.
+run cache-none 21 "${UMASKS[*]}" -o "state=$HY_TMP/state-cn,cache=none"
+run cache-back 21 "${UMASKS[*]}" -o "state=$HY_TMP/state-cb,cache_write=back"
+run cache-through 22 "${UMASKS[*]}" -o "state=$HY_TMP/state-ct,cache_write=through"
+run cache-around 23 "${UMASKS[*]}" -o "state=$HY_TMP/state-ca,cache_write=around"
+run cache-none-tiny 24 "${UMASKS[*]}" -o "state=$HY_TMP/state-cnt,cache=none,writeback_cache=off"
+run cache-tiny 24 "${UMASKS[*]}" \
+	-o "state=$HY_TMP/state-cs,front_buffer=0,cache_size=1M,writeback_cache=off"
+run cache-larc 25 "${UMASKS[*]}" -o "state=$HY_TMP/state-cl,cache_policy=larc"
 # more folders than the daemon keeps descriptors for: a low open-file
 # limit (80: 40 cached) makes it close and reopen directory descriptors
 cat >"$HY_TMP/lowfd-hybridfs" <<EOF2

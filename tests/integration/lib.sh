@@ -159,3 +159,52 @@ hy_drop_foreign_mounts() {
 hy_need_root() {
 	[ "$(id -u)" = 0 ] || hy_skip "needs root"
 }
+
+# hy_forget_pid PID: a daemon or helper this script has killed and waited
+# for; the trap must not signal the pid again (it may be reused).
+hy_forget_pid() {
+	local p out=""
+	for p in $HY_PIDS; do
+		[ "$p" = "$1" ] || out="$out $p"
+	done
+	HY_PIDS=$out
+}
+
+# hy_status MOUNTPOINT JQ-FILTER: a field of the mount's status report
+# (hybridctl status --json), from .mounts[0].daemon.
+hy_status() {
+	"${HYBRIDCTL:-$(dirname "$HYBRIDFS")/hybridctl}" status "$1" --json |
+		jq -r ".mounts[0].daemon | $2"
+}
+
+# hy_wait_status MOUNTPOINT JQ-CONDITION: polls the status until the
+# condition holds. Not a timing assumption: the loop ends as soon as it
+# holds, and the bound (120 s) only turns a hang into a failure.
+hy_wait_status() {
+	local _
+	for _ in $(seq 1 2400); do
+		"${HYBRIDCTL:-$(dirname "$HYBRIDFS")/hybridctl}" status "$1" --json 2>/dev/null |
+			jq -e ".mounts[0].daemon | $2" >/dev/null 2>&1 && return 0
+		sleep 0.05
+	done
+	hy_fail "waited 120 s on $1 for: $2"
+	return 1
+}
+
+# hy_mount_ready BACKING MOUNTPOINT OPTIONS: hy_mount, then waits for the
+# control socket (in the foreground the daemon opens it after the mount
+# shows).
+hy_mount_ready() {
+	hy_mount "$1" "$2" -o "$3"
+	hy_wait_status "$2" '.pid != null'
+}
+
+# hy_kill9 MOUNTPOINT: kill -9 of the daemon this script started last
+# (HY_PID) and a lazy unmount of the dead mount it leaves.
+hy_kill9() {
+	kill -9 "$HY_PID" 2>/dev/null
+	wait "$HY_PID" 2>/dev/null
+	hy_forget_pid "$HY_PID"
+	fusermount3 -u -z "$1" 2>/dev/null || umount -l "$1" 2>/dev/null
+	return 0
+}

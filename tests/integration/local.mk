@@ -16,3 +16,11 @@ include tests/integration/profiler.mk
 # `hybridctl format-cache`: files only, no mount.
 TESTS += tests/integration/formatcache.sh
 EXTRA_DIST += tests/integration/formatcache.sh
+
+# The SSD cache: crash consistency of write-back under kill -9 (hy-crash
+# writes, fsyncs and checks), and the cache's mount options, flush, stale
+# files, and store refusals (cache.sh).
+check_PROGRAMS += tests/integration/hy-crash
+tests_integration_hy_crash_SOURCES = tests/integration/hy-crash.c
+TESTS += tests/integration/crash.sh tests/integration/cache.sh
+EXTRA_DIST += tests/integration/crash.sh tests/integration/cache.sh
