@@ -69,6 +69,14 @@ struct front {
 	uint32_t mru, lru, free_head;
 	uint64_t touches, period_len;
 	struct hy_heat_config heat;
+	/* the histories of blocks evicted as cold, direct-mapped by key (a
+	 * newer one takes the place of an older): a block read again soon
+	 * after it left keeps counting, so blocks re-read at a distance of
+	 * about a buffer's worth of accesses become hot too */
+	struct ghost {
+		uint64_t file_id, block;
+		struct hy_heat_history heat;
+	} *ghosts; /* nslots entries */
 };
 
 struct hy_cache {
@@ -316,6 +324,14 @@ static uint32_t front_add(struct hy_cache *c, uint64_t file_id, uint64_t block)
 	fr->slots[s].block = block;
 	fr->slots[s].used = true;
 	fr->slots[s].prev = fr->slots[s].next = NONE;
+	{
+		struct ghost *g = &fr->ghosts[key_hash(file_id, block) % fr->nslots];
+
+		if (g->file_id == file_id && g->block == block && file_id) {
+			fr->slots[s].heat = g->heat;
+			memset(g, 0, sizeof(*g));
+		}
+	}
 	front_table_add(fr, s);
 	lru_push_mru(fr, s);
 	fr->used++;
@@ -323,6 +339,17 @@ static uint32_t front_add(struct hy_cache *c, uint64_t file_id, uint64_t block)
 	if (front_low(fr))
 		pthread_cond_signal(&fr->wake);
 	return s;
+}
+
+/* Keeps slot @s's history for when its block comes back. front.lock held. */
+static void front_remember(struct front *fr, uint32_t s)
+{
+	struct slot *x = &fr->slots[s];
+	struct ghost *g = &fr->ghosts[key_hash(x->file_id, x->block) % fr->nslots];
+
+	g->file_id = x->file_id;
+	g->block = x->block;
+	g->heat = x->heat;
 }
 
 static void front_remove(struct front *fr, uint32_t s)
@@ -1904,6 +1931,9 @@ static int evict_one(struct hy_cache *c)
 		/* no line free: handled as cold */
 	} else {
 		atomic_fetch_add(&c->st.heat_refused, 1);
+		pthread_mutex_lock(&fr->lock);
+		front_remember(fr, s);
+		pthread_mutex_unlock(&fr->lock);
 	}
 	if (fr->slots[s].dirty) {
 		struct hy_cache_file home = {file_id, cf->home};
@@ -2177,10 +2207,11 @@ static int front_init(struct hy_cache *c, char *why, size_t why_size)
 		tsize <<= 1;
 	fr->table_mask = tsize - 1;
 	fr->slots = calloc(fr->nslots, sizeof(*fr->slots));
+	fr->ghosts = calloc(fr->nslots, sizeof(*fr->ghosts));
 	fr->table = malloc((size_t)tsize * sizeof(*fr->table));
 	if (posix_memalign((void **)&fr->data, 4096, (size_t)fr->nslots * LINE) != 0)
 		fr->data = NULL;
-	if (!fr->slots || !fr->table || !fr->data) {
+	if (!fr->slots || !fr->ghosts || !fr->table || !fr->data) {
 		snprintf(why, why_size, "out of memory for a front buffer of %" PRIu32 " blocks",
 			 fr->nslots);
 		return -ENOMEM;
@@ -2190,11 +2221,11 @@ static int front_init(struct hy_cache *c, char *why, size_t why_size)
 		fr->slots[s].next = fr->free_head;
 		fr->free_head = s;
 	}
-	/* FusionCache counts accesses per period: half the buffer's worth of
-	 * accesses, so a block read again while it is still buffered counts
-	 * in the same period or the one before, and L periods span L/2
-	 * turnovers of the buffer */
-	fr->period_len = fr->nslots / 2 > 16 ? fr->nslots / 2 : 16;
+	/* FusionCache counts accesses per period: a buffer's worth of
+	 * accesses, so a block read again while it is still buffered (or soon
+	 * after it left: its ghost history) counts in the same period or the
+	 * one before, and L periods span L turnovers of the buffer */
+	fr->period_len = fr->nslots > 16 ? fr->nslots : 16;
 	return 0;
 }
 
@@ -2209,6 +2240,7 @@ static void cache_free(struct hy_cache *c)
 	free(c->lines);
 	free(c->free_lines);
 	free(c->front.slots);
+	free(c->front.ghosts);
 	free(c->front.table);
 	free(c->front.data);
 	for (int i = 0; i < HY_CACHE_GATES; i++)
@@ -2398,7 +2430,7 @@ void hy_cache_get_stats(struct hy_cache *c, struct hy_cache_stats *o)
 				 (c->capacity ? ps.bytes / c->capacity : 0) +
 				 sizeof(struct line_state) + sizeof(uint32_t) +
 				 sizeof(struct hy_cache_line);
-	o->front_meta_bytes = (size_t)c->front.nslots * sizeof(struct slot) +
+	o->front_meta_bytes = (size_t)c->front.nslots * (sizeof(struct slot) + sizeof(struct ghost)) +
 			      (c->front.nslots ? ((size_t)c->front.table_mask + 1) * 4 : 0);
 }
 
