@@ -266,7 +266,7 @@ static uint32_t line_record_sum(const unsigned char *p, uint64_t line, uint64_t 
 }
 
 static void encode_line(const struct hy_cache_line *l, uint64_t line, uint64_t generation,
-			unsigned char *p)
+			uint64_t seq, unsigned char *p)
 {
 	memset(p, 0, HY_CACHE_LINE_RECORD);
 	if (!l->used)
@@ -276,7 +276,7 @@ static void encode_line(const struct hy_cache_line *l, uint64_t line, uint64_t g
 	p[LR_VALID] = l->valid;
 	p[LR_DIRTY] = l->dirty;
 	p[LR_FLAGS] = LR_USED;
-	hy_ondisk_put_le64(p + LR_SEQ, l->sequence);
+	hy_ondisk_put_le64(p + LR_SEQ, seq);
 	hy_ondisk_put_le32(p + LR_CHECKSUM, line_record_sum(p, line, generation));
 }
 
@@ -298,7 +298,6 @@ static int decode_line(const unsigned char *p, uint64_t line, uint64_t generatio
 	l->block = hy_ondisk_get_le64(p + LR_BLOCK);
 	l->valid = p[LR_VALID];
 	l->dirty = p[LR_DIRTY];
-	l->sequence = hy_ondisk_get_le64(p + LR_SEQ);
 	return 0;
 }
 
@@ -798,7 +797,6 @@ static void apply(struct hy_cache_store *s, const struct hy_cache_journal_record
 		l->dirty = r->dirty;
 		break;
 	}
-	l->sequence = r->sequence;
 }
 
 /* Applies the journal's records after the checkpoint (see the header). */
@@ -859,7 +857,7 @@ out:
 
 /* Writes every line record of the copy not in use, synced. Caller holds
  * nothing; appends are quiesced. */
-static int write_table(struct hy_cache_store *s, int copy)
+static int write_table(struct hy_cache_store *s, int copy, uint64_t seq)
 {
 	size_t per = CHUNK / HY_CACHE_LINE_RECORD;
 	unsigned char *buf = malloc(CHUNK);
@@ -872,7 +870,7 @@ static int write_table(struct hy_cache_store *s, int copy)
 		uint64_t k = s->header.capacity - n < per ? s->header.capacity - n : per;
 
 		for (uint64_t i = 0; i < k; i++)
-			encode_line(&s->lines[n + i], n + i, s->header.generation,
+			encode_line(&s->lines[n + i], n + i, s->header.generation, seq,
 				    buf + i * HY_CACHE_LINE_RECORD);
 		rc = hy_ondisk_write_full(s->fd, buf, (size_t)(k * HY_CACHE_LINE_RECORD), off);
 		off += k * HY_CACHE_LINE_RECORD;
@@ -888,7 +886,7 @@ int hy_cache_store_checkpoint_first_half(struct hy_cache_store *s)
 {
 	if (!s->lines)
 		return -EINVAL;
-	return write_table(s, 1 - s->active_copy);
+	return write_table(s, 1 - s->active_copy, s->written_seq);
 }
 
 /* A checkpoint at sequence @seq (>= the last written). */
@@ -905,7 +903,7 @@ static int checkpoint_at(struct hy_cache_store *s, uint64_t seq, char *why, size
 			      s->path, strerror(-s->error));
 		return s->error;
 	}
-	rc = write_table(s, copy);
+	rc = write_table(s, copy, seq);
 	if (rc == 0) {
 		unsigned char buf[HY_CACHE_STORE_BLOCK];
 

@@ -62,7 +62,7 @@
  *
  * Memory: hy_cache_open() allocates everything: the front buffer's slots
  * (front_buffer bytes of data plus about 56 bytes a slot), the index, the
- * policy and 24 bytes a line of line state; hy_cache_close() frees it.
+ * policy and 17 bytes a line of line state; hy_cache_close() frees it.
  * hy_cache_stats reports the DRAM per SSD line.
  *
  * Locks: HY_CACHE_GATES rwlocks striped by file id (the cache's gates):

@@ -52,7 +52,9 @@
  *     17      1     dirty sector mask (a subset of valid)
  *     18      1     flags: bit 0 in use
  *     19      1     reserved, 0
- *     20      8     sequence of the last change to the line
+ *     20      8     sequence of the checkpoint that wrote the record (no
+ *                   older than the line's last change; informational:
+ *                   memory keeps none, to save 8 bytes a line)
  *     28      4     FNV-1a 32 of bytes 0..27, the line number (8 bytes LE)
  *                   and the generation (8 bytes LE): a record copied to
  *                   another slot or left by an older format is damaged
@@ -163,7 +165,7 @@ struct hy_cache_journal_record {
 
 /* A line as the table holds it. */
 struct hy_cache_line {
-	uint64_t file_id, block, sequence;
+	uint64_t file_id, block;
 	uint8_t valid, dirty;
 	bool used;
 };
