@@ -29,15 +29,16 @@
 
 struct cfile {
 	struct hy_file_table_entry entry;
-	_Atomic int64_t stamp;	   /* home ctime the cached blocks are current for */
-	_Atomic uint64_t size;	   /* home size then: a smaller one is a truncation
-				    * the cache did not see (an O_TRUNC open) */
-	_Atomic bool closed;	   /* no handle open (hy_cache_close_file) */
-	_Atomic uint64_t blocks;   /* cached blocks, DRAM and SSD */
-	_Atomic uint64_t dirty;	   /* of those, with a dirty sector */
-	_Atomic uint64_t in_front; /* of the cached, in DRAM */
-	int64_t home;		   /* the cache's own object for writing home; -1 */
-	bool id_durable;	   /* the driver confirmed the id names the file after a crash */
+	_Atomic int64_t stamp;	    /* home ctime the cached blocks are current for */
+	_Atomic uint64_t size;	    /* home size then: a smaller one is a truncation
+				     * the cache did not see (an O_TRUNC open) */
+	_Atomic bool closed;	    /* no handle open (hy_cache_close_file) */
+	_Atomic uint64_t last_used; /* the cache's request count at its last request */
+	_Atomic uint64_t blocks;    /* cached blocks, DRAM and SSD */
+	_Atomic uint64_t dirty;	    /* of those, with a dirty sector */
+	_Atomic uint64_t in_front;  /* of the cached, in DRAM */
+	int64_t home;		    /* the cache's own object for writing home; -1 */
+	bool id_durable;	    /* the driver confirmed the id names the file after a crash */
 };
 
 /* ---- line state (SSD), under lines_lock -------------------------------- */
@@ -102,6 +103,7 @@ struct hy_cache {
 	uint64_t ssd_accesses; /* for ageing the policy once a period */
 
 	pthread_rwlock_t journal_gate; /* appends shared, checkpoint exclusive */
+	_Atomic uint64_t requests;     /* reads and writes served: the clock of idleness */
 
 	struct front front;
 
@@ -430,15 +432,24 @@ static bool line_evictable(uint32_t line, void *arg)
 	return true;
 }
 
-/* OmniCache's first step: lines of files no handle holds open. */
+/* OmniCache's first step: lines of files no handle holds open, or that no
+ * request touched for as many requests as the store has lines (inactive). */
 static bool line_first_choice(uint32_t line, void *arg)
 {
 	struct victim_ctx *v = arg;
 	struct cfile *cf = cfile_get(v->c, v->c->lines[line].file_id, false);
-	bool closed = !cf || atomic_load(&cf->closed);
+	bool first = !cf || atomic_load(&cf->closed) ||
+		     atomic_load(&v->c->requests) - atomic_load(&cf->last_used) > v->c->capacity;
 
 	cfile_put(v->c, cf);
-	return closed;
+	return first;
+}
+
+static void note_use(struct hy_cache *c, struct cfile *cf)
+{
+	atomic_store(&cf->last_used, atomic_fetch_add(&c->requests, 1) + 1);
+	if (atomic_load(&cf->closed))
+		atomic_store(&cf->closed, false); /* open again */
 }
 
 /* Drops a line's block from the index and the policy: lines_lock held,
@@ -921,8 +932,7 @@ ssize_t hy_cache_read(struct hy_cache *c, const struct hy_cache_file *f, void *b
 	cf = cfile_get(c, f->file_id, true);
 	if (!cf)
 		return c->lower.read(c->lower.arg, f, buf, size, off);
-	if (atomic_load(&cf->closed))
-		atomic_store(&cf->closed, false); /* open again */
+	note_use(c, cf);
 	pthread_rwlock_rdlock(gate(c, f->file_id));
 	rc = c->lower.getattr(c->lower.arg, f, &a);
 	if (rc == 0 && !fresh_for(cf, &a)) {
@@ -1123,8 +1133,7 @@ ssize_t hy_cache_write(struct hy_cache *c, const struct hy_cache_file *f, const 
 	cf = cfile_get(c, f->file_id, true);
 	if (!cf)
 		return c->lower.write(c->lower.arg, f, buf, size, off);
-	if (atomic_load(&cf->closed))
-		atomic_store(&cf->closed, false); /* open again */
+	note_use(c, cf);
 	pthread_rwlock_wrlock(gate(c, f->file_id));
 	rc = c->lower.getattr(c->lower.arg, f, &a);
 	if (rc < 0)

@@ -26,7 +26,8 @@
  *     and that is not valid is read from below first (at most two per
  *     request). A read takes the valid sectors from the line and the rest
  *     from below. Victims are clean lines only, found by the policy's
- *     two-step search: lines of closed files first, then the least
+ *     two-step search: lines of closed or inactive files first (no request
+ *     for as many requests as the store has lines), then the least
  *     recently used; dirty lines are the cleaner's.
  *   - Write policies (cache_write=): back (writes stay in the cache, dirty,
  *     until the cleaner, an fsync's journal, a close or a flush), through

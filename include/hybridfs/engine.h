@@ -5,10 +5,10 @@
  * What it is for: DESIGN.md's "one engine, two drivers". The FUSE glue in
  * fs/ hands file data requests here, and so will the trace simulator. The
  * engine decides where the bytes live and asks the device layer
- * (device.h) for them. Today every block lives in its backing file; the
- * profiler hook, the classifier, the cache (DRAM front buffer and SSD
- * store) and the indirection map to the BOPT slot in between, in that order,
- * without the drivers changing.
+ * (device.h) for them. In order: the cache (cache.h: DRAM front buffer and
+ * SSD store), when the mount has one; below it the "lower" path, BORG's
+ * indirection map, then the BOPT or the backing file. The classifier will
+ * slot in ahead of the cache without the drivers changing.
  *
  * Who calls it: fs/ops.c (read, write, setattr size, fsync, release), the
  * unit tests, and later the simulator.
@@ -18,14 +18,13 @@
  * caller's open-file state and set up by hy_engine_file_init(); the engine
  * does not own the file descriptor in it.
  *
- * Locks: with a BOPT in use, HY_ENGINE_GATES gates (rwlocks) striped by
- * file id order the changes of a file's data against the reconfigurator:
- * a write holds its file's gate shared across its I/O (writers of a file
- * run in parallel: they only add dirty marks, which commute); a
- * truncation, allocation, copy or sync home holds it exclusive (they send
- * dirty blocks home and release ranges); a read that uses the BOPT holds
- * it shared (reads of home only take none); the reconfigurator holds it
- * exclusive to drop extents and to check and commit a copy
+ * Locks: the cache takes its own gates first (cache.h), then calls the
+ * lower path, which takes the engine's. With a BOPT in use, HY_ENGINE_GATES gates (rwlocks) striped
+ * by file id order the changes of a file's data against the reconfigurator: a write holds its
+ * file's gate shared across its I/O (writers of a file run in parallel: they only add dirty marks,
+ * which commute); a truncation, allocation, copy or sync home holds it exclusive (they send dirty
+ * blocks home and release ranges); a read that uses the BOPT holds it shared (reads of home only
+ * take none); the reconfigurator holds it exclusive to drop extents and to check and commit a copy
  * (hy_engine_gate_*), and takes every gate once as a barrier and for a
  * checkpoint (hy_engine_quiesce). Order: gate, then the journal's lock,
  * then the map's locks. Requests on different files, and on different
