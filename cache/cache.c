@@ -493,7 +493,11 @@ static int64_t line_alloc(struct hy_cache *c, uint64_t file_id, bool exclusive)
 		uint32_t line;
 		uint64_t vfile;
 
-		if (hy_policy_victim(c->policy, line_first_choice, line_evictable, &v, &line) != 0)
+		/* the baselines stay plain, for the simulator to compare
+		 * against: the two-step search is hybridfs's own (with LRU3) */
+		if (hy_policy_victim(c->policy,
+				     c->cfg.policy == HY_POLICY_LRU3 ? line_first_choice : NULL,
+				     line_evictable, &v, &line) != 0)
 			break;
 		vfile = c->lines[line].file_id;
 		if (vfile % HY_CACHE_GATES == v.own_stripe) {

@@ -26,9 +26,10 @@
  *     and that is not valid is read from below first (at most two per
  *     request). A read takes the valid sectors from the line and the rest
  *     from below. Victims are clean lines only, found by the policy's
- *     two-step search: lines of closed or inactive files first (no request
- *     for as many requests as the store has lines), then the least
- *     recently used; dirty lines are the cleaner's.
+ *     two-step search (with LRU3; the baselines LRU, LARC and FREQ stay
+ *     plain): lines of closed or inactive files first (no request for as
+ *     many requests as the store has lines), then the least recently
+ *     used; dirty lines are the cleaner's.
  *   - Write policies (cache_write=): back (writes stay in the cache, dirty,
  *     until the cleaner, an fsync's journal, a close or a flush), through
  *     (home first, then the cached copy) and around (home; only blocks

@@ -1093,6 +1093,34 @@ static void pol_run(enum hy_policy_kind kind, int *hit1, int *hit2, struct hy_ca
 	free(store);
 }
 
+/* OmniCache's two-step eviction with LRU3: files 1..8 read once each
+ * (8 lines, all open), file 5 closed, then file 9 read: the victim is the
+ * closed file's line, not file 1's, the least recently used (which plain
+ * LRU order would take). */
+static void test_two_step(void)
+{
+	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	struct hy_cache_file f5 = F(5);
+	struct hy_cache *c;
+
+	pol_home();
+	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, 8, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	for (uint64_t i = 1; i <= 8; i++)
+		CU_ASSERT_TRUE(pol_read(c, i));
+	hy_cache_close_file(c, &f5);
+	CU_ASSERT_TRUE(pol_read(c, 9));
+	CHECK(c);
+	CU_ASSERT_EQUAL(stats(c).ssd_evictions, 1);
+	CU_ASSERT_FALSE(pol_read(c, 1)); /* still cached */
+	CU_ASSERT_TRUE(pol_read(c, 5));	 /* the closed file's line went */
+	CHECK(c);
+	CLOSE(c);
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
 static void test_policies(void)
 {
 	struct hy_cache_stats s;
@@ -1568,12 +1596,16 @@ int hy_test_add_cache(void)
 	    !CU_add_test(s, "a file changed outside the mount", test_stale) ||
 	    !CU_add_test(s, "truncation in change_begin/end", test_truncate) ||
 	    !CU_add_test(s, "replacement baselines", test_policies) ||
+	    !CU_add_test(s, "two-step eviction: a closed file's line first", test_two_step) ||
 	    !CU_add_test(s, "metadata changes, close_file, flush", test_meta_flush) ||
 	    !CU_add_test(s, "regression: cold dirty eviction leaves the stamp behind",
 			 test_bug_cold_dirty_stamp) ||
-	    !CU_add_test(s, "regression: write_home leaves the stamp behind", test_bug_write_home_stamp) ||
-	    !CU_add_test(s, "regression: fsync home leaves the stamp behind", test_bug_fsync_home_stamp) ||
-	    !CU_add_test(s, "regression: recovery grows a file to a sector", test_bug_recovery_size) ||
+	    !CU_add_test(s, "regression: write_home leaves the stamp behind",
+			 test_bug_write_home_stamp) ||
+	    !CU_add_test(s, "regression: fsync home leaves the stamp behind",
+			 test_bug_fsync_home_stamp) ||
+	    !CU_add_test(s, "regression: recovery grows a file to a sector",
+			 test_bug_recovery_size) ||
 	    !CU_add_test(s, "randomized against a reference", test_randomized))
 		return -1;
 	return 0;
