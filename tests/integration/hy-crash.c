@@ -54,9 +54,9 @@
 #include <unistd.h>
 
 #define MAX_FILES 16
-#define SPAN (1536 * 1024)  /* offsets of writes start below this */
+#define SPAN	  (1536 * 1024) /* offsets of writes start below this */
 #define MAX_WRITE (64 * 1024)
-#define MAX_SIZE (SPAN + MAX_WRITE)
+#define MAX_SIZE  (SPAN + MAX_WRITE)
 #define LOG_MAGIC 0x48594352u /* "HYCR" */
 
 /* One record of fI.log, followed by len bytes of data. */
@@ -158,13 +158,27 @@ static void put_durable(const char *refdir, const char *path, const void *buf, s
 	}
 }
 
-/* The buffers here live until the process ends (it returns from main
- * right after it killed the daemon, or on the first failure): in the
- * sanitizer build they are not leaks worth a failure. */
-const char *__asan_default_options(void);
-const char *__asan_default_options(void)
+/* Every buffer lives until the process ends (it returns from main right
+ * after it killed the daemon, or on the first failure, from many places):
+ * they are kept here and freed at exit, so the sanitizer pass sees no
+ * leak. */
+static void *owned[2 * MAX_FILES + 8];
+static size_t nowned;
+
+static void free_owned(void)
 {
-	return "detect_leaks=0";
+	while (nowned)
+		free(owned[--nowned]);
+}
+
+static void *own(void *p)
+{
+	if (p && nowned < sizeof(owned) / sizeof(owned[0])) {
+		if (nowned == 0)
+			atexit(free_owned);
+		owned[nowned++] = p;
+	}
+	return p;
 }
 
 struct file {
@@ -178,7 +192,7 @@ static int run(uint64_t seed, int nfiles, const char *mnt, const char *refdir, p
 	       uint64_t kill_after)
 {
 	struct file files[MAX_FILES];
-	unsigned char *data = malloc(MAX_WRITE);
+	unsigned char *data = own(malloc(MAX_WRITE));
 	char count_path[4096];
 	uint64_t fsyncs = 0;
 
@@ -193,22 +207,25 @@ static int run(uint64_t seed, int nfiles, const char *mnt, const char *refdir, p
 		snprintf(f->mnt_path, sizeof(f->mnt_path), "%s/f%d", mnt, i);
 		snprintf(f->synced, sizeof(f->synced), "%s/f%d.synced", refdir, i);
 		snprintf(f->log, sizeof(f->log), "%s/f%d.log", refdir, i);
-		f->ref = calloc(1, MAX_SIZE);
+		f->ref = own(calloc(1, MAX_SIZE));
 		if (!f->ref)
 			return 99;
 		f->fd = open(f->mnt_path, O_RDWR | O_CREAT, 0644);
 		if (f->fd < 0) {
-			fprintf(stderr, "hy-crash: open \"%s\": %s\n", f->mnt_path, strerror(errno));
+			fprintf(stderr, "hy-crash: open \"%s\": %s\n", f->mnt_path,
+				strerror(errno));
 			return 1;
 		}
 		n = read_file(f->mnt_path, f->ref, MAX_SIZE);
 		if (n < 0) {
-			fprintf(stderr, "hy-crash: read \"%s\": %s\n", f->mnt_path, strerror(errno));
+			fprintf(stderr, "hy-crash: read \"%s\": %s\n", f->mnt_path,
+				strerror(errno));
 			return 1;
 		}
 		f->size = (size_t)n;
 		if (fsync(f->fd) < 0) {
-			fprintf(stderr, "hy-crash: fsync \"%s\": %s\n", f->mnt_path, strerror(errno));
+			fprintf(stderr, "hy-crash: fsync \"%s\": %s\n", f->mnt_path,
+				strerror(errno));
 			return 1;
 		}
 		put_durable(refdir, f->synced, f->ref, f->size);
@@ -239,15 +256,18 @@ static int run(uint64_t seed, int nfiles, const char *mnt, const char *refdir, p
 				off &= ~(uint64_t)4095;
 			for (uint64_t k = 0; k < len; k++)
 				data[k] = (unsigned char)next_rand();
-			rec = (struct log_rec){.off = off, .len = (uint32_t)len, .magic = LOG_MAGIC};
+			rec = (struct log_rec){
+				.off = off, .len = (uint32_t)len, .magic = LOG_MAGIC};
 			/* logged before the mount sees it: kill -9 of this
 			 * process cannot lose it (the kernel keeps the page) */
 			if (write(f->log_fd, &rec, sizeof(rec)) != (ssize_t)sizeof(rec) ||
 			    write(f->log_fd, data, len) != (ssize_t)len)
 				die_ref("cannot append to", f->log);
 			if (write_all(f->fd, data, len, (off_t)off) < 0) {
-				fprintf(stderr, "hy-crash: pwrite \"%s\" off %" PRIu64 " len %" PRIu64
-						": %s\n", f->mnt_path, off, len, strerror(errno));
+				fprintf(stderr,
+					"hy-crash: pwrite \"%s\" off %" PRIu64 " len %" PRIu64
+					": %s\n",
+					f->mnt_path, off, len, strerror(errno));
 				return 1;
 			}
 			memcpy(f->ref + off, data, len);
@@ -256,7 +276,8 @@ static int run(uint64_t seed, int nfiles, const char *mnt, const char *refdir, p
 		}
 		if (last) {
 			printf("hy-crash: kill -9 of the daemon (pid %ld) after %" PRIu64
-			       " fsyncs and %d writes\n", (long)victim, fsyncs, writes);
+			       " fsyncs and %d writes\n",
+			       (long)victim, fsyncs, writes);
 			if (kill(victim, SIGKILL) < 0) {
 				fprintf(stderr, "hy-crash: kill %ld: %s\n", (long)victim,
 					strerror(errno));
@@ -265,7 +286,8 @@ static int run(uint64_t seed, int nfiles, const char *mnt, const char *refdir, p
 			return 0;
 		}
 		if (fsync(f->fd) < 0) {
-			fprintf(stderr, "hy-crash: fsync \"%s\": %s\n", f->mnt_path, strerror(errno));
+			fprintf(stderr, "hy-crash: fsync \"%s\": %s\n", f->mnt_path,
+				strerror(errno));
 			return 1;
 		}
 		put_durable(refdir, f->synced, f->ref, f->size);
@@ -290,8 +312,8 @@ static int run(uint64_t seed, int nfiles, const char *mnt, const char *refdir, p
 
 static int check(int nfiles, const char *mnt, const char *refdir)
 {
-	unsigned char *synced = malloc(MAX_SIZE), *actual = malloc(MAX_SIZE + 1);
-	unsigned char *logbuf = malloc(64u * 1024 * 1024);
+	unsigned char *synced = own(malloc(MAX_SIZE)), *actual = own(malloc(MAX_SIZE + 1));
+	unsigned char *logbuf = own(malloc(64u * 1024 * 1024));
 	int bad_files = 0, exact = 0, mixed = 0;
 
 	if (!synced || !actual || !logbuf)
@@ -339,7 +361,8 @@ static int check(int nfiles, const char *mnt, const char *refdir)
 		size_ok = asize == ssize || (asize > ssize && (uint64_t)asize <= max_end);
 		if (!size_ok) {
 			printf("f%d: size %zd, synced size %zd, %zu unsynced writes ending at most "
-			       "at %" PRIu64 "%s\n", i, asize, ssize, nrec, max_end,
+			       "at %" PRIu64 "%s\n",
+			       i, asize, ssize, nrec, max_end,
 			       asize > ssize && asize % 512 == 0 && asize - ssize < 512
 				       ? " (the synced size rounded up to a 512-byte sector)"
 				       : "");
@@ -365,8 +388,10 @@ static int check(int nfiles, const char *mnt, const char *refdir)
 				printf("f%d: offset %zd: byte %02x, synced %02x (%s); %zu unsynced "
 				       "writes, none wrote it; %zd bytes differ from the synced "
 				       "content from there\n",
-				       i, o, actual[o], want, o < ssize ? "in the synced size" :
-				       "past the synced size: a hole", nrec, end - o);
+				       i, o, actual[o], want,
+				       o < ssize ? "in the synced size"
+						 : "past the synced size: a hole",
+				       nrec, end - o);
 			}
 			errors++;
 		}
@@ -381,7 +406,8 @@ static int check(int nfiles, const char *mnt, const char *refdir)
 		}
 	}
 	printf("hy-crash: %d files equal their synced copy, %d hold synced and later bytes, "
-	       "%d wrong\n", exact, mixed, bad_files);
+	       "%d wrong\n",
+	       exact, mixed, bad_files);
 	return bad_files ? 1 : 0;
 }
 
@@ -390,7 +416,7 @@ static int check(int nfiles, const char *mnt, const char *refdir)
 static int once(uint64_t seed, int nfiles, const char *mnt, const char *refdir, pid_t victim)
 {
 	const size_t len = MAX_WRITE + 777; /* an unaligned end */
-	unsigned char *data = malloc(len * (size_t)nfiles);
+	unsigned char *data = own(malloc(len * (size_t)nfiles));
 	int fds[MAX_FILES];
 
 	if (!data)
@@ -420,7 +446,8 @@ static int once(uint64_t seed, int nfiles, const char *mnt, const char *refdir, 
 		return 1;
 	}
 	printf("hy-crash: kill -9 of the daemon (pid %ld) right after the fsync of %d new "
-	       "files\n", (long)victim, nfiles);
+	       "files\n",
+	       (long)victim, nfiles);
 	return 0;
 }
 
