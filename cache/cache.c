@@ -1067,7 +1067,7 @@ static int write_block(struct hy_cache *c, struct cfile *cf, const struct hy_cac
 		return 1;
 	}
 	if (h.where == 2) {
-		struct hy_cache_entry e;
+		struct hy_cache_entry e = {0};
 
 		rc = store_write(c, h.slot_or_line, touched, line);
 		if (rc == 0)

@@ -1104,44 +1104,10 @@ int hy_cache_store_journal_wait(struct hy_cache_store *s, uint64_t seq)
 
 int hy_cache_store_journal_append(struct hy_cache_store *s, const struct hy_cache_journal_record *r)
 {
-	unsigned char buf[HY_CACHE_JOURNAL_RECORD];
-	struct hy_cache_journal_record rec = *r;
-	int rc;
+	uint64_t seq;
+	int rc = hy_cache_store_journal_write(s, r, &seq);
 
-	pthread_mutex_lock(&s->lock);
-	if (!s->lines || check_record(s, r) < 0) {
-		rc = -EINVAL;
-		goto out;
-	}
-	if (s->error) {
-		rc = s->error;
-		goto out;
-	}
-	if (s->journal_used >= s->journal_capacity) {
-		rc = -ENOSPC;
-		goto out;
-	}
-	rec.sequence = s->written_seq + 1;
-	rec.generation = s->header.generation;
-	hy_cache_journal_encode(&rec, buf);
-	/* under the lock, to keep records in sequence order in the file */
-	rc = hy_ondisk_write_full(s->fd, buf, sizeof(buf),
-				  s->header.journal_offset +
-					  s->journal_used * HY_CACHE_JOURNAL_RECORD);
-	if (rc < 0) {
-		s->error = rc;
-		goto out;
-	}
-	s->journal_used++;
-	s->written_seq = rec.sequence;
-	rc = wait_durable(s, rec.sequence);
-	if (rc == 0)
-		apply(s, &rec);
-out:
-	pthread_mutex_unlock(&s->lock);
-	if (rc < 0 && rc != -EINVAL && rc != -ENOSPC)
-		hy_log(LOG_ERR, "cache: \"%s\": journal append failed: %s", s->path, strerror(-rc));
-	return rc;
+	return rc < 0 ? rc : hy_cache_store_journal_wait(s, seq);
 }
 
 const struct hy_cache_line *hy_cache_store_line(struct hy_cache_store *s, uint64_t line)

@@ -3,6 +3,7 @@
 #define HYBRIDFS_CTL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* The state folder to read: @state_dir when given, else the one of the
  * mount at @mountpoint, else the only running mount. Returns 0, or the
@@ -41,5 +42,8 @@ int hy_ctl_flush(int argc, char **argv);
 /* `hybridctl format-cache TARGET [--size SIZE] [--force]`: an unclaimed
  * SSD cache store. The exit status: 0, 1 (refused or failed), 2 (usage). */
 int hy_ctl_format_cache(int argc, char **argv);
+
+/* @b bytes for people: "512 B", "1.5 MiB" (ctl/hybridctl.c). */
+void hy_ctl_human_bytes(uint64_t b, char *buf, size_t size);
 
 #endif

@@ -38,20 +38,6 @@ static void usage(FILE *out)
 		     "  --force  format even over a filesystem or another store\n");
 }
 
-static void human_bytes(uint64_t b, char *buf, size_t size)
-{
-	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-	double v = (double)b;
-	int u = 0;
-
-	while (v >= 1024 && u < 4)
-		v /= 1024, u++;
-	if (u == 0)
-		snprintf(buf, size, "%" PRIu64 " B", b);
-	else
-		snprintf(buf, size, "%.1f %s", v, units[u]);
-}
-
 static bool is_tag(const char *s)
 {
 	return strncmp(s, "UUID=", 5) == 0 || strncmp(s, "LABEL=", 6) == 0 ||
@@ -118,9 +104,9 @@ static int report(const char *path, const char *target)
 		return 1;
 	}
 	h = &store->header;
-	human_bytes(h->data_size, data, sizeof(data));
-	human_bytes(h->journal_size, journal, sizeof(journal));
-	human_bytes(h->data_offset + h->data_size, total, sizeof(total));
+	hy_ctl_human_bytes(h->data_size, data, sizeof(data));
+	hy_ctl_human_bytes(h->journal_size, journal, sizeof(journal));
+	hy_ctl_human_bytes(h->data_offset + h->data_size, total, sizeof(total));
 	printf("formatted \"%s\" as a hybridfs cache store\n", path);
 	printf("  capacity  %" PRIu64 " lines of %" PRIu32 " bytes: %" PRIu64 " bytes (%s)\n",
 	       h->capacity, h->line_size, h->data_size, data);

@@ -145,7 +145,7 @@ static uint64_t jget_u64(struct json_object *obj, const char *key1, const char *
 	return json_object_get_uint64(v);
 }
 
-static void human_bytes(uint64_t b, char *buf, size_t size)
+void hy_ctl_human_bytes(uint64_t b, char *buf, size_t size)
 {
 	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
 	double v = (double)b;
@@ -169,7 +169,7 @@ static void print_bopt(struct json_object *d)
 		printf("%-12s none (reorganize is off)\n", "bopt");
 		return;
 	}
-	human_bytes(jget_u64(b, "bytes", NULL), size, sizeof(size));
+	hy_ctl_human_bytes(jget_u64(b, "bytes", NULL), size, sizeof(size));
 	json_object_object_get_ex(b, "path", &v);
 	printf("%-12s %s, %s: %llu blocks of %llu files relocated (%llu extents, %llu dirty), "
 	       "%llu reads and %llu writes served, %llu stale files dropped\n",
@@ -183,7 +183,8 @@ static void print_bopt(struct json_object *d)
 	       (unsigned long long)jget_u64(b, "stale_files", NULL));
 	if (json_object_object_get_ex(b, "reorganization", &re) && jget_u64(re, "run", NULL)) {
 		json_object_object_get_ex(re, "phase", &v);
-		human_bytes(jget_u64(re, "copied_blocks", NULL) * 4096, copied, sizeof(copied));
+		hy_ctl_human_bytes(jget_u64(re, "copied_blocks", NULL) * 4096, copied,
+				   sizeof(copied));
 		printf("%-12s %s (plan %llu): %s copied, %llu ranges skipped\n", "reorganized",
 		       v ? json_object_get_string(v) : "?",
 		       (unsigned long long)jget_u64(re, "generation", NULL), copied,
@@ -209,8 +210,8 @@ static void print_cache(struct json_object *d)
 		jget_u64(c, "read_misses", NULL);
 	writes = jget_u64(c, "write_hits_dram", NULL) + jget_u64(c, "write_hits_ssd", NULL) +
 		 jget_u64(c, "write_misses", NULL);
-	human_bytes(jget_u64(c, "dirty_bytes", NULL), dirty, sizeof(dirty));
-	human_bytes(jget_u64(c, "ssd_bytes_written", NULL), written, sizeof(written));
+	hy_ctl_human_bytes(jget_u64(c, "dirty_bytes", NULL), dirty, sizeof(dirty));
+	hy_ctl_human_bytes(jget_u64(c, "ssd_bytes_written", NULL), written, sizeof(written));
 	json_object_object_get_ex(c, "path", &path);
 	printf("%-12s %s, write-%s, %s; DRAM %llu/%llu blocks, SSD %llu/%llu lines; %s dirty "
 	       "(cleaner backlog %llu blocks)\n",
@@ -251,8 +252,8 @@ static void print_daemon(struct json_object *d)
 		printf("%s %s %llu", i ? "," : "", ops[i],
 		       (unsigned long long)jget_u64(d, "operations", ops[i]));
 	printf("\n");
-	human_bytes(jget_u64(d, "bytes", "read"), r, sizeof(r));
-	human_bytes(jget_u64(d, "bytes", "written"), w, sizeof(w));
+	hy_ctl_human_bytes(jget_u64(d, "bytes", "read"), r, sizeof(r));
+	hy_ctl_human_bytes(jget_u64(d, "bytes", "written"), w, sizeof(w));
 	printf("%-12s %s read, %s written\n", "data", r, w);
 	if (json_object_object_get_ex(d, "profiler", &prof) &&
 	    json_object_object_get_ex(prof, "enabled", &enabled) &&
@@ -274,8 +275,8 @@ static void print_daemon(struct json_object *d)
 		struct json_object *p = json_object_array_get_idx(procs, i), *name = NULL;
 
 		json_object_object_get_ex(p, "name", &name);
-		human_bytes(jget_u64(p, "bytes_read", NULL), r, sizeof(r));
-		human_bytes(jget_u64(p, "bytes_written", NULL), w, sizeof(w));
+		hy_ctl_human_bytes(jget_u64(p, "bytes_read", NULL), r, sizeof(r));
+		hy_ctl_human_bytes(jget_u64(p, "bytes_written", NULL), w, sizeof(w));
 		printf("%7llu  %-16s %9llu %9llu %10s %10s %8llu %8llu %8llu\n",
 		       (unsigned long long)jget_u64(p, "pid", NULL),
 		       name ? json_object_get_string(name) : "?",

@@ -240,8 +240,8 @@ typedef int (*hy_cache_store_line_cb)(void *arg, uint64_t line, uint64_t file_id
 int hy_cache_store_load(struct hy_cache_store *store, hy_cache_store_line_cb cb, void *arg,
 			struct hy_cache_store_load_stats *stats, char *why, size_t why_size);
 
-/* Appends @r (sequence and generation set by the store) and applies it to
- * the table once it is durable: group commit, one fdatasync for every
+/* Appends @r (sequence and generation set by the store), applies it to
+ * the table, and returns once it is durable: group commit, one fdatasync for every
  * record written before it began, and it also makes durable the line data
  * written before the append. Only after load(). Returns 0, -EINVAL (a bad
  * record), -ENOSPC (the journal is full: checkpoint, then append again) or
