@@ -588,6 +588,30 @@ static int store_write(struct hy_cache *c, uint32_t line, uint8_t mask, const vo
 	return rc;
 }
 
+/* The store's line table, kept here (cache_store.h, external table): for
+ * a checkpoint, the lines whose journal records say dirty, with their
+ * masks now (newer sectors of the same block are as good); every other
+ * line is free as far as a recovery is concerned (clean lines are not
+ * kept across mounts). */
+static void table_record(void *arg, uint64_t line, struct hy_cache_line *out)
+{
+	struct hy_cache *c = arg;
+	const struct line_state *ls = &c->lines[line];
+	struct hy_cache_entry e;
+
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&c->lines_lock);
+	if ((ls->flags & LS_USED) && (ls->flags & LS_DISK_DIRTY) &&
+	    hy_cache_index_lookup(c->index, ls->file_id, ls->block, &e) == 0 && e.line == line) {
+		out->used = true;
+		out->file_id = ls->file_id;
+		out->block = ls->block;
+		out->valid = e.valid;
+		out->dirty = e.dirty;
+	}
+	pthread_mutex_unlock(&c->lines_lock);
+}
+
 /* ---- the journal ----------------------------------------------------------- */
 
 /* Appends @n records (no wait) and waits for the last: a checkpoint when
@@ -1671,7 +1695,7 @@ static int64_t clean_blocks(struct hy_cache *c, struct cfile *cf, const struct d
 	struct {
 		int where;
 		uint32_t at;
-		uint8_t dirty;
+		uint8_t valid, dirty;
 	} *done = malloc(n * sizeof(*done));
 	unsigned char line[LINE];
 	size_t nrecs = 0, ndone = 0;
@@ -1705,6 +1729,7 @@ static int64_t clean_blocks(struct hy_cache *c, struct cfile *cf, const struct d
 			rc = write_home(c, &home, k[i].block, h.dirty, line, a.size);
 		done[ndone].where = h.where;
 		done[ndone].at = h.slot_or_line;
+		done[ndone].valid = h.valid;
 		done[ndone].dirty = h.dirty;
 		ndone++;
 	}
@@ -1729,16 +1754,13 @@ static int64_t clean_blocks(struct hy_cache *c, struct cfile *cf, const struct d
 		goto out;
 	pthread_mutex_lock(&c->lines_lock);
 	for (size_t i = 0; i < ndone; i++)
-		if (done[i].where == 2 && (c->lines[done[i].at].flags & LS_DISK_DIRTY)) {
-			const struct hy_cache_line *sl = hy_cache_store_line(c->store, done[i].at);
-
+		if (done[i].where == 2 && (c->lines[done[i].at].flags & LS_DISK_DIRTY))
 			recs[nrecs++] = (struct hy_cache_journal_record){
 				.type = HY_CJ_MASKS,
 				.line = done[i].at,
-				.valid = sl ? sl->valid : 0,
+				.valid = done[i].valid,
 				.dirty = 0,
 			};
-		}
 	pthread_mutex_unlock(&c->lines_lock);
 	if (nrecs)
 		rc = journal_records(c, recs, nrecs);
@@ -2379,6 +2401,7 @@ int hy_cache_open(const struct hy_cache_config *cfg, const struct hy_cache_lower
 	}
 	for (uint32_t l = c->capacity; l-- > 0;)
 		free_push(c, l);
+	hy_cache_store_external_table(c->store, table_record, c);
 	if (!cfg->no_threads) {
 		if (pthread_create(&c->cleaner, NULL, cleaner_main, c) != 0) {
 			snprintf(why, why_size, "cannot start the cache's cleaner thread");
@@ -2492,7 +2515,7 @@ void hy_cache_get_stats(struct hy_cache *c, struct hy_cache_stats *o)
 	 * rest per line of the store */
 	o->dram_bytes_per_line = (size_t)(is.entries ? is.bytes_per_entry : 0) +
 				 (c->capacity ? ps.bytes / c->capacity : 0) +
-				 sizeof(struct line_state) + sizeof(struct hy_cache_line);
+				 sizeof(struct line_state);
 	o->front_meta_bytes =
 		(size_t)c->front.nslots * (sizeof(struct slot) + sizeof(struct ghost)) +
 		(c->front.nslots ? ((size_t)c->front.table_mask + 1) * 4 : 0);

@@ -772,14 +772,19 @@ static int check_record(const struct hy_cache_store *s, const struct hy_cache_jo
 	case HY_CJ_FREE:
 		return 0;
 	case HY_CJ_MASKS:
-		return s->lines && !s->lines[r->line].used ? -EINVAL : 0;
+		return s->lines && !s->lines[r->line].used ? -EINVAL
+							   : 0; /* unknowable when external */
 	}
 	return -EINVAL;
 }
 
 static void apply(struct hy_cache_store *s, const struct hy_cache_journal_record *r)
 {
-	struct hy_cache_line *l = &s->lines[r->line];
+	struct hy_cache_line *l;
+
+	if (!s->lines)
+		return; /* an external table: its owner keeps it */
+	l = &s->lines[r->line];
 
 	switch (r->type) {
 	case HY_CJ_FILL:
@@ -869,9 +874,17 @@ static int write_table(struct hy_cache_store *s, int copy, uint64_t seq)
 	while (n < s->header.capacity && rc == 0) {
 		uint64_t k = s->header.capacity - n < per ? s->header.capacity - n : per;
 
-		for (uint64_t i = 0; i < k; i++)
-			encode_line(&s->lines[n + i], n + i, s->header.generation, seq,
+		for (uint64_t i = 0; i < k; i++) {
+			struct hy_cache_line ext;
+			const struct hy_cache_line *l = &ext;
+
+			if (s->lines)
+				l = &s->lines[n + i];
+			else
+				s->external(s->external_arg, n + i, &ext);
+			encode_line(l, n + i, s->header.generation, seq,
 				    buf + i * HY_CACHE_LINE_RECORD);
+		}
 		rc = hy_ondisk_write_full(s->fd, buf, (size_t)(k * HY_CACHE_LINE_RECORD), off);
 		off += k * HY_CACHE_LINE_RECORD;
 		n += k;
@@ -884,7 +897,7 @@ static int write_table(struct hy_cache_store *s, int copy, uint64_t seq)
 
 int hy_cache_store_checkpoint_first_half(struct hy_cache_store *s)
 {
-	if (!s->lines)
+	if (!s->loaded)
 		return -EINVAL;
 	return write_table(s, 1 - s->active_copy, s->written_seq);
 }
@@ -894,7 +907,7 @@ static int checkpoint_at(struct hy_cache_store *s, uint64_t seq, char *why, size
 {
 	int copy = 1 - s->active_copy, rc;
 
-	if (!s->lines) {
+	if (!s->loaded) {
 		hy_ondisk_say(why, why_size, "cache: \"%s\": checkpoint before load", s->path);
 		return -EINVAL;
 	}
@@ -1000,11 +1013,13 @@ int hy_cache_store_load(struct hy_cache_store *s, hy_cache_store_line_cb cb, voi
 		}
 	}
 	/* Skip a journal's worth of sequences: see the header. */
+	s->loaded = true;
 	rc = checkpoint_at(s, s->written_seq + s->journal_capacity, why, why_size);
 	if (rc < 0)
 		goto fail;
 	return 0;
 fail:
+	s->loaded = false;
 	free(s->lines);
 	s->lines = NULL;
 	return rc;
@@ -1054,7 +1069,7 @@ int hy_cache_store_journal_write(struct hy_cache_store *s, const struct hy_cache
 	int rc;
 
 	pthread_mutex_lock(&s->lock);
-	if (!s->lines || check_record(s, r) < 0) {
+	if (!s->loaded || check_record(s, r) < 0) {
 		rc = -EINVAL;
 		goto out;
 	}
@@ -1108,6 +1123,16 @@ int hy_cache_store_journal_append(struct hy_cache_store *s, const struct hy_cach
 	int rc = hy_cache_store_journal_write(s, r, &seq);
 
 	return rc < 0 ? rc : hy_cache_store_journal_wait(s, seq);
+}
+
+void hy_cache_store_external_table(struct hy_cache_store *s, hy_cache_store_table_fn fn, void *arg)
+{
+	pthread_mutex_lock(&s->lock);
+	s->external = fn;
+	s->external_arg = arg;
+	free(s->lines);
+	s->lines = NULL;
+	pthread_mutex_unlock(&s->lock);
 }
 
 const struct hy_cache_line *hy_cache_store_line(struct hy_cache_store *s, uint64_t line)

@@ -63,9 +63,12 @@
  * unit tests with their own lower path.
  *
  * Memory: hy_cache_open() allocates everything: the front buffer's slots
- * (front_buffer bytes of data plus about 56 bytes a slot), the index, the
- * policy and 17 bytes a line of line state; hy_cache_close() frees it.
- * hy_cache_stats reports the DRAM per SSD line.
+ * (front_buffer bytes of data plus 88 bytes a slot: its state, hash and
+ * ghost history), the index (about 33 bytes a line in use), the policy (9
+ * bytes a line with LRU3) and 17 bytes a line of line state, which is also
+ * the store's line table (cache_store.h, external table: its checkpoints
+ * ask this module); hy_cache_close() frees it. hy_cache_stats reports the
+ * DRAM per SSD line.
  *
  * Locks: HY_CACHE_GATES rwlocks striped by file id (the cache's gates):
  * a read holds its file's gate shared across its I/O, a write, truncation,

@@ -107,9 +107,10 @@
  * checkpoints), `hybridctl format-cache` (create, unclaimed); the tests.
  *
  * Memory: struct hy_cache_store owns its descriptor, its device (object 0,
- * offsets in bytes from the start of the store) and an in-memory copy of
- * the line table (32 bytes per line) that appends keep current and
- * checkpoints write. Locks: store->lock, a leaf, protects the journal
+ * offsets in bytes from the start of the store) and, from load() until
+ * its owner takes the table over (hy_cache_store_external_table), an
+ * in-memory copy of the line table (24 bytes per line) that appends keep
+ * current and checkpoints write. Locks: store->lock, a leaf, protects the journal
  * state and the table copy; it is held across an append's one 64-byte
  * pwrite (so that records reach the file in sequence order, as
  * map_journal.c does) but never during fdatasync. Checkpoint,
@@ -188,14 +189,17 @@ struct hy_cache_store {
 	uint64_t journal_capacity; /* records */
 	pthread_mutex_t lock;	   /* protects the fields below */
 	pthread_cond_t synced_cond;
-	struct hy_cache_line *lines; /* capacity entries; NULL until load */
-	int active_copy;	     /* 0 (A) or 1 (B): the copy replay uses */
-	uint64_t checkpoint_seq;     /* of the active copy */
-	uint64_t journal_used;	     /* records since the checkpoint */
-	uint64_t written_seq;	     /* last sequence written */
-	uint64_t durable_seq;	     /* last sequence known synced */
-	bool syncing;		     /* a thread is in fdatasync */
-	int error;		     /* a failed write or sync: sticky -errno */
+	struct hy_cache_line *lines; /* capacity entries; NULL until load, or external */
+	bool loaded;		     /* load() succeeded: appends and checkpoints may run */
+	void (*external)(void *arg, uint64_t line, struct hy_cache_line *out);
+	void *external_arg;
+	int active_copy;	 /* 0 (A) or 1 (B): the copy replay uses */
+	uint64_t checkpoint_seq; /* of the active copy */
+	uint64_t journal_used;	 /* records since the checkpoint */
+	uint64_t written_seq;	 /* last sequence written */
+	uint64_t durable_seq;	 /* last sequence known synced */
+	bool syncing;		 /* a thread is in fdatasync */
+	int error;		 /* a failed write or sync: sticky -errno */
 };
 
 /* Resolves `cache=`'s value: an absolute path, or UUID=, LABEL=, PARTUUID=,
@@ -268,7 +272,19 @@ int hy_cache_store_checkpoint(struct hy_cache_store *store, char *why, size_t wh
  * unused copy, not its header), as a crash in the middle leaves it. */
 int hy_cache_store_checkpoint_first_half(struct hy_cache_store *store);
 
-/* The line table as it is now (after load), or NULL. */
+/* After load(): the store's owner keeps the line table (the cache does,
+ * with the index; 24 bytes a line fewer here). The store frees its own;
+ * from then on appends write records without applying them anywhere, and a
+ * checkpoint asks @fn for each line's record (@out zeroed: a free line).
+ * @fn runs in the checkpoint's thread with no lock of the store's held
+ * (appends are quiesced, as for any checkpoint); it reports each line as
+ * its journal records leave it, or newer (the checkpoint syncs the data
+ * lines before the table copy is in use). */
+typedef void (*hy_cache_store_table_fn)(void *arg, uint64_t line, struct hy_cache_line *out);
+void hy_cache_store_external_table(struct hy_cache_store *store, hy_cache_store_table_fn fn,
+				   void *arg);
+
+/* The line table as it is now (after load), or NULL (before, or external). */
 const struct hy_cache_line *hy_cache_store_line(struct hy_cache_store *store, uint64_t line);
 
 /* Reads or writes the sectors of @line in @mask (bit n: bytes n*512 ..

@@ -828,6 +828,55 @@ out:
 	return block;
 }
 
+/* The journal fills (1,024 records for a small store) and checkpoints:
+ * the store's table is the cache's (an external table), and what a
+ * checkpoint writes of it must keep every fsync'd dirty line. File 2 is
+ * fsync'd once before the checkpoints, file 1 three hundred times (4
+ * records each); after the crash both come back. */
+static void test_checkpoint_recovery(void)
+{
+	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	char *copy = path_in(dir, "copy");
+	static unsigned char old1[4 * BLK], old2[4 * BLK], neu1[4 * BLK], neu2[4 * BLK];
+	struct hy_cache_file f1 = F(1), f2 = F(2);
+	struct hy_cache *c;
+
+	home_reset();
+	fill_pattern(old1, sizeof(old1), 70);
+	fill_pattern(old2, sizeof(old2), 71);
+	home_set(1, old1, sizeof(old1));
+	home_set(2, old2, sizeof(old2));
+	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, 32, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	fill_pattern(neu2, sizeof(neu2), 72);
+	CU_ASSERT_EQUAL(hy_cache_write(c, &f2, neu2, sizeof(neu2), 0), (ssize_t)sizeof(neu2));
+	CU_ASSERT_EQUAL(hy_cache_fsync(c, &f2), 0);
+	for (unsigned r = 0; r < 300; r++) {
+		fill_pattern(neu1, sizeof(neu1), 100 + r);
+		CU_ASSERT_EQUAL(hy_cache_write(c, &f1, neu1, sizeof(neu1), 0),
+				(ssize_t)sizeof(neu1));
+		CU_ASSERT_EQUAL(hy_cache_fsync(c, &f1), 0);
+	}
+	CU_ASSERT(stats(c).checkpoints >= 1);
+	CU_ASSERT_EQUAL(stats(c).journal_records, 4 + 300 * 4);
+	CHECK(c);
+	CU_ASSERT_EQUAL_FATAL(copy_file(store, copy), 0);
+	CLOSE(c);
+	home_set(1, old1, sizeof(old1));
+	home_set(2, old2, sizeof(old2));
+	H.holds = H.puts = 0;
+	c = copen(copy, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, 32, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(stats(c).recovered_blocks, 8);
+	CU_ASSERT(home_equals(1, neu1, sizeof(neu1)));
+	CU_ASSERT(home_equals(2, neu2, sizeof(neu2)));
+	CLOSE(c);
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+	free(copy);
+}
+
 static void test_fsync_recovery(void)
 {
 	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
@@ -1592,6 +1641,7 @@ int hy_test_add_cache(void)
 	    !CU_add_test(s, "cold dirty blocks go home", test_cold_dirty) ||
 	    !CU_add_test(s, "a full cache never fails a write", test_full_cache) ||
 	    !CU_add_test(s, "fsync and crash recovery", test_fsync_recovery) ||
+	    !CU_add_test(s, "journal checkpoints keep fsync'd lines", test_checkpoint_recovery) ||
 	    !CU_add_test(s, "cleaned and dropped lines after an fsync", test_journal_after_fsync) ||
 	    !CU_add_test(s, "a file changed outside the mount", test_stale) ||
 	    !CU_add_test(s, "truncation in change_begin/end", test_truncate) ||
