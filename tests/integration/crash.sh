@@ -28,7 +28,7 @@ TESTBIN=${HY_TESTBIN:-$(dirname "$0")}
 CRASH=$TESTBIN/hy-crash
 HYBRIDCTL=${HYBRIDCTL:-$(dirname "$HYBRIDFS")/hybridctl}
 [ -x "$CRASH" ] || hy_die "no $CRASH (run make check)"
-SEEDS=${HY_CRASH_SEEDS:-"101 102 103 104 105 106 107 108"}
+SEEDS=${HY_CRASH_SEEDS:-"$(seq -s " " 101 124)"}
 NFILES=4
 
 hy_setup
