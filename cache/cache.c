@@ -22,8 +22,11 @@
 #define SECTOR		  HY_CACHE_SECTOR_SIZE
 #define NONE		  UINT32_MAX
 #define VICTIM_TRIES	  8
-#define CLEAN_CHUNK	  256 /* blocks of one file cleaned under one hold of its gate */
-#define FSYNC_JOURNAL_MAX 256 /* dirty blocks an fsync journals; more go home */
+#define CLEAN_CHUNK	  256		/* blocks of one file cleaned under one hold of its gate */
+#define FSYNC_JOURNAL_MAX 256		/* dirty blocks an fsync journals; more go home */
+#define STREAMS		  16		/* sequential write streams followed per file */
+#define PENDING_MAX	  1024u		/* blocks an fsync is told of; more: it looks at all */
+#define STREAM_GAP	  (32ULL << 20) /* bytes a piece may run ahead of its stream */
 
 /* ---- per-file state ---------------------------------------------------- */
 
@@ -38,12 +41,30 @@ struct cfile {
 	_Atomic uint64_t dirty;	    /* of those, with a dirty sector */
 	_Atomic uint64_t in_front;  /* of the cached, in DRAM */
 	int64_t home;		    /* the cache's own object for writing home; -1 */
-	bool id_durable;	    /* the driver confirmed the id names the file after a crash */
+	/* sequential write streams (bcache's cutoff), several at once: the
+	 * kernel sends a stream's writes from parallel requests, out of order */
+	struct stream {
+		uint64_t start, end, run; /* run: bytes written into [start, end) */
+	} streams[STREAMS];
+	bool id_durable; /* the driver confirmed the id names the file after a crash */
+	/* changes the cache made to the home file (writes, size, truncation)
+	 * and how many of them the last home sync covered: an fsync whose
+	 * dirty blocks are all durable in the store needs no home sync when
+	 * they are equal (a new file state starts unequal) */
+	_Atomic uint64_t home_changes, home_synced_at;
+	/* blocks written since the file's last fsync, so that an fsync looks
+	 * at those and not at every block the file has cached (under the
+	 * gate, exclusive); past PENDING_MAX an fsync looks at them all */
+	uint64_t *pending;
+	uint32_t npending, pending_cap;
+	bool pending_overflow;
 };
 
 /* ---- line state (SSD), under lines_lock -------------------------------- */
 
-enum { LS_USED = 1, LS_DIRTY = 2, LS_DISK_DIRTY = 4 };
+/* LS_JOURNALED: the journal has the line's masks as they are (an fsync
+ * need not write its record again); a write to the line clears it. */
+enum { LS_USED = 1, LS_DIRTY = 2, LS_DISK_DIRTY = 4, LS_JOURNALED = 8 };
 
 /* Packed: 17 bytes a line instead of 24 (DRAM per line is a goal). A free
  * line's block field links the free list (FREE_END ends it): no array of
@@ -123,6 +144,7 @@ struct hy_cache {
 		_Atomic uint64_t ssd_bytes_written, heat_admitted, heat_refused, policy_refused;
 		_Atomic uint64_t dram_evictions, ssd_evictions, cold_dirty_home, cleaned_blocks;
 		_Atomic uint64_t bypassed, stale_files, journal_records, checkpoints;
+		_Atomic uint64_t seq_bypassed;
 		uint64_t recovered_blocks;
 	} st;
 };
@@ -143,6 +165,7 @@ static struct hy_file_table_entry *cfile_alloc(void *arg, uint64_t file_id)
 	if (!cf)
 		return NULL;
 	cf->home = -1;
+	cf->home_changes = 1;
 	return &cf->entry;
 }
 
@@ -160,6 +183,7 @@ static void cfile_destroy(void *arg, struct hy_file_table_entry *e)
 
 	if (cf->home >= 0)
 		c->lower.put_object(c->lower.arg, cf->home);
+	free(cf->pending);
 	free(cf);
 }
 
@@ -176,6 +200,42 @@ static void cfile_put(struct hy_cache *c, struct cfile *cf)
 {
 	if (cf)
 		hy_file_table_put(c->files, &cf->entry);
+}
+
+/* A block of the file was dirtied: the next fsync looks at it. Gate
+ * held exclusive. */
+static void pending_add(struct cfile *cf, uint64_t block)
+{
+	if (cf->pending_overflow)
+		return;
+	if (cf->npending == cf->pending_cap) {
+		uint32_t cap = cf->pending_cap ? cf->pending_cap * 2 : 8;
+		uint64_t *p = cap <= PENDING_MAX ? realloc(cf->pending, cap * sizeof(*p)) : NULL;
+
+		if (!p) {
+			cf->pending_overflow = true; /* the fsync looks at everything */
+			free(cf->pending);
+			cf->pending = NULL;
+			cf->npending = cf->pending_cap = 0;
+			return;
+		}
+		cf->pending = p;
+		cf->pending_cap = cap;
+	}
+	cf->pending[cf->npending++] = block;
+}
+
+static void pending_clear(struct cfile *cf)
+{
+	free(cf->pending);
+	cf->pending = NULL;
+	cf->npending = cf->pending_cap = 0;
+	cf->pending_overflow = false;
+}
+
+static void home_changed(struct cfile *cf)
+{
+	atomic_fetch_add(&cf->home_changes, 1);
 }
 
 /* ---- gates --------------------------------------------------------------- */
@@ -566,9 +626,14 @@ static void line_hit(struct hy_cache *c, uint32_t line)
 	pthread_mutex_unlock(&c->lines_lock);
 }
 
-static void line_set_dirty(struct hy_cache *c, uint32_t line, bool dirty)
+/* Returns whether the journal had the line as it was (now it has not). */
+static bool line_set_dirty(struct hy_cache *c, uint32_t line, bool dirty)
 {
+	bool journaled;
+
 	pthread_mutex_lock(&c->lines_lock);
+	journaled = c->lines[line].flags & LS_JOURNALED;
+	c->lines[line].flags &= (uint8_t)~LS_JOURNALED; /* its masks change */
 	if (dirty && !(c->lines[line].flags & LS_DIRTY)) {
 		c->lines[line].flags |= LS_DIRTY;
 		c->ssd_dirty++;
@@ -577,6 +642,7 @@ static void line_set_dirty(struct hy_cache *c, uint32_t line, bool dirty)
 		c->ssd_dirty--;
 	}
 	pthread_mutex_unlock(&c->lines_lock);
+	return journaled;
 }
 
 static int store_write(struct hy_cache *c, uint32_t line, uint8_t mask, const void *buf)
@@ -1086,6 +1152,8 @@ static int write_block(struct hy_cache *c, struct cfile *cf, const struct hy_cac
 		if (!before && x->dirty)
 			fr->dirty++;
 		pthread_mutex_unlock(&fr->lock);
+		if (!before && dirty)
+			pending_add(cf, block);
 		note_dirty(c, cf, before, (uint8_t)(before | (dirty ? touched : 0)));
 		atomic_fetch_add(&c->st.write_hits_dram, 1);
 		return 1;
@@ -1100,8 +1168,8 @@ static int write_block(struct hy_cache *c, struct cfile *cf, const struct hy_cac
 		if (rc < 0)
 			return rc;
 		note_dirty(c, cf, h.dirty, e.dirty);
-		if (e.dirty)
-			line_set_dirty(c, h.slot_or_line, true);
+		if (e.dirty && (line_set_dirty(c, h.slot_or_line, true) || !h.dirty))
+			pending_add(cf, block); /* its record (if any) is old now */
 		line_hit(c, h.slot_or_line);
 		atomic_fetch_add(&c->st.write_hits_ssd, 1);
 		return 1;
@@ -1127,6 +1195,8 @@ static int write_block(struct hy_cache *c, struct cfile *cf, const struct hy_cac
 		pthread_mutex_unlock(&fr->lock);
 		if (s != NONE) {
 			note_dirty(c, cf, 0, dirty ? touched : 0);
+			if (dirty)
+				pending_add(cf, block);
 			return 1;
 		}
 	}
@@ -1143,8 +1213,65 @@ static int write_block(struct hy_cache *c, struct cfile *cf, const struct hy_cac
 		}
 		rc = line_commit(c, cf, (uint32_t)l, block, touched, dirty ? touched : 0,
 				 HY_POLICY_COLD);
+		if (rc == 0 && dirty)
+			pending_add(cf, block);
 		return rc < 0 ? 0 : 1;
 	}
+}
+
+/* Adds the write [@off, @off + @size) to the file's streams and returns
+ * the bytes of the stream it belongs to: it continues one (starts where
+ * it ends), or leads one (ends where it starts), or starts a new one in
+ * the place of the shortest; streams that meet are joined. The kernel
+ * flushes a file's pages from parallel requests, up to about 16 MiB out
+ * of order (seen here): a piece up to STREAM_GAP past a longer stream
+ * counts as that stream's. Gate held. */
+static uint64_t stream_run(struct cfile *cf, uint64_t off, uint64_t size)
+{
+	struct stream *st = cf->streams, *s = NULL;
+	uint64_t end = off + size;
+
+	for (int i = 0; i < STREAMS && !s; i++)
+		if (st[i].run && st[i].end == off) {
+			s = &st[i];
+			s->end = end;
+		}
+	for (int i = 0; i < STREAMS && !s; i++)
+		if (st[i].run && st[i].start == end) {
+			s = &st[i];
+			s->start = off;
+		}
+	if (s) {
+		s->run += size;
+	} else {
+		s = &st[0];
+		for (int i = 1; i < STREAMS; i++)
+			if (st[i].run < s->run)
+				s = &st[i];
+		*s = (struct stream){off, end, size};
+	}
+	for (int i = 0; i < STREAMS; i++) {
+		struct stream *u = &st[i];
+
+		if (u == s || !u->run)
+			continue;
+		if (u->start == s->end) {
+			s->end = u->end;
+		} else if (u->end == s->start) {
+			s->start = u->start;
+		} else {
+			continue;
+		}
+		s->run += u->run;
+		memset(u, 0, sizeof(*u));
+	}
+	/* a piece that arrived ahead of its turn, just past a long stream's
+	 * end, belongs to it (it joins once the gap is written) */
+	for (int i = 0; i < STREAMS; i++)
+		if (&st[i] != s && st[i].run > s->run && s->start > st[i].end &&
+		    s->start - st[i].end <= STREAM_GAP)
+			return st[i].run;
+	return s->run;
 }
 
 ssize_t hy_cache_write(struct hy_cache *c, const struct hy_cache_file *f, const void *buf,
@@ -1171,6 +1298,13 @@ ssize_t hy_cache_write(struct hy_cache *c, const struct hy_cache_file *f, const 
 		atomic_store(&cf->stamp, a.stamp);
 		atomic_store(&cf->size, a.size);
 	}
+	/* bcache's sequential cutoff, per file (the gate orders its writes) */
+	if (c->cfg.seq_cutoff && stream_run(cf, (uint64_t)off, size) > c->cfg.seq_cutoff &&
+	    wp != HY_CACHE_WRITE_AROUND) {
+		wp = HY_CACHE_WRITE_AROUND;
+		atomic_fetch_add(&c->st.seq_bypassed,
+				 ((uint64_t)off + size - 1) / LINE - (uint64_t)off / LINE + 1);
+	}
 	if (wp == HY_CACHE_WRITE_BACK && cf->home < 0 &&
 	    c->lower.hold_object(c->lower.arg, f, &cf->home) < 0) {
 		cf->home = -1;
@@ -1178,6 +1312,7 @@ ssize_t hy_cache_write(struct hy_cache *c, const struct hy_cache_file *f, const 
 	}
 	end = (uint64_t)off + size;
 	if (wp != HY_CACHE_WRITE_BACK) {
+		home_changed(cf);
 		rc = c->lower.write(c->lower.arg, f, buf, size, off);
 		if (rc <= 0)
 			goto out;
@@ -1185,6 +1320,8 @@ ssize_t hy_cache_write(struct hy_cache *c, const struct hy_cache_file *f, const 
 		end = (uint64_t)off + size;
 	} else {
 		/* the home file has the size and time a plain write gives it */
+		if (end > a.size)
+			home_changed(cf);
 		rc = end > a.size ? c->lower.extend(c->lower.arg, f, end)
 				  : c->lower.set_mtime(c->lower.arg, f, -1);
 		if (rc < 0 && rc != -EOPNOTSUPP)
@@ -1202,8 +1339,10 @@ ssize_t hy_cache_write(struct hy_cache *c, const struct hy_cache_file *f, const 
 			rc = w;
 		} else if (w == 0 && wp == HY_CACHE_WRITE_BACK) {
 			/* no room anywhere: this block goes home now */
-			ssize_t r = c->lower.write(c->lower.arg, f, seg, (size_t)(to - from),
-						   (off_t)from);
+			ssize_t r;
+
+			home_changed(cf);
+			r = c->lower.write(c->lower.arg, f, seg, (size_t)(to - from), (off_t)from);
 
 			atomic_fetch_add(&c->st.bypassed, 1);
 			if (r < 0)
@@ -1308,6 +1447,7 @@ static int settle_range(struct hy_cache *c, struct cfile *cf, const struct hy_ca
 		struct slot *x = &fr->slots[slots[i]];
 
 		if (home_first && x->dirty) {
+			home_changed(cf);
 			rc = write_home(c, f, x->block, x->dirty, slot_data(fr, slots[i]), a.size);
 			wrote = true;
 			if (rc < 0)
@@ -1344,6 +1484,7 @@ static int settle_range(struct hy_cache *c, struct cfile *cf, const struct hy_ca
 		struct hy_cache_entry *e = &ents[i];
 
 		if (home_first && e->dirty) {
+			home_changed(cf);
 			rc = hy_cache_store_read_line(c->store, e->line, e->dirty, line);
 			if (rc == 0)
 				rc = write_home(c, f, e->block, e->dirty, line, a.size);
@@ -1424,6 +1565,8 @@ int hy_cache_change_begin(struct hy_cache *c, const struct hy_cache_file *f, uin
 		return 0;
 	pthread_rwlock_wrlock(gate(c, f->file_id));
 	cf = cfile_get(c, f->file_id, false);
+	if (cf)
+		home_changed(cf); /* the change that follows is home's */
 	/* the blocks at the edges keep bytes outside the range: their dirty
 	 * sectors go home before they leave */
 	if (cf && len)
@@ -1509,16 +1652,47 @@ static int front_to_store(struct hy_cache *c, struct cfile *cf, uint32_t s, enum
 
 /* ---- fsync ---------------------------------------------------------------- */
 
-int hy_cache_fsync(struct hy_cache *c, const struct hy_cache_file *f)
+/* Every block @cf has cached, DRAM and SSD (an fsync after more writes
+ * than PENDING_MAX). Gate held. 0 or -ENOMEM. */
+static int all_blocks(struct hy_cache *c, struct cfile *cf, uint64_t **out, size_t *n)
 {
-	struct front *fr = &c->front;
-	struct hy_cache_entry *ents = NULL;
-	struct hy_cache_journal_record *recs = NULL;
-	struct cfile *cf;
 	uint32_t *slots = NULL;
-	size_t nslots, nrecs = 0;
+	size_t nslots = atomic_load(&cf->in_front)
+				? front_slots_of(c, cf->entry.file_id, 0, UINT64_MAX, &slots)
+				: 0;
+	int64_t m =
+		hy_cache_index_lookup_range(c->index, cf->entry.file_id, 0, UINT64_MAX, NULL, 0);
+	struct hy_cache_entry *ents = m > 0 ? malloc((size_t)m * sizeof(*ents)) : NULL;
+	uint64_t *v = malloc((nslots + (m > 0 ? (size_t)m : 0) + 1) * sizeof(*v));
+
+	*out = NULL;
+	*n = 0;
+	if (!v || (m > 0 && !ents)) {
+		free(slots);
+		free(ents);
+		free(v);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < nslots; i++)
+		v[(*n)++] = c->front.slots[slots[i]].block;
+	if (m > 0)
+		m = hy_cache_index_lookup_range(c->index, cf->entry.file_id, 0, UINT64_MAX, ents,
+						(size_t)m);
+	for (int64_t i = 0; i < m; i++)
+		v[(*n)++] = ents[i].block;
+	free(slots);
+	free(ents);
+	*out = v;
+	return 0;
+}
+
+int hy_cache_fsync(struct hy_cache *c, const struct hy_cache_file *f, uint64_t *token)
+{
+	struct hy_cache_journal_record *recs = NULL;
+	uint64_t *blocks = NULL;
+	size_t nblocks = 0, nrecs = 0;
+	struct cfile *cf;
 	bool home = false;
-	int64_t n;
 	int rc = 0;
 
 	if (!f->file_id)
@@ -1536,44 +1710,60 @@ int hy_cache_fsync(struct hy_cache *c, const struct hy_cache_file *f)
 	 * fsync after small random writes costs one store sync */
 	if (atomic_load(&cf->dirty) > FSYNC_JOURNAL_MAX) {
 		rc = settle_range(c, cf, f, 0, UINT64_MAX, true, false);
+		if (rc == 0)
+			pending_clear(cf);
 		goto out;
 	}
-	/* dirty DRAM blocks into the store; those with no line go home */
-	nslots = atomic_load(&cf->in_front) ? front_slots_of(c, f->file_id, 0, UINT64_MAX, &slots)
-					    : 0;
-	for (size_t i = 0; i < nslots && rc == 0; i++) {
-		if (!fr->slots[slots[i]].dirty)
-			continue;
-		rc = front_to_store(c, cf, slots[i], HY_POLICY_COLD);
-		if (rc == 0) {
-			home = true;
-			rc = settle_range(c, cf, f, fr->slots[slots[i]].block, 1, true, false);
-		}
-		rc = rc > 0 ? 0 : rc;
-	}
-	if (rc < 0)
-		goto out;
-	n = hy_cache_index_lookup_range(c->index, f->file_id, 0, UINT64_MAX, NULL, 0);
-	if (n > 0) {
-		ents = malloc((size_t)n * sizeof(*ents));
-		recs = malloc((size_t)n * sizeof(*recs));
-		if (!ents || !recs) {
-			rc = -ENOMEM;
+	/* the blocks written since the last fsync (or, when they were too
+	 * many to keep, every block the file has cached) */
+	if (!cf->pending_overflow) {
+		blocks = cf->pending;
+		nblocks = cf->npending;
+		cf->pending = NULL;
+		cf->npending = cf->pending_cap = 0;
+	} else {
+		nblocks = 0;
+		rc = all_blocks(c, cf, &blocks, &nblocks);
+		if (rc < 0)
 			goto out;
-		}
-		n = hy_cache_index_lookup_range(c->index, f->file_id, 0, UINT64_MAX, ents,
-						(size_t)n);
+		cf->pending_overflow = false;
 	}
-	for (int64_t i = 0; i < n; i++)
-		if (ents[i].dirty)
+	recs = malloc((nblocks ? nblocks : 1) * sizeof(*recs));
+	if (!recs) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < nblocks && rc == 0; i++) {
+		struct hy_cache_entry e;
+		struct held h;
+
+		/* dirty DRAM blocks into the store; those with no line go home */
+		find_block(c, f->file_id, blocks[i], false, &h);
+		if (h.where == 1 && h.dirty) {
+			rc = front_to_store(c, cf, h.slot_or_line, HY_POLICY_COLD);
+			if (rc == 0) {
+				home = true;
+				rc = settle_range(c, cf, f, blocks[i], 1, true, false);
+			}
+			rc = rc > 0 ? 0 : rc;
+		}
+		if (rc < 0 || hy_cache_index_lookup(c->index, f->file_id, blocks[i], &e) != 0 ||
+		    !e.dirty)
+			continue;
+		pthread_mutex_lock(&c->lines_lock);
+		if (!(c->lines[e.line].flags & LS_JOURNALED)) {
+			c->lines[e.line].flags |= LS_JOURNALED; /* once, if listed twice */
 			recs[nrecs++] = (struct hy_cache_journal_record){
 				.type = HY_CJ_FILL,
-				.line = ents[i].line,
+				.line = e.line,
 				.file_id = f->file_id,
-				.block = ents[i].block,
-				.valid = ents[i].valid,
-				.dirty = ents[i].dirty,
+				.block = e.block,
+				.valid = e.valid,
+				.dirty = e.dirty,
 			};
+		}
+		pthread_mutex_unlock(&c->lines_lock);
+	}
 	/* recovery finds the file by its id: that must outlive a crash too */
 	if (nrecs && !cf->id_durable && c->cfg.ids_durable) {
 		rc = c->cfg.ids_durable(c->cfg.ids_durable_arg);
@@ -1595,16 +1785,42 @@ int hy_cache_fsync(struct hy_cache *c, const struct hy_cache_file *f)
 			pthread_mutex_unlock(&c->lines_lock);
 			rc = journal_records(c, recs, nrecs);
 		}
+		if (rc < 0) {
+			pthread_mutex_lock(&c->lines_lock);
+			for (size_t i = 0; i < nrecs; i++)
+				c->lines[recs[i].line].flags &= (uint8_t)~LS_JOURNALED;
+			pthread_mutex_unlock(&c->lines_lock);
+		}
 	}
 	if (rc == 0 && home)
 		rc = c->lower.sync(c->lower.arg, f);
 out:
+	/* every dirty block is durable in the store now: home needs a sync
+	 * only for what the cache changed there since the last one */
+	if (rc == 0 && token) {
+		*token = atomic_load(&cf->home_changes);
+		if (*token == atomic_load(&cf->home_synced_at))
+			rc = 1;
+	}
 	pthread_rwlock_unlock(gate(c, f->file_id));
 	cfile_put(c, cf);
-	free(slots);
-	free(ents);
+	free(blocks);
 	free(recs);
 	return rc;
+}
+
+void hy_cache_home_synced(struct hy_cache *c, const struct hy_cache_file *f, uint64_t token)
+{
+	struct cfile *cf = f->file_id ? cfile_get(c, f->file_id, false) : NULL;
+	uint64_t at;
+
+	/* later changes moved home_changes past @token: they stay unsynced */
+	if (cf) {
+		at = atomic_load(&cf->home_synced_at);
+		while (at < token && !atomic_compare_exchange_weak(&cf->home_synced_at, &at, token))
+			;
+	}
+	cfile_put(c, cf);
 }
 
 void hy_cache_close_file(struct hy_cache *c, const struct hy_cache_file *f)
@@ -1724,6 +1940,7 @@ static int64_t clean_blocks(struct hy_cache *c, struct cfile *cf, const struct d
 		find_block(c, home.file_id, k[i].block, false, &h);
 		if (!h.where || !h.dirty)
 			continue;
+		home_changed(cf);
 		rc = copy_held(c, &h, h.dirty, line);
 		if (rc == 0)
 			rc = write_home(c, &home, k[i].block, h.dirty, line, a.size);
@@ -2164,7 +2381,8 @@ static int recover(struct hy_cache *c, struct hy_cache_store *store, struct reco
 			ids[nids++] = r->v[i].file_id;
 	if (!c->cfg.open_homes) {
 		snprintf(why, why_size,
-			 "cache store \"%s\" holds %zu dirty lines from a crash, and nothing here "
+			 "cache store \"%s\" holds %zu dirty lines from a crash, and "
+			 "nothing here "
 			 "can write them home",
 			 c->store_path, r->n);
 		rc = -EUCLEAN;
@@ -2507,6 +2725,7 @@ void hy_cache_get_stats(struct hy_cache *c, struct hy_cache_stats *o)
 	o->cleaned_blocks = atomic_load(&c->st.cleaned_blocks);
 	o->cleaner_backlog = o->dram_dirty + o->ssd_dirty;
 	o->bypassed = atomic_load(&c->st.bypassed);
+	o->seq_bypassed = atomic_load(&c->st.seq_bypassed);
 	o->stale_files = atomic_load(&c->st.stale_files);
 	o->journal_records = atomic_load(&c->st.journal_records);
 	o->checkpoints = atomic_load(&c->st.checkpoints);
@@ -2591,6 +2810,8 @@ void hy_cache_truncate_open_end(struct hy_cache *c, const struct hy_cache_file *
 {
 	struct cfile *cf = f->object >= 0 ? cfile_get(c, f->file_id, false) : NULL;
 
+	if (cf)
+		home_changed(cf);
 	/* the size it has now is smaller than the cache knew: what lies past
 	 * it leaves, nothing goes home over the truncation */
 	if (cf && ensure_fresh(c, cf, f) < 0)

@@ -976,9 +976,20 @@ ssize_t hy_engine_copy_range(struct hy_engine *engine, struct hy_engine_file *in
 int hy_engine_fsync(struct hy_engine *engine, struct hy_engine_file *file, bool data_only)
 {
 	struct hy_cache_file f = cache_file(file);
-	int rc = uses_cache(engine, file) ? hy_cache_fsync(engine->cache, &f) : 0;
+	uint64_t token = 0;
+	int rc = uses_cache(engine, file) ? hy_cache_fsync(engine->cache, &f, &token) : 0;
 
-	return rc < 0 ? rc : lower_fsync(engine, file, data_only);
+	if (rc < 0)
+		return rc;
+	/* the cache made the writes durable in its store, and home has
+	 * nothing of the cache's to sync (nor BORG's copies): done, as an
+	 * SSD write-back cache is meant to */
+	if (rc == 1 && !map_has_copies(engine, file->file_id))
+		return 0;
+	rc = lower_fsync(engine, file, data_only);
+	if (rc == 0 && uses_cache(engine, file))
+		hy_cache_home_synced(engine->cache, &f, token);
+	return rc;
 }
 
 int hy_engine_close(struct hy_engine *engine, struct hy_engine_file *file)

@@ -62,6 +62,7 @@ int hy_fs_open_cache(struct hy_fs *fs, const struct hy_options *opts)
 		.heat_periods = opts->heat_periods,
 		.heat_threshold = opts->heat_threshold,
 		.clean_rate = opts->cache_clean_rate,
+		.seq_cutoff = opts->cache_seq_cutoff,
 		.open_homes = open_homes,
 		.open_homes_arg = fs,
 		.ids_durable = ids_durable,
@@ -178,6 +179,7 @@ struct json_object *hy_fs_cache_status(struct hy_fs *fs)
 	add_u64(o, "cleaned_blocks", s.cleaned_blocks);
 	add_u64(o, "cleaner_backlog", s.cleaner_backlog);
 	add_u64(o, "bypassed", s.bypassed);
+	add_u64(o, "seq_bypassed", s.seq_bypassed);
 	add_u64(o, "stale_files", s.stale_files);
 	add_u64(o, "journal_records", s.journal_records);
 	add_u64(o, "checkpoints", s.checkpoints);

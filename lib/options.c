@@ -354,6 +354,8 @@ static int parse_one(struct hy_options *opts, char *word, char *why, size_t why_
 				    &opts->heat_threshold, why, why_size);
 	if (strcmp(name, "cache_clean_rate") == 0)
 		return parse_size(name, value, true, &opts->cache_clean_rate, why, why_size);
+	if (strcmp(name, "cache_seq_cutoff") == 0)
+		return parse_size(name, value, true, &opts->cache_seq_cutoff, why, why_size);
 	if (strcmp(name, "max_threads") == 0)
 		return parse_uint(name, value, 1, 256, &opts->max_threads, why, why_size);
 	if (!value && in_list(kernel_flags, name))
@@ -418,6 +420,7 @@ static void options_reset(struct hy_options *opts)
 	opts->heat_periods = HY_OPTIONS_HEAT_PERIODS;
 	opts->heat_threshold = HY_OPTIONS_HEAT_THRESHOLD;
 	opts->cache_clean_rate = HY_OPTIONS_CACHE_CLEAN_RATE;
+	opts->cache_seq_cutoff = HY_OPTIONS_CACHE_SEQ_CUTOFF;
 }
 
 int hy_options_parse(int argc, char **argv, struct hy_options *opts, char *why, size_t why_size)
@@ -724,6 +727,8 @@ void hy_options_usage(const char *program, FILE *out)
 		"                         (default 1.5; 0 admits every block)\n"
 		"  cache_clean_rate=SIZE  bytes per second the cleaner writes dirty blocks\n"
 		"                         home at most (default 32M; 0: no limit)\n"
+		"  cache_seq_cutoff=SIZE  a file written sequentially past this goes home\n"
+		"                         directly (default 4M; 0: never)\n"
 		"  nosuid, nodev, noexec, noatime, ... passed to the kernel\n"
 		"\n"
 		"See hybridfs(8).\n",

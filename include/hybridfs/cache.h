@@ -33,7 +33,10 @@
  *   - Write policies (cache_write=): back (writes stay in the cache, dirty,
  *     until the cleaner, an fsync's journal, a close or a flush), through
  *     (home first, then the cached copy) and around (home; only blocks
- *     already cached are updated, nothing is allocated).
+ *     already cached are updated, nothing is allocated). A file written
+ *     sequentially past seq_cutoff bytes goes around, whatever the policy
+ *     (bcache's sequential cutoff: a large file written once would push
+ *     hotter blocks out and be written twice).
  *
  * Durability (DESIGN.md invariants 1-5):
  *   - fsync of a write-back file moves its dirty DRAM blocks into store
@@ -141,6 +144,8 @@ struct hy_cache_config {
 	double heat_threshold;		   /* 0: every block is hot */
 	uint64_t clean_rate;		   /* bytes/s for the cleaner; 0: no limit */
 	unsigned clean_interval_ms;	   /* the cleaner's pass period (0: 5000) */
+	uint64_t seq_cutoff;		   /* bytes of a file's sequential write stream past
+					    * which it goes home (0: never) */
 	bool no_threads;		   /* tests: no hy-front/hy-cache-clean threads */
 	hy_cache_open_homes_fn open_homes; /* NULL: dirty lines left by a crash refuse the mount */
 	void *open_homes_arg;
@@ -169,6 +174,7 @@ struct hy_cache_stats {
 	uint64_t cleaned_blocks;  /* dirty blocks written home */
 	uint64_t cleaner_backlog; /* dirty blocks now */
 	uint64_t bypassed;	  /* blocks written home because no room was free */
+	uint64_t seq_bypassed;	  /* blocks of sequential streams past the cutoff, home */
 	uint64_t stale_files;
 	uint64_t journal_records, checkpoints;
 	uint64_t recovered_blocks;  /* dirty blocks written home at open */
@@ -218,8 +224,13 @@ int hy_cache_write_home(struct hy_cache *cache, const struct hy_cache_file *f, u
 			uint64_t len);
 
 /* fsync: the file's dirty blocks durable (in the store's journal, or
- * home). 0 or a negative errno. */
-int hy_cache_fsync(struct hy_cache *cache, const struct hy_cache_file *f);
+ * home). Returns 1 when home needs no sync for them either (nothing the
+ * cache changed there since the last home sync), 0 when it does (then the
+ * caller syncs home and, if that succeeded, passes *@token, set here, to
+ * hy_cache_home_synced), or a negative errno. The home file's times are
+ * not synced when 1 is returned: fsync then promises data and size. */
+int hy_cache_fsync(struct hy_cache *cache, const struct hy_cache_file *f, uint64_t *token);
+void hy_cache_home_synced(struct hy_cache *cache, const struct hy_cache_file *f, uint64_t token);
 
 /* The last handle of the file was closed: its dirty blocks are queued for
  * the cleaner, and its lines become first choices for eviction. */

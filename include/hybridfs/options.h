@@ -38,6 +38,7 @@
 #define HY_OPTIONS_HEAT_THRESHOLD     1.5
 #define HY_OPTIONS_HEAT_THRESHOLD_MAX 255.0
 #define HY_OPTIONS_CACHE_CLEAN_RATE   (32ULL << 20)
+#define HY_OPTIONS_CACHE_SEQ_CUTOFF   (4ULL << 20) /* bcache's sequential_cutoff */
 
 /* cache_write=: where a write to a block goes while the SSD cache is on.
  * The cache module takes the value from here. */
@@ -105,6 +106,8 @@ struct hy_options {
 	unsigned heat_periods;
 	double heat_threshold;
 	uint64_t cache_clean_rate; /* bytes/s the cleaner writes home; 0: no limit */
+	uint64_t cache_seq_cutoff; /* a file's sequential write stream past this goes home; 0: never
+				    */
 
 	/* Mount options passed to the kernel unchanged, comma separated
 	 * (nosuid, nodev, noexec, noatime, ...). Owned. */

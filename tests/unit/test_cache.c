@@ -255,6 +255,18 @@ static struct hy_cache *copen(const char *store, enum hy_cache_write_policy wp,
 	return rc ? NULL : c;
 }
 
+/* fsync as the engine does it: the cache, then (when it says so) home,
+ * which the model needs no sync for. 0 or a negative errno. */
+static int cache_fsync(struct hy_cache *c, const struct hy_cache_file *f)
+{
+	uint64_t token = 0;
+	int rc = hy_cache_fsync(c, f, &token);
+
+	if (rc == 0)
+		hy_cache_home_synced(c, f, token);
+	return rc < 0 ? rc : 0;
+}
+
 static struct hy_cache_stats stats(struct hy_cache *c)
 {
 	struct hy_cache_stats s;
@@ -850,12 +862,12 @@ static void test_checkpoint_recovery(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
 	fill_pattern(neu2, sizeof(neu2), 72);
 	CU_ASSERT_EQUAL(hy_cache_write(c, &f2, neu2, sizeof(neu2), 0), (ssize_t)sizeof(neu2));
-	CU_ASSERT_EQUAL(hy_cache_fsync(c, &f2), 0);
+	CU_ASSERT_EQUAL(cache_fsync(c, &f2), 0);
 	for (unsigned r = 0; r < 300; r++) {
 		fill_pattern(neu1, sizeof(neu1), 100 + r);
 		CU_ASSERT_EQUAL(hy_cache_write(c, &f1, neu1, sizeof(neu1), 0),
 				(ssize_t)sizeof(neu1));
-		CU_ASSERT_EQUAL(hy_cache_fsync(c, &f1), 0);
+		CU_ASSERT_EQUAL(cache_fsync(c, &f1), 0);
 	}
 	CU_ASSERT(stats(c).checkpoints >= 1);
 	CU_ASSERT_EQUAL(stats(c).journal_records, 4 + 300 * 4);
@@ -908,7 +920,7 @@ static void test_fsync_recovery(void)
 	memcpy(neu[0] + 2 * BLK + 1536, old[0] + 2 * BLK + 1536, BLK - 1536);
 	memcpy(neu[1] + 2 * BLK + 1536, old[1] + 2 * BLK + 1536, BLK - 1536);
 	CU_ASSERT_EQUAL(H.f[1].writes + H.f[2].writes, 0);
-	CU_ASSERT_EQUAL(hy_cache_fsync(c, &f1), 0);
+	CU_ASSERT_EQUAL(cache_fsync(c, &f1), 0);
 	s = stats(c);
 	CU_ASSERT_EQUAL(s.journal_records, 3);
 	CU_ASSERT_EQUAL(s.dirty_bytes, (2 * BLK + 1024) * 2);
@@ -1170,6 +1182,69 @@ static void test_two_step(void)
 	free(store);
 }
 
+/* bcache's sequential cutoff, with the kernel's reordering: a file
+ * written in 16 KiB pieces, each group of four arriving halves swapped
+ * (2, 3, 0, 1, 6, 7, 4, 5, ...) is a stream; past the cutoff (64 KiB here) its writes go home and
+ * are not cached. Pieces scattered at random over the file are not a
+ * stream, whatever their total. The data reads back right either way. */
+static void test_seq_cutoff(void)
+{
+	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	static unsigned char ref[2][1 << 20];
+	struct hy_cache_config cfg = {0};
+	struct hy_cache_file f1 = F(1), f2 = F(2);
+	struct hy_cache_stats st;
+	struct hy_cache *c = NULL;
+	const size_t piece = 16384, n = sizeof(ref[0]) / piece;
+	unsigned order[64];
+
+	home_reset();
+	cfg.store_path = store;
+	cfg.uuid = UUID;
+	cfg.store_size = STORE(128);
+	cfg.write_policy = HY_CACHE_WRITE_BACK;
+	cfg.policy = HY_POLICY_LRU3;
+	cfg.front_bytes = 0;
+	cfg.heat_periods = 8;
+	cfg.heat_threshold = 1.5;
+	cfg.no_threads = true;
+	cfg.open_homes = open_homes;
+	cfg.seq_cutoff = 4 * piece;
+	CU_ASSERT_EQUAL_FATAL(hy_cache_open(&cfg, &LOWER, &c, why, sizeof(why)), 0);
+	fill_pattern(ref[0], sizeof(ref[0]), 80);
+	fill_pattern(ref[1], sizeof(ref[1]), 81);
+	for (size_t i = 0; i < n; i++)
+		CU_ASSERT_EQUAL(hy_cache_write(c, &f1, ref[0] + (i ^ 2) * piece, piece,
+					       (off_t)((i ^ 2) * piece)),
+				(ssize_t)piece);
+	st = stats(c);
+	/* the stream passes 64 KiB within its first eight pieces; then the
+	 * pieces that arrive ahead of their turn count as its own */
+	CU_ASSERT(st.seq_bypassed >= (n - 8) * piece / BLK);
+	CU_ASSERT(st.seq_bypassed <= (n - 4) * piece / BLK);
+	CU_ASSERT(H.f[1].writes >= n - 8);
+	CU_ASSERT(read_equals(c, 1, ref[0], sizeof(ref[0]), 0, sizeof(ref[0])));
+	/* scattered: every other piece (half a MiB, eight times the cutoff),
+	 * in a fixed shuffle; no piece touches another */
+	for (unsigned i = 0; i < n / 2; i++)
+		order[i] = 2 * ((i * 13u) % (unsigned)(n / 2));
+	for (size_t i = 0; i < n / 2; i++)
+		CU_ASSERT_EQUAL(hy_cache_write(c, &f2, ref[1] + order[i] * piece, piece,
+					       (off_t)(order[i] * piece)),
+				(ssize_t)piece);
+	CU_ASSERT_EQUAL(stats(c).seq_bypassed, st.seq_bypassed);
+	for (size_t i = 1; i < n; i += 2) /* the pieces never written read as zero */
+		memset(ref[1] + i * piece, 0, piece);
+	CU_ASSERT(read_equals(c, 2, ref[1], (n - 1) * piece, 0, (n - 1) * piece));
+	CHECK(c);
+	CLOSE(c);
+	CU_ASSERT(home_equals(1, ref[0], sizeof(ref[0])));
+	CU_ASSERT(home_equals(2, ref[1], (n - 1) * piece));
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
 static void test_policies(void)
 {
 	struct hy_cache_stats s;
@@ -1296,7 +1371,7 @@ static void randomized(enum hy_cache_write_policy wp, uint64_t front_slots, uint
 			if (off + len > size[id])
 				size[id] = off + len;
 		} else if (k < 87) {
-			CU_ASSERT_EQUAL(hy_cache_fsync(c, &f), 0);
+			CU_ASSERT_EQUAL(cache_fsync(c, &f), 0);
 		} else if (k < 90) {
 			uint64_t to = rnd() % (MAXB * BLK);
 
@@ -1476,7 +1551,7 @@ static void test_bug_fsync_home_stamp(void)
 	s = stats(c);
 	CU_ASSERT_EQUAL(s.dram_dirty, 16);
 	CU_ASSERT_EQUAL(s.ssd_dirty, 4);
-	CU_ASSERT_EQUAL(hy_cache_fsync(c, &f), 0);
+	CU_ASSERT_EQUAL(cache_fsync(c, &f), 0);
 	CU_ASSERT_EQUAL(H.f[1].writes, 16); /* no line for them: home */
 	CU_ASSERT(memcmp(H.f[1].data, ref, 16 * BLK) == 0);
 	s = stats(c);
@@ -1517,7 +1592,7 @@ static void test_bug_recovery_size(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
 	CU_ASSERT_EQUAL(hy_cache_write(c, &f, ref, sizeof(ref), 0), (ssize_t)sizeof(ref));
 	CU_ASSERT_EQUAL(H.f[1].size, sizeof(ref));
-	CU_ASSERT_EQUAL(hy_cache_fsync(c, &f), 0);
+	CU_ASSERT_EQUAL(cache_fsync(c, &f), 0);
 	CU_ASSERT_EQUAL_FATAL(copy_file(store, copy), 0);
 	CLOSE(c);
 	CU_ASSERT(home_equals(1, ref, sizeof(ref)));
@@ -1594,8 +1669,8 @@ static void test_journal_after_fsync(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
 	CU_ASSERT_EQUAL(hy_cache_write(c, &f1, neu, sizeof(neu), 0), (ssize_t)sizeof(neu));
 	CU_ASSERT_EQUAL(hy_cache_write(c, &f2, neu, sizeof(neu), 0), (ssize_t)sizeof(neu));
-	CU_ASSERT_EQUAL(hy_cache_fsync(c, &f1), 0);
-	CU_ASSERT_EQUAL(hy_cache_fsync(c, &f2), 0);
+	CU_ASSERT_EQUAL(cache_fsync(c, &f1), 0);
+	CU_ASSERT_EQUAL(cache_fsync(c, &f2), 0);
 	CU_ASSERT_EQUAL(stats(c).journal_records, 8);
 	/* file 1 cleaned, file 2 truncated to 1 block */
 	CU_ASSERT_EQUAL(hy_cache_change_begin(c, &f2, BLK, UINT64_MAX), 0);
@@ -1646,6 +1721,7 @@ int hy_test_add_cache(void)
 	    !CU_add_test(s, "a file changed outside the mount", test_stale) ||
 	    !CU_add_test(s, "truncation in change_begin/end", test_truncate) ||
 	    !CU_add_test(s, "replacement baselines", test_policies) ||
+	    !CU_add_test(s, "sequential cutoff, out of order", test_seq_cutoff) ||
 	    !CU_add_test(s, "two-step eviction: a closed file's line first", test_two_step) ||
 	    !CU_add_test(s, "metadata changes, close_file, flush", test_meta_flush) ||
 	    !CU_add_test(s, "regression: cold dirty eviction leaves the stamp behind",

@@ -186,13 +186,14 @@ static void test_cache_options(void)
 			      "/b",	  "/m", NULL};
 	const char *read_only[] = {"hybridfs", "-o", "cache_write=read-only,cache_policy=freq",
 				   "/b",       "/m", NULL};
-	const char *edges[] = {"hybridfs",
-			       "-o",
-			       "front_buffer=0,heat_periods=10,heat_threshold=0,cache_size=1M,"
-			       "cache_write=back,cache_policy=lru,cache_clean_rate=1K",
-			       "/b",
-			       "/m",
-			       NULL};
+	const char *edges[] = {
+		"hybridfs",
+		"-o",
+		"front_buffer=0,heat_periods=10,heat_threshold=0,cache_size=1M,"
+		"cache_write=back,cache_policy=lru,cache_clean_rate=1K,cache_seq_cutoff=0",
+		"/b",
+		"/m",
+		NULL};
 	const char *top[] = {"hybridfs", "-o", "heat_threshold=255,cache_policy=lru3",
 			     "/b",	 "/m", NULL};
 	const char *none[] = {"hybridfs", "-o", "cache=none", "/b", "/m", NULL};
@@ -212,6 +213,7 @@ static void test_cache_options(void)
 	CU_ASSERT_DOUBLE_EQUAL(o.heat_threshold, 1.5, 1e-9);
 	CU_ASSERT_EQUAL(o.cache_clean_rate, HY_OPTIONS_CACHE_CLEAN_RATE);
 	CU_ASSERT_EQUAL(o.cache_clean_rate, 32ULL << 20);
+	CU_ASSERT_EQUAL(o.cache_seq_cutoff, 4ULL << 20);
 	hy_options_free(&o);
 
 	CU_ASSERT_EQUAL_FATAL(parse(&o, given), 0);
@@ -247,6 +249,7 @@ static void test_cache_options(void)
 	CU_ASSERT_EQUAL(o.cache_write, HY_CACHE_WRITE_BACK);
 	CU_ASSERT_EQUAL(o.cache_policy, HY_POLICY_LRU);
 	CU_ASSERT_EQUAL(o.cache_clean_rate, 1024);
+	CU_ASSERT_EQUAL(o.cache_seq_cutoff, 0);
 	hy_options_free(&o);
 
 	CU_ASSERT_EQUAL_FATAL(parse(&o, top), 0);
@@ -283,6 +286,7 @@ static void test_bad_cache_options(void)
 	const char *word_threshold[] = {"hybridfs", "-o", "heat_threshold=hot", "/b", "/m", NULL};
 	const char *no_threshold[] = {"hybridfs", "-o", "heat_threshold=", "/b", "/m", NULL};
 	const char *bad_rate[] = {"hybridfs", "-o", "cache_clean_rate=fast", "/b", "/m", NULL};
+	const char *bad_cutoff[] = {"hybridfs", "-o", "cache_seq_cutoff=-1", "/b", "/m", NULL};
 
 	expect_bad(empty, "cache");
 	expect_bad(bare, "cache");
@@ -311,6 +315,7 @@ static void test_bad_cache_options(void)
 	expect_bad(word_threshold, "heat_threshold=hot");
 	expect_bad(no_threshold, "heat_threshold");
 	expect_bad(bad_rate, "cache_clean_rate=fast");
+	expect_bad(bad_cutoff, "cache_seq_cutoff=-1");
 }
 
 /* options.c keeps its own table of the policies' names (libhycommon does not
