@@ -56,7 +56,11 @@ int hy_fs_open_cache(struct hy_fs *fs, const struct hy_options *opts)
 	struct hy_cache_config config = {
 		.uuid = fs->uuid,
 		.store_size = opts->cache_size_given ? opts->cache_size : 0,
-		.write_policy = opts->cache_write,
+		/* write-back pays off on a faster store than home, which is what
+		 * naming one says; the default store shares home's disk */
+		.write_policy = opts->cache_write_given || opts->cache_given
+					? opts->cache_write
+					: HY_CACHE_WRITE_THROUGH,
 		.policy = (enum hy_policy_kind)opts->cache_policy,
 		.front_bytes = opts->front_buffer,
 		.heat_periods = opts->heat_periods,
@@ -102,9 +106,9 @@ int hy_fs_open_cache(struct hy_fs *fs, const struct hy_options *opts)
 	}
 	hy_engine_set_cache(fs->engine, fs->cache);
 	hy_log(LOG_NOTICE, "cache: \"%s\", write-%s, %s, front buffer %" PRIu64 " KiB", path,
-	       opts->cache_write == HY_CACHE_WRITE_BACK	     ? "back"
-	       : opts->cache_write == HY_CACHE_WRITE_THROUGH ? "through"
-							     : "around",
+	       config.write_policy == HY_CACHE_WRITE_BACK      ? "back"
+	       : config.write_policy == HY_CACHE_WRITE_THROUGH ? "through"
+							       : "around",
 	       hy_policy_kind_name((enum hy_policy_kind)opts->cache_policy),
 	       opts->front_buffer >> 10);
 	return 0;

@@ -340,8 +340,10 @@ static int parse_one(struct hy_options *opts, char *word, char *why, size_t why_
 				   value);
 		return 0;
 	}
-	if (strcmp(name, "cache_write") == 0)
+	if (strcmp(name, "cache_write") == 0) {
+		opts->cache_write_given = true;
 		return parse_cache_write(value, &opts->cache_write, why, why_size);
+	}
 	if (strcmp(name, "cache_policy") == 0)
 		return parse_cache_policy(value, &opts->cache_policy, why, why_size);
 	if (strcmp(name, "front_buffer") == 0)
@@ -715,8 +717,9 @@ void hy_options_usage(const char *program, FILE *out)
 		"                         file %s in the state folder; none: no SSD cache)\n"
 		"  cache_size=SIZE        size of an SSD cache file (default 256M, at least 1M)\n"
 		"  cache_write=back|through|around|read-only  writes go into the cache and\n"
-		"                         home later (default back), into both at once, or\n"
-		"                         home only (around, read-only)\n"
+		"                         home later, into both at once, or home only\n"
+		"                         (around, read-only); default back with a store\n"
+		"                         named by cache=, through with the default one\n"
 		"  cache_policy=lru3|lru|larc|freq  which cached block leaves the SSD cache\n"
 		"                         first (default lru3)\n"
 		"  front_buffer=SIZE      the DRAM front buffer, where blocks wait before the\n"

@@ -97,6 +97,8 @@ struct hy_options {
 	uint64_t cache_size;
 	bool cache_size_given;
 	enum hy_cache_write_policy cache_write;
+	bool cache_write_given; /* else: back for a store named by cache=, through for the default
+				   one */
 	unsigned cache_policy;
 	/* The DRAM front buffer's size (0: none; blocks go straight to the SSD
 	 * store, with no heat filter), and FusionCache's heat prediction: the

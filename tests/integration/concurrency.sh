@@ -33,8 +33,8 @@ run() {
 }
 
 run writeback 1
-run writeback2 2
-run no-writeback 3 -o writeback_cache=off
+run writeback2 2 -o cache_write=back
+run no-writeback 3 -o writeback_cache=off,cache_write=back
 run no-cache 4 -o attr_timeout=0,entry_timeout=0
 
 hy_pass

@@ -105,5 +105,8 @@ check_mount() {
 # does both: two different paths for the same steps.
 check_mount default "$HY_TMP/b" "$HY_TMP/m"
 check_mount wt "$HY_TMP/wt.b" "$HY_TMP/wt.m" -o writeback_cache=off
+# the cache in write-back (the default store makes write-through the default)
+check_mount cache-back "$HY_TMP/cb.b" "$HY_TMP/cb.m" -o cache_write=back
+check_mount cache-back-wt "$HY_TMP/cbw.b" "$HY_TMP/cbw.m" -o cache_write=back,writeback_cache=off
 
 hy_pass

@@ -214,6 +214,7 @@ static void test_cache_options(void)
 	CU_ASSERT_EQUAL(o.cache_clean_rate, HY_OPTIONS_CACHE_CLEAN_RATE);
 	CU_ASSERT_EQUAL(o.cache_clean_rate, 32ULL << 20);
 	CU_ASSERT_EQUAL(o.cache_seq_cutoff, 4ULL << 20);
+	CU_ASSERT_FALSE(o.cache_write_given); /* the mount picks: cache.h */
 	hy_options_free(&o);
 
 	CU_ASSERT_EQUAL_FATAL(parse(&o, given), 0);
@@ -250,6 +251,7 @@ static void test_cache_options(void)
 	CU_ASSERT_EQUAL(o.cache_policy, HY_POLICY_LRU);
 	CU_ASSERT_EQUAL(o.cache_clean_rate, 1024);
 	CU_ASSERT_EQUAL(o.cache_seq_cutoff, 0);
+	CU_ASSERT_TRUE(o.cache_write_given);
 	hy_options_free(&o);
 
 	CU_ASSERT_EQUAL_FATAL(parse(&o, top), 0);
