@@ -41,7 +41,8 @@
  * Durability (DESIGN.md invariants 1-5):
  *   - fsync of a write-back file moves its dirty DRAM blocks into store
  *     lines, syncs the line data, then journals a record per dirty line
- *     (file, block, masks) and waits: after a kill -9 the journal brings
+ *     (file, block, masks) and waits (home is synced only if the cache
+ *     changed it since its last sync): after a kill -9 the journal brings
  *     every fsync'd dirty line back, and mount writes them home
  *     (hy_cache_open with a recover callback) before the store is used
  *     again, empty. Clean lines are not kept across mounts: nothing proves
