@@ -145,7 +145,7 @@ struct hy_cache {
 		_Atomic uint64_t dram_evictions, ssd_evictions, cold_dirty_home, cleaned_blocks;
 		_Atomic uint64_t bypassed, stale_files, journal_records, checkpoints;
 		_Atomic uint64_t seq_bypassed;
-		uint64_t recovered_blocks;
+		uint64_t recovered_blocks, lost_blocks;
 	} st;
 };
 
@@ -2360,13 +2360,14 @@ static int by_file_block(const void *a, const void *b)
 }
 
 /* The dirty lines a crash left: home, before anything else. */
-static int recover(struct hy_cache *c, struct hy_cache_store *store, struct recovery *r, char *why,
-		   size_t why_size)
+static int recover(struct hy_cache *c, struct hy_cache_store *store, struct recovery *r,
+		   bool salvage, char *why, size_t why_size)
 {
 	uint64_t *ids = malloc(r->n * sizeof(*ids));
 	int64_t *objects = malloc(r->n * sizeof(*objects));
 	unsigned char line[LINE];
 	size_t nids = 0;
+	uint64_t lost = 0;
 	int rc = 0;
 
 	if (!ids || !objects) {
@@ -2410,6 +2411,17 @@ static int recover(struct hy_cache *c, struct hy_cache_store *store, struct reco
 		rc = c->lower.getattr(c->lower.arg, &home, &a);
 		for (; rc == 0 && i < r->n && r->v[i].file_id == ids[k]; i++) {
 			rc = hy_cache_store_read_line(store, r->v[i].line, r->v[i].dirty, line);
+			if (rc == -EIO && salvage) {
+				/* past the end of a truncated store: gone */
+				hy_log(LOG_WARNING,
+				       "cache: block %" PRIu64 " of file %" PRIu64
+				       " was dirty in line %" PRIu64
+				       " of \"%s\", which the file no longer holds: lost",
+				       r->v[i].block, ids[k], r->v[i].line, c->store_path);
+				lost++;
+				rc = 0;
+				continue;
+			}
 			/* within the size the file has: a write extended it before
 			 * its data went into the line */
 			if (rc == 0)
@@ -2432,8 +2444,10 @@ static int recover(struct hy_cache *c, struct hy_cache_store *store, struct reco
 	if (rc == 0)
 		hy_log(LOG_NOTICE,
 		       "cache: %" PRIu64 " dirty blocks of %zu files that a crash left in \"%s\" "
-		       "were written home",
-		       c->st.recovered_blocks, nids, c->store_path);
+		       "were written home%s",
+		       c->st.recovered_blocks, nids, c->store_path,
+		       lost ? "; some lay past its end and are lost (above)" : "");
+	c->st.lost_blocks = lost;
 out:
 	free(ids);
 	free(objects);
@@ -2445,6 +2459,7 @@ static int open_store(struct hy_cache *c, char *why, size_t why_size)
 {
 	struct hy_cache_store_load_stats ls;
 	struct recovery r = {0};
+	bool salvage = false;
 	struct stat st;
 	int rc;
 
@@ -2465,11 +2480,25 @@ static int open_store(struct hy_cache *c, char *why, size_t why_size)
 		c->cfg.store_size = (uint64_t)st.st_size; /* as it was made */
 	}
 	rc = hy_cache_store_open(c->store_path, c->uuid, &c->store, why, why_size);
+	if (rc == -EUCLEAN &&
+	    hy_cache_store_open_truncated(c->store_path, c->uuid, &c->store, NULL, 0) == 0) {
+		/* cut short in its lines only: what remains of its dirty lines
+		 * goes home, then it is made again at its size */
+		salvage = true;
+		hy_log(LOG_WARNING,
+		       "%s; writing home the dirty lines it still holds, then "
+		       "making it again",
+		       why);
+		if (S_ISREG(st.st_mode))
+			c->cfg.store_size =
+				c->store->header.data_offset + c->store->header.data_size;
+		rc = 0;
+	}
 	if (rc < 0)
 		return rc;
 	rc = hy_cache_store_load(c->store, collect_dirty, &r, &ls, why, why_size);
 	if (rc == 0 && r.n)
-		rc = recover(c, c->store, &r, why, why_size);
+		rc = recover(c, c->store, &r, salvage, why, why_size);
 	free(r.v);
 	hy_cache_store_close(c->store);
 	c->store = NULL;
@@ -2730,6 +2759,7 @@ void hy_cache_get_stats(struct hy_cache *c, struct hy_cache_stats *o)
 	o->journal_records = atomic_load(&c->st.journal_records);
 	o->checkpoints = atomic_load(&c->st.checkpoints);
 	o->recovered_blocks = c->st.recovered_blocks;
+	o->lost_blocks = c->st.lost_blocks;
 	/* the index's average over the lines in use (its own figure), the
 	 * rest per line of the store */
 	o->dram_bytes_per_line = (size_t)(is.entries ? is.bytes_per_entry : 0) +

@@ -621,8 +621,23 @@ static const struct hy_device_ops store_dev_ops = {
 	.destroy = NULL, /* the store owns the descriptor */
 };
 
+static int store_open(const char *path, const char *uuid, bool salvage, struct hy_cache_store **out,
+		      char *why, size_t why_size);
+
 int hy_cache_store_open(const char *path, const char *uuid, struct hy_cache_store **out, char *why,
 			size_t why_size)
+{
+	return store_open(path, uuid, false, out, why, why_size);
+}
+
+int hy_cache_store_open_truncated(const char *path, const char *uuid, struct hy_cache_store **out,
+				  char *why, size_t why_size)
+{
+	return store_open(path, uuid, true, out, why, why_size);
+}
+
+static int store_open(const char *path, const char *uuid, bool salvage, struct hy_cache_store **out,
+		      char *why, size_t why_size)
 {
 	unsigned char buf[HY_CACHE_STORE_BLOCK];
 	struct hy_cache_store *s = NULL;
@@ -677,14 +692,18 @@ int hy_cache_store_open(const char *path, const char *uuid, struct hy_cache_stor
 		rc = -EEXIST;
 		goto fail;
 	}
-	if (h.data_offset + h.data_size > size) {
+	/* truncated: refused, unless salvaging what its table, journal and
+	 * remaining lines still hold */
+	if (h.data_offset + h.data_size > size && (!salvage || h.data_offset > size)) {
 		hy_ondisk_say(why, why_size,
 			      "cache: \"%s\" is %" PRIu64 " bytes but its superblock says %" PRIu64
-			      " (truncated?)",
-			      path, size, h.data_offset + h.data_size);
+			      " (truncated%s)",
+			      path, size, h.data_offset + h.data_size,
+			      h.data_offset > size ? ", into its line table or journal" : "?");
 		rc = -EUCLEAN;
 		goto fail;
 	}
+
 	s = calloc(1, sizeof(*s));
 	if (!s || !(s->path = strdup(path))) {
 		rc = -ENOMEM;

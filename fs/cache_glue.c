@@ -188,6 +188,7 @@ struct json_object *hy_fs_cache_status(struct hy_fs *fs)
 	add_u64(o, "journal_records", s.journal_records);
 	add_u64(o, "checkpoints", s.checkpoints);
 	add_u64(o, "recovered_blocks", s.recovered_blocks);
+	add_u64(o, "lost_blocks", s.lost_blocks);
 	add_u64(o, "dram_bytes_per_line", s.dram_bytes_per_line);
 	add_u64(o, "front_meta_bytes", s.front_meta_bytes);
 	return o;

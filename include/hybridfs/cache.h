@@ -47,6 +47,10 @@
  *     (hy_cache_open with a recover callback) before the store is used
  *     again, empty. Clean lines are not kept across mounts: nothing proves
  *     them current once the backing directory was unmounted.
+ *   - A store cut short in its data lines (its superblock, table and
+ *     journal whole) is salvaged: the dirty lines that remain go home,
+ *     those past its end are logged as lost, and it is made again. A
+ *     store damaged otherwise, another mount's or newer is refused.
  *   - A line is journaled dirty only after its data is in the store, and a
  *     line whose last durable record is dirty is never reused before a
  *     clean or free record for it is durable: a crash never lets one file's
@@ -55,7 +59,9 @@
  *     is right for everyone) and set its modification time.
  *   - A file changed outside the mount: the cache keeps, per file, the home
  *     ctime its blocks were cached under (its stamp); a request that finds
- *     the ctime moved drops the file's blocks (dirty sectors home first).
+ *     the ctime moved drops the file's blocks (dirty sectors home first);
+ *     one that finds the file smaller than it knew (an O_TRUNC open in the
+ *     same clock tick) drops what lies past the end.
  *   - The cleaner ("hy-cache-clean") writes dirty blocks home in order of
  *     file and block, rate-limited (cache_clean_rate=), keeping the home
  *     file's modification time; files closed for the last time first
@@ -179,6 +185,7 @@ struct hy_cache_stats {
 	uint64_t stale_files;
 	uint64_t journal_records, checkpoints;
 	uint64_t recovered_blocks;  /* dirty blocks written home at open */
+	uint64_t lost_blocks;	    /* ... that lay past the end of a truncated store */
 	size_t dram_bytes_per_line; /* index + policy + line state + free list, per SSD line */
 	size_t front_meta_bytes;    /* the front buffer's bookkeeping (not its data) */
 };

@@ -225,6 +225,14 @@ int hy_cache_store_create(const char *path, const char *uuid, uint64_t size, uin
 int hy_cache_store_open(const char *path, const char *uuid, struct hy_cache_store **out, char *why,
 			size_t why_size);
 
+/* As hy_cache_store_open(), for a store whose file was cut short in its
+ * data lines (its superblock, line table and journal whole): opened to
+ * load it and read the lines that remain (a line past the end reads as
+ * -EIO), so that its dirty lines can go home before it is made again.
+ * Anything else open refuses, this refuses too. */
+int hy_cache_store_open_truncated(const char *path, const char *uuid, struct hy_cache_store **out,
+				  char *why, size_t why_size);
+
 /* Makes an unclaimed store mount @uuid's: writes @uuid into the superblock
  * (the same header re-encoded, block 0 rewritten and fdatasync'd) and into
  * store->header. 0 also when the store is already @uuid's (nothing is

@@ -889,6 +889,58 @@ static void test_checkpoint_recovery(void)
 	free(copy);
 }
 
+/* A store cut short in its data lines after a crash: the dirty lines
+ * that remain go home, the one past the end is lost (counted), the store
+ * is made again at its size, and the mount goes on. Cut into its journal,
+ * it is refused, untouched. */
+static void test_truncated_store(void)
+{
+	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	char *copy = path_in(dir, "copy");
+	static unsigned char old1[4 * BLK], neu1[4 * BLK];
+	struct hy_cache_file f1 = F(1);
+	struct hy_cache_store *st;
+	struct hy_cache *c;
+	uint64_t data_offset, full;
+	struct stat sb;
+
+	home_reset();
+	fill_pattern(old1, sizeof(old1), 90);
+	home_set(1, old1, sizeof(old1));
+	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, 32, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	fill_pattern(neu1, sizeof(neu1), 91);
+	CU_ASSERT_EQUAL(hy_cache_write(c, &f1, neu1, sizeof(neu1), 0), (ssize_t)sizeof(neu1));
+	CU_ASSERT_EQUAL(cache_fsync(c, &f1), 0);
+	CU_ASSERT_EQUAL_FATAL(copy_file(store, copy), 0);
+	CLOSE(c);
+	/* lines are taken from the top of the free list: 0, 1, 2, 3 */
+	CU_ASSERT_EQUAL_FATAL(hy_cache_store_open(copy, UUID, &st, why, sizeof(why)), 0);
+	data_offset = st->header.data_offset;
+	full = data_offset + st->header.data_size;
+	hy_cache_store_close(st);
+	CU_ASSERT_EQUAL_FATAL(truncate(copy, (off_t)(data_offset + 3 * BLK)), 0);
+	home_set(1, old1, sizeof(old1));
+	H.holds = H.puts = 0;
+	c = copen(copy, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, 32, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(stats(c).recovered_blocks, 3);
+	CU_ASSERT_EQUAL(stats(c).lost_blocks, 1);
+	memcpy(neu1 + 3 * BLK, old1 + 3 * BLK, BLK); /* line 3 was past the end */
+	CU_ASSERT(home_equals(1, neu1, sizeof(neu1)));
+	CU_ASSERT(stat(copy, &sb) == 0 && (uint64_t)sb.st_size == full);
+	CLOSE(c);
+	/* cut into the journal: refused, untouched */
+	CU_ASSERT_EQUAL_FATAL(truncate(copy, (off_t)(data_offset - BLK)), 0);
+	CU_ASSERT_PTR_NULL(copen(copy, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, 32, 1.5));
+	CU_ASSERT(strstr(why, "truncated, into its line table or journal") != NULL);
+	CU_ASSERT(stat(copy, &sb) == 0 && (uint64_t)sb.st_size == data_offset - BLK);
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+	free(copy);
+}
+
 static void test_fsync_recovery(void)
 {
 	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
@@ -1716,6 +1768,7 @@ int hy_test_add_cache(void)
 	    !CU_add_test(s, "cold dirty blocks go home", test_cold_dirty) ||
 	    !CU_add_test(s, "a full cache never fails a write", test_full_cache) ||
 	    !CU_add_test(s, "fsync and crash recovery", test_fsync_recovery) ||
+	    !CU_add_test(s, "a truncated store is salvaged", test_truncated_store) ||
 	    !CU_add_test(s, "journal checkpoints keep fsync'd lines", test_checkpoint_recovery) ||
 	    !CU_add_test(s, "cleaned and dropped lines after an fsync", test_journal_after_fsync) ||
 	    !CU_add_test(s, "a file changed outside the mount", test_stale) ||
