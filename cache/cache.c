@@ -1686,7 +1686,18 @@ static int all_blocks(struct hy_cache *c, struct cfile *cf, uint64_t **out, size
 	return 0;
 }
 
+static int fsync_file(struct hy_cache *c, const struct hy_cache_file *f, uint64_t *token,
+		      bool journal_all);
+
 int hy_cache_fsync(struct hy_cache *c, const struct hy_cache_file *f, uint64_t *token)
+{
+	return fsync_file(c, f, token, false);
+}
+
+/* @journal_all: every dirty block is journaled, however many (close, when
+ * home cannot take them). */
+static int fsync_file(struct hy_cache *c, const struct hy_cache_file *f, uint64_t *token,
+		      bool journal_all)
 {
 	struct hy_cache_journal_record *recs = NULL;
 	uint64_t *blocks = NULL;
@@ -1708,7 +1719,7 @@ int hy_cache_fsync(struct hy_cache *c, const struct hy_cache_file *f, uint64_t *
 	 * order, one sync there (the caller's), cheaper than a journal record
 	 * each and the cleaner's writes later; a few are journaled, so an
 	 * fsync after small random writes costs one store sync */
-	if (atomic_load(&cf->dirty) > FSYNC_JOURNAL_MAX) {
+	if (atomic_load(&cf->dirty) > FSYNC_JOURNAL_MAX && !journal_all) {
 		rc = settle_range(c, cf, f, 0, UINT64_MAX, true, false);
 		if (rc == 0)
 			pending_clear(cf);
@@ -2673,6 +2684,45 @@ fail:
 	return rc;
 }
 
+/* At close, after a flush that failed: every dirty block, DRAM ones moved
+ * into lines first, is journaled as an fsync would, so the next mount's
+ * recovery writes it home. No request runs any more. */
+static void keep_dirty(struct hy_cache *c)
+{
+	struct hy_file_table_entry **files = NULL;
+	size_t nfiles = 0, kept = 0;
+
+	if (hy_file_table_snapshot(c->files, &files, &nfiles) < 0) {
+		hy_log(LOG_ERR, "cache: out of memory keeping the dirty blocks in the store");
+		return;
+	}
+	for (size_t i = 0; i < nfiles; i++) {
+		struct cfile *cf = (struct cfile *)files[i];
+		struct hy_cache_file f = {cf->entry.file_id, cf->home};
+		uint64_t token;
+		int k;
+
+		if (!atomic_load(&cf->dirty) || cf->home < 0)
+			continue;
+		/* every block of the file, not only those since its last fsync */
+		pending_clear(cf);
+		cf->pending_overflow = true;
+		k = fsync_file(c, &f, &token, true);
+		if (k < 0)
+			hy_log(LOG_ERR,
+			       "cache: file %" PRIu64 ": its dirty blocks cannot be kept in the "
+			       "store either: %s",
+			       f.file_id, strerror(-k));
+		else
+			kept++;
+	}
+	hy_file_table_release_snapshot(c->files, files, nfiles);
+	hy_log(LOG_WARNING,
+	       "cache: the dirty blocks of %zu files stay journaled in \"%s\"; the next "
+	       "mount writes them home",
+	       kept, c->store_path);
+}
+
 int hy_cache_close(struct hy_cache *c)
 {
 	char why[256];
@@ -2699,6 +2749,10 @@ int hy_cache_close(struct hy_cache *c)
 		hy_log(LOG_ERR, "cache: dirty blocks could not all be written home at close: %s",
 		       strerror(-rc));
 	}
+	/* what could not go home stays in the store, journaled, so that the
+	 * next mount tries again instead of dropping it */
+	if (atomic_load(&c->dirty_sectors) && c->store)
+		keep_dirty(c);
 	if (c->store) {
 		int k = hy_cache_store_checkpoint(c->store, why, sizeof(why));
 

@@ -199,7 +199,9 @@ int hy_cache_open(const struct hy_cache_config *cfg, const struct hy_cache_lower
 		  struct hy_cache **out, char *why, size_t why_size);
 
 /* Writes every dirty block home, checkpoints, marks the store clean,
- * stops the threads, frees. 0 or the first error (logged); frees anyway. */
+ * stops the threads, frees. 0 or the first error (logged); frees anyway.
+ * Dirty blocks home refused (a failing disk) stay journaled in the store,
+ * which is left not clean: the next open writes them home. */
 int hy_cache_close(struct hy_cache *cache);
 
 ssize_t hy_cache_read(struct hy_cache *cache, const struct hy_cache_file *f, void *buf, size_t size,

@@ -38,6 +38,7 @@ static struct {
 	struct mfile f[MF];
 	int64_t clock;
 	int holds, puts, syncs, bad_objects;
+	bool fail_writes; /* every write home fails with EIO */
 } H;
 
 static void home_reset(void)
@@ -101,6 +102,8 @@ static ssize_t lw_write(void *arg, const struct hy_cache_file *f, const void *bu
 	(void)arg;
 	if (!m)
 		return -EBADF;
+	if (H.fail_writes)
+		return -EIO;
 	grow(m, (uint64_t)off + len);
 	memcpy(m->data + off, buf, len);
 	m->writes++;
@@ -941,6 +944,43 @@ static void test_truncated_store(void)
 	free(copy);
 }
 
+/* Home refuses every write at close (a full or failing disk): the cache
+ * cannot flush, so it keeps the dirty blocks journaled in the store (300
+ * of them, more than an fsync journals), and the next open writes them
+ * home. Nothing written through the cache is lost. */
+static void test_close_keeps_dirty(void)
+{
+	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	static unsigned char old1[300 * BLK], neu1[300 * BLK];
+	struct hy_cache_file f1 = F(1);
+	struct hy_cache *c;
+
+	home_reset();
+	fill_pattern(old1, sizeof(old1), 95);
+	home_set(1, old1, sizeof(old1));
+	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 16, 400, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	fill_pattern(neu1, sizeof(neu1), 96);
+	for (size_t b = 0; b < 300; b += 2) /* not a stream: every other block, then the rest */
+		CU_ASSERT_EQUAL(hy_cache_write(c, &f1, neu1 + b * BLK, BLK, (off_t)(b * BLK)), BLK);
+	for (size_t b = 1; b < 300; b += 2)
+		CU_ASSERT_EQUAL(hy_cache_write(c, &f1, neu1 + b * BLK, BLK, (off_t)(b * BLK)), BLK);
+	CU_ASSERT_EQUAL(stats(c).cleaner_backlog, 300);
+	H.fail_writes = true;
+	CU_ASSERT_EQUAL(hy_cache_close(c), -EIO);
+	H.fail_writes = false;
+	CU_ASSERT(home_equals(1, old1, sizeof(old1)));
+	H.holds = H.puts = 0;
+	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 16, 400, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(stats(c).recovered_blocks, 300);
+	CU_ASSERT(home_equals(1, neu1, sizeof(neu1)));
+	CLOSE(c);
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
 static void test_fsync_recovery(void)
 {
 	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
@@ -1769,6 +1809,7 @@ int hy_test_add_cache(void)
 	    !CU_add_test(s, "a full cache never fails a write", test_full_cache) ||
 	    !CU_add_test(s, "fsync and crash recovery", test_fsync_recovery) ||
 	    !CU_add_test(s, "a truncated store is salvaged", test_truncated_store) ||
+	    !CU_add_test(s, "close keeps what home refuses", test_close_keeps_dirty) ||
 	    !CU_add_test(s, "journal checkpoints keep fsync'd lines", test_checkpoint_recovery) ||
 	    !CU_add_test(s, "cleaned and dropped lines after an fsync", test_journal_after_fsync) ||
 	    !CU_add_test(s, "a file changed outside the mount", test_stale) ||
