@@ -173,7 +173,8 @@ static bool cfile_empty(const struct hy_file_table_entry *e)
 {
 	const struct cfile *cf = (const struct cfile *)e;
 
-	return atomic_load(&cf->blocks) == 0 && cf->home < 0 && !atomic_load(&cf->closed);
+	/* closed or not: with no block cached the flag matters to nobody */
+	return atomic_load(&cf->blocks) == 0 && cf->home < 0;
 }
 
 static void cfile_destroy(void *arg, struct hy_file_table_entry *e)
@@ -654,11 +655,12 @@ static int store_write(struct hy_cache *c, uint32_t line, uint8_t mask, const vo
 	return rc;
 }
 
-/* The store's line table, kept here (cache_store.h, external table): for
- * a checkpoint, the lines whose journal records say dirty, with their
- * masks now (newer sectors of the same block are as good); every other
- * line is free as far as a recovery is concerned (clean lines are not
- * kept across mounts). */
+/* The store's line table, kept here (cache_store.h, external table), for
+ * a checkpoint: every line in use with its file, block and valid sectors,
+ * dirty only where its journal records say so (with its masks now: newer
+ * sectors of the same block are as good). A line dirty here but never
+ * journaled is saved clean: nothing was promised for it. Lines whose
+ * clean or free record is written had LS_DISK_DIRTY cleared first. */
 static void table_record(void *arg, uint64_t line, struct hy_cache_line *out)
 {
 	struct hy_cache *c = arg;
@@ -667,13 +669,13 @@ static void table_record(void *arg, uint64_t line, struct hy_cache_line *out)
 
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&c->lines_lock);
-	if ((ls->flags & LS_USED) && (ls->flags & LS_DISK_DIRTY) &&
+	if ((ls->flags & LS_USED) &&
 	    hy_cache_index_lookup(c->index, ls->file_id, ls->block, &e) == 0 && e.line == line) {
 		out->used = true;
 		out->file_id = ls->file_id;
 		out->block = ls->block;
 		out->valid = e.valid;
-		out->dirty = e.dirty;
+		out->dirty = (ls->flags & LS_DISK_DIRTY) ? e.dirty : 0;
 	}
 	pthread_mutex_unlock(&c->lines_lock);
 }
@@ -1335,7 +1337,16 @@ ssize_t hy_cache_write(struct hy_cache *c, const struct hy_cache_file *f, const 
 		int w = write_block(c, cf, f, b, (uint32_t)(from - b * LINE), (uint32_t)(to - from),
 				    seg, wp == HY_CACHE_WRITE_BACK, wp != HY_CACHE_WRITE_AROUND);
 
-		if (w < 0) {
+		struct held h;
+
+		if (w < 0 && wp != HY_CACHE_WRITE_BACK &&
+		    (find_block(c, f->file_id, b, false, &h), !h.dirty)) {
+			/* home has the write; a clean copy the cache could not
+			 * update must not be read again (a dirty one, of a
+			 * write-back file past its cutoff, fails the write) */
+			if (drop_range(c, cf, f, b, 1, false) < 0)
+				rc = w;
+		} else if (w < 0) {
 			rc = w;
 		} else if (w == 0 && wp == HY_CACHE_WRITE_BACK) {
 			/* no room anywhere: this block goes home now */
@@ -1364,51 +1375,34 @@ out:
 
 /* The DRAM slots of @file_id in [@first, @first + @nblocks), as slot
  * numbers: by key when the range is small, else by a scan. */
-static size_t front_slots_of(struct hy_cache *c, uint64_t file_id, uint64_t first, uint64_t nblocks,
-			     uint32_t **out)
+static int64_t front_slots_of(struct hy_cache *c, uint64_t file_id, uint64_t first,
+			      uint64_t nblocks, uint32_t **out)
 {
 	struct front *fr = &c->front;
-	size_t n = 0, cap = 16;
-	uint32_t *v = malloc(cap * sizeof(*v));
+	/* room for every answer there can be, so nothing is cut short */
+	size_t n = 0, cap = nblocks < fr->nslots ? (size_t)nblocks : fr->nslots;
+	uint32_t *v = malloc((cap ? cap : 1) * sizeof(*v));
 
 	*out = NULL;
-	if (!v || !fr->nslots)
-		goto done;
+	if (!v)
+		return -ENOMEM;
 	pthread_mutex_lock(&fr->lock);
 	if (nblocks <= fr->nslots) {
-		for (uint64_t b = first; b < first + nblocks; b++) {
+		for (uint64_t b = first; b < first + nblocks && n < cap; b++) {
 			uint32_t s = front_find(fr, file_id, b);
 
-			if (s == NONE)
-				continue;
-			if (n == cap) {
-				uint32_t *w = realloc(v, (cap *= 2) * sizeof(*v));
-
-				if (!w)
-					break;
-				v = w;
-			}
-			v[n++] = s;
+			if (s != NONE)
+				v[n++] = s;
 		}
 	} else {
-		for (uint32_t s = 0; s < fr->nslots; s++) {
-			if (!fr->slots[s].used || fr->slots[s].file_id != file_id ||
-			    fr->slots[s].block < first || fr->slots[s].block - first >= nblocks)
-				continue;
-			if (n == cap) {
-				uint32_t *w = realloc(v, (cap *= 2) * sizeof(*v));
-
-				if (!w)
-					break;
-				v = w;
-			}
-			v[n++] = s;
-		}
+		for (uint32_t s = 0; s < fr->nslots && n < cap; s++)
+			if (fr->slots[s].used && fr->slots[s].file_id == file_id &&
+			    fr->slots[s].block >= first && fr->slots[s].block - first < nblocks)
+				v[n++] = s;
 	}
 	pthread_mutex_unlock(&fr->lock);
-done:
 	*out = v;
-	return n;
+	return (int64_t)n;
 }
 
 /* Writes the dirty sectors of @file's blocks in [@first, +@nblocks) home,
@@ -1426,8 +1420,8 @@ static int settle_range(struct hy_cache *c, struct cfile *cf, const struct hy_ca
 	struct hy_device_attr a = {0, -1, UINT64_MAX};
 	unsigned char line[LINE];
 	bool wrote = false;
-	uint32_t *slots;
-	size_t nslots, nfrees = 0;
+	uint32_t *slots = NULL;
+	size_t nslots = 0, nfrees = 0;
 	int64_t n;
 	int rc = 0;
 
@@ -1441,8 +1435,12 @@ static int settle_range(struct hy_cache *c, struct cfile *cf, const struct hy_ca
 			return rc;
 	}
 	/* DRAM */
-	nslots = atomic_load(&cf->in_front) ? front_slots_of(c, f->file_id, first, nblocks, &slots)
-					    : (slots = NULL, 0);
+	if (atomic_load(&cf->in_front)) {
+		n = front_slots_of(c, f->file_id, first, nblocks, &slots);
+		if (n < 0)
+			return (int)n;
+		nslots = (size_t)n;
+	}
 	for (size_t i = 0; i < nslots && rc == 0; i++) {
 		struct slot *x = &fr->slots[slots[i]];
 
@@ -1502,19 +1500,30 @@ static int settle_range(struct hy_cache *c, struct cfile *cf, const struct hy_ca
 	for (int64_t i = 0; i < n && rc == 0; i++) {
 		struct hy_cache_entry *e = &ents[i];
 
+		/* the flag goes first: a checkpoint taken once the record is
+		 * written (journal_records may take one itself) must not save
+		 * the line as dirty again; home is durable already */
 		pthread_mutex_lock(&c->lines_lock);
-		if (c->lines[e->line].flags & LS_DISK_DIRTY)
+		if (c->lines[e->line].flags & LS_DISK_DIRTY) {
+			c->lines[e->line].flags &= (uint8_t)~LS_DISK_DIRTY;
 			frees[nfrees++] = (struct hy_cache_journal_record){
 				.type = drop ? HY_CJ_FREE : HY_CJ_MASKS,
 				.line = e->line,
 				.valid = e->valid,
 			};
+		}
 		pthread_mutex_unlock(&c->lines_lock);
 	}
 	/* a line the journal says is dirty is reused only once a record
 	 * saying otherwise is durable */
 	if (rc == 0 && nfrees)
 		rc = journal_records(c, frees, nfrees);
+	if (rc < 0 && nfrees) {
+		pthread_mutex_lock(&c->lines_lock);
+		for (size_t i = 0; i < nfrees; i++)
+			c->lines[frees[i].line].flags |= LS_DISK_DIRTY;
+		pthread_mutex_unlock(&c->lines_lock);
+	}
 	for (int64_t i = 0; i < n && rc == 0; i++) {
 		struct hy_cache_entry *e = &ents[i];
 
@@ -1639,15 +1648,19 @@ static int front_to_store(struct hy_cache *c, struct cfile *cf, uint32_t s, enum
 		line_give_back(c, (uint32_t)l);
 		return rc;
 	}
-	/* the slot leaves first, so the block is never cached twice */
+	/* the line first: if it cannot be entered (out of memory) the block
+	 * stays in DRAM, dirty data and all; the gate (exclusive) keeps
+	 * everyone from seeing it in both places meanwhile */
+	rc = line_commit(c, cf, (uint32_t)l, x.block, x.valid, x.dirty, q);
+	if (rc < 0)
+		return rc;
 	pthread_mutex_lock(&fr->lock);
 	front_remove(fr, s);
 	pthread_mutex_unlock(&fr->lock);
 	atomic_fetch_sub(&cf->in_front, 1);
 	atomic_fetch_sub(&cf->blocks, 1);
 	note_dirty(c, cf, x.dirty, 0);
-	rc = line_commit(c, cf, (uint32_t)l, x.block, x.valid, x.dirty, q);
-	return rc < 0 ? rc : 1;
+	return 1;
 }
 
 /* ---- fsync ---------------------------------------------------------------- */
@@ -1657,9 +1670,10 @@ static int front_to_store(struct hy_cache *c, struct cfile *cf, uint32_t s, enum
 static int all_blocks(struct hy_cache *c, struct cfile *cf, uint64_t **out, size_t *n)
 {
 	uint32_t *slots = NULL;
-	size_t nslots = atomic_load(&cf->in_front)
-				? front_slots_of(c, cf->entry.file_id, 0, UINT64_MAX, &slots)
-				: 0;
+	int64_t k = atomic_load(&cf->in_front)
+			    ? front_slots_of(c, cf->entry.file_id, 0, UINT64_MAX, &slots)
+			    : 0;
+	size_t nslots = k > 0 ? (size_t)k : 0;
 	int64_t m =
 		hy_cache_index_lookup_range(c->index, cf->entry.file_id, 0, UINT64_MAX, NULL, 0);
 	struct hy_cache_entry *ents = m > 0 ? malloc((size_t)m * sizeof(*ents)) : NULL;
@@ -1667,7 +1681,7 @@ static int all_blocks(struct hy_cache *c, struct cfile *cf, uint64_t **out, size
 
 	*out = NULL;
 	*n = 0;
-	if (!v || (m > 0 && !ents)) {
+	if (k < 0 || !v || (m > 0 && !ents)) {
 		free(slots);
 		free(ents);
 		free(v);
@@ -1796,16 +1810,20 @@ static int fsync_file(struct hy_cache *c, const struct hy_cache_file *f, uint64_
 			pthread_mutex_unlock(&c->lines_lock);
 			rc = journal_records(c, recs, nrecs);
 		}
-		if (rc < 0) {
-			pthread_mutex_lock(&c->lines_lock);
-			for (size_t i = 0; i < nrecs; i++)
-				c->lines[recs[i].line].flags &= (uint8_t)~LS_JOURNALED;
-			pthread_mutex_unlock(&c->lines_lock);
-		}
 	}
 	if (rc == 0 && home)
 		rc = c->lower.sync(c->lower.arg, f);
 out:
+	if (rc < 0) {
+		/* nothing of this fsync counts: its records are not all there,
+		 * and the next fsync looks at every block the file has */
+		pthread_mutex_lock(&c->lines_lock);
+		for (size_t i = 0; i < nrecs; i++)
+			c->lines[recs[i].line].flags &= (uint8_t)~LS_JOURNALED;
+		pthread_mutex_unlock(&c->lines_lock);
+		pending_clear(cf);
+		cf->pending_overflow = true;
+	}
 	/* every dirty block is durable in the store now: home needs a sync
 	 * only for what the cache changed there since the last one */
 	if (rc == 0 && token) {
@@ -1879,7 +1897,11 @@ void hy_cache_meta_end(struct hy_cache *c, const struct hy_cache_file *f, bool f
 	cf = cfile_get(c, f->file_id, false);
 	if (!cf)
 		return;
+	/* under the gate: an O_TRUNC open holds it, and a stamp moved past
+	 * its truncation would hide it from truncate_open_end */
+	pthread_rwlock_wrlock(gate(c, f->file_id));
 	refresh_stamp(c, cf, f);
+	pthread_rwlock_unlock(gate(c, f->file_id));
 	cfile_put(c, cf);
 }
 
@@ -1980,18 +2002,27 @@ static int64_t clean_blocks(struct hy_cache *c, struct cfile *cf, const struct d
 	}
 	if (rc < 0)
 		goto out;
+	/* the flag goes before the record (see settle_range): home is durable */
 	pthread_mutex_lock(&c->lines_lock);
 	for (size_t i = 0; i < ndone; i++)
-		if (done[i].where == 2 && (c->lines[done[i].at].flags & LS_DISK_DIRTY))
+		if (done[i].where == 2 && (c->lines[done[i].at].flags & LS_DISK_DIRTY)) {
+			c->lines[done[i].at].flags &= (uint8_t)~LS_DISK_DIRTY;
 			recs[nrecs++] = (struct hy_cache_journal_record){
 				.type = HY_CJ_MASKS,
 				.line = done[i].at,
 				.valid = done[i].valid,
 				.dirty = 0,
 			};
+		}
 	pthread_mutex_unlock(&c->lines_lock);
 	if (nrecs)
 		rc = journal_records(c, recs, nrecs);
+	if (rc < 0 && nrecs) {
+		pthread_mutex_lock(&c->lines_lock);
+		for (size_t i = 0; i < nrecs; i++)
+			c->lines[recs[i].line].flags |= LS_DISK_DIRTY;
+		pthread_mutex_unlock(&c->lines_lock);
+	}
 	for (size_t i = 0; i < ndone && rc == 0; i++) {
 		if (done[i].where == 1) {
 			pthread_mutex_lock(&fr->lock);

@@ -981,6 +981,61 @@ static void test_close_keeps_dirty(void)
 	free(store);
 }
 
+/* The journal fills in the middle of the cleaner's clean records and
+ * checkpoints: lines whose clean record is already written must not be
+ * saved dirty by that checkpoint, else once they hold another file's
+ * blocks a crash would write those into the first file. */
+static void test_checkpoint_mid_clean(void)
+{
+	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	char *copy = path_in(dir, "copy");
+	static unsigned char d1[8 * BLK], d2[BLK], d3[64 * BLK];
+	struct hy_cache_file f1 = F(1), f2 = F(2);
+	static unsigned char got[64 * BLK];
+	struct hy_cache *c;
+	uint64_t records;
+
+	home_reset();
+	fill_pattern(d3, sizeof(d3), 97);
+	home_set(3, d3, sizeof(d3));
+	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, 16, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	fill_pattern(d1, sizeof(d1), 98);
+	for (size_t b = 0; b < 8; b += 2) /* not a stream */
+		CU_ASSERT_EQUAL(hy_cache_write(c, &f1, d1 + b * BLK, BLK, (off_t)(b * BLK)), BLK);
+	for (size_t b = 1; b < 8; b += 2)
+		CU_ASSERT_EQUAL(hy_cache_write(c, &f1, d1 + b * BLK, BLK, (off_t)(b * BLK)), BLK);
+	CU_ASSERT_EQUAL(cache_fsync(c, &f1), 0); /* 8 dirty records */
+	/* file 2 brings the journal to 4 records short of full (1,024) */
+	for (unsigned r = 0; (records = stats(c).journal_records) < 1020; r++) {
+		fill_pattern(d2, sizeof(d2), 200 + r);
+		CU_ASSERT_EQUAL_FATAL(hy_cache_write(c, &f2, d2, BLK, 0), BLK);
+		CU_ASSERT_EQUAL_FATAL(cache_fsync(c, &f2), 0);
+	}
+	CU_ASSERT_EQUAL(stats(c).checkpoints, 0);
+	/* 9 clean records: the journal fills after the 4th */
+	CU_ASSERT_EQUAL(hy_cache_run_cleaner(c), 9);
+	CU_ASSERT_EQUAL(stats(c).checkpoints, 1);
+	/* file 3's blocks take the clean lines of files 1 and 2 */
+	CU_ASSERT(read_equals(c, 3, d3, sizeof(d3), 0, sizeof(d3)));
+	CU_ASSERT(stats(c).ssd_evictions > 0);
+	CU_ASSERT_EQUAL_FATAL(copy_file(store, copy), 0);
+	CLOSE(c);
+	H.holds = H.puts = 0;
+	c = copen(copy, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, 16, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(stats(c).recovered_blocks, 0);
+	CU_ASSERT(home_equals(1, d1, sizeof(d1)));
+	CU_ASSERT(memcmp(H.f[2].data, d2, BLK) == 0); /* its last write, not file 3's */
+	memcpy(got, H.f[3].data, sizeof(d3));
+	CU_ASSERT(memcmp(got, d3, sizeof(d3)) == 0);
+	CLOSE(c);
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+	free(copy);
+}
+
 static void test_fsync_recovery(void)
 {
 	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
@@ -1810,6 +1865,8 @@ int hy_test_add_cache(void)
 	    !CU_add_test(s, "fsync and crash recovery", test_fsync_recovery) ||
 	    !CU_add_test(s, "a truncated store is salvaged", test_truncated_store) ||
 	    !CU_add_test(s, "close keeps what home refuses", test_close_keeps_dirty) ||
+	    !CU_add_test(s, "a checkpoint in the middle of clean records",
+			 test_checkpoint_mid_clean) ||
 	    !CU_add_test(s, "journal checkpoints keep fsync'd lines", test_checkpoint_recovery) ||
 	    !CU_add_test(s, "cleaned and dropped lines after an fsync", test_journal_after_fsync) ||
 	    !CU_add_test(s, "a file changed outside the mount", test_stale) ||
