@@ -285,9 +285,11 @@ int hy_cache_store_checkpoint_first_half(struct hy_cache_store *store);
  * from then on appends write records without applying them anywhere, and a
  * checkpoint asks @fn for each line's record (@out zeroed: a free line).
  * @fn runs in the checkpoint's thread with no lock of the store's held
- * (appends are quiesced, as for any checkpoint); it reports each line as
- * its journal records leave it, or newer (the checkpoint syncs the data
- * lines before the table copy is in use). */
+ * (appends are quiesced, as for any checkpoint); it reports every line in
+ * use, dirty only where the records written so far say dirty (with masks
+ * as new as it likes: the checkpoint syncs the data lines before the
+ * table copy is in use). A line it reports free must get no MASKS record
+ * after the checkpoint: replay takes one as damage and stops there. */
 typedef void (*hy_cache_store_table_fn)(void *arg, uint64_t line, struct hy_cache_line *out);
 void hy_cache_store_external_table(struct hy_cache_store *store, hy_cache_store_table_fn fn,
 				   void *arg);
