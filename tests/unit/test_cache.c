@@ -1036,6 +1036,66 @@ static void test_checkpoint_mid_clean(void)
 	free(copy);
 }
 
+static int ids_fail_once;
+
+static int ids_durable_flaky(void *arg)
+{
+	(void)arg;
+	return ids_fail_once-- > 0 ? -EIO : 0;
+}
+
+/* An fsync that fails (the file's id cannot be made durable) promises
+ * nothing, and the next one still journals every block written before
+ * it: after a crash they come back. */
+static void test_fsync_retry(void)
+{
+	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	char *copy = path_in(dir, "copy");
+	static unsigned char old1[4 * BLK], neu1[4 * BLK];
+	struct hy_cache_config cfg = {0};
+	struct hy_cache_file f1 = F(1);
+	struct hy_cache *c = NULL;
+	uint64_t token = 0;
+
+	home_reset();
+	fill_pattern(old1, sizeof(old1), 110);
+	home_set(1, old1, sizeof(old1));
+	cfg.store_path = store;
+	cfg.uuid = UUID;
+	cfg.store_size = STORE(32);
+	cfg.write_policy = HY_CACHE_WRITE_BACK;
+	cfg.policy = HY_POLICY_LRU3;
+	cfg.heat_periods = 8;
+	cfg.heat_threshold = 1.5;
+	cfg.no_threads = true;
+	cfg.open_homes = open_homes;
+	cfg.ids_durable = ids_durable_flaky;
+	CU_ASSERT_EQUAL_FATAL(hy_cache_open(&cfg, &LOWER, &c, why, sizeof(why)), 0);
+	fill_pattern(neu1, sizeof(neu1), 111);
+	for (size_t b = 0; b < 4; b += 2)
+		CU_ASSERT_EQUAL(hy_cache_write(c, &f1, neu1 + b * BLK, BLK, (off_t)(b * BLK)), BLK);
+	for (size_t b = 1; b < 4; b += 2)
+		CU_ASSERT_EQUAL(hy_cache_write(c, &f1, neu1 + b * BLK, BLK, (off_t)(b * BLK)), BLK);
+	ids_fail_once = 1;
+	CU_ASSERT_EQUAL(hy_cache_fsync(c, &f1, &token), -EIO);
+	CU_ASSERT_EQUAL(stats(c).journal_records, 0);
+	CU_ASSERT_EQUAL(cache_fsync(c, &f1), 0);
+	CU_ASSERT_EQUAL(stats(c).journal_records, 4);
+	CU_ASSERT_EQUAL_FATAL(copy_file(store, copy), 0);
+	CLOSE(c);
+	home_set(1, old1, sizeof(old1));
+	H.holds = H.puts = 0;
+	c = copen(copy, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, 32, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(stats(c).recovered_blocks, 4);
+	CU_ASSERT(home_equals(1, neu1, sizeof(neu1)));
+	CLOSE(c);
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+	free(copy);
+}
+
 static void test_fsync_recovery(void)
 {
 	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
@@ -1865,6 +1925,7 @@ int hy_test_add_cache(void)
 	    !CU_add_test(s, "fsync and crash recovery", test_fsync_recovery) ||
 	    !CU_add_test(s, "a truncated store is salvaged", test_truncated_store) ||
 	    !CU_add_test(s, "close keeps what home refuses", test_close_keeps_dirty) ||
+	    !CU_add_test(s, "an fsync after a failed one", test_fsync_retry) ||
 	    !CU_add_test(s, "a checkpoint in the middle of clean records",
 			 test_checkpoint_mid_clean) ||
 	    !CU_add_test(s, "journal checkpoints keep fsync'd lines", test_checkpoint_recovery) ||
