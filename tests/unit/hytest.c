@@ -3,10 +3,13 @@
  * otherwise (never a failure count: automake reads 77 and 99 specially).
  */
 #define _XOPEN_SOURCE 700
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <CUnit/Basic.h>
 
@@ -30,6 +33,47 @@ char *hy_test_tmpdir(void)
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
 	return remove(path);
+}
+
+const char *hy_test_find_mkfs_ext4(void)
+{
+	static const char *const where[] = {"/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4",
+					    "/usr/bin/mkfs.ext4", NULL};
+
+	for (int i = 0; where[i]; i++)
+		if (access(where[i], X_OK) == 0)
+			return where[i];
+	return NULL;
+}
+
+int hy_test_make_ext4(const char *mkfs, const char *image, const char *log)
+{
+	int status, fd;
+	pid_t pid;
+
+	fd = open(image, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || ftruncate(fd, 4 << 20) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int out = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		if (out >= 0) {
+			dup2(out, 1);
+			dup2(out, 2);
+		}
+		execl(mkfs, mkfs, "-q", "-F", image, (char *)NULL);
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) < 0)
+		return -1;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
 void hy_test_rmtree(const char *path)

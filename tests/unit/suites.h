@@ -28,4 +28,10 @@ int hy_test_add_cache(void);
 char *hy_test_tmpdir(void);
 void hy_test_rmtree(const char *path);
 
+/* mkfs.ext4's path, or NULL when it is not installed; a 4 MiB image file
+ * (never a device) made an ext4 filesystem, mkfs's output in @log: 0 or
+ * -1. For the tests that a store or BOPT refuses a filesystem. */
+const char *hy_test_find_mkfs_ext4(void);
+int hy_test_make_ext4(const char *mkfs, const char *image, const char *log);
+
 #endif

@@ -354,53 +354,11 @@ static void test_unclaimed(void)
 	free(tmp);
 }
 
-static const char *find_mkfs_ext4(void)
-{
-	static const char *const where[] = {"/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4",
-					    "/usr/bin/mkfs.ext4", NULL};
-
-	for (int i = 0; where[i]; i++)
-		if (access(where[i], X_OK) == 0)
-			return where[i];
-	return NULL;
-}
-
-/* mkfs.ext4 on an image file (never a device), its output to a log file */
-static int make_ext4(const char *mkfs, const char *image, const char *log)
-{
-	int status, fd;
-	pid_t pid;
-
-	fd = open(image, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0 || ftruncate(fd, 4 * MIB) < 0) {
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	close(fd);
-	pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		int out = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-
-		if (out >= 0) {
-			dup2(out, 1);
-			dup2(out, 2);
-		}
-		execl(mkfs, mkfs, "-q", "-F", image, (char *)NULL);
-		_exit(127);
-	}
-	if (waitpid(pid, &status, 0) < 0)
-		return -1;
-	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
-}
-
 static void test_refuses_ext4(void)
 {
 	char *tmp = hy_test_tmpdir(), *image = path_in(tmp, "ext4.img"),
 	     *log = path_in(tmp, "mkfs.log");
-	const char *mkfs = find_mkfs_ext4();
+	const char *mkfs = hy_test_find_mkfs_ext4();
 	static unsigned char before[8192], after[8192];
 	struct hy_cache_store *st = NULL;
 
@@ -409,7 +367,7 @@ static void test_refuses_ext4(void)
 			"\n  (mkfs.ext4 is not installed: the ext4 refusal is not tested) ");
 		goto out;
 	}
-	CU_ASSERT_EQUAL_FATAL(make_ext4(mkfs, image, log), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_test_make_ext4(mkfs, image, log), 0);
 	CU_ASSERT_EQUAL_FATAL(pread_all(image, before, sizeof(before), 0), 0);
 	CU_ASSERT_EQUAL(
 		hy_cache_store_create(image, UUID_A, 4 * MIB, 4096, false, why, sizeof(why)),
