@@ -233,24 +233,34 @@ static void fill_pattern(unsigned char *p, size_t n, unsigned seed)
 
 static char why[512];
 
+/* The tests' configuration: no threads (the tests run the evictor and the
+ * cleaner themselves), L = 8, recovery through the model's homes. */
+static void cfg_init(struct hy_cache_config *cfg, const char *store, enum hy_cache_write_policy wp,
+		     enum hy_policy_kind policy, uint64_t front_slots, uint64_t lines,
+		     double threshold)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->store_path = store;
+	cfg->uuid = UUID;
+	cfg->store_size = STORE(lines);
+	cfg->write_policy = wp;
+	cfg->policy = policy;
+	cfg->front_bytes = front_slots * BLK;
+	cfg->heat_periods = 8;
+	cfg->heat_threshold = threshold;
+	cfg->no_threads = true;
+	cfg->open_homes = open_homes;
+}
+
 static struct hy_cache *copen(const char *store, enum hy_cache_write_policy wp,
 			      enum hy_policy_kind policy, uint64_t front_slots, uint64_t lines,
 			      double threshold)
 {
-	struct hy_cache_config cfg = {0};
+	struct hy_cache_config cfg;
 	struct hy_cache *c = NULL;
 	int rc;
 
-	cfg.store_path = store;
-	cfg.uuid = UUID;
-	cfg.store_size = STORE(lines);
-	cfg.write_policy = wp;
-	cfg.policy = policy;
-	cfg.front_bytes = front_slots * BLK;
-	cfg.heat_periods = 8;
-	cfg.heat_threshold = threshold;
-	cfg.no_threads = true;
-	cfg.open_homes = open_homes;
+	cfg_init(&cfg, store, wp, policy, front_slots, lines, threshold);
 	why[0] = 0;
 	rc = hy_cache_open(&cfg, &LOWER, &c, why, sizeof(why));
 	if (rc)
@@ -1052,7 +1062,7 @@ static void test_fsync_retry(void)
 	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
 	char *copy = path_in(dir, "copy");
 	static unsigned char old1[4 * BLK], neu1[4 * BLK];
-	struct hy_cache_config cfg = {0};
+	struct hy_cache_config cfg;
 	struct hy_cache_file f1 = F(1);
 	struct hy_cache *c = NULL;
 	uint64_t token = 0;
@@ -1060,15 +1070,7 @@ static void test_fsync_retry(void)
 	home_reset();
 	fill_pattern(old1, sizeof(old1), 110);
 	home_set(1, old1, sizeof(old1));
-	cfg.store_path = store;
-	cfg.uuid = UUID;
-	cfg.store_size = STORE(32);
-	cfg.write_policy = HY_CACHE_WRITE_BACK;
-	cfg.policy = HY_POLICY_LRU3;
-	cfg.heat_periods = 8;
-	cfg.heat_threshold = 1.5;
-	cfg.no_threads = true;
-	cfg.open_homes = open_homes;
+	cfg_init(&cfg, store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, 32, 1.5);
 	cfg.ids_durable = ids_durable_flaky;
 	CU_ASSERT_EQUAL_FATAL(hy_cache_open(&cfg, &LOWER, &c, why, sizeof(why)), 0);
 	fill_pattern(neu1, sizeof(neu1), 111);
@@ -1147,16 +1149,10 @@ static void test_fsync_recovery(void)
 	H.holds = H.puts = 0;
 	open_homes_calls = 0;
 	{
-		struct hy_cache_config cfg = {0};
+		struct hy_cache_config cfg;
 
-		cfg.store_path = copy;
-		cfg.uuid = UUID;
-		cfg.store_size = STORE(32);
-		cfg.write_policy = HY_CACHE_WRITE_BACK;
-		cfg.policy = HY_POLICY_LRU3;
-		cfg.heat_periods = 8;
-		cfg.heat_threshold = 1.5;
-		cfg.no_threads = true;
+		cfg_init(&cfg, copy, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, 32, 1.5);
+		cfg.open_homes = NULL;
 		/* without a way home the mount is refused, the store kept */
 		CU_ASSERT_EQUAL(hy_cache_open(&cfg, &LOWER, &c, why, sizeof(why)), -EUCLEAN);
 		CU_ASSERT_PTR_NULL(c);
@@ -1398,7 +1394,7 @@ static void test_seq_cutoff(void)
 {
 	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
 	static unsigned char ref[2][1 << 20];
-	struct hy_cache_config cfg = {0};
+	struct hy_cache_config cfg;
 	struct hy_cache_file f1 = F(1), f2 = F(2);
 	struct hy_cache_stats st;
 	struct hy_cache *c = NULL;
@@ -1406,16 +1402,7 @@ static void test_seq_cutoff(void)
 	unsigned order[64];
 
 	home_reset();
-	cfg.store_path = store;
-	cfg.uuid = UUID;
-	cfg.store_size = STORE(128);
-	cfg.write_policy = HY_CACHE_WRITE_BACK;
-	cfg.policy = HY_POLICY_LRU3;
-	cfg.front_bytes = 0;
-	cfg.heat_periods = 8;
-	cfg.heat_threshold = 1.5;
-	cfg.no_threads = true;
-	cfg.open_homes = open_homes;
+	cfg_init(&cfg, store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, 128, 1.5);
 	cfg.seq_cutoff = 4 * piece;
 	CU_ASSERT_EQUAL_FATAL(hy_cache_open(&cfg, &LOWER, &c, why, sizeof(why)), 0);
 	fill_pattern(ref[0], sizeof(ref[0]), 80);
