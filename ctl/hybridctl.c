@@ -239,6 +239,31 @@ static void print_cache(struct json_object *d)
 	       (unsigned long long)jget_u64(c, "cleaned_blocks", NULL));
 }
 
+/* ReCA's request classes of the mount's reads and writes, in shares. */
+static void print_classes(struct json_object *prof)
+{
+	static const char *const names[] = {"sequential", "strided", "overlapped", "random"};
+	static const char *const modes[] = {"read", "write"};
+	struct json_object *classes = NULL;
+
+	if (!prof || !json_object_object_get_ex(prof, "classes", &classes))
+		return;
+	printf("%-12s", "classes");
+	for (int m = 0; m < 2; m++) {
+		struct json_object *k = NULL;
+		uint64_t n[4], total = 0;
+
+		json_object_object_get_ex(classes, modes[m], &k);
+		for (int i = 0; i < 4; i++)
+			total += n[i] = k ? jget_u64(k, names[i], NULL) : 0;
+		printf("%s %ss", m ? ";" : "", modes[m]);
+		for (int i = 0; i < 4; i++)
+			printf("%s %.0f%% %s", i ? "," : "",
+			       total ? 100.0 * (double)n[i] / (double)total : 0.0, names[i]);
+	}
+	printf("\n");
+}
+
 static void print_daemon(struct json_object *d)
 {
 	static const char *const ops[] = {"lookup", "getattr",	 "setattr", "readdir",
@@ -265,6 +290,7 @@ static void print_daemon(struct json_object *d)
 		       (unsigned long long)jget_u64(prof, "pruned", NULL));
 	else
 		printf("%-12s off\n", "profiler");
+	print_classes(prof);
 	print_bopt(d);
 	print_cache(d);
 	if (!json_object_object_get_ex(d, "processes", &procs) || !json_object_array_length(procs))

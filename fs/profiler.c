@@ -15,6 +15,7 @@
 #include <sqlite3.h>
 
 #include "hybridfs/log.h"
+#include "hybridfs/classify.h"
 #include "hybridfs/profiler.h"
 #include "hybridfs/ring.h"
 
@@ -28,7 +29,22 @@ struct process_slot {
 	char comm[16];
 	int64_t checked_ns; /* CLOCK_MONOTONIC */
 	uint64_t reads, writes, bytes_read, bytes_written, meta[HY_META_COUNT];
+	/* ReCA's request classes for this process: its history of the last
+	 * requests (made at its first read or write, about 20 KiB) and how
+	 * many of each class it sent, by mode */
+	struct hy_classify_history *history;
+	uint64_t classes[2][HY_CLASS_COUNT];
 };
+
+/* A slot taken by another pid, or the table freed. Stripe lock held. */
+static void slot_clear(struct process_slot *slot)
+{
+	if (slot->history) {
+		hy_classify_free(slot->history);
+		free(slot->history);
+	}
+	memset(slot, 0, sizeof(*slot));
+}
 
 /* Rows the writer thread has still to insert. A file row stays listed
  * until its transaction commits, so that an open in between finds its id
@@ -65,6 +81,11 @@ struct hy_profiler {
 	_Atomic uint32_t next_process_id;
 	_Atomic uint64_t next_file_id;
 	atomic_bool kick; /* a producer has asked the writer to hurry */
+
+	pthread_mutex_t mount_lock; /* protects the mount's history and classes */
+	struct hy_classify_history mount_history;
+	bool mount_history_ok;
+	uint64_t mount_classes[2][HY_CLASS_COUNT];
 
 	pthread_mutex_t read_lock; /* protects read_db, select_file */
 	sqlite3 *read_db;
@@ -172,7 +193,29 @@ static struct process_slot *slot_for(struct process_slot *bucket, pid_t pid)
 	return victim;
 }
 
-static uint32_t process_touch(struct hy_profiler *p, pid_t pid, int mode, uint64_t bytes, int meta)
+/* Classifies a read or write in @slot's history (made on first use; a
+ * process without one, out of memory, gets no class). Stripe lock held.
+ * The class + 1, or 0. */
+static uint8_t classify_in(struct process_slot *slot, const struct hy_profile_record *rec)
+{
+	enum hy_request_class cls;
+
+	if (!slot->history) {
+		slot->history = malloc(sizeof(*slot->history));
+		if (!slot->history || hy_classify_init(slot->history, NULL) < 0) {
+			free(slot->history);
+			slot->history = NULL;
+			return 0;
+		}
+	}
+	cls = hy_classify(slot->history, rec->file_id, rec->offset, rec->length,
+			  rec->mode == HY_PROFILE_WRITE);
+	slot->classes[rec->mode][cls]++;
+	return (uint8_t)(cls + 1);
+}
+
+static uint32_t process_touch(struct hy_profiler *p, pid_t pid, int mode, uint64_t bytes, int meta,
+			      struct hy_profile_record *rec)
 {
 	size_t b = (size_t)pid % HY_PROFILER_PROCESSES;
 	pthread_mutex_t *lock = &p->stripes[b % HY_PROFILER_STRIPES];
@@ -194,7 +237,7 @@ static uint32_t process_touch(struct hy_profiler *p, pid_t pid, int mode, uint64
 			slot->checked_ns = now;
 		} else {
 			id = atomic_fetch_add(&p->next_process_id, 1);
-			memset(slot, 0, sizeof(*slot));
+			slot_clear(slot);
 			slot->pid = pid;
 			slot->process_id = id;
 			memcpy(slot->comm, comm, sizeof(slot->comm));
@@ -215,6 +258,8 @@ static uint32_t process_touch(struct hy_profiler *p, pid_t pid, int mode, uint64
 		}
 		if (meta >= 0)
 			slot->meta[meta]++;
+		if (rec)
+			rec->klass = classify_in(slot, rec);
 		id = slot->process_id;
 	} else {
 		id = 0; /* lost a race for the slot to another pid: rare, unnamed */
@@ -225,13 +270,13 @@ static uint32_t process_touch(struct hy_profiler *p, pid_t pid, int mode, uint64
 
 uint32_t hy_profiler_process(struct hy_profiler *p, pid_t pid)
 {
-	return process_touch(p, pid, -1, 0, -1);
+	return process_touch(p, pid, -1, 0, -1, NULL);
 }
 
 void hy_profiler_count_meta(struct hy_profiler *p, pid_t pid, enum hy_profile_meta kind)
 {
 	if (p && pid > 0)
-		process_touch(p, pid, -1, 0, (int)kind);
+		process_touch(p, pid, -1, 0, (int)kind, NULL);
 }
 
 /* ---- files ------------------------------------------------------------- */
@@ -294,7 +339,7 @@ int hy_profiler_open(struct hy_profiler *p, struct hy_profile_handle *handle, in
 	memset(handle, 0, sizeof(*handle));
 	pthread_mutex_init(&handle->lock, NULL);
 	handle->fiemap_at_ns = INT64_MIN / 2;
-	handle->opener = process_touch(p, pid, -1, 0, -1);
+	handle->opener = process_touch(p, pid, -1, 0, -1, NULL);
 	handle->opener_pid = pid;
 	handle->file_id = known_id ? known_id : find_or_make_file(p, st, birth_of(fd), name);
 	return handle->file_id ? 0 : -ENOMEM;
@@ -390,7 +435,14 @@ void hy_profiler_log(struct hy_profiler *p, struct hy_profile_handle *handle, in
 	rec.mode = (uint8_t)mode;
 	if (pid <= 0)
 		pid = handle->opener_pid;
-	rec.process_id = process_touch(p, pid, mode, length, -1);
+	/* the process's class goes into the record; the mount's own history
+	 * counts the classes of everything the mount serves */
+	rec.process_id = process_touch(p, pid, mode, length, -1, &rec);
+	pthread_mutex_lock(&p->mount_lock);
+	if (p->mount_history_ok)
+		p->mount_classes[mode][hy_classify(&p->mount_history, rec.file_id, offset, length,
+						   mode == HY_PROFILE_WRITE)]++;
+	pthread_mutex_unlock(&p->mount_lock);
 	rec.phys_block = phys_block(handle, fd, offset);
 	/* A full ring drops the record (the ring counts it). Past half full
 	 * the writer is woken early, once, instead of on its next tick. */
@@ -674,6 +726,8 @@ int hy_profiler_new(const struct hy_profiler_config *config, struct hy_profiler 
 	for (int i = 0; i < HY_PROFILER_STRIPES; i++)
 		pthread_mutex_init(&p->stripes[i], NULL);
 	pthread_mutex_init(&p->read_lock, NULL);
+	pthread_mutex_init(&p->mount_lock, NULL);
+	p->mount_history_ok = hy_classify_init(&p->mount_history, NULL) == 0;
 	pthread_mutex_init(&p->queue_lock, NULL);
 	pthread_cond_init(&p->writer_cond, NULL);
 	pthread_cond_init(&p->sync_cond, NULL);
@@ -782,6 +836,12 @@ void hy_profiler_free(struct hy_profiler *p)
 		p->files = next;
 	}
 	hy_ring_free(p->ring);
+	for (size_t b = 0; b < HY_PROFILER_PROCESSES; b++)
+		for (int w = 0; w < HY_PROFILER_WAYS; w++)
+			slot_clear(&p->slots[b][w]);
+	if (p->mount_history_ok)
+		hy_classify_free(&p->mount_history);
+	pthread_mutex_destroy(&p->mount_lock);
 	for (int i = 0; i < HY_PROFILER_STRIPES; i++)
 		pthread_mutex_destroy(&p->stripes[i]);
 	pthread_mutex_destroy(&p->read_lock);
@@ -891,6 +951,7 @@ size_t hy_profiler_top(struct hy_profiler *p, struct hy_profiler_process *out, s
 			pp->bytes_read = slot->bytes_read;
 			pp->bytes_written = slot->bytes_written;
 			memcpy(pp->meta, slot->meta, sizeof(pp->meta));
+			memcpy(pp->classes, slot->classes, sizeof(pp->classes));
 		}
 		pthread_mutex_unlock(lock);
 	}
@@ -900,4 +961,11 @@ size_t hy_profiler_top(struct hy_profiler *p, struct hy_profiler_process *out, s
 	memcpy(out, all, n * sizeof(*out));
 	free(all);
 	return n;
+}
+
+void hy_profiler_get_classes(struct hy_profiler *p, uint64_t out[2][HY_CLASS_COUNT])
+{
+	pthread_mutex_lock(&p->mount_lock);
+	memcpy(out, p->mount_classes, sizeof(p->mount_classes));
+	pthread_mutex_unlock(&p->mount_lock);
 }

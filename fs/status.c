@@ -11,6 +11,7 @@
 #include "hybridfs/device.h"
 #include "hybridfs/fs.h"
 #include "hybridfs/inode.h"
+#include "hybridfs/classify.h"
 #include "hybridfs/profiler.h"
 
 #define TOP_PROCESSES 10
@@ -55,6 +56,23 @@ struct json_object *hy_fs_device_status(struct hy_device *device)
 	add_u64(dev, "errors", ds.errors);
 	add_u64(dev, "seeks", ds.seeks);
 	return dev;
+}
+
+/* {"read": {"sequential": n, ...}, "write": {...}}: ReCA's request
+ * classes (classify.h), counted by mode. */
+static struct json_object *classes_json(uint64_t c[2][HY_CLASS_COUNT])
+{
+	struct json_object *o = json_object_new_object();
+
+	for (int m = 0; m < 2 && o; m++) {
+		struct json_object *k = json_object_new_object();
+
+		for (int i = 0; i < HY_CLASS_COUNT && k; i++)
+			json_object_object_add(k, hy_classify_name((enum hy_request_class)i),
+					       json_object_new_int64((int64_t)c[m][i]));
+		json_object_object_add(o, m ? "write" : "read", k);
+	}
+	return o;
 }
 
 struct json_object *hy_fs_status(struct hy_fs *fs)
@@ -113,6 +131,12 @@ struct json_object *hy_fs_status(struct hy_fs *fs)
 		add_u64(prof, "errors", ps.errors);
 		add_u64(prof, "processes_seen", ps.processes_seen);
 		add_u64(prof, "files_seen", ps.files_seen);
+		{
+			uint64_t mc[2][HY_CLASS_COUNT];
+
+			hy_profiler_get_classes(fs->profiler, mc);
+			json_object_object_add(prof, "classes", classes_json(mc));
+		}
 		n = hy_profiler_top(fs->profiler, top, TOP_PROCESSES);
 		for (size_t i = 0; i < n; i++) {
 			struct json_object *p = json_object_new_object();
@@ -126,6 +150,7 @@ struct json_object *hy_fs_status(struct hy_fs *fs)
 			add_u64(p, "lookups", top[i].meta[HY_META_LOOKUP]);
 			add_u64(p, "getattrs", top[i].meta[HY_META_GETATTR]);
 			add_u64(p, "readdirs", top[i].meta[HY_META_READDIR]);
+			json_object_object_add(p, "classes", classes_json(top[i].classes));
 			json_object_array_add(procs, p);
 		}
 	}

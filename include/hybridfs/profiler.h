@@ -60,6 +60,8 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "hybridfs/classify.h"
+
 #define HY_PROFILER_FLUSH_MS  50
 #define HY_PROFILER_PRUNE_S   10
 #define HY_PROFILER_PROCESSES 1024 /* process table buckets, by pid */
@@ -127,6 +129,7 @@ struct hy_profiler_process {
 	char comm[16];
 	uint64_t reads, writes, bytes_read, bytes_written;
 	uint64_t meta[HY_META_COUNT];
+	uint64_t classes[2][HY_CLASS_COUNT]; /* [mode][class] (classify.h) */
 };
 
 struct hy_profiler;
@@ -170,6 +173,10 @@ int hy_profiler_sync(struct hy_profiler *profiler);
 int hy_profiler_prune(struct hy_profiler *profiler);
 
 void hy_profiler_get_stats(struct hy_profiler *profiler, struct hy_profiler_stats *out);
+
+/* The request classes of everything the mount served, by mode (the mount's
+ * own history of the last 64 requests of each direction; classify.h). */
+void hy_profiler_get_classes(struct hy_profiler *profiler, uint64_t out[2][HY_CLASS_COUNT]);
 
 /* Fills @out with up to @max processes, busiest (by bytes, then requests)
  * first; returns how many. */

@@ -206,11 +206,12 @@ static void test_records_logged(void)
 		enum hy_profile_mode mode;
 		uint64_t offset;
 		uint32_t length;
+		enum hy_request_class klass;
 	} io[] = {
-		{HY_PROFILE_READ, 0, 4096},
-		{HY_PROFILE_WRITE, 8192, 100},
-		{HY_PROFILE_READ, 12345, 7},
-		{HY_PROFILE_WRITE, 1ULL << 40, 131072},
+		{HY_PROFILE_READ, 0, 4096, HY_CLASS_RANDOM},
+		{HY_PROFILE_WRITE, 8192, 100, HY_CLASS_RANDOM},
+		{HY_PROFILE_READ, 12345, 7, HY_CLASS_STRIDED},
+		{HY_PROFILE_WRITE, 1ULL << 40, 131072, HY_CLASS_RANDOM},
 	};
 	struct fixture f;
 	struct hy_profile_handle h;
@@ -254,7 +255,11 @@ static void test_records_logged(void)
 		CU_ASSERT_EQUAL(sqlite3_column_int64(rows, 3), (int64_t)io[i].offset);
 		CU_ASSERT_EQUAL(sqlite3_column_int64(rows, 4), io[i].length);
 		CU_ASSERT_EQUAL(sqlite3_column_int(rows, 5), (int)io[i].mode);
-		CU_ASSERT_EQUAL(sqlite3_column_type(rows, 6), SQLITE_NULL);
+		/* ReCA's classes against this process's earlier requests of the
+		 * same mode: nothing before (random), nothing before (random),
+		 * 8 KiB after the read that ended at 4096 (strided), far from
+		 * the write at 8192 (random) */
+		CU_ASSERT_EQUAL(sqlite3_column_int(rows, 6), (int)io[i].klass);
 	}
 	sqlite3_finalize(rows);
 	CU_ASSERT_EQUAL(i, 4);
