@@ -45,7 +45,7 @@
  * request a non-empty interval). Files relate only by equal file_id; the
  * caller picks the ids (inode numbers).
  *
- * Who calls it: the profiler (fs/, to come) on every read and write, once
+ * Who calls it: the profiler (fs/profiler.c) on every read and write, once
  * against the process's history and once against the mount's; its record
  * stores class + 1 in the uint8 "klass", 0 meaning unclassified. The
  * trace simulator and the unit tests call it the same way.
