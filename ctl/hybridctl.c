@@ -295,22 +295,25 @@ static void print_daemon(struct json_object *d)
 	print_cache(d);
 	if (!json_object_object_get_ex(d, "processes", &procs) || !json_object_array_length(procs))
 		return;
-	printf("\n%7s  %-16s %9s %9s %10s %10s %8s %8s %8s\n", "PID", "PROCESS", "READS", "WRITES",
-	       "READ", "WRITTEN", "LOOKUPS", "GETATTRS", "READDIRS");
+	printf("\n%7s  %-16s %9s %9s %10s %10s %8s %8s %8s  %s\n", "PID", "PROCESS", "READS",
+	       "WRITES", "READ", "WRITTEN", "LOOKUPS", "GETATTRS", "READDIRS", "CATEGORY");
 	for (size_t i = 0; i < json_object_array_length(procs); i++) {
-		struct json_object *p = json_object_array_get_idx(procs, i), *name = NULL;
+		struct json_object *p = json_object_array_get_idx(procs, i), *name = NULL,
+				   *cat = NULL;
 
 		json_object_object_get_ex(p, "name", &name);
+		json_object_object_get_ex(p, "category", &cat);
 		hy_ctl_human_bytes(jget_u64(p, "bytes_read", NULL), r, sizeof(r));
 		hy_ctl_human_bytes(jget_u64(p, "bytes_written", NULL), w, sizeof(w));
-		printf("%7llu  %-16s %9llu %9llu %10s %10s %8llu %8llu %8llu\n",
+		printf("%7llu  %-16s %9llu %9llu %10s %10s %8llu %8llu %8llu  %s\n",
 		       (unsigned long long)jget_u64(p, "pid", NULL),
 		       name ? json_object_get_string(name) : "?",
 		       (unsigned long long)jget_u64(p, "reads", NULL),
 		       (unsigned long long)jget_u64(p, "writes", NULL), r, w,
 		       (unsigned long long)jget_u64(p, "lookups", NULL),
 		       (unsigned long long)jget_u64(p, "getattrs", NULL),
-		       (unsigned long long)jget_u64(p, "readdirs", NULL));
+		       (unsigned long long)jget_u64(p, "readdirs", NULL),
+		       cat ? json_object_get_string(cat) : "?");
 	}
 }
 

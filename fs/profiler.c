@@ -15,6 +15,7 @@
 #include <sqlite3.h>
 
 #include "hybridfs/log.h"
+#include "hybridfs/category.h"
 #include "hybridfs/classify.h"
 #include "hybridfs/profiler.h"
 #include "hybridfs/ring.h"
@@ -29,19 +30,24 @@ struct process_slot {
 	char comm[16];
 	int64_t checked_ns; /* CLOCK_MONOTONIC */
 	uint64_t reads, writes, bytes_read, bytes_written, meta[HY_META_COUNT];
-	/* ReCA's request classes for this process: its history of the last
-	 * requests (made at its first read or write, about 20 KiB) and how
-	 * many of each class it sent, by mode */
-	struct hy_classify_history *history;
+	/* ReCA for this process: its history of the last requests and its
+	 * workload category (made at its first read or write, about 22 KiB),
+	 * and how many requests of each class it sent, by mode */
+	struct process_io *io;
 	uint64_t classes[2][HY_CLASS_COUNT];
+};
+
+struct process_io {
+	struct hy_classify_history history;
+	struct hy_category_state category;
 };
 
 /* A slot taken by another pid, or the table freed. Stripe lock held. */
 static void slot_clear(struct process_slot *slot)
 {
-	if (slot->history) {
-		hy_classify_free(slot->history);
-		free(slot->history);
+	if (slot->io) {
+		hy_classify_free(&slot->io->history);
+		free(slot->io);
 	}
 	memset(slot, 0, sizeof(*slot));
 }
@@ -200,17 +206,22 @@ static uint8_t classify_in(struct process_slot *slot, const struct hy_profile_re
 {
 	enum hy_request_class cls;
 
-	if (!slot->history) {
-		slot->history = malloc(sizeof(*slot->history));
-		if (!slot->history || hy_classify_init(slot->history, NULL) < 0) {
-			free(slot->history);
-			slot->history = NULL;
+	if (!slot->io) {
+		slot->io = malloc(sizeof(*slot->io));
+		if (!slot->io || hy_classify_init(&slot->io->history, NULL) < 0) {
+			free(slot->io);
+			slot->io = NULL;
 			return 0;
 		}
+		hy_category_init(&slot->io->category, NULL);
 	}
-	cls = hy_classify(slot->history, rec->file_id, rec->offset, rec->length,
+	cls = hy_classify(&slot->io->history, rec->file_id, rec->offset, rec->length,
 			  rec->mode == HY_PROFILE_WRITE);
 	slot->classes[rec->mode][cls]++;
+	/* the file's size is not looked up per request: the end of the
+	 * furthest request is what the category sees of it */
+	hy_category_observe(&slot->io->category, cls, rec->mode == HY_PROFILE_WRITE, rec->length,
+			    rec->offset + rec->length);
 	return (uint8_t)(cls + 1);
 }
 
@@ -952,6 +963,8 @@ size_t hy_profiler_top(struct hy_profiler *p, struct hy_profiler_process *out, s
 			pp->bytes_written = slot->bytes_written;
 			memcpy(pp->meta, slot->meta, sizeof(pp->meta));
 			memcpy(pp->classes, slot->classes, sizeof(pp->classes));
+			pp->category = slot->io ? hy_category_current(&slot->io->category)
+						: HY_CATEGORY_UNKNOWN;
 		}
 		pthread_mutex_unlock(lock);
 	}

@@ -151,6 +151,7 @@ struct json_object *hy_fs_status(struct hy_fs *fs)
 			add_u64(p, "getattrs", top[i].meta[HY_META_GETATTR]);
 			add_u64(p, "readdirs", top[i].meta[HY_META_READDIR]);
 			json_object_object_add(p, "classes", classes_json(top[i].classes));
+			add_str(p, "category", hy_category_name(top[i].category));
 			json_object_array_add(procs, p);
 		}
 	}

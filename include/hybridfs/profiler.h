@@ -60,6 +60,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "hybridfs/category.h"
 #include "hybridfs/classify.h"
 
 #define HY_PROFILER_FLUSH_MS  50
@@ -130,6 +131,7 @@ struct hy_profiler_process {
 	uint64_t reads, writes, bytes_read, bytes_written;
 	uint64_t meta[HY_META_COUNT];
 	uint64_t classes[2][HY_CLASS_COUNT]; /* [mode][class] (classify.h) */
+	enum hy_category category;	     /* its workload category (category.h) */
 };
 
 struct hy_profiler;

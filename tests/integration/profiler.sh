@@ -472,4 +472,18 @@ $(cat "$CSV")" ;;
 esac
 hy_umount "$M3"
 
+# ---- ReCA's workload categories: what a user would call them -------------
+B4=$HY_TMP/backing4 M4=$HY_TMP/mnt4
+mkdir -p "$B4" "$M4"
+head -c 16M /dev/urandom >"$B4/big"
+hy_mount "$B4" "$M4" -o "writeback_cache=off,state=$HY_TMP/state4"
+cat "$M4/big" >/dev/null || hy_fail "categories: cat failed"
+dd if=/dev/zero of="$M4/out" bs=128K count=256 oflag=direct status=none ||
+	hy_fail "categories: dd failed"
+cats=$("$HYBRIDCTL" status "$M4" --json |
+	jq -r '.mounts[0].daemon.processes[] | "\(.name)=\(.category)"' | sort | tr '\n' ' ')
+case " $cats" in *" cat=archival-consumer "*) ;; *) hy_fail "categories: cat is not an archival consumer: $cats" ;; esac
+case " $cats" in *" dd=large-file-generator "*) ;; *) hy_fail "categories: dd is not a large file generator: $cats" ;; esac
+hy_umount "$M4"
+
 hy_pass

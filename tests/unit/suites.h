@@ -24,6 +24,7 @@ int hy_test_add_cache_index(void);
 int hy_test_add_cache_store(void);
 int hy_test_add_cache(void);
 int hy_test_add_classify(void);
+int hy_test_add_category(void);
 
 /* A fresh temporary directory for one test; removed by hy_test_rmtree(). */
 char *hy_test_tmpdir(void);
