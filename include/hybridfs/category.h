@@ -106,10 +106,10 @@
  *  process never returns to unknown; an idle process simply stops being
  *  observed (the caller may hy_category_init() it again).
  *
- * Who calls it: the profiler (to be wired in fs/profiler.c, which this
- * change does not touch), on every read and write of a process, after
- * classifying the request against the process's history (classify.h). The
- * trace simulator and the unit tests call it the same way.
+ * Who calls it: the profiler (fs/profiler.c), on every read and write of
+ * a process, after classifying the request against the process's history
+ * (classify.h), with the end of the request as what it knows of the file's
+ * size. The trace simulator and the unit tests call it the same way.
  *
  * Memory: the caller owns struct hy_category_state (embedded per process,
  * 1424 bytes on x86-64); nothing is allocated. Threads: none inside; the caller
