@@ -35,6 +35,37 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 	return remove(path);
 }
 
+char *hy_test_path_in(const char *dir, const char *name)
+{
+	char *p;
+
+	return asprintf(&p, "%s/%s", dir, name) < 0 ? NULL : p;
+}
+
+int hy_test_pread(const char *path, void *buf, size_t len, off_t off)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = pread(fd, buf, len, off);
+	close(fd);
+	return n == (ssize_t)len ? 0 : -1;
+}
+
+int hy_test_pwrite(const char *path, const void *buf, size_t len, off_t off)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = pwrite(fd, buf, len, off);
+	close(fd);
+	return n == (ssize_t)len ? 0 : -1;
+}
+
 const char *hy_test_find_mkfs_ext4(void)
 {
 	static const char *const where[] = {"/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4",

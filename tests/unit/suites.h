@@ -2,6 +2,9 @@
 #ifndef HYBRIDFS_TEST_SUITES_H
 #define HYBRIDFS_TEST_SUITES_H
 
+#include <stddef.h>
+#include <sys/types.h>
+
 #include <CUnit/CUnit.h>
 
 int hy_test_add_options(void);
@@ -29,6 +32,12 @@ int hy_test_add_category(void);
 /* A fresh temporary directory for one test; removed by hy_test_rmtree(). */
 char *hy_test_tmpdir(void);
 void hy_test_rmtree(const char *path);
+
+/* "@dir/@name", malloc'd (NULL: out of memory). */
+char *hy_test_path_in(const char *dir, const char *name);
+/* All of @len bytes at @off of the file at @path, or -1. */
+int hy_test_pread(const char *path, void *buf, size_t len, off_t off);
+int hy_test_pwrite(const char *path, const void *buf, size_t len, off_t off);
 
 /* mkfs.ext4's path, or NULL when it is not installed; a 4 MiB image file
  * (never a device) made an ext4 filesystem, mkfs's output in @log: 0 or

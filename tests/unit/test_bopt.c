@@ -22,13 +22,6 @@
 
 static char why[1024];
 
-static char *path_in(const char *dir, const char *name)
-{
-	char *p;
-
-	return asprintf(&p, "%s/%s", dir, name) < 0 ? NULL : p;
-}
-
 static uint64_t le(const unsigned char *p, int n)
 {
 	uint64_t v = 0;
@@ -68,30 +61,6 @@ static int write_file(const char *path, const void *data, size_t len)
 		return -1;
 	ok = write(fd, data, len) == (ssize_t)len;
 	return close(fd) == 0 && ok ? 0 : -1;
-}
-
-static int pread_all(const char *path, void *buf, size_t len, off_t off)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = pread(fd, buf, len, off);
-	close(fd);
-	return n == (ssize_t)len ? 0 : -1;
-}
-
-static int pwrite_all(const char *path, const void *buf, size_t len, off_t off)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = pwrite(fd, buf, len, off);
-	close(fd);
-	return n == (ssize_t)len ? 0 : -1;
 }
 
 static void test_encode_layout(void)
@@ -180,7 +149,7 @@ static void test_decode_refusals(void)
 
 static void test_create_open(void)
 {
-	char *tmp = hy_test_tmpdir(), *path = path_in(tmp, "bopt");
+	char *tmp = hy_test_tmpdir(), *path = hy_test_path_in(tmp, "bopt");
 	struct hy_bopt *bopt = NULL;
 	struct stat st;
 
@@ -228,7 +197,7 @@ static void test_create_open(void)
 
 static void test_create_sizes(void)
 {
-	char *tmp = hy_test_tmpdir(), *path = path_in(tmp, "bopt");
+	char *tmp = hy_test_tmpdir(), *path = hy_test_path_in(tmp, "bopt");
 	struct stat st;
 
 	/* no read region */
@@ -254,7 +223,7 @@ static void test_create_sizes(void)
 
 static void test_device_io(void)
 {
-	char *tmp = hy_test_tmpdir(), *path = path_in(tmp, "bopt");
+	char *tmp = hy_test_tmpdir(), *path = hy_test_path_in(tmp, "bopt");
 	static unsigned char out[HY_BOPT_BLOCK], in[HY_BOPT_BLOCK];
 	struct hy_device_stats stats;
 	struct hy_bopt *bopt;
@@ -272,15 +241,15 @@ static void test_device_io(void)
 					(off_t)hy_bopt_write_offset(bopt, 2)),
 			HY_BOPT_BLOCK);
 	CU_ASSERT_EQUAL(hy_device_sync(bopt->device, 0, true), 0);
-	CU_ASSERT_EQUAL(pread_all(path, in, sizeof(in), 6 * 4096), 0);
+	CU_ASSERT_EQUAL(hy_test_pread(path, in, sizeof(in), 6 * 4096), 0);
 	CU_ASSERT_EQUAL(in[0], 'r');
 	CU_ASSERT_EQUAL(in[4095], 'r');
-	CU_ASSERT_EQUAL(pread_all(path, in, sizeof(in), (1 + 64 + 2) * 4096), 0);
+	CU_ASSERT_EQUAL(hy_test_pread(path, in, sizeof(in), (1 + 64 + 2) * 4096), 0);
 	CU_ASSERT_EQUAL(in[0], 'w');
 	CU_ASSERT_EQUAL(in[4095], 'w');
 	/* written to the file, read through the device */
 	memset(out, 'x', sizeof(out));
-	CU_ASSERT_EQUAL(pwrite_all(path, out, sizeof(out), (1 + 64 + 7) * 4096), 0);
+	CU_ASSERT_EQUAL(hy_test_pwrite(path, out, sizeof(out), (1 + 64 + 7) * 4096), 0);
 	CU_ASSERT_EQUAL(hy_device_read(bopt->device, 0, in, sizeof(in),
 				       (off_t)hy_bopt_write_offset(bopt, 7)),
 			HY_BOPT_BLOCK);
@@ -301,7 +270,7 @@ static void test_device_io(void)
 
 static void test_header_updates(void)
 {
-	char *tmp = hy_test_tmpdir(), *path = path_in(tmp, "bopt");
+	char *tmp = hy_test_tmpdir(), *path = hy_test_path_in(tmp, "bopt");
 	struct hy_bopt *bopt;
 
 	CU_ASSERT_EQUAL_FATAL(hy_bopt_create(path, UUID_A, MIB, 4096, false, why, sizeof(why)), 0);
@@ -329,7 +298,8 @@ static void test_header_updates(void)
 
 static void test_open_refusals(void)
 {
-	char *tmp = hy_test_tmpdir(), *path = path_in(tmp, "bopt"), *other = path_in(tmp, "other");
+	char *tmp = hy_test_tmpdir(), *path = hy_test_path_in(tmp, "bopt"),
+	     *other = hy_test_path_in(tmp, "other");
 	static unsigned char buf[HY_BOPT_BLOCK], zeros[3 * HY_BOPT_BLOCK];
 	static const char text[] = "this is a text file, not a BOPT\n";
 	struct hy_bopt_header h;
@@ -343,26 +313,26 @@ static void test_open_refusals(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, UUID_B));
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, path));
 	/* a newer version */
-	CU_ASSERT_EQUAL_FATAL(pread_all(path, buf, sizeof(buf), 0), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_test_pread(path, buf, sizeof(buf), 0), 0);
 	CU_ASSERT_EQUAL_FATAL(hy_bopt_decode(buf, &h, why, sizeof(why)), 0);
 	h.version = 2;
 	hy_bopt_encode(&h, buf);
-	CU_ASSERT_EQUAL_FATAL(pwrite_all(path, buf, sizeof(buf), 0), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_test_pwrite(path, buf, sizeof(buf), 0), 0);
 	CU_ASSERT_EQUAL(hy_bopt_open(path, UUID_A, &bopt, why, sizeof(why)), -EPROTO);
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "newer"));
 	/* a flipped byte (in the generation) */
 	h.version = 1;
 	hy_bopt_encode(&h, buf);
 	buf[60] ^= 1;
-	CU_ASSERT_EQUAL_FATAL(pwrite_all(path, buf, sizeof(buf), 0), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_test_pwrite(path, buf, sizeof(buf), 0), 0);
 	CU_ASSERT_EQUAL(hy_bopt_open(path, UUID_A, &bopt, why, sizeof(why)), -EUCLEAN);
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "damaged"));
 	/* nothing was written to it: the byte is still flipped */
-	CU_ASSERT_EQUAL(pread_all(path, zeros, HY_BOPT_BLOCK, 0), 0);
+	CU_ASSERT_EQUAL(hy_test_pread(path, zeros, HY_BOPT_BLOCK, 0), 0);
 	CU_ASSERT_EQUAL(memcmp(zeros, buf, HY_BOPT_BLOCK), 0);
 	/* a truncated BOPT */
 	hy_bopt_encode(&h, buf);
-	CU_ASSERT_EQUAL_FATAL(pwrite_all(path, buf, sizeof(buf), 0), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_test_pwrite(path, buf, sizeof(buf), 0), 0);
 	CU_ASSERT_EQUAL_FATAL(hy_bopt_open(path, UUID_A, &bopt, why, sizeof(why)), 0);
 	hy_bopt_close(bopt);
 	bopt = NULL;
@@ -396,7 +366,7 @@ static void test_open_refusals(void)
 
 static void test_create_refuses_existing(void)
 {
-	char *tmp = hy_test_tmpdir(), *path = path_in(tmp, "notes.txt");
+	char *tmp = hy_test_tmpdir(), *path = hy_test_path_in(tmp, "notes.txt");
 	static const char text[] = "precious notes\n";
 	char back[64];
 	struct stat st;
@@ -410,7 +380,7 @@ static void test_create_refuses_existing(void)
 	CU_ASSERT_EQUAL(stat(path, &st), 0);
 	CU_ASSERT_EQUAL(st.st_size, (off_t)strlen(text));
 	memset(back, 0, sizeof(back));
-	CU_ASSERT_EQUAL(pread_all(path, back, strlen(text), 0), 0);
+	CU_ASSERT_EQUAL(hy_test_pread(path, back, strlen(text), 0), 0);
 	CU_ASSERT_STRING_EQUAL(back, text);
 	/* a directory */
 	CU_ASSERT_EQUAL(hy_bopt_create(tmp, UUID_A, MIB, 4096, false, why, sizeof(why)), -EEXIST);
@@ -421,8 +391,8 @@ static void test_create_refuses_existing(void)
 
 static void test_create_refuses_ext4(void)
 {
-	char *tmp = hy_test_tmpdir(), *image = path_in(tmp, "ext4.img"),
-	     *log = path_in(tmp, "mkfs.log");
+	char *tmp = hy_test_tmpdir(), *image = hy_test_path_in(tmp, "ext4.img"),
+	     *log = hy_test_path_in(tmp, "mkfs.log");
 	const char *mkfs = hy_test_find_mkfs_ext4();
 	static unsigned char before[HY_BOPT_BLOCK * 2], after[HY_BOPT_BLOCK * 2];
 	struct hy_bopt *bopt = NULL;
@@ -433,13 +403,13 @@ static void test_create_refuses_ext4(void)
 		goto out;
 	}
 	CU_ASSERT_EQUAL_FATAL(hy_test_make_ext4(mkfs, image, log), 0);
-	CU_ASSERT_EQUAL_FATAL(pread_all(image, before, sizeof(before), 0), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_test_pread(image, before, sizeof(before), 0), 0);
 	CU_ASSERT_EQUAL(hy_bopt_create(image, UUID_A, MIB, 4096, false, why, sizeof(why)), -EEXIST);
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "ext4"));
 	CU_ASSERT_EQUAL(hy_bopt_open(image, UUID_A, &bopt, why, sizeof(why)), -EUCLEAN);
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "not a hybridfs BOPT"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "ext4"));
-	CU_ASSERT_EQUAL(pread_all(image, after, sizeof(after), 0), 0);
+	CU_ASSERT_EQUAL(hy_test_pread(image, after, sizeof(after), 0), 0);
 	CU_ASSERT_EQUAL(memcmp(before, after, sizeof(before)), 0);
 out:
 	hy_test_rmtree(tmp);
@@ -450,7 +420,7 @@ out:
 
 static void test_resolve(void)
 {
-	char buf[256], *tmp = hy_test_tmpdir(), *cache = path_in(tmp, "blkid.tab");
+	char buf[256], *tmp = hy_test_tmpdir(), *cache = hy_test_path_in(tmp, "blkid.tab");
 
 	/* libblkid's scan saves its cache: into the test's folder, not /run */
 	setenv("BLKID_FILE", cache, 1);

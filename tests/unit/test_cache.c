@@ -309,18 +309,11 @@ static struct hy_cache_file F(uint64_t id) {
 	return (struct hy_cache_file){id, (int64_t)id};
 }
 
-static char *
-path_in(const char *dir, const char *name)
-{
-	char *p;
-
-	return asprintf(&p, "%s/%s", dir, name) < 0 ? NULL : p;
-}
-
 /* Reads [off, off + len) through the cache and compares it with the home
  * file @id's bytes (the reference when the home is current). */
-static int read_equals(struct hy_cache *c, uint64_t id, const unsigned char *ref, uint64_t ref_size,
-		       uint64_t off, size_t len)
+static int
+read_equals(struct hy_cache *c, uint64_t id, const unsigned char *ref, uint64_t ref_size,
+	    uint64_t off, size_t len)
 {
 	struct hy_cache_file f = F(id);
 	unsigned char *buf = malloc(len + 1);
@@ -347,7 +340,7 @@ static int home_equals(uint64_t id, const unsigned char *ref, uint64_t size)
 
 static void read_miss_hit(uint64_t front_slots)
 {
-	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
 	unsigned char ref[8 * BLK];
 	struct hy_cache *c;
 	struct hy_cache_stats s;
@@ -399,7 +392,7 @@ static void test_read_miss_hit(void)
 
 static void near_cache(uint64_t front_slots)
 {
-	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
 	unsigned char ref[4 * BLK], a[512], b[100];
 	struct hy_cache_file f = F(1);
 	struct hy_cache *c;
@@ -470,7 +463,7 @@ static void test_near_cache(void)
 
 static void write_back_cleaner(uint64_t front_slots)
 {
-	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
 	unsigned char ref[4 * BLK];
 	struct hy_cache_file f = F(1);
 	struct hy_cache *c;
@@ -532,7 +525,7 @@ static void test_write_back(void)
 
 static void through_around(uint64_t front_slots)
 {
-	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
 	unsigned char ref[4 * BLK], d[BLK];
 	struct hy_cache_file f = F(1);
 	struct hy_cache *c;
@@ -570,7 +563,7 @@ static void through_around(uint64_t front_slots)
 
 	/* around */
 	dir = hy_test_tmpdir();
-	store = path_in(dir, "store");
+	store = hy_test_path_in(dir, "store");
 	home_reset();
 	fill_pattern(ref, sizeof(ref), 7);
 	home_set(1, ref, sizeof(ref));
@@ -615,7 +608,7 @@ static void test_through_around(void)
  * least recently used, the two hot blocks and the first two scanned. */
 static void heat_filter(double threshold, struct hy_cache_stats *out)
 {
-	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
 	unsigned char ref[32 * BLK];
 	struct hy_cache *c;
 	struct hy_cache_stats s;
@@ -696,7 +689,7 @@ static void test_bug_dram_evictions(void)
 
 static void test_cold_dirty(void)
 {
-	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
 	unsigned char ref[16 * BLK];
 	struct hy_cache_file f = F(1);
 	struct hy_cache *c;
@@ -740,7 +733,7 @@ static void test_cold_dirty(void)
 
 static void test_full_cache(void)
 {
-	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
 	enum { N = 24 };
 	unsigned char ref[N * BLK];
 	struct hy_cache_file f = F(1);
@@ -860,8 +853,8 @@ out:
  * records each); after the crash both come back. */
 static void test_checkpoint_recovery(void)
 {
-	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
-	char *copy = path_in(dir, "copy");
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
+	char *copy = hy_test_path_in(dir, "copy");
 	static unsigned char old1[4 * BLK], old2[4 * BLK], neu1[4 * BLK], neu2[4 * BLK];
 	struct hy_cache_file f1 = F(1), f2 = F(2);
 	struct hy_cache *c;
@@ -908,8 +901,8 @@ static void test_checkpoint_recovery(void)
  * it is refused, untouched. */
 static void test_truncated_store(void)
 {
-	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
-	char *copy = path_in(dir, "copy");
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
+	char *copy = hy_test_path_in(dir, "copy");
 	static unsigned char old1[4 * BLK], neu1[4 * BLK];
 	struct hy_cache_file f1 = F(1);
 	struct hy_cache_store *st;
@@ -960,7 +953,7 @@ static void test_truncated_store(void)
  * home. Nothing written through the cache is lost. */
 static void test_close_keeps_dirty(void)
 {
-	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
 	static unsigned char old1[300 * BLK], neu1[300 * BLK];
 	struct hy_cache_file f1 = F(1);
 	struct hy_cache *c;
@@ -997,8 +990,8 @@ static void test_close_keeps_dirty(void)
  * blocks a crash would write those into the first file. */
 static void test_checkpoint_mid_clean(void)
 {
-	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
-	char *copy = path_in(dir, "copy");
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
+	char *copy = hy_test_path_in(dir, "copy");
 	static unsigned char d1[8 * BLK], d2[BLK], d3[64 * BLK];
 	struct hy_cache_file f1 = F(1), f2 = F(2);
 	static unsigned char got[64 * BLK];
@@ -1059,8 +1052,8 @@ static int ids_durable_flaky(void *arg)
  * it: after a crash they come back. */
 static void test_fsync_retry(void)
 {
-	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
-	char *copy = path_in(dir, "copy");
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
+	char *copy = hy_test_path_in(dir, "copy");
 	static unsigned char old1[4 * BLK], neu1[4 * BLK];
 	struct hy_cache_config cfg;
 	struct hy_cache_file f1 = F(1);
@@ -1100,8 +1093,8 @@ static void test_fsync_retry(void)
 
 static void test_fsync_recovery(void)
 {
-	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
-	char *copy = path_in(dir, "copy"), *torn = path_in(dir, "torn");
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
+	char *copy = hy_test_path_in(dir, "copy"), *torn = hy_test_path_in(dir, "torn");
 	unsigned char old[3][4 * BLK], neu[3][4 * BLK];
 	struct hy_cache_file f1 = F(1), f2 = F(2);
 	struct hy_cache *c;
@@ -1207,7 +1200,7 @@ static void test_fsync_recovery(void)
 
 static void test_stale(void)
 {
-	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
 	unsigned char ref[4 * BLK];
 	struct hy_cache *c;
 
@@ -1245,7 +1238,7 @@ static void test_stale(void)
 
 static void test_truncate(void)
 {
-	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
 	unsigned char ref[4 * BLK], d[BLK];
 	struct hy_cache_file f = F(1);
 	struct hy_cache *c;
@@ -1331,7 +1324,7 @@ static int pol_read(struct hy_cache *c, uint64_t id)
  * returns which of files 1 and 2 is still an SSD hit. */
 static void pol_run(enum hy_policy_kind kind, int *hit1, int *hit2, struct hy_cache_stats *out)
 {
-	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
 	struct hy_cache *c;
 
 	pol_home();
@@ -1363,7 +1356,7 @@ static void pol_run(enum hy_policy_kind kind, int *hit1, int *hit2, struct hy_ca
  * LRU order would take). */
 static void test_two_step(void)
 {
-	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
 	struct hy_cache_file f5 = F(5);
 	struct hy_cache *c;
 
@@ -1392,7 +1385,7 @@ static void test_two_step(void)
  * stream, whatever their total. The data reads back right either way. */
 static void test_seq_cutoff(void)
 {
-	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
 	static unsigned char ref[2][1 << 20];
 	struct hy_cache_config cfg;
 	struct hy_cache_file f1 = F(1), f2 = F(2);
@@ -1460,7 +1453,7 @@ static void test_policies(void)
 
 	/* LARC: a block missed once is not cached; at its second miss it is */
 	{
-		char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+		char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
 		struct hy_cache *c;
 
 		pol_home();
@@ -1522,7 +1515,7 @@ static void randomized(enum hy_cache_write_policy wp, uint64_t front_slots, uint
 		       unsigned ops)
 {
 	enum { NF = 3, MAXB = 64 };
-	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
 	static unsigned char ref[NF + 1][(MAXB + 4) * BLK], buf[4 * BLK];
 	uint64_t size[NF + 1] = {0};
 	struct hy_cache *c;
@@ -1657,7 +1650,7 @@ static void test_randomized(void)
  * (4 cold dirty home); read block 15. */
 static void test_bug_cold_dirty_stamp(void)
 {
-	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
 	unsigned char ref[16 * BLK];
 	struct hy_cache_file f = F(1);
 	struct hy_cache *c;
@@ -1692,7 +1685,7 @@ static void test_bug_cold_dirty_stamp(void)
  * blocks 0..3, hy_cache_write_home(0, 4096), read block 3. */
 static void test_bug_write_home_stamp(void)
 {
-	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
 	unsigned char ref[4 * BLK];
 	struct hy_cache_file f = F(1);
 	struct hy_cache *c;
@@ -1730,7 +1723,7 @@ static void test_bug_write_home_stamp(void)
  * (16 in DRAM, 4 dirty lines); fsync; read block 0. */
 static void test_bug_fsync_home_stamp(void)
 {
-	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
 	unsigned char ref[20 * BLK];
 	struct hy_cache_file f = F(1);
 	struct hy_cache *c;
@@ -1774,8 +1767,8 @@ static void test_bug_fsync_home_stamp(void)
  * the home is 1024 bytes. */
 static void test_bug_recovery_size(void)
 {
-	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
-	char *copy = path_in(dir, "copy");
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
+	char *copy = hy_test_path_in(dir, "copy");
 	unsigned char ref[1000], zero[1000] = {0};
 	struct hy_cache_file f = F(1);
 	struct hy_cache *c;
@@ -1808,7 +1801,7 @@ static void test_bug_recovery_size(void)
  * does not. close_file and flush. */
 static void test_meta_flush(void)
 {
-	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
 	unsigned char ref[4 * BLK];
 	struct hy_cache_file f = F(1);
 	struct hy_cache *c;
@@ -1847,8 +1840,8 @@ static void test_meta_flush(void)
  * written after the fsync but not fsync'd again is not required. */
 static void test_journal_after_fsync(void)
 {
-	char *dir = hy_test_tmpdir(), *store = path_in(dir, "store");
-	char *copy = path_in(dir, "copy");
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
+	char *copy = hy_test_path_in(dir, "copy");
 	unsigned char old[2][4 * BLK], neu[4 * BLK];
 	struct hy_cache_file f1 = F(1), f2 = F(2);
 	struct hy_cache *c;

@@ -23,13 +23,6 @@
 
 static char why[1024];
 
-static char *path_in(const char *dir, const char *name)
-{
-	char *p;
-
-	return asprintf(&p, "%s/%s", dir, name) < 0 ? NULL : p;
-}
-
 static uint64_t le(const unsigned char *p, int n)
 {
 	uint64_t v = 0;
@@ -52,30 +45,6 @@ static uint64_t fnv(const unsigned char *p, size_t len)
 	for (size_t i = 0; i < len; i++)
 		h = (h ^ p[i]) * 0x100000001b3ULL;
 	return h;
-}
-
-static int pread_all(const char *path, void *buf, size_t len, off_t off)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = pread(fd, buf, len, off);
-	close(fd);
-	return n == (ssize_t)len ? 0 : -1;
-}
-
-static int pwrite_all(const char *path, const void *buf, size_t len, off_t off)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = pwrite(fd, buf, len, off);
-	close(fd);
-	return n == (ssize_t)len ? 0 : -1;
 }
 
 /* What load() reported, line by line. */
@@ -138,7 +107,7 @@ static int reload(const char *path, struct seen *seen, struct hy_cache_store_loa
 
 static void test_create_open(void)
 {
-	char *tmp = hy_test_tmpdir(), *path = path_in(tmp, "cache.store");
+	char *tmp = hy_test_tmpdir(), *path = hy_test_path_in(tmp, "cache.store");
 	unsigned char sb[4096];
 	struct hy_cache_store *st = NULL;
 	struct hy_cache_store_load_stats stats;
@@ -147,7 +116,7 @@ static void test_create_open(void)
 
 	CU_ASSERT_EQUAL_FATAL(
 		hy_cache_store_create(path, UUID_A, 8 * MIB, 4096, false, why, sizeof(why)), 0);
-	CU_ASSERT_EQUAL_FATAL(pread_all(path, sb, sizeof(sb), 0), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_test_pread(path, sb, sizeof(sb), 0), 0);
 	/* the byte layout of the header's table */
 	CU_ASSERT_EQUAL(memcmp(sb, "HYCACHE\0", 8), 0);
 	CU_ASSERT_EQUAL(le(sb + 8, 4), HY_CACHE_STORE_VERSION);
@@ -208,14 +177,14 @@ static void expect_open(const char *path, const char *uuid, int err, const char 
 
 static void test_open_refusals(void)
 {
-	char *tmp = hy_test_tmpdir(), *path = path_in(tmp, "cache.store"),
-	     *junk = path_in(tmp, "random.bin");
+	char *tmp = hy_test_tmpdir(), *path = hy_test_path_in(tmp, "cache.store"),
+	     *junk = hy_test_path_in(tmp, "random.bin");
 	unsigned char sb[4096], bad[4096], rnd[65536];
 	uint64_t end;
 
 	CU_ASSERT_EQUAL_FATAL(
 		hy_cache_store_create(path, UUID_A, 4 * MIB, 4096, false, why, sizeof(why)), 0);
-	CU_ASSERT_EQUAL_FATAL(pread_all(path, sb, sizeof(sb), 0), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_test_pread(path, sb, sizeof(sb), 0), 0);
 
 	/* random bytes */
 	srand(7);
@@ -233,25 +202,25 @@ static void test_open_refusals(void)
 	/* damaged checksum: one byte of the uuid */
 	memcpy(bad, sb, sizeof(bad));
 	bad[20] ^= 1;
-	CU_ASSERT_EQUAL(pwrite_all(path, bad, sizeof(bad), 0), 0);
+	CU_ASSERT_EQUAL(hy_test_pwrite(path, bad, sizeof(bad), 0), 0);
 	expect_open(path, UUID_A, -EUCLEAN, "superblock damaged (checksum");
 
 	/* damaged fields under a good checksum */
 	memcpy(bad, sb, sizeof(bad));
 	put_le(bad + 88, le(bad + 88, 8) + 4096, 8);
 	put_le(bad + 128, fnv(bad, 128), 8);
-	CU_ASSERT_EQUAL(pwrite_all(path, bad, sizeof(bad), 0), 0);
+	CU_ASSERT_EQUAL(hy_test_pwrite(path, bad, sizeof(bad), 0), 0);
 	expect_open(path, UUID_A, -EUCLEAN, "regions do not add up");
 
 	/* newer version */
 	memcpy(bad, sb, sizeof(bad));
 	put_le(bad + 8, HY_CACHE_STORE_VERSION + 1, 4);
 	put_le(bad + 128, fnv(bad, 128), 8);
-	CU_ASSERT_EQUAL(pwrite_all(path, bad, sizeof(bad), 0), 0);
+	CU_ASSERT_EQUAL(hy_test_pwrite(path, bad, sizeof(bad), 0), 0);
 	expect_open(path, UUID_A, -EPROTO, "is newer than this hybridfs reads");
 
 	/* foreign uuid */
-	CU_ASSERT_EQUAL(pwrite_all(path, sb, sizeof(sb), 0), 0);
+	CU_ASSERT_EQUAL(hy_test_pwrite(path, sb, sizeof(sb), 0), 0);
 	expect_open(path, UUID_B, -EEXIST, "is the cache store of mount " UUID_A);
 
 	/* truncated */
@@ -266,7 +235,7 @@ static void test_open_refusals(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "is the cache store of mount " UUID_A));
 	memcpy(bad, sb, sizeof(bad));
 	bad[20] ^= 1;
-	CU_ASSERT_EQUAL(pwrite_all(path, bad, sizeof(bad), 0), 0);
+	CU_ASSERT_EQUAL(hy_test_pwrite(path, bad, sizeof(bad), 0), 0);
 	CU_ASSERT_EQUAL(hy_cache_store_create(path, UUID_A, 4 * MIB, 4096, false, why, sizeof(why)),
 			-EEXIST);
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "cannot be read"));
@@ -285,7 +254,7 @@ static void test_open_refusals(void)
  * first claims it, and from then on it is that mount's only. */
 static void test_unclaimed(void)
 {
-	char *tmp = hy_test_tmpdir(), *path = path_in(tmp, "cache.store");
+	char *tmp = hy_test_tmpdir(), *path = hy_test_path_in(tmp, "cache.store");
 	struct hy_cache_store *st = NULL;
 	struct hy_cache_store_header h;
 	unsigned char sb[4096];
@@ -293,7 +262,7 @@ static void test_unclaimed(void)
 
 	CU_ASSERT_EQUAL_FATAL(
 		hy_cache_store_create(path, "", 4 * MIB, 4096, false, why, sizeof(why)), 0);
-	CU_ASSERT_EQUAL_FATAL(pread_all(path, sb, sizeof(sb), 0), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_test_pread(path, sb, sizeof(sb), 0), 0);
 	for (int i = 16; i < 56; i++)
 		CU_ASSERT_EQUAL(sb[i], 0);
 	CU_ASSERT_EQUAL(hy_cache_store_decode(sb, &h, why, sizeof(why)), 0);
@@ -327,7 +296,7 @@ static void test_unclaimed(void)
 	st = NULL;
 
 	/* on disk: the same store, now UUID_A's */
-	CU_ASSERT_EQUAL_FATAL(pread_all(path, sb, sizeof(sb), 0), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_test_pread(path, sb, sizeof(sb), 0), 0);
 	CU_ASSERT_STRING_EQUAL((char *)sb + 16, UUID_A);
 	CU_ASSERT_EQUAL(le(sb + 128, 8), fnv(sb, 128));
 	CU_ASSERT_EQUAL(le(sb + 72, 8), generation);
@@ -356,8 +325,8 @@ static void test_unclaimed(void)
 
 static void test_refuses_ext4(void)
 {
-	char *tmp = hy_test_tmpdir(), *image = path_in(tmp, "ext4.img"),
-	     *log = path_in(tmp, "mkfs.log");
+	char *tmp = hy_test_tmpdir(), *image = hy_test_path_in(tmp, "ext4.img"),
+	     *log = hy_test_path_in(tmp, "mkfs.log");
 	const char *mkfs = hy_test_find_mkfs_ext4();
 	static unsigned char before[8192], after[8192];
 	struct hy_cache_store *st = NULL;
@@ -368,7 +337,7 @@ static void test_refuses_ext4(void)
 		goto out;
 	}
 	CU_ASSERT_EQUAL_FATAL(hy_test_make_ext4(mkfs, image, log), 0);
-	CU_ASSERT_EQUAL_FATAL(pread_all(image, before, sizeof(before), 0), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_test_pread(image, before, sizeof(before), 0), 0);
 	CU_ASSERT_EQUAL(
 		hy_cache_store_create(image, UUID_A, 4 * MIB, 4096, false, why, sizeof(why)),
 		-EEXIST);
@@ -377,7 +346,7 @@ static void test_refuses_ext4(void)
 	CU_ASSERT_EQUAL(hy_cache_store_open(image, UUID_A, &st, why, sizeof(why)), -EUCLEAN);
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "not a hybridfs cache store"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "libblkid finds ext4"));
-	CU_ASSERT_EQUAL(pread_all(image, after, sizeof(after), 0), 0);
+	CU_ASSERT_EQUAL(hy_test_pread(image, after, sizeof(after), 0), 0);
 	CU_ASSERT_EQUAL(memcmp(before, after, sizeof(before)), 0);
 	/* forced: it becomes a store */
 	CU_ASSERT_EQUAL(hy_cache_store_create(image, UUID_A, 4 * MIB, 4096, true, why, sizeof(why)),
@@ -393,7 +362,7 @@ out:
 
 static void test_line_io(void)
 {
-	char *tmp = hy_test_tmpdir(), *path = path_in(tmp, "cache.store");
+	char *tmp = hy_test_tmpdir(), *path = hy_test_path_in(tmp, "cache.store");
 	static unsigned char a[4096], b[4096], got[4096];
 	struct hy_cache_store *st = NULL;
 	uint64_t last;
@@ -432,7 +401,8 @@ static void test_line_io(void)
 	CU_ASSERT_EQUAL(got[0], 'b');
 	CU_ASSERT_EQUAL(hy_cache_store_read_line(st, last + 1, 0x01, got), -EINVAL);
 	/* the line's data is where the header says: past the journal */
-	CU_ASSERT_EQUAL(pread_all(path, got, 512, (off_t)(st->header.data_offset + 3 * 4096)), 0);
+	CU_ASSERT_EQUAL(hy_test_pread(path, got, 512, (off_t)(st->header.data_offset + 3 * 4096)),
+			0);
 	CU_ASSERT_EQUAL(got[0], 'a');
 	hy_cache_store_close(st);
 	hy_test_rmtree(tmp);
@@ -442,7 +412,7 @@ static void test_line_io(void)
 
 static void test_journal_replay(void)
 {
-	char *tmp = hy_test_tmpdir(), *path = path_in(tmp, "cache.store");
+	char *tmp = hy_test_tmpdir(), *path = hy_test_path_in(tmp, "cache.store");
 	struct hy_cache_store *st = NULL;
 	struct hy_cache_store_load_stats stats;
 	struct hy_cache_journal_record r;
@@ -534,7 +504,7 @@ static void test_journal_replay(void)
 
 static void test_torn_record(void)
 {
-	char *tmp = hy_test_tmpdir(), *path = path_in(tmp, "cache.store");
+	char *tmp = hy_test_tmpdir(), *path = hy_test_path_in(tmp, "cache.store");
 	struct hy_cache_store *st = NULL;
 	struct hy_cache_store_load_stats stats;
 	unsigned char rec[HY_CACHE_JOURNAL_RECORD];
@@ -552,10 +522,10 @@ static void test_torn_record(void)
 	hy_cache_store_close(st);
 	st = NULL;
 	/* the last record torn: its second half never reached the disk */
-	CU_ASSERT_EQUAL_FATAL(pread_all(path, rec, sizeof(rec), (off_t)(joff + 2 * sizeof(rec))),
-			      0);
+	CU_ASSERT_EQUAL_FATAL(
+		hy_test_pread(path, rec, sizeof(rec), (off_t)(joff + 2 * sizeof(rec))), 0);
 	memset(rec + 32, 0, 32);
-	CU_ASSERT_EQUAL(pwrite_all(path, rec, sizeof(rec), (off_t)(joff + 2 * sizeof(rec))), 0);
+	CU_ASSERT_EQUAL(hy_test_pwrite(path, rec, sizeof(rec), (off_t)(joff + 2 * sizeof(rec))), 0);
 
 	CU_ASSERT_EQUAL_FATAL(reload(path, &seen, &stats), 0);
 	CU_ASSERT_TRUE(stats.journal_cut);
@@ -575,9 +545,9 @@ static void test_torn_record(void)
 	hy_cache_store_close(st);
 	st = NULL;
 	/* tear the first of the two: the second, good, must not be applied */
-	CU_ASSERT_EQUAL_FATAL(pread_all(path, rec, sizeof(rec), (off_t)joff), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_test_pread(path, rec, sizeof(rec), (off_t)joff), 0);
 	rec[40] ^= 0xff;
-	CU_ASSERT_EQUAL(pwrite_all(path, rec, sizeof(rec), (off_t)joff), 0);
+	CU_ASSERT_EQUAL(hy_test_pwrite(path, rec, sizeof(rec), (off_t)joff), 0);
 	CU_ASSERT_EQUAL_FATAL(reload(path, &seen, &stats), 0);
 	CU_ASSERT_TRUE(stats.journal_cut);
 	CU_ASSERT_EQUAL(stats.cut_at, 0);
@@ -603,7 +573,7 @@ static void test_torn_record(void)
 
 static void test_checkpoint_crash(void)
 {
-	char *tmp = hy_test_tmpdir(), *path = path_in(tmp, "cache.store");
+	char *tmp = hy_test_tmpdir(), *path = hy_test_path_in(tmp, "cache.store");
 	struct hy_cache_store *st = NULL;
 	struct hy_cache_store_load_stats stats;
 	unsigned char rec[HY_CACHE_LINE_RECORD];
@@ -642,10 +612,10 @@ static void test_checkpoint_crash(void)
 	for (int copy = 0; copy < 2; copy++) {
 		off_t off = (off_t)(table + (uint64_t)copy * copy_blocks * 4096 + 4096 + 2 * 32);
 
-		CU_ASSERT_EQUAL(pread_all(path, rec, sizeof(rec), off), 0);
+		CU_ASSERT_EQUAL(hy_test_pread(path, rec, sizeof(rec), off), 0);
 		if (rec[18] == 1) {
 			rec[8] ^= 1;
-			CU_ASSERT_EQUAL(pwrite_all(path, rec, sizeof(rec), off), 0);
+			CU_ASSERT_EQUAL(hy_test_pwrite(path, rec, sizeof(rec), off), 0);
 		}
 	}
 	CU_ASSERT_EQUAL_FATAL(reload(path, &seen, &stats), 0);
@@ -659,7 +629,7 @@ static void test_checkpoint_crash(void)
 
 static void test_generation(void)
 {
-	char *tmp = hy_test_tmpdir(), *path = path_in(tmp, "cache.store");
+	char *tmp = hy_test_tmpdir(), *path = hy_test_path_in(tmp, "cache.store");
 	struct hy_cache_store *st = NULL;
 	struct hy_cache_store_load_stats stats;
 	struct seen seen;
@@ -713,7 +683,7 @@ static void *append_lines(void *arg)
 /* Group commit: appends from several threads, each durable on return. */
 static void test_concurrent_appends(void)
 {
-	char *tmp = hy_test_tmpdir(), *path = path_in(tmp, "cache.store");
+	char *tmp = hy_test_tmpdir(), *path = hy_test_path_in(tmp, "cache.store");
 	struct hy_cache_store *st = NULL;
 	struct hy_cache_store_load_stats stats;
 	struct appender a[4];

@@ -15,16 +15,9 @@
 
 static char why[1024];
 
-static char *path_in(const char *dir, const char *name)
-{
-	char *p;
-
-	return asprintf(&p, "%s/%s", dir, name) < 0 ? NULL : p;
-}
-
 static void test_create_and_reopen(void)
 {
-	char *tmp = hy_test_tmpdir(), *dir = path_in(tmp, "state"), uuid[37], value[64];
+	char *tmp = hy_test_tmpdir(), *dir = hy_test_path_in(tmp, "state"), uuid[37], value[64];
 	struct hy_state *state;
 	struct stat st;
 	sqlite3_stmt *stmt;
@@ -70,7 +63,7 @@ static void test_create_and_reopen(void)
 
 static void test_garbage_refused(void)
 {
-	char *tmp = hy_test_tmpdir(), *db = path_in(tmp, HY_STATE_DB_NAME);
+	char *tmp = hy_test_tmpdir(), *db = hy_test_path_in(tmp, HY_STATE_DB_NAME);
 	char junk[8192], after[8192];
 	struct hy_state *state;
 	int fd;
@@ -95,7 +88,7 @@ static void test_garbage_refused(void)
 
 static void test_newer_refused(void)
 {
-	char *tmp = hy_test_tmpdir(), *db = path_in(tmp, HY_STATE_DB_NAME);
+	char *tmp = hy_test_tmpdir(), *db = hy_test_path_in(tmp, HY_STATE_DB_NAME);
 	struct hy_state *state;
 	sqlite3 *raw;
 
@@ -112,7 +105,7 @@ static void test_newer_refused(void)
 /* An empty SQLite file (version 0) is brought forward by the migrations. */
 static void test_migrate_from_empty(void)
 {
-	char *tmp = hy_test_tmpdir(), *db = path_in(tmp, HY_STATE_DB_NAME);
+	char *tmp = hy_test_tmpdir(), *db = hy_test_path_in(tmp, HY_STATE_DB_NAME);
 	struct hy_state *state;
 	sqlite3 *raw;
 	sqlite3_stmt *stmt;
@@ -137,7 +130,7 @@ static void test_migrate_from_empty(void)
  * tables and keeps its identity. */
 static void test_migrate_from_v1(void)
 {
-	char *tmp = hy_test_tmpdir(), *db = path_in(tmp, HY_STATE_DB_NAME);
+	char *tmp = hy_test_tmpdir(), *db = hy_test_path_in(tmp, HY_STATE_DB_NAME);
 	struct hy_state *state;
 	sqlite3 *raw;
 	sqlite3_stmt *stmt;
@@ -157,18 +150,20 @@ static void test_migrate_from_v1(void)
 	CU_ASSERT_FALSE(state->created_now);
 	CU_ASSERT_STRING_EQUAL(state->uuid, "11111111-2222-4333-8444-555555555555");
 	CU_ASSERT_EQUAL(state->created, 1700000000);
-	CU_ASSERT_EQUAL(sqlite3_exec(state->db,
-				     "INSERT INTO processes VALUES (1, 42, 'cat', NULL, 1);"
-				     "INSERT INTO files VALUES (1, 1, 2, 3, 'a', 1);"
-				     "INSERT INTO access_log VALUES (5, 1, 1, 4095, 2, 0, NULL, NULL);",
-				     NULL, NULL, NULL),
-			SQLITE_OK);
+	CU_ASSERT_EQUAL(
+		sqlite3_exec(state->db,
+			     "INSERT INTO processes VALUES (1, 42, 'cat', NULL, 1);"
+			     "INSERT INTO files VALUES (1, 1, 2, 3, 'a', 1);"
+			     "INSERT INTO access_log VALUES (5, 1, 1, 4095, 2, 0, NULL, NULL);",
+			     NULL, NULL, NULL),
+		SQLITE_OK);
 	/* a reused inode number with another birth time is another file */
 	CU_ASSERT_EQUAL(sqlite3_exec(state->db, "INSERT INTO files VALUES (2, 1, 2, 4, 'a', 2);",
 				     NULL, NULL, NULL),
 			SQLITE_OK);
-	CU_ASSERT_NOT_EQUAL(sqlite3_exec(state->db, "INSERT INTO files VALUES (3, 1, 2, 3, 'b', 3);",
-					 NULL, NULL, NULL),
+	CU_ASSERT_NOT_EQUAL(sqlite3_exec(state->db,
+					 "INSERT INTO files VALUES (3, 1, 2, 3, 'b', 3);", NULL,
+					 NULL, NULL),
 			    SQLITE_OK);
 	/* bytes 4095..4096 touch blocks 0 and 1 */
 	CU_ASSERT_EQUAL(sqlite3_prepare_v2(state->db,
@@ -186,7 +181,8 @@ static void test_migrate_from_v1(void)
 
 static void test_bad_folders(void)
 {
-	char *tmp = hy_test_tmpdir(), *file = path_in(tmp, "file"), *missing = path_in(tmp, "a/b");
+	char *tmp = hy_test_tmpdir(), *file = hy_test_path_in(tmp, "file"),
+	     *missing = hy_test_path_in(tmp, "a/b");
 	struct hy_state *state;
 
 	fclose(fopen(file, "w"));
@@ -195,7 +191,7 @@ static void test_bad_folders(void)
 	CU_ASSERT_EQUAL(hy_state_open(missing, "/b", false, &state, why, sizeof(why)), -ENOENT);
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "cannot create"));
 	if (geteuid() == 0) {
-		char *other = path_in(tmp, "other");
+		char *other = hy_test_path_in(tmp, "other");
 
 		CU_ASSERT_EQUAL(mkdir(other, 0700), 0);
 		CU_ASSERT_EQUAL(chown(other, 65534, 65534), 0);
