@@ -60,6 +60,8 @@ static const char *const migrations[HY_STATE_SCHEMA_VERSION] = {
 	"CREATE TABLE bopt_plan_ranges (generation INTEGER NOT NULL, bopt_block INTEGER NOT NULL,"
 	" file_id INTEGER NOT NULL, block INTEGER NOT NULL, nblocks INTEGER NOT NULL,"
 	" heat REAL NOT NULL, PRIMARY KEY (generation, bopt_block)) WITHOUT ROWID;",
+	/* 5 -> 6: the policy table's settings that differ from the defaults */
+	"CREATE TABLE workload_policy (name TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);",
 };
 
 int hy_state_errno(int sqlite_code)

@@ -9,8 +9,9 @@
  * mode, and brings its schema to the current version through forward
  * migrations keyed by PRAGMA user_version.
  *
- * Schema, version 4 (1 had mount_info only; 2 added the access log; 3 the
- * master access graph):
+ * Schema, version 6 (1 had mount_info only; 2 added the access log; 3 the
+ * master access graph; 4 the indirection map; 5 its stamps, checkpoints
+ * and plans; 6 the workload policy table):
  *
  *   table        column         type     meaning
  *   -----------  -------------  -------  -----------------------------------
@@ -72,6 +73,10 @@
  *   bopt_plan_ranges generation, bopt_block INT PK  the plan, in BOPT order
  *                file_id, block, nblocks INT  the range
  *                heat           REAL     its vertex's weight
+ *   workload_policy name         TEXT PK  "CATEGORY.KEY" (workload_policy.h),
+ *                                        only the settings that differ from
+ *                                        the defaults
+ *                value          TEXT     the setting in the text form
  *
  * Errors: a database that is not SQLite, is damaged, or was made by a newer
  * hybridfs (user_version above HY_STATE_SCHEMA_VERSION) is refused with a
@@ -92,7 +97,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HY_STATE_SCHEMA_VERSION 5
+#define HY_STATE_SCHEMA_VERSION 6
 #define HY_STATE_DB_NAME	"hybridfs.db"
 
 struct sqlite3;

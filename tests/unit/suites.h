@@ -28,6 +28,7 @@ int hy_test_add_cache_store(void);
 int hy_test_add_cache(void);
 int hy_test_add_classify(void);
 int hy_test_add_category(void);
+int hy_test_add_workload_policy(void);
 
 /* A fresh temporary directory for one test; removed by hy_test_rmtree(). */
 char *hy_test_tmpdir(void);
