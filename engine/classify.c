@@ -13,15 +13,19 @@
  *   Insertion is split + merge, removal replaces the node with the merge
  *   of its children; each walks one path, O(log depth) expected.
  *
- * One interval tree answers both other classes. Overlapped: some slot
- * meets the request's page-rounded range (a slot touches a page of the
- * request exactly when its bytes meet that page). Strided, asked only
- * when neither sequential nor overlapped: some slot meets
- * [offset - gap - 1, offset - 1]. Such a slot cannot reach offset (it
- * would share the page), so it lies wholly before: last < offset, and it
- * meets the range exactly when end = last + 1 >= offset - gap; end !=
- * offset, as the request is not sequential. So: end in [offset - gap,
- * offset), the definition.
+ * One interval tree answers both other classes, with one walk: the
+ * latest ending slot L among the file's slots that start at or before the
+ * last byte of the request's last page (hi). Overlapped: some slot meets
+ * the request's page-rounded range [lo, hi] (a slot touches a page of the
+ * request exactly when its bytes meet that page); a slot starting after
+ * hi cannot, and among those starting at or before it one meets the
+ * range exactly when L ends at or after lo. Strided, when neither
+ * sequential nor overlapped: some slot meets [offset - gap - 1, offset -
+ * 1]. Every slot starting at or before hi now ends before lo <= offset,
+ * and one starting after hi cannot meet a range below offset; so some
+ * slot meets it exactly when L's last byte >= offset - gap - 1, that is
+ * its end in [offset - gap, offset) (end != offset: not sequential), the
+ * definition.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -146,30 +150,42 @@ static uint32_t tree_erase(struct hy_classify_node *n, uint32_t root, uint32_t x
 	return root;
 }
 
-/* Whether a slot of @file_id has a byte in [@lo, @hi]. In the
- * lexicographic order of (file_id, byte) a slot is the interval
- * [(file_id, first), (file_id, last)]; intervals of two files never meet,
- * so the classic interval-tree search needs no file test. */
-static bool tree_meets(const struct hy_classify_dir *d, uint64_t file_id, uint64_t lo, uint64_t hi)
+/* The latest ending slot of @file_id among those that start at or before
+ * byte @hi: its last byte in *@last, false when there is none. One walk
+ * down: a node whose key is at most (file_id, hi) qualifies with its whole
+ * left subtree (whose largest (file, last) the node keeps), and the walk
+ * goes right; otherwise left. In the lexicographic order of (file_id,
+ * byte) a larger file's slots all come after, a smaller file's maximum
+ * is below any of @file_id's, so the file is tested once, at the end. */
+static bool tree_latest(const struct hy_classify_dir *d, uint64_t file_id, uint64_t hi,
+			uint64_t *last)
 {
 	const struct hy_classify_node *n = d->nodes;
+	uint64_t best_file = 0, best_last = 0;
+	bool any = false;
 	uint32_t x = d->root;
 
 	while (x != NIL) {
-		uint32_t l = n[x].kid[0];
+		if (cmp2(n[x].file_id, n[x].first, file_id, hi) <= 0) {
+			uint32_t l = n[x].kid[0];
+			uint64_t f = n[x].file_id, b = n[x].last;
 
-		if (cmp2(n[x].file_id, n[x].first, file_id, hi) <= 0 &&
-		    cmp2(n[x].file_id, n[x].last, file_id, lo) >= 0)
-			return true;
-		/* If the left subtree reaches @lo, a meeting slot is there or
-		 * nowhere: every slot to the right starts after the left's
-		 * latest ending one, which starts after @hi. */
-		if (l != NIL && cmp2(n[l].max_file, n[l].max_last, file_id, lo) >= 0)
-			x = l;
-		else
+			if (l != NIL && cmp2(n[l].max_file, n[l].max_last, f, b) > 0) {
+				f = n[l].max_file;
+				b = n[l].max_last;
+			}
+			if (!any || cmp2(f, b, best_file, best_last) > 0) {
+				best_file = f;
+				best_last = b;
+				any = true;
+			}
 			x = n[x].kid[1];
+		} else {
+			x = n[x].kid[0];
+		}
 	}
-	return false;
+	*last = best_last;
+	return any && best_file == file_id;
 }
 
 static inline uint32_t bucket_of(const struct hy_classify_dir *d, uint64_t file_id, uint64_t end)
@@ -287,15 +303,17 @@ enum hy_request_class hy_classify(struct hy_classify_history *h, uint64_t file_i
 	uint64_t end = last == UINT64_MAX ? UINT64_MAX : last + 1;
 	uint64_t gap = h->stride_gap;
 	enum hy_request_class cls = HY_CLASS_RANDOM;
+	uint64_t latest;
 	uint32_t x;
 
-	if (hash_has(d, file_id, offset))
+	if (hash_has(d, file_id, offset)) {
 		cls = HY_CLASS_SEQUENTIAL;
-	else if (tree_meets(d, file_id, offset & ~PAGE_MASK, last | PAGE_MASK))
-		cls = HY_CLASS_OVERLAPPED;
-	else if (gap && offset &&
-		 tree_meets(d, file_id, offset > gap ? offset - gap - 1 : 0, offset - 1))
-		cls = HY_CLASS_STRIDED;
+	} else if (tree_latest(d, file_id, last | PAGE_MASK, &latest)) {
+		if (latest >= (offset & ~PAGE_MASK))
+			cls = HY_CLASS_OVERLAPPED;
+		else if (gap && offset && latest >= (offset > gap ? offset - gap - 1 : 0))
+			cls = HY_CLASS_STRIDED;
+	}
 
 	x = d->head;
 	if (d->count == h->depth) {

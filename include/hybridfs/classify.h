@@ -66,15 +66,16 @@
  * Treap priorities come from a per-history xorshift generator: depth is
  * O(log N) expected whatever the requests, as they do not choose it.
  *
- * Costs: hy_classify() is O(log N) expected: a hash lookup, one or two
- * tree searches, a tree insert and (when full) a tree removal, each one
- * path; no scan of the history, no allocation, no system call. Measured
- * at N = 64 (tests/unit/test_classify.c prints it with HYTEST_BENCH=1):
- * about 300 ns on the slow development VM, where a plain scan of 64
- * entries takes about 120 ns: at N = 64 the scan is cheaper, the tree
- * pays off for deep histories (at N = 4096 the scan would be ~7 us) and
- * keeps the mount-wide lock short whatever N is. Memory: 2 * N slots of
- * 72 bytes plus 2 hash buckets of 4 bytes per slot, allocated by
+ * Costs: hy_classify() is O(log N) expected: a hash lookup, at most one
+ * tree walk (the latest ending slot that starts before the request's last
+ * page answers both overlapped and strided), a tree insert and (when full)
+ * a tree removal, each one path; no scan of the history, no allocation,
+ * no system call. Measured at N = 64 (tests/unit/test_classify.c prints
+ * it with HYTEST_BENCH=1): about 250 ns on the slow development VM, where
+ * a plain scan of 64 entries takes about 120 ns: at N = 64 the scan is
+ * cheaper, the tree pays off for deep histories (at N = 4096 the scan
+ * would be ~7 us) and keeps a lock short whatever N is. Memory: 2 * N
+ * slots of 72 bytes plus 2 hash buckets of 4 bytes per slot, allocated by
  * hy_classify_init(): 10 KiB at N = 64, 640 KiB at N = 4096.
  *
  * Memory ownership: the caller owns struct hy_classify_history (embedded in
@@ -83,8 +84,9 @@
  *
  * Locks: none. One history is single-threaded: the caller serializes.
  * A per-process history lives in the caller's per-process state under
- * that state's lock; the mount-wide one behind a mutex the caller holds
- * for the one hy_classify() call. Different histories are independent.
+ * that state's lock; the mount-wide one in the profiler's writer thread,
+ * behind a mutex it holds for a batch of calls. Different histories are
+ * independent.
  */
 #ifndef HYBRIDFS_CLASSIFY_H
 #define HYBRIDFS_CLASSIFY_H
