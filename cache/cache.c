@@ -27,6 +27,7 @@
 #define STREAMS		  16		/* sequential write streams followed per file */
 #define PENDING_MAX	  1024u		/* blocks an fsync is told of; more: it looks at all */
 #define STREAM_GAP	  (32ULL << 20) /* bytes a piece may run ahead of its stream */
+#define MIGRATE_QUEUE	  64		/* files waiting for their lines to grow */
 
 /* ---- per-file state ---------------------------------------------------- */
 
@@ -58,6 +59,16 @@ struct cfile {
 	uint64_t *pending;
 	uint32_t npending, pending_cap;
 	bool pending_overflow;
+	/* ReCA's reconfiguration: the line size its lines were last grown
+	 * to (0: one block), the write policy of its last write (-1: none
+	 * yet), whether its process left write-back (its dirty blocks go
+	 * home first), and a count of the changes to its data (writes,
+	 * truncations), by which a migration that read without the gate
+	 * knows that what it read is still current */
+	_Atomic uint32_t line_size;
+	_Atomic int last_write;
+	_Atomic bool leave_back;
+	_Atomic uint64_t generation;
 };
 
 /* ---- line state (SSD), under lines_lock -------------------------------- */
@@ -82,6 +93,7 @@ struct slot {
 	uint32_t prev, next; /* LRU list (used) or free list (next) */
 	uint8_t valid, dirty;
 	bool used;
+	uint8_t admit, evict; /* the hint it entered with (workload_policy.h) */
 };
 
 struct front {
@@ -136,6 +148,14 @@ struct hy_cache {
 	bool stopping, clean_kick;
 	pthread_t cleaner, evictor;
 	bool cleaner_started, evictor_started;
+	/* line migrations waiting (a FIFO, under thread_lock); each holds an
+	 * object of its file from hold_object() */
+	struct migration {
+		uint64_t file_id;
+		int64_t object;
+		uint32_t line_size;
+	} migrate_queue[MIGRATE_QUEUE];
+	unsigned migrate_len;
 
 	_Atomic uint64_t dirty_sectors;
 	struct {
@@ -145,6 +165,8 @@ struct hy_cache {
 		_Atomic uint64_t dram_evictions, ssd_evictions, cold_dirty_home, cleaned_blocks;
 		_Atomic uint64_t bypassed, stale_files, journal_records, checkpoints;
 		_Atomic uint64_t seq_bypassed;
+		_Atomic uint64_t admit_bypassed, line_prefetched, migrations, migrate_filled;
+		_Atomic uint64_t migrate_dropped, migrate_home;
 		uint64_t recovered_blocks, lost_blocks;
 	} st;
 };
@@ -166,6 +188,7 @@ static struct hy_file_table_entry *cfile_alloc(void *arg, uint64_t file_id)
 		return NULL;
 	cf->home = -1;
 	cf->home_changes = 1;
+	cf->last_write = -1;
 	return &cf->entry;
 }
 
@@ -236,6 +259,7 @@ static void pending_clear(struct cfile *cf)
 
 static void home_changed(struct cfile *cf)
 {
+	atomic_fetch_add(&cf->generation, 1);
 	atomic_fetch_add(&cf->home_changes, 1);
 }
 
@@ -915,12 +939,35 @@ static int copy_held(struct hy_cache *c, const struct held *h, uint8_t mask, uns
 	return hy_cache_store_read_line(c->store, h->slot_or_line, mask, line);
 }
 
+/* The LRU3 queue a line enters from a request with @hint, or from the
+ * front buffer with @heat (negative: no heat known, the cold queue): the
+ * eviction preference first, then a low admission, then the heat. */
+static enum hy_policy_queue queue_for_hint(uint8_t admit, uint8_t evict, double heat,
+					   double threshold)
+{
+	double t = threshold > 0 ? threshold : 1.0;
+
+	if (evict == HY_EVICT_LATE)
+		return HY_POLICY_HOT;
+	if (evict == HY_EVICT_EARLY || admit == HY_ADMIT_LOW || heat < 0)
+		return HY_POLICY_COLD;
+	/* FusionCache's queues by predicted heat: at twice the threshold
+	 * warm, at four times hot */
+	return heat >= 4 * t ? HY_POLICY_HOT : heat >= 2 * t ? HY_POLICY_WARM : HY_POLICY_COLD;
+}
+
+static void slot_set_hint(struct slot *x, const struct hy_cache_hint *hint)
+{
+	x->admit = hint ? hint->admit : HY_ADMIT_NORMAL;
+	x->evict = hint ? hint->evict : HY_EVICT_NORMAL;
+}
+
 /* A block read from below with no cached copy enters the cache: the front
  * buffer when it has a free slot; without a front buffer, the store if
  * the policy admits it. Gate held (shared: another reader may have put it
  * in meanwhile, then this copy is not kept). */
 static void fill_block(struct hy_cache *c, struct cfile *cf, uint64_t block, uint8_t valid,
-		       const unsigned char *line)
+		       const unsigned char *line, const struct hy_cache_hint *hint)
 {
 	struct front *fr = &c->front;
 	uint64_t file_id = cf->entry.file_id;
@@ -935,6 +982,7 @@ static void fill_block(struct hy_cache *c, struct cfile *cf, uint64_t block, uin
 		if (s != NONE) {
 			memcpy(slot_data(fr, s), line, LINE);
 			fr->slots[s].valid = valid;
+			slot_set_hint(&fr->slots[s], hint);
 			atomic_fetch_add(&cf->blocks, 1);
 			atomic_fetch_add(&cf->in_front, 1);
 		}
@@ -960,14 +1008,20 @@ static void fill_block(struct hy_cache *c, struct cfile *cf, uint64_t block, uin
 			line_give_back(c, (uint32_t)l);
 			return;
 		}
-		line_commit(c, cf, (uint32_t)l, block, valid, 0, HY_POLICY_COLD);
+		line_commit(c, cf, (uint32_t)l, block, valid, 0,
+			    hint ? queue_for_hint(hint->admit, hint->evict, -1, 0)
+				 : HY_POLICY_COLD);
 	}
 }
 
-/* Serves blocks [@b0, @b1) of the request from below: one read of the
- * whole run, cached sectors laid over it, then copied out and cached. */
+/* Serves blocks [@b0, @b1) from below: one read of the whole run, cached
+ * sectors laid over it, then what lies in the request [@off, @end) copied
+ * out, and the blocks not cached cached (unless the hint bypasses). The
+ * run may reach past the request on either side: the rest of the lines
+ * the hint's line size makes it read. */
 static ssize_t read_run(struct hy_cache *c, struct cfile *cf, const struct hy_cache_file *f,
-			uint64_t b0, uint64_t b1, unsigned char *out, uint64_t off, uint64_t end)
+			uint64_t b0, uint64_t b1, unsigned char *out, uint64_t off, uint64_t end,
+			const struct hy_cache_hint *hint)
 {
 	size_t len = (size_t)(b1 - b0) * LINE;
 	unsigned char *run = malloc(len);
@@ -986,10 +1040,13 @@ static ssize_t read_run(struct hy_cache *c, struct cfile *cf, const struct hy_ca
 		uint64_t from = b * LINE > off ? b * LINE : off;
 		uint64_t to = (b + 1) * LINE < end ? (b + 1) * LINE : end;
 		uint64_t have = (uint64_t)r > (b - b0) * LINE ? (uint64_t)r - (b - b0) * LINE : 0;
+		bool asked = b * LINE < end && (b + 1) * LINE > off;
 		struct held h;
 		int rc;
 
-		find_block(c, f->file_id, b, true, &h);
+		find_block(c, f->file_id, b, asked, &h);
+		if (h.where && !asked)
+			continue; /* read ahead for its line, but cached already */
 		if (h.where) {
 			rc = copy_held(c, &h, HY_CACHE_ALL_SECTORS, line);
 			if (rc < 0) {
@@ -1001,24 +1058,58 @@ static ssize_t read_run(struct hy_cache *c, struct cfile *cf, const struct hy_ca
 		} else {
 			uint8_t valid = 0;
 
-			atomic_fetch_add(&c->st.read_misses, 1);
+			atomic_fetch_add(asked ? &c->st.read_misses : &c->st.line_prefetched, 1);
 			if (have > LINE)
 				have = LINE;
 			for (int s = 0; s < HY_CACHE_SECTORS && (uint64_t)s * SECTOR < have; s++)
 				valid |= (uint8_t)(1u << s);
-			fill_block(c, cf, b, valid, line);
+			if (hint && hint->admit == HY_ADMIT_BYPASS)
+				atomic_fetch_add(&c->st.admit_bypassed, 1);
+			else
+				fill_block(c, cf, b, valid, line, hint);
 		}
-		memcpy(out + (from - off), line + (from - b * LINE), (size_t)(to - from));
+		if (asked)
+			memcpy(out + (from - off), line + (from - b * LINE), (size_t)(to - from));
 	}
 	free(run);
 	return 0;
 }
 
+static void reconfigure_file(struct hy_cache *c, struct cfile *cf, const struct hy_cache_file *f,
+			     const struct hy_cache_hint *hint, int write_policy);
+
+/* The blocks a run of misses [@r0, @r1) of a request for blocks [@first,
+ * @last] reads: at the request's edges, out to the hint's line size
+ * (within the file's @nblocks); in its middle, the run as it is (the
+ * cached blocks around it are the line's). */
+static void line_extend(const struct hy_cache_hint *hint, uint64_t first, uint64_t last,
+			uint64_t nblocks, uint64_t *r0, uint64_t *r1)
+{
+	uint64_t per;
+
+	if (!hint || hint->line_size <= LINE || hint->admit == HY_ADMIT_BYPASS)
+		return;
+	per = hint->line_size / LINE;
+	if (*r0 == first)
+		*r0 -= *r0 % per;
+	if (*r1 == last + 1) {
+		uint64_t up = (*r1 + per - 1) / per * per;
+
+		*r1 = up < nblocks ? up : nblocks > *r1 ? nblocks : *r1;
+	}
+}
+
 ssize_t hy_cache_read(struct hy_cache *c, const struct hy_cache_file *f, void *buf, size_t size,
 		      off_t off)
 {
+	return hy_cache_read_hinted(c, f, NULL, buf, size, off);
+}
+
+ssize_t hy_cache_read_hinted(struct hy_cache *c, const struct hy_cache_file *f,
+			     const struct hy_cache_hint *hint, void *buf, size_t size, off_t off)
+{
 	struct hy_device_attr a;
-	uint64_t end, first, last, run = UINT64_MAX;
+	uint64_t end, first, last, nblocks, run = UINT64_MAX;
 	unsigned char line[LINE];
 	struct cfile *cf;
 	ssize_t rc = 0;
@@ -1029,6 +1120,8 @@ ssize_t hy_cache_read(struct hy_cache *c, const struct hy_cache_file *f, void *b
 	if (!cf)
 		return c->lower.read(c->lower.arg, f, buf, size, off);
 	note_use(c, cf);
+	if (hint)
+		reconfigure_file(c, cf, f, hint, -1);
 	pthread_rwlock_rdlock(gate(c, f->file_id));
 	rc = c->lower.getattr(c->lower.arg, f, &a);
 	if (rc == 0 && !fresh_for(cf, &a)) {
@@ -1052,6 +1145,7 @@ ssize_t hy_cache_read(struct hy_cache *c, const struct hy_cache_file *f, void *b
 	end = (uint64_t)off + size < a.size ? (uint64_t)off + size : a.size;
 	first = (uint64_t)off / LINE;
 	last = (end - 1) / LINE;
+	nblocks = (a.size + LINE - 1) / LINE;
 	for (uint64_t b = first; b <= last && rc == 0; b++) {
 		uint64_t from = b * LINE > (uint64_t)off ? b * LINE : (uint64_t)off;
 		uint64_t to = (b + 1) * LINE < end ? (b + 1) * LINE : end;
@@ -1063,7 +1157,10 @@ ssize_t hy_cache_read(struct hy_cache *c, const struct hy_cache_file *f, void *b
 		find_block(c, f->file_id, b, false, &h);
 		if (h.where && (h.valid & touched) == touched) {
 			if (run != UINT64_MAX) {
-				rc = read_run(c, cf, f, run, b, buf, (uint64_t)off, end);
+				uint64_t r0 = run, r1 = b;
+
+				line_extend(hint, first, last, nblocks, &r0, &r1);
+				rc = read_run(c, cf, f, r0, r1, buf, (uint64_t)off, end, hint);
 				run = UINT64_MAX;
 				if (rc < 0)
 					break;
@@ -1084,8 +1181,12 @@ ssize_t hy_cache_read(struct hy_cache *c, const struct hy_cache_file *f, void *b
 			run = b;
 		}
 	}
-	if (rc == 0 && run != UINT64_MAX)
-		rc = read_run(c, cf, f, run, last + 1, buf, (uint64_t)off, end);
+	if (rc == 0 && run != UINT64_MAX) {
+		uint64_t r0 = run, r1 = last + 1;
+
+		line_extend(hint, first, last, nblocks, &r0, &r1);
+		rc = read_run(c, cf, f, r0, r1, buf, (uint64_t)off, end, hint);
+	}
 	if (rc == 0)
 		rc = (ssize_t)(end - (uint64_t)off);
 out:
@@ -1102,7 +1203,7 @@ out:
  * Gate exclusive. */
 static int write_block(struct hy_cache *c, struct cfile *cf, const struct hy_cache_file *f,
 		       uint64_t block, uint32_t at, uint32_t len, const unsigned char *seg,
-		       bool dirty, bool allocate)
+		       bool dirty, bool allocate, const struct hy_cache_hint *hint)
 {
 	struct front *fr = &c->front;
 	unsigned char line[LINE];
@@ -1189,6 +1290,7 @@ static int write_block(struct hy_cache *c, struct cfile *cf, const struct hy_cac
 					       SECTOR);
 			fr->slots[s].valid = touched;
 			fr->slots[s].dirty = dirty ? touched : 0;
+			slot_set_hint(&fr->slots[s], hint);
 			if (dirty)
 				fr->dirty++;
 			atomic_fetch_add(&cf->blocks, 1);
@@ -1214,7 +1316,8 @@ static int write_block(struct hy_cache *c, struct cfile *cf, const struct hy_cac
 			return rc;
 		}
 		rc = line_commit(c, cf, (uint32_t)l, block, touched, dirty ? touched : 0,
-				 HY_POLICY_COLD);
+				 hint ? queue_for_hint(hint->admit, hint->evict, -1, 0)
+				      : HY_POLICY_COLD);
 		if (rc == 0 && dirty)
 			pending_add(cf, block);
 		return rc < 0 ? 0 : 1;
@@ -1279,7 +1382,15 @@ static uint64_t stream_run(struct cfile *cf, uint64_t off, uint64_t size)
 ssize_t hy_cache_write(struct hy_cache *c, const struct hy_cache_file *f, const void *buf,
 		       size_t size, off_t off)
 {
+	return hy_cache_write_hinted(c, f, NULL, buf, size, off);
+}
+
+ssize_t hy_cache_write_hinted(struct hy_cache *c, const struct hy_cache_file *f,
+			      const struct hy_cache_hint *hint, const void *buf, size_t size,
+			      off_t off)
+{
 	enum hy_cache_write_policy wp = c->cfg.write_policy;
+	uint64_t cutoff = c->cfg.seq_cutoff;
 	struct hy_device_attr a;
 	struct cfile *cf;
 	uint64_t end;
@@ -1291,7 +1402,20 @@ ssize_t hy_cache_write(struct hy_cache *c, const struct hy_cache_file *f, const 
 	if (!cf)
 		return c->lower.write(c->lower.arg, f, buf, size, off);
 	note_use(c, cf);
+	if (hint) {
+		if (hint->write >= HY_CACHE_WRITE_BACK && hint->write <= HY_CACHE_WRITE_AROUND)
+			wp = (enum hy_cache_write_policy)hint->write;
+		if (hint->seq_cutoff != HY_WORKLOAD_CUTOFF_MOUNT)
+			cutoff = hint->seq_cutoff;
+		reconfigure_file(c, cf, f, hint, (int)wp);
+		if (hint->admit == HY_ADMIT_BYPASS && wp != HY_CACHE_WRITE_AROUND) {
+			wp = HY_CACHE_WRITE_AROUND;
+			atomic_fetch_add(&c->st.admit_bypassed, ((uint64_t)off + size - 1) / LINE -
+									(uint64_t)off / LINE + 1);
+		}
+	}
 	pthread_rwlock_wrlock(gate(c, f->file_id));
+	atomic_fetch_add(&cf->generation, 1);
 	rc = c->lower.getattr(c->lower.arg, f, &a);
 	if (rc < 0)
 		goto out;
@@ -1301,8 +1425,7 @@ ssize_t hy_cache_write(struct hy_cache *c, const struct hy_cache_file *f, const 
 		atomic_store(&cf->size, a.size);
 	}
 	/* bcache's sequential cutoff, per file (the gate orders its writes) */
-	if (c->cfg.seq_cutoff && stream_run(cf, (uint64_t)off, size) > c->cfg.seq_cutoff &&
-	    wp != HY_CACHE_WRITE_AROUND) {
+	if (cutoff && stream_run(cf, (uint64_t)off, size) > cutoff && wp != HY_CACHE_WRITE_AROUND) {
 		wp = HY_CACHE_WRITE_AROUND;
 		atomic_fetch_add(&c->st.seq_bypassed,
 				 ((uint64_t)off + size - 1) / LINE - (uint64_t)off / LINE + 1);
@@ -1335,7 +1458,8 @@ ssize_t hy_cache_write(struct hy_cache *c, const struct hy_cache_file *f, const 
 		uint64_t to = (b + 1) * LINE < end ? (b + 1) * LINE : end;
 		const unsigned char *seg = (const unsigned char *)buf + (from - (uint64_t)off);
 		int w = write_block(c, cf, f, b, (uint32_t)(from - b * LINE), (uint32_t)(to - from),
-				    seg, wp == HY_CACHE_WRITE_BACK, wp != HY_CACHE_WRITE_AROUND);
+				    seg, wp == HY_CACHE_WRITE_BACK, wp != HY_CACHE_WRITE_AROUND,
+				    hint);
 
 		struct held h;
 
@@ -1666,7 +1790,8 @@ static int front_to_store(struct hy_cache *c, struct cfile *cf, uint32_t s, enum
 /* ---- fsync ---------------------------------------------------------------- */
 
 /* Every block @cf has cached, DRAM and SSD (an fsync after more writes
- * than PENDING_MAX). Gate held. 0 or -ENOMEM. */
+ * than PENDING_MAX, a migration). Gate held: exclusive, every block; shared,
+ * at least those cached when it began. 0 or -ENOMEM. */
 static int all_blocks(struct hy_cache *c, struct cfile *cf, uint64_t **out, size_t *n)
 {
 	uint32_t *slots = NULL;
@@ -1689,9 +1814,16 @@ static int all_blocks(struct hy_cache *c, struct cfile *cf, uint64_t **out, size
 	}
 	for (size_t i = 0; i < nslots; i++)
 		v[(*n)++] = c->front.slots[slots[i]].block;
-	if (m > 0)
+	if (m > 0) {
+		int64_t room = m;
+
+		/* under a shared gate (a migration) readers may cache more
+		 * blocks meanwhile: those are left out */
 		m = hy_cache_index_lookup_range(c->index, cf->entry.file_id, 0, UINT64_MAX, ents,
-						(size_t)m);
+						(size_t)room);
+		if (m > room)
+			m = room;
+	}
 	for (int64_t i = 0; i < m; i++)
 		v[(*n)++] = ents[i].block;
 	free(slots);
@@ -1905,6 +2037,237 @@ void hy_cache_meta_end(struct hy_cache *c, const struct hy_cache_file *f, bool f
 	cfile_put(c, cf);
 }
 
+/* ---- reconfiguration (ReCA) ---------------------------------------------- */
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void kick_cleaner(struct hy_cache *c)
+{
+	pthread_mutex_lock(&c->thread_lock);
+	c->clean_kick = true;
+	pthread_cond_broadcast(&c->thread_wake);
+	pthread_mutex_unlock(&c->thread_lock);
+}
+
+/* A request of @cf's file under @hint (@write_policy: the policy its write
+ * follows; -1 for a read: the hint's). A file whose last request followed
+ * write-back and whose dirty blocks now fall under another policy goes to
+ * the front of the cleaner's queue; one reached with a larger line size
+ * than before is queued for a migration. No gate held; nothing here waits
+ * for I/O. */
+static void reconfigure_file(struct hy_cache *c, struct cfile *cf, const struct hy_cache_file *f,
+			     const struct hy_cache_hint *hint, int write_policy)
+{
+	uint32_t want = hint->line_size > LINE ? hint->line_size : 0;
+	uint32_t had = atomic_load(&cf->line_size);
+	int64_t object;
+	int last;
+
+	if (write_policy < 0)
+		write_policy = hint->write >= 0 ? hint->write : (int)c->cfg.write_policy;
+	/* read first: requests of one file mostly keep their policy, and a
+	 * load does not bounce the cache line between threads */
+	last = atomic_load(&cf->last_write);
+	if (last != write_policy)
+		last = atomic_exchange(&cf->last_write, write_policy);
+	if (last == HY_CACHE_WRITE_BACK && write_policy != HY_CACHE_WRITE_BACK &&
+	    atomic_load(&cf->dirty) && !atomic_exchange(&cf->leave_back, true)) {
+		atomic_fetch_add(&c->st.migrate_home, 1);
+		kick_cleaner(c);
+	}
+	if (want == had || !atomic_compare_exchange_strong(&cf->line_size, &had, want))
+		return; /* as it was, or another request of the file changed it */
+	/* smaller lines need no copy (ReCA's split: each page keeps its own
+	 * place in LRU3, the line's priority divided among them); larger ones
+	 * are filled in the background, if there is anything to fill */
+	if (want < had || !atomic_load(&cf->blocks) || !f->file_id || f->object < 0)
+		return;
+	if (c->lower.hold_object(c->lower.arg, f, &object) < 0) {
+		atomic_fetch_add(&c->st.migrate_dropped, 1);
+		return;
+	}
+	pthread_mutex_lock(&c->thread_lock);
+	if (c->migrate_len < MIGRATE_QUEUE && !c->stopping) {
+		c->migrate_queue[c->migrate_len++] = (struct migration){f->file_id, object, want};
+		object = -1;
+		c->clean_kick = true;
+		pthread_cond_broadcast(&c->thread_wake);
+	}
+	pthread_mutex_unlock(&c->thread_lock);
+	if (object >= 0) {
+		c->lower.put_object(c->lower.arg, object);
+		atomic_fetch_add(&c->st.migrate_dropped, 1);
+	} else {
+		atomic_fetch_add(&c->st.migrations, 1);
+	}
+}
+
+static int by_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* ReCA's merge of @m's file into lines of m->line_size: the missing blocks
+ * of each line that has some cached are read from below without the
+ * file's gate (no request waits for the read) and cached, unless the file
+ * changed meanwhile (its generation moved: that line is left as it is).
+ * Paced at @rate bytes/s from @start (0: no pacing). Returns the blocks
+ * read in or a negative errno. */
+static int64_t migrate_file(struct hy_cache *c, const struct migration *m, uint64_t rate,
+			    int64_t start, int64_t *paced)
+{
+	struct hy_cache_file f = {m->file_id, m->object};
+	uint64_t per = m->line_size / LINE, *blocks = NULL;
+	struct cfile *cf = cfile_get(c, m->file_id, false);
+	unsigned char *buf = NULL;
+	int64_t filled = 0;
+	size_t n = 0;
+	int rc;
+
+	if (!cf)
+		return 0; /* nothing cached any more */
+	buf = malloc(m->line_size);
+	pthread_rwlock_rdlock(gate(c, m->file_id));
+	rc = buf ? all_blocks(c, cf, &blocks, &n) : -ENOMEM;
+	pthread_rwlock_unlock(gate(c, m->file_id));
+	if (rc == 0)
+		qsort(blocks, n, sizeof(*blocks), by_u64);
+	for (size_t i = 0; rc == 0 && i < n && !atomic_load(&c->stop_now);) {
+		uint64_t g = blocks[i] / per, b0 = g * per, b1 = b0 + per, gen;
+		uint32_t missing = 0;
+		struct hy_device_attr a;
+		bool fresh = false;
+		ssize_t r;
+
+		while (i < n && blocks[i] / per == g)
+			i++;
+		if (atomic_load(&cf->line_size) != m->line_size)
+			break; /* reconfigured again meanwhile: the newer size rules */
+		pthread_rwlock_rdlock(gate(c, m->file_id));
+		gen = atomic_load(&cf->generation);
+		rc = c->lower.getattr(c->lower.arg, &f, &a);
+		if (rc == 0 && (fresh = fresh_for(cf, &a))) {
+			uint64_t end = (a.size + LINE - 1) / LINE;
+
+			b1 = b1 < end ? b1 : end;
+			for (uint64_t b = b0; b < b1; b++) {
+				struct held h;
+
+				find_block(c, m->file_id, b, false, &h);
+				if (!h.where)
+					missing |= 1u << (b - b0);
+			}
+		}
+		pthread_rwlock_unlock(gate(c, m->file_id));
+		if (rc < 0 || !fresh)
+			break; /* changed outside: its next request drops what is stale */
+		if (!missing)
+			continue;
+		r = c->lower.read(c->lower.arg, &f, buf, (size_t)(b1 - b0) * LINE,
+				  (off_t)(b0 * LINE));
+		if (r < 0) {
+			rc = (int)r;
+			break;
+		}
+		memset(buf + r, 0, (size_t)(b1 - b0) * LINE - (size_t)r);
+		pthread_rwlock_rdlock(gate(c, m->file_id));
+		if (atomic_load(&cf->generation) == gen) {
+			for (uint64_t b = b0; b < b1; b++) {
+				uint64_t have = (uint64_t)r > (b - b0) * LINE
+							? (uint64_t)r - (b - b0) * LINE
+							: 0;
+				uint8_t valid = 0;
+
+				if (!(missing & (1u << (b - b0))))
+					continue;
+				for (int k = 0; k < HY_CACHE_SECTORS && (uint64_t)k * SECTOR < have;
+				     k++)
+					valid |= (uint8_t)(1u << k);
+				fill_block(c, cf, b, valid, buf + (b - b0) * LINE, NULL);
+				filled++;
+			}
+		}
+		pthread_rwlock_unlock(gate(c, m->file_id));
+		*paced += (int64_t)(b1 - b0);
+		if (rate) {
+			int64_t due = (int64_t)((double)*paced * LINE / (double)rate * 1e9);
+			int64_t ahead = due - (now_ns() - start);
+
+			while (ahead > 0 && !atomic_load(&c->stop_now) &&
+			       !atomic_load(&c->flush_waiting)) {
+				int64_t nap = ahead < 20000000 ? ahead : 20000000;
+				struct timespec ts = {0, nap};
+
+				nanosleep(&ts, NULL);
+				ahead -= nap;
+			}
+		}
+	}
+	atomic_fetch_add(&c->st.migrate_filled, (uint64_t)filled);
+	free(blocks);
+	free(buf);
+	cfile_put(c, cf);
+	return rc < 0 ? rc : filled;
+}
+
+/* Runs the queued migrations, oldest first, at @rate bytes/s (0: no
+ * pacing). Returns the blocks read in or the first error. */
+static int64_t migrate_pass(struct hy_cache *c, uint64_t rate)
+{
+	int64_t total = 0, err = 0, start = now_ns(), paced = 0;
+
+	for (;;) {
+		struct migration m;
+		int64_t r;
+
+		pthread_mutex_lock(&c->thread_lock);
+		if (!c->migrate_len || atomic_load(&c->stop_now)) {
+			pthread_mutex_unlock(&c->thread_lock);
+			break;
+		}
+		m = c->migrate_queue[0];
+		memmove(c->migrate_queue, c->migrate_queue + 1,
+			--c->migrate_len * sizeof(c->migrate_queue[0]));
+		pthread_mutex_unlock(&c->thread_lock);
+		r = migrate_file(c, &m, rate, start, &paced);
+		c->lower.put_object(c->lower.arg, m.object);
+		if (r < 0) {
+			hy_log(LOG_WARNING,
+			       "cache: file %" PRIu64 ": filling its lines to %u bytes failed: %s",
+			       m.file_id, m.line_size, strerror((int)-r));
+			atomic_fetch_add(&c->st.migrate_dropped, 1);
+			if (!err)
+				err = r;
+		} else {
+			total += r;
+		}
+	}
+	return err ? err : total;
+}
+
+int64_t hy_cache_run_migrations(struct hy_cache *c)
+{
+	return migrate_pass(c, 0);
+}
+
+/* Close: the migrations not run are given up, their objects put back. */
+static void migrations_drop(struct hy_cache *c)
+{
+	pthread_mutex_lock(&c->thread_lock);
+	for (unsigned i = 0; i < c->migrate_len; i++)
+		c->lower.put_object(c->lower.arg, c->migrate_queue[i].object);
+	c->migrate_len = 0;
+	pthread_mutex_unlock(&c->thread_lock);
+}
+
 /* ---- the cleaner --------------------------------------------------------- */
 
 struct dirty_key {
@@ -1921,14 +2284,6 @@ static int by_closed_file_block(const void *a, const void *b)
 	if (x->file_id != y->file_id)
 		return x->file_id < y->file_id ? -1 : 1;
 	return x->block < y->block ? -1 : x->block > y->block;
-}
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /* Cleans the dirty blocks @k[0..n) of one file (gate exclusive): home in
@@ -2092,7 +2447,9 @@ static int64_t clean_pass(struct hy_cache *c, uint64_t rate)
 		}
 		struct cfile *cf = cfile_get(c, keys[i].file_id, false);
 
-		keys[i].closed = cf && atomic_load(&cf->closed);
+		/* closed files first (session write-back), and those whose
+		 * process left write-back */
+		keys[i].closed = cf && (atomic_load(&cf->closed) || atomic_load(&cf->leave_back));
 		cfile_put(c, cf);
 	}
 	qsort(keys, n, sizeof(*keys), by_closed_file_block);
@@ -2109,6 +2466,8 @@ static int64_t clean_pass(struct hy_cache *c, uint64_t rate)
 			r = clean_blocks(c, cf, keys + i, j - i);
 			if (r >= 0) {
 				cleaned += r;
+				if (!atomic_load(&cf->dirty))
+					atomic_store(&cf->leave_back, false);
 				/* a closed file with nothing dirty needs no way home */
 				if (!atomic_load(&cf->dirty) && atomic_load(&cf->closed) &&
 				    cf->home >= 0) {
@@ -2202,6 +2561,9 @@ static void *cleaner_main(void *arg)
 				       "cache: the cleaner could not write blocks home: %s",
 				       strerror((int)-r));
 		}
+		/* then the line migrations, paced, after the dirty blocks */
+		if (migrate_pass(c, c->cfg.migrate_rate) < 0)
+			hy_log_debug("cache: a line migration pass ended on an error (logged)");
 		pthread_mutex_lock(&c->thread_lock);
 	}
 	pthread_mutex_unlock(&c->thread_lock);
@@ -2209,15 +2571,6 @@ static void *cleaner_main(void *arg)
 }
 
 /* ---- the front buffer's evictor ---------------------------------------- */
-
-/* FusionCache's queues by predicted heat: at twice the threshold warm, at
- * four times hot. */
-static enum hy_policy_queue queue_for(double heat, double threshold)
-{
-	double t = threshold > 0 ? threshold : 1.0;
-
-	return heat >= 4 * t ? HY_POLICY_HOT : heat >= 2 * t ? HY_POLICY_WARM : HY_POLICY_COLD;
-}
 
 /* Evicts the least recently used block: hot to the store, cold clean
  * dropped, cold dirty home. Returns 1 when a slot was freed, 0 when none
@@ -2228,6 +2581,7 @@ static int evict_one(struct hy_cache *c)
 	uint64_t file_id, block;
 	struct cfile *cf;
 	uint32_t s;
+	uint8_t admit = HY_ADMIT_NORMAL, evict = HY_EVICT_NORMAL;
 	double heat;
 	int rc = 0;
 
@@ -2251,6 +2605,10 @@ static int evict_one(struct hy_cache *c)
 	 * of now every block would look cold; recency is the LRU order's
 	 * business, re-reference the heat's */
 	heat = s == NONE ? 0 : hy_heat_predict(&fr->slots[s].heat, 0, &fr->heat);
+	if (s != NONE) {
+		admit = fr->slots[s].admit;
+		evict = fr->slots[s].evict;
+	}
 	pthread_mutex_unlock(&fr->lock);
 	if (s == NONE)
 		goto out; /* gone meanwhile: try again */
@@ -2266,8 +2624,11 @@ static int evict_one(struct hy_cache *c)
 		if (s == NONE)
 			goto out; /* dropped as stale */
 	}
-	if (heat >= fr->heat.threshold) {
-		rc = front_to_store(c, cf, s, queue_for(heat, fr->heat.threshold));
+	/* ReCA's priority by class: a high one enters the store whatever its
+	 * heat (in the queue its heat and preference give) */
+	if (heat >= fr->heat.threshold || admit == HY_ADMIT_HIGH) {
+		rc = front_to_store(c, cf, s,
+				    queue_for_hint(admit, evict, heat, fr->heat.threshold));
 		if (rc != 0) {
 			if (rc > 0) {
 				atomic_fetch_add(&c->st.heat_admitted, 1);
@@ -2774,6 +3135,7 @@ int hy_cache_close(struct hy_cache *c)
 		pthread_join(c->cleaner, NULL);
 	if (c->evictor_started)
 		pthread_join(c->evictor, NULL);
+	migrations_drop(c);
 	r = hy_cache_flush(c);
 	if (r < 0) {
 		rc = (int)r;
@@ -2840,6 +3202,12 @@ void hy_cache_get_stats(struct hy_cache *c, struct hy_cache_stats *o)
 	o->cleaner_backlog = o->dram_dirty + o->ssd_dirty;
 	o->bypassed = atomic_load(&c->st.bypassed);
 	o->seq_bypassed = atomic_load(&c->st.seq_bypassed);
+	o->admit_bypassed = atomic_load(&c->st.admit_bypassed);
+	o->line_prefetched = atomic_load(&c->st.line_prefetched);
+	o->migrations = atomic_load(&c->st.migrations);
+	o->migrate_filled = atomic_load(&c->st.migrate_filled);
+	o->migrate_dropped = atomic_load(&c->st.migrate_dropped);
+	o->migrate_home = atomic_load(&c->st.migrate_home);
 	o->stale_files = atomic_load(&c->st.stale_files);
 	o->journal_records = atomic_load(&c->st.journal_records);
 	o->checkpoints = atomic_load(&c->st.checkpoints);

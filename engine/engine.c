@@ -901,20 +901,33 @@ void hy_engine_set_cache(struct hy_engine *engine, struct hy_cache *cache)
 ssize_t hy_engine_read(struct hy_engine *engine, struct hy_engine_file *file, void *buf,
 		       size_t size, off_t off)
 {
+	return hy_engine_read_hinted(engine, file, NULL, buf, size, off);
+}
+
+ssize_t hy_engine_read_hinted(struct hy_engine *engine, struct hy_engine_file *file,
+			      const struct hy_cache_hint *hint, void *buf, size_t size, off_t off)
+{
 	struct hy_cache_file f = cache_file(file);
 
 	if (uses_cache(engine, file))
-		return hy_cache_read(engine->cache, &f, buf, size, off);
+		return hy_cache_read_hinted(engine->cache, &f, hint, buf, size, off);
 	return lower_read(engine, file, buf, size, off);
 }
 
 ssize_t hy_engine_write(struct hy_engine *engine, struct hy_engine_file *file, const void *buf,
 			size_t size, off_t off)
 {
+	return hy_engine_write_hinted(engine, file, NULL, buf, size, off);
+}
+
+ssize_t hy_engine_write_hinted(struct hy_engine *engine, struct hy_engine_file *file,
+			       const struct hy_cache_hint *hint, const void *buf, size_t size,
+			       off_t off)
+{
 	struct hy_cache_file f = cache_file(file);
 
 	if (uses_cache(engine, file))
-		return hy_cache_write(engine->cache, &f, buf, size, off);
+		return hy_cache_write_hinted(engine->cache, &f, hint, buf, size, off);
 	return lower_write(engine, file, buf, size, off);
 }
 

@@ -104,6 +104,7 @@
 #include "hybridfs/device.h"
 #include "hybridfs/options.h" /* enum hy_cache_write_policy */
 #include "hybridfs/policy.h"
+#include "hybridfs/workload_policy.h"
 
 #define HY_CACHE_GATES 256
 
@@ -139,6 +140,19 @@ struct hy_cache_lower {
  * the store is left as it is). */
 typedef int (*hy_cache_open_homes_fn)(void *arg, const uint64_t *ids, size_t n, int64_t *objects);
 
+/* What the policy table (workload_policy.h) says for one request of a
+ * process in its category (ReCA's per-process configuration); a NULL hint
+ * is the mount's own settings. The profiler fills it from the request's
+ * class and the process's category. */
+struct hy_cache_hint {
+	int write;	     /* enum hy_cache_write_policy, or -1: the mount's */
+	uint8_t admit;	     /* enum hy_workload_admit for the request's class */
+	uint8_t evict;	     /* enum hy_workload_evict */
+	uint32_t line_size;  /* bytes, 4 KiB..64 KiB: a read miss reads and caches
+			      * the whole aligned line around it */
+	uint64_t seq_cutoff; /* bytes (0: never); HY_WORKLOAD_CUTOFF_MOUNT: the mount's */
+};
+
 struct hy_cache_config {
 	const char *store_path; /* resolved: a file or a block device */
 	const char *uuid;	/* the mount's */
@@ -153,6 +167,7 @@ struct hy_cache_config {
 	unsigned clean_interval_ms;	   /* the cleaner's pass period (0: 5000) */
 	uint64_t seq_cutoff;		   /* bytes of a file's sequential write stream past
 					    * which it goes home (0: never) */
+	uint64_t migrate_rate;		   /* bytes/s of line migrations (0: no limit) */
 	bool no_threads;		   /* tests: no hy-front/hy-cache-clean threads */
 	hy_cache_open_homes_fn open_homes; /* NULL: dirty lines left by a crash refuse the mount */
 	void *open_homes_arg;
@@ -183,6 +198,14 @@ struct hy_cache_stats {
 	uint64_t bypassed;	  /* blocks written home because no room was free */
 	uint64_t seq_bypassed;	  /* blocks of sequential streams past the cutoff, home */
 	uint64_t stale_files;
+	/* ReCA's per-process configuration (hints) */
+	uint64_t admit_bypassed;  /* blocks of requests whose class bypasses the cache */
+	uint64_t line_prefetched; /* blocks read with a miss to fill its whole line */
+	uint64_t migrations;	  /* files queued to fill their lines to a larger size */
+	uint64_t migrate_filled;  /* blocks those migrations read in */
+	uint64_t migrate_dropped; /* migrations given up (queue full, file busy or changed) */
+	uint64_t migrate_home;	  /* files whose dirty blocks went home early: their
+				   * process left write-back */
 	uint64_t journal_records, checkpoints;
 	uint64_t recovered_blocks;  /* dirty blocks written home at open */
 	uint64_t lost_blocks;	    /* ... that lay past the end of a truncated store */
@@ -208,6 +231,31 @@ ssize_t hy_cache_read(struct hy_cache *cache, const struct hy_cache_file *f, voi
 		      off_t off);
 ssize_t hy_cache_write(struct hy_cache *cache, const struct hy_cache_file *f, const void *buf,
 		       size_t size, off_t off);
+
+/* The same, following @hint (NULL: the mount's settings):
+ *   - write policy: the hint's, for this request (bcache's cutoff still
+ *     applies, at the hint's seq_cutoff);
+ *   - admission: a class that bypasses is not cached (a read miss is not
+ *     kept, a write goes around); low enters the cold queue; high is
+ *     admitted from the front buffer to the store whatever its heat;
+ *   - eviction preference: the LRU3 queue the file's new lines enter;
+ *   - line size: a read miss reads the whole aligned line of line_size
+ *     bytes around it (within the file) in one request below, and caches
+ *     every block of it that was not cached.
+ * Reconfiguration, with no request waiting for it: a file first reached
+ * with a larger line size than before is queued for migration, and a
+ * background pass (the cleaner's thread, at migrate_rate) reads in the
+ * missing blocks of every line that has some cached (ReCA's merge; the
+ * blocks already there are its per-page valid bits); a smaller one needs
+ * no copy (each 4 KiB page keeps its own place in LRU3: ReCA's split with
+ * the priority divided). A file with dirty blocks first reached with a
+ * policy other than write-back is moved to the front of the cleaner's
+ * queue: its dirty blocks go home at once. */
+ssize_t hy_cache_read_hinted(struct hy_cache *cache, const struct hy_cache_file *f,
+			     const struct hy_cache_hint *hint, void *buf, size_t size, off_t off);
+ssize_t hy_cache_write_hinted(struct hy_cache *cache, const struct hy_cache_file *f,
+			      const struct hy_cache_hint *hint, const void *buf, size_t size,
+			      off_t off);
 
 /* Around a change of the file's data at home that is not a write through
  * the cache (truncate, punch, collapse, a copy into it): begin takes the
@@ -259,6 +307,8 @@ int64_t hy_cache_flush(struct hy_cache *cache);
 /* One pass of each thread's work, for tests without threads. */
 void hy_cache_run_front_eviction(struct hy_cache *cache);
 int64_t hy_cache_run_cleaner(struct hy_cache *cache);
+/* Every queued line migration, with no pacing; the blocks read in. */
+int64_t hy_cache_run_migrations(struct hy_cache *cache);
 
 void hy_cache_get_stats(struct hy_cache *cache, struct hy_cache_stats *out);
 

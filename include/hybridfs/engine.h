@@ -177,6 +177,16 @@ ssize_t hy_engine_read(struct hy_engine *engine, struct hy_engine_file *file, vo
 ssize_t hy_engine_write(struct hy_engine *engine, struct hy_engine_file *file, const void *buf,
 			size_t size, off_t off);
 
+/* The same, with what the process's workload policy says for the request
+ * (cache.h, struct hy_cache_hint; NULL: the mount's settings). Without a
+ * cache the hint is ignored. */
+struct hy_cache_hint;
+ssize_t hy_engine_read_hinted(struct hy_engine *engine, struct hy_engine_file *file,
+			      const struct hy_cache_hint *hint, void *buf, size_t size, off_t off);
+ssize_t hy_engine_write_hinted(struct hy_engine *engine, struct hy_engine_file *file,
+			       const struct hy_cache_hint *hint, const void *buf, size_t size,
+			       off_t off);
+
 /* Sets the file's size; data past it is forgotten everywhere it is kept. */
 int hy_engine_truncate(struct hy_engine *engine, struct hy_engine_file *file, off_t size);
 

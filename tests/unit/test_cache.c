@@ -1485,6 +1485,285 @@ static void test_policies(void)
 	}
 }
 
+/* ---- ReCA's per-process configuration: hints -------------------------- */
+
+static struct hy_cache_hint hint_of(int write, uint8_t admit, uint8_t evict, uint32_t line)
+{
+	return (struct hy_cache_hint){write, admit, evict, line, HY_WORKLOAD_CUTOFF_MOUNT};
+}
+
+static int read_hinted_equals(struct hy_cache *c, uint64_t id, const struct hy_cache_hint *h,
+			      const unsigned char *ref, uint64_t off, size_t len)
+{
+	struct hy_cache_file f = F(id);
+	unsigned char buf[4 * BLK];
+	ssize_t r = hy_cache_read_hinted(c, &f, h, buf, len, (off_t)off);
+
+	return r == (ssize_t)len && memcmp(buf, ref + off, len) == 0;
+}
+
+/* A miss reads its whole line (64 KiB: 16 blocks) in one request below and
+ * caches it; a later read in the line is a hit. At the end of the file the
+ * line stops at the last block. */
+static void test_hint_line_size(void)
+{
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
+	static unsigned char ref[20 * BLK];
+	struct hy_cache_hint h = hint_of(-1, HY_ADMIT_NORMAL, HY_EVICT_NORMAL, 16 * BLK);
+	struct hy_cache *c;
+
+	for (int front = 0; front <= 32; front += 32) {
+		home_reset();
+		fill_pattern(ref, sizeof(ref), 41);
+		home_set(1, ref, sizeof(ref));
+		c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, (uint64_t)front, 64, 1.5);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+		CU_ASSERT(read_hinted_equals(c, 1, &h, ref, BLK + 10, 100));
+		CU_ASSERT_EQUAL(H.f[1].reads, 1);
+		CU_ASSERT_EQUAL(H.f[1].rbytes, 16 * BLK);
+		CU_ASSERT_EQUAL(stats(c).read_misses, 1);
+		CU_ASSERT_EQUAL(stats(c).line_prefetched, 15);
+		CU_ASSERT(read_hinted_equals(c, 1, &h, ref, 9 * BLK, 2 * BLK));
+		CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), 0, BLK));
+		CU_ASSERT_EQUAL(H.f[1].reads, 1);
+		/* past block 16 the line is cut at the end of the file (block 19) */
+		CU_ASSERT(read_hinted_equals(c, 1, &h, ref, 17 * BLK, BLK));
+		CU_ASSERT_EQUAL(H.f[1].reads, 2);
+		CU_ASSERT_EQUAL(stats(c).line_prefetched, 15 + 3);
+		CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), 16 * BLK, 4 * BLK));
+		CU_ASSERT_EQUAL(H.f[1].reads, 2);
+		/* a mount's read (no hint) reads only what it asks */
+		CHECK(c);
+		CLOSE(c);
+	}
+	home_reset();
+	fill_pattern(ref, sizeof(ref), 42);
+	home_set(1, ref, sizeof(ref));
+	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, 64, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), BLK, BLK));
+	CU_ASSERT_EQUAL(H.f[1].rbytes, BLK);
+	CU_ASSERT_EQUAL(stats(c).line_prefetched, 0);
+	CLOSE(c);
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
+/* Admission by class: a bypassed read is served and not kept; a high one
+ * enters the store from the front buffer whatever its heat, where a
+ * normal one with the same (low) heat is refused. */
+static void test_hint_admission(void)
+{
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
+	static unsigned char ref[8 * BLK];
+	struct hy_cache_hint bypass = hint_of(-1, HY_ADMIT_BYPASS, HY_EVICT_NORMAL, BLK);
+	struct hy_cache_hint high = hint_of(-1, HY_ADMIT_HIGH, HY_EVICT_NORMAL, BLK);
+	struct hy_cache_hint normal = hint_of(-1, HY_ADMIT_NORMAL, HY_EVICT_NORMAL, BLK);
+	struct hy_cache_file f = F(1);
+	struct hy_cache *c;
+	unsigned char w[BLK];
+
+	home_reset();
+	fill_pattern(ref, sizeof(ref), 43);
+	home_set(1, ref, sizeof(ref));
+	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 4, 32, 100);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT(read_hinted_equals(c, 1, &bypass, ref, 0, BLK));
+	CU_ASSERT(read_hinted_equals(c, 1, &bypass, ref, 0, BLK));
+	CU_ASSERT_EQUAL(H.f[1].reads, 2);
+	CU_ASSERT_EQUAL(stats(c).admit_bypassed, 2);
+	CU_ASSERT_EQUAL(stats(c).dram_used + stats(c).ssd_used, 0);
+	/* a bypassed write goes around: home at once, nothing cached */
+	memset(w, 0x77, sizeof(w));
+	CU_ASSERT_EQUAL(hy_cache_write_hinted(c, &f, &bypass, w, BLK, 7 * BLK), BLK);
+	memcpy(ref + 7 * BLK, w, BLK);
+	CU_ASSERT(home_equals(1, ref, sizeof(ref)));
+	CU_ASSERT_EQUAL(stats(c).dirty_bytes, 0);
+	CU_ASSERT_EQUAL(stats(c).dram_used + stats(c).ssd_used, 0);
+	/* four blocks fill the 4-slot buffer; eviction frees one: high goes
+	 * to the store (threshold 100 is far above one access) */
+	for (int b = 0; b < 4; b++)
+		CU_ASSERT(read_hinted_equals(c, 1, &high, ref, (uint64_t)b * BLK, BLK));
+	hy_cache_run_front_eviction(c);
+	CU_ASSERT(stats(c).heat_admitted >= 1);
+	CU_ASSERT_EQUAL(stats(c).heat_refused, 0);
+	CU_ASSERT(stats(c).ssd_used >= 1);
+	CHECK(c);
+	CLOSE(c);
+
+	home_reset();
+	home_set(1, ref, sizeof(ref));
+	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 4, 32, 100);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	for (int b = 0; b < 4; b++)
+		CU_ASSERT(read_hinted_equals(c, 1, &normal, ref, (uint64_t)b * BLK, BLK));
+	hy_cache_run_front_eviction(c);
+	CU_ASSERT_EQUAL(stats(c).heat_admitted, 0);
+	CU_ASSERT(stats(c).heat_refused >= 1);
+	CU_ASSERT_EQUAL(stats(c).ssd_used, 0);
+	CLOSE(c);
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
+/* Eviction preference: lines of a "late" request enter LRU3's hot queue and
+ * outlive newer lines of "early" (cold) requests; without the hints the
+ * oldest lines go first. Three files, 4 lines: file 1's two blocks, then
+ * file 2's two, then file 3's two need two victims (a read never evicts
+ * its own file's lines: its gate is shared). */
+static void eviction_preference(bool prefer, unsigned *old_reads)
+{
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
+	static unsigned char ref[2 * BLK];
+	struct hy_cache_hint late = hint_of(-1, HY_ADMIT_NORMAL, HY_EVICT_LATE, BLK);
+	struct hy_cache_hint early = hint_of(-1, HY_ADMIT_NORMAL, HY_EVICT_EARLY, BLK);
+	struct hy_cache *c;
+
+	home_reset();
+	fill_pattern(ref, sizeof(ref), 44);
+	for (uint64_t id = 1; id <= 3; id++)
+		home_set(id, ref, sizeof(ref));
+	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, 4, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	for (int b = 0; b < 2; b++)
+		CU_ASSERT(read_hinted_equals(c, 1, prefer ? &late : NULL, ref, (uint64_t)b * BLK,
+					     BLK));
+	for (int b = 0; b < 2; b++)
+		CU_ASSERT(read_hinted_equals(c, 2, prefer ? &early : NULL, ref, (uint64_t)b * BLK,
+					     BLK));
+	for (int b = 0; b < 2; b++)
+		CU_ASSERT(read_hinted_equals(c, 3, NULL, ref, (uint64_t)b * BLK, BLK));
+	CU_ASSERT_EQUAL(stats(c).ssd_evictions, 2);
+	*old_reads = H.f[1].reads;
+	CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), 0, 2 * BLK));
+	*old_reads = H.f[1].reads - *old_reads; /* reads below for file 1's blocks */
+	CHECK(c);
+	CLOSE(c);
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
+static void test_hint_eviction(void)
+{
+	unsigned with, without;
+
+	eviction_preference(true, &with);
+	eviction_preference(false, &without);
+	CU_ASSERT_EQUAL(with, 0); /* blocks 0 and 1 were kept */
+	CU_ASSERT(without >= 1);  /* LRU: they were the first to go */
+}
+
+/* The write policy per request, and leaving write-back: a file whose dirty
+ * blocks were written back goes to the front of the cleaner once a request
+ * follows another policy. */
+static void test_hint_write_policy(void)
+{
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
+	static unsigned char ref[8 * BLK];
+	struct hy_cache_hint through =
+		hint_of(HY_CACHE_WRITE_THROUGH, HY_ADMIT_NORMAL, HY_EVICT_NORMAL, BLK);
+	struct hy_cache_hint back =
+		hint_of(HY_CACHE_WRITE_BACK, HY_ADMIT_NORMAL, HY_EVICT_NORMAL, BLK);
+	struct hy_cache_file f = F(1);
+	struct hy_cache *c;
+	unsigned char w[BLK];
+
+	home_reset();
+	fill_pattern(ref, sizeof(ref), 45);
+	home_set(1, ref, sizeof(ref));
+	c = copen(store, HY_CACHE_WRITE_THROUGH, HY_POLICY_LRU3, 16, 32, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	/* write-back on a write-through mount: dirty, home unchanged */
+	memset(w, 0x31, sizeof(w));
+	CU_ASSERT_EQUAL(hy_cache_write_hinted(c, &f, &back, w, BLK, 2 * BLK), BLK);
+	CU_ASSERT_EQUAL(stats(c).dirty_bytes, BLK);
+	CU_ASSERT_EQUAL(H.f[1].writes, 0);
+	CU_ASSERT_EQUAL(stats(c).migrate_home, 0);
+	memcpy(ref + 2 * BLK, w, BLK);
+	/* then write-through: this write home at once, and the file is
+	 * marked for the cleaner first */
+	memset(w, 0x32, sizeof(w));
+	CU_ASSERT_EQUAL(hy_cache_write_hinted(c, &f, &through, w, BLK, 5 * BLK), BLK);
+	memcpy(ref + 5 * BLK, w, BLK);
+	CU_ASSERT_EQUAL(H.f[1].writes, 1);
+	CU_ASSERT_EQUAL(stats(c).migrate_home, 1);
+	CU_ASSERT(hy_cache_run_cleaner(c) >= 1);
+	CU_ASSERT_EQUAL(stats(c).dirty_bytes, 0);
+	CU_ASSERT(home_equals(1, ref, sizeof(ref)));
+	CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), 0, sizeof(ref) / 2));
+	CHECK(c);
+	CLOSE(c);
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
+/* ReCA's merge: a file first reached with a larger line size is queued;
+ * the migration reads in the missing blocks of each line with a cached
+ * block, and leaves blocks written meanwhile alone. A smaller line size
+ * queues nothing (the split needs no copy). */
+static void test_hint_migration(void)
+{
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
+	static unsigned char ref[40 * BLK];
+	struct hy_cache_hint small = hint_of(-1, HY_ADMIT_NORMAL, HY_EVICT_NORMAL, BLK);
+	struct hy_cache_hint big = hint_of(-1, HY_ADMIT_NORMAL, HY_EVICT_NORMAL, 4 * BLK);
+	struct hy_cache_file f = F(1);
+	struct hy_cache *c;
+	unsigned char w[BLK];
+	unsigned reads;
+
+	for (int front = 0; front <= 64; front += 64) {
+		home_reset();
+		fill_pattern(ref, sizeof(ref), 46);
+		home_set(1, ref, sizeof(ref));
+		c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, (uint64_t)front, 64, 1.5);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+		CU_ASSERT(read_hinted_equals(c, 1, &small, ref, 3 * BLK, BLK));
+		CU_ASSERT(read_hinted_equals(c, 1, &small, ref, 20 * BLK, BLK));
+		CU_ASSERT_EQUAL(stats(c).migrations, 0);
+		/* a hit with the larger size: queued, nothing read yet */
+		reads = H.f[1].reads;
+		CU_ASSERT(read_hinted_equals(c, 1, &big, ref, 3 * BLK, BLK));
+		CU_ASSERT_EQUAL(H.f[1].reads, reads);
+		CU_ASSERT_EQUAL(stats(c).migrations, 1);
+		CU_ASSERT_EQUAL(H.holds - H.puts, 1); /* the migration's object */
+		/* block 21 written (write-back) before the migration runs */
+		memset(w, 0x44, sizeof(w));
+		CU_ASSERT_EQUAL(hy_cache_write_hinted(c, &f, &big, w, BLK, 21 * BLK), BLK);
+		memcpy(ref + 21 * BLK, w, BLK);
+		/* lines [0, 4) and [20, 24): 0, 1, 2 and 22, 23 are missing */
+		CU_ASSERT_EQUAL(hy_cache_run_migrations(c), 5);
+		CU_ASSERT_EQUAL(stats(c).migrate_filled, 5);
+		reads = H.f[1].reads;
+		CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), 0, 4 * BLK));
+		CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), 20 * BLK, 4 * BLK));
+		CU_ASSERT_EQUAL(H.f[1].reads, reads);
+		/* smaller again: nothing to copy */
+		CU_ASSERT(read_hinted_equals(c, 1, &small, ref, 3 * BLK, BLK));
+		CU_ASSERT_EQUAL(stats(c).migrations, 1);
+		CU_ASSERT_EQUAL(hy_cache_run_migrations(c), 0);
+		CHECK(c);
+		CLOSE(c);
+		CU_ASSERT(home_equals(1, ref, sizeof(ref)));
+	}
+	/* a migration still queued at close gives its object back */
+	home_reset();
+	home_set(1, ref, sizeof(ref));
+	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, 64, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT(read_hinted_equals(c, 1, &small, ref, 3 * BLK, BLK));
+	CU_ASSERT(read_hinted_equals(c, 1, &big, ref, 3 * BLK, BLK));
+	CU_ASSERT_EQUAL(stats(c).migrations, 1);
+	CLOSE(c);
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
 /* ---- 12. randomized, against a reference --------------------------------- */
 
 static uint64_t rng_state;
@@ -1511,8 +1790,21 @@ static size_t rnd_len(void)
 	}
 }
 
+/* A random hint, as a reconfiguration of the process would give. */
+static struct hy_cache_hint rnd_hint(void)
+{
+	struct hy_cache_hint h;
+
+	h.write = (int)(rnd() % 4) - 1;
+	h.admit = (uint8_t)(rnd() % 4);
+	h.evict = (uint8_t)(rnd() % 3);
+	h.line_size = BLK << (rnd() % 5);
+	h.seq_cutoff = rnd() % 2 ? HY_WORKLOAD_CUTOFF_MOUNT : (rnd() % 4) * 8 * BLK;
+	return h;
+}
+
 static void randomized(enum hy_cache_write_policy wp, uint64_t front_slots, uint64_t lines,
-		       unsigned ops)
+		       unsigned ops, bool hinted)
 {
 	enum { NF = 3, MAXB = 64 };
 	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
@@ -1521,7 +1813,10 @@ static void randomized(enum hy_cache_write_policy wp, uint64_t front_slots, uint
 	struct hy_cache *c;
 	unsigned failures = 0;
 
-	rng_state = 0x9e3779b97f4a7c15ull ^ ((uint64_t)wp << 32) ^ front_slots;
+	struct hy_cache_hint hint = {0}, *h = NULL;
+	unsigned next_change = 0;
+
+	rng_state = 0x9e3779b97f4a7c15ull ^ ((uint64_t)wp << 32) ^ front_slots ^ hinted;
 	home_reset();
 	memset(ref, 0, sizeof(ref));
 	for (uint64_t i = 1; i <= NF; i++) {
@@ -1535,11 +1830,29 @@ static void randomized(enum hy_cache_write_policy wp, uint64_t front_slots, uint
 		uint64_t id = 1 + rnd() % NF, k = rnd() % 100;
 		struct hy_cache_file f = F(id);
 
+		/* ReCA's reconfiguration every few hundred operations: another
+		 * write policy, line size, admission and eviction preference */
+		if (hinted && op >= next_change) {
+			hint = rnd_hint();
+			h = &hint;
+			next_change = op + 50 + (unsigned)(rnd() % 300);
+		}
 		if (k < 42) {
 			size_t len = rnd_len();
 			uint64_t off = rnd() % (size[id] + BLK);
+			unsigned char *got = malloc(len + 1);
+			uint64_t want =
+				off >= size[id] ? 0 : (size[id] - off < len ? size[id] - off : len);
+			ssize_t r = hy_cache_read_hinted(c, &f, h, got, len, (off_t)off);
+			bool ok = r == (ssize_t)want &&
+				  (want == 0 || memcmp(got, ref[id] + off, want) == 0);
 
-			if (!read_equals(c, id, ref[id], size[id], off, len)) {
+			free(got);
+			if (!ok) {
+				fprintf(stderr,
+					"\nread file %llu [%llu, +%zu): got %zd, want %llu\n",
+					(unsigned long long)id, (unsigned long long)off, len, r,
+					(unsigned long long)want);
 				fprintf(stderr, "  (op %u, policy %d)\n", op, (int)wp);
 				failures++;
 			}
@@ -1550,7 +1863,7 @@ static void randomized(enum hy_cache_write_policy wp, uint64_t front_slots, uint
 
 			for (size_t i = 0; i < len; i++)
 				buf[i] = (unsigned char)rnd();
-			r = hy_cache_write(c, &f, buf, len, (off_t)off);
+			r = hy_cache_write_hinted(c, &f, h, buf, len, (off_t)off);
 			CU_ASSERT_EQUAL(r, (ssize_t)len);
 			if (r != (ssize_t)len)
 				failures++;
@@ -1585,10 +1898,12 @@ static void randomized(enum hy_cache_write_policy wp, uint64_t front_slots, uint
 			CU_ASSERT(hy_cache_flush(c) >= 0);
 			for (uint64_t i = 1; i <= NF; i++)
 				CU_ASSERT(home_equals(i, ref[i], size[i]));
+		} else if (hinted && rnd() % 2) {
+			CU_ASSERT(hy_cache_run_migrations(c) >= 0);
 		} else {
 			hy_cache_run_front_eviction(c);
 		}
-		if (wp != HY_CACHE_WRITE_BACK && !home_equals(id, ref[id], size[id])) {
+		if (!hinted && wp != HY_CACHE_WRITE_BACK && !home_equals(id, ref[id], size[id])) {
 			fprintf(stderr, "\nhome of %llu differs (op %u, policy %d)\n",
 				(unsigned long long)id, op, (int)wp);
 			failures++;
@@ -1633,9 +1948,19 @@ static void test_randomized(void)
 		HY_CACHE_WRITE_BACK, HY_CACHE_WRITE_THROUGH, HY_CACHE_WRITE_AROUND};
 
 	for (int i = 0; i < 3; i++) {
-		randomized(wps[i], 16, 24, 20000);
-		randomized(wps[i], 0, 24, 20000);
+		randomized(wps[i], 16, 24, 20000, false);
+		randomized(wps[i], 0, 24, 20000, false);
 	}
+}
+
+/* The same with a reconfiguration every 50 to 350 operations (write
+ * policy, line size, admission, eviction preference, cutoff) and the
+ * migrations run among the other work: every byte still right. */
+static void test_randomized_reconfigured(void)
+{
+	randomized(HY_CACHE_WRITE_BACK, 16, 24, 20000, true);
+	randomized(HY_CACHE_WRITE_THROUGH, 0, 24, 20000, true);
+	randomized(HY_CACHE_WRITE_BACK, 0, 64, 20000, true);
 }
 
 /* ---- the cache's own writes home are not a change outside the mount ---- */
@@ -1924,6 +2249,12 @@ int hy_test_add_cache(void)
 			 test_bug_fsync_home_stamp) ||
 	    !CU_add_test(s, "regression: recovery grows a file to a sector",
 			 test_bug_recovery_size) ||
+	    !CU_add_test(s, "hint: a miss reads its whole line", test_hint_line_size) ||
+	    !CU_add_test(s, "hint: admission by class", test_hint_admission) ||
+	    !CU_add_test(s, "hint: eviction preference", test_hint_eviction) ||
+	    !CU_add_test(s, "hint: write policy, leaving write-back", test_hint_write_policy) ||
+	    !CU_add_test(s, "hint: line migrations (merge, split)", test_hint_migration) ||
+	    !CU_add_test(s, "randomized with reconfigurations", test_randomized_reconfigured) ||
 	    !CU_add_test(s, "randomized against a reference", test_randomized))
 		return -1;
 	return 0;
