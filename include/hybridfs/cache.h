@@ -68,6 +68,11 @@
  *     (FusionCache's session write-back: hy_cache_close queues them).
  *     hy_cache_flush and close write everything home.
  *
+ * ReCA's per-process configuration: a request may come with a hint (what
+ * its process's workload category says for its class: write policy,
+ * admission, eviction preference, line size, cutoff), which this module
+ * follows for that request; see hy_cache_read_hinted().
+ *
  * Who calls it: engine.c (read, write, truncate, fallocate, copy, fsync,
  * close); fs/main.c (open, flush, stats, close); the simulator later; the
  * unit tests with their own lower path.
@@ -77,8 +82,9 @@
  * ghost history), the index (about 33 bytes a line in use), the policy (9
  * bytes a line with LRU3) and 17 bytes a line of line state, which is also
  * the store's line table (cache_store.h, external table: its checkpoints
- * ask this module); hy_cache_close() frees it. hy_cache_stats reports the
- * DRAM per SSD line.
+ * ask this module), and a queue of up to 64 line migrations (each holding
+ * an object of its file from hold_object until it has run); hy_cache_close()
+ * frees it. hy_cache_stats reports the DRAM per SSD line.
  *
  * Locks: HY_CACHE_GATES rwlocks striped by file id (the cache's gates):
  * a read holds its file's gate shared across its I/O, a write, truncation,
