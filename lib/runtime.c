@@ -242,7 +242,8 @@ int hy_runtime_list(struct hy_runtime_entry **out, size_t *count)
 		free(list);
 		return rc;
 	}
-	qsort(list, n, sizeof(*list), compare_entries);
+	if (n > 1)
+		qsort(list, n, sizeof(*list), compare_entries);
 	*out = list;
 	*count = n;
 	return 0;
