@@ -67,6 +67,7 @@ int hy_fs_open_cache(struct hy_fs *fs, const struct hy_options *opts)
 		.heat_threshold = opts->heat_threshold,
 		.clean_rate = opts->cache_clean_rate,
 		.seq_cutoff = opts->cache_seq_cutoff,
+		.migrate_rate = opts->cache_migrate_rate,
 		.open_homes = open_homes,
 		.open_homes_arg = fs,
 		.ids_durable = ids_durable,
@@ -105,6 +106,8 @@ int hy_fs_open_cache(struct hy_fs *fs, const struct hy_options *opts)
 		return rc;
 	}
 	hy_engine_set_cache(fs->engine, fs->cache);
+	fs->cache_write = (int)config.write_policy;
+	fs->cache_seq_cutoff = config.seq_cutoff;
 	hy_log(LOG_NOTICE, "cache: \"%s\", write-%s, %s, front buffer %" PRIu64 " KiB", path,
 	       config.write_policy == HY_CACHE_WRITE_BACK      ? "back"
 	       : config.write_policy == HY_CACHE_WRITE_THROUGH ? "through"
@@ -185,6 +188,12 @@ struct json_object *hy_fs_cache_status(struct hy_fs *fs)
 	add_u64(o, "bypassed", s.bypassed);
 	add_u64(o, "seq_bypassed", s.seq_bypassed);
 	add_u64(o, "stale_files", s.stale_files);
+	add_u64(o, "admit_bypassed", s.admit_bypassed);
+	add_u64(o, "line_prefetched", s.line_prefetched);
+	add_u64(o, "migrations", s.migrations);
+	add_u64(o, "migrate_filled", s.migrate_filled);
+	add_u64(o, "migrate_dropped", s.migrate_dropped);
+	add_u64(o, "migrate_home", s.migrate_home);
 	add_u64(o, "journal_records", s.journal_records);
 	add_u64(o, "checkpoints", s.checkpoints);
 	add_u64(o, "recovered_blocks", s.recovered_blocks);

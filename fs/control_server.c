@@ -63,15 +63,18 @@ static void reply_and_close(struct bufferevent *bev, char *line)
 	bufferevent_enable(bev, EV_WRITE);
 }
 
-/* A handler's answer: its result, or its error. */
-static char *from_handler(struct json_object *(*handler)(void *, struct json_object *, char *,
-							 size_t),
-			  void *ctx, struct json_object *request, const char *name)
+/* A handler's answer: its result, or its error. A NULL handler answers
+ * @missing when given, else that the mount has no BOPT to @name with. */
+static char *
+from_handler(struct json_object *(*handler)(void *, struct json_object *, char *, size_t),
+	     void *ctx, struct json_object *request, const char *name, const char *missing)
 {
 	struct json_object *result;
 	char why[1024];
 
 	if (!handler) {
+		if (missing)
+			return hy_control_format_error(missing);
 		snprintf(why, sizeof(why),
 			 "this mount cannot %s: it has no BOPT (bopt=none, or "
 			 "profile=off)",
@@ -110,17 +113,23 @@ static char *answer(struct hy_control_server *srv, const char *line, size_t len)
 		break;
 	case HY_CONTROL_REORGANIZE:
 		out = from_handler(srv->handlers.reorganize, srv->handlers.ctx, req.object,
-				   "reorganize");
+				   "reorganize", NULL);
 		break;
 	case HY_CONTROL_PROGRESS:
 		out = from_handler(srv->handlers.progress, srv->handlers.ctx, req.object,
-				   "report a reorganization");
+				   "report a reorganization", NULL);
 		break;
 	case HY_CONTROL_EXPLAIN:
-		out = from_handler(srv->handlers.explain, srv->handlers.ctx, req.object, "explain");
+		out = from_handler(srv->handlers.explain, srv->handlers.ctx, req.object, "explain",
+				   NULL);
 		break;
 	case HY_CONTROL_FLUSH:
-		out = from_handler(srv->handlers.flush, srv->handlers.ctx, req.object, "flush");
+		out = from_handler(srv->handlers.flush, srv->handlers.ctx, req.object, "flush",
+				   NULL);
+		break;
+	case HY_CONTROL_POLICY:
+		out = from_handler(srv->handlers.policy, srv->handlers.ctx, req.object, "policy",
+				   "this mount has no cache policy table (profile=off)");
 		break;
 	default:
 		out = hy_control_format_error("unknown command");

@@ -352,6 +352,7 @@ int main(int argc, char **argv)
 			.ring_capacity = HY_PROFILER_RING,
 			.max_age_s = opts.profile_max_age_s,
 			.max_rows = opts.profile_max_rows,
+			.no_classify = !opts.reca,
 		};
 
 		/* The files stay usable without their log. */
@@ -359,6 +360,11 @@ int main(int argc, char **argv)
 			hy_log(LOG_ERR, "%s; going on with profile=off", why);
 		fs.profiler = profiler;
 	}
+	/* ReCA's policy table: the defaults, with the changes stored by
+	 * hybridctl policy set (a table that cannot be read is logged and
+	 * the defaults rule: the files stay usable) */
+	if (hy_fs_open_policy(&fs, state->db) < 0)
+		hy_log(LOG_WARNING, "policy: out of memory; requests follow the mount's settings");
 	if (open_borg(&opts, &fs, state) < 0)
 		goto out_unmount;
 	/* after BORG: the cache's misses go through the map */
@@ -373,6 +379,7 @@ int main(int argc, char **argv)
 			.progress = fs.borg ? hy_fs_progress : NULL,
 			.explain = fs.borg ? hy_fs_explain : NULL,
 			.flush = fs.borg || fs.cache ? hy_fs_flush : NULL,
+			.policy = fs.profiler ? hy_fs_policy : NULL,
 		};
 
 		if (hy_control_server_start(opts.state_dir, &handlers, &control, why, sizeof(why)) <

@@ -101,12 +101,28 @@ static void count_op(struct hy_fs *fs, enum hy_fs_op op)
 }
 
 /* A metadata operation: counted for the mount and for the process. */
-static void count_meta(struct hy_fs *fs, fuse_req_t req, enum hy_fs_op op,
-		       enum hy_profile_meta kind)
+/* Counts a metadata operation; returns how long the kernel may keep what
+ * it answers: the mount's timeout, or for a metadata-heavy process the
+ * policy table's metadata timeout when that is longer (ReCA's metadata
+ * priority; profiler.h). */
+static double count_meta(struct hy_fs *fs, fuse_req_t req, enum hy_fs_op op,
+			 enum hy_profile_meta kind, double mount_timeout)
 {
+	double t = 0;
+
 	count_op(fs, op);
 	if (fs->profiler)
-		hy_profiler_count_meta(fs->profiler, fuse_req_ctx(req)->pid, kind);
+		t = hy_profiler_count_meta(fs->profiler, fuse_req_ctx(req)->pid, kind);
+	return t > mount_timeout ? t : mount_timeout;
+}
+
+/* An entry's timeouts for a metadata-heavy process. */
+static void entry_priority(struct fuse_entry_param *e, double timeout)
+{
+	if (timeout > e->entry_timeout)
+		e->entry_timeout = timeout;
+	if (timeout > e->attr_timeout)
+		e->attr_timeout = timeout;
 }
 
 static struct hy_fs *fs_of(fuse_req_t req)
@@ -243,8 +259,10 @@ static void hy_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct hy_fs *fs = fs_of(req);
 	struct fuse_entry_param e;
 	int rc = do_lookup(fs, inode_of(fs, parent), name, &e);
+	double timeout = count_meta(fs, req, HY_OP_LOOKUP, HY_META_LOOKUP, fs->entry_timeout);
 
-	count_meta(fs, req, HY_OP_LOOKUP, HY_META_LOOKUP);
+	if (rc == 0)
+		entry_priority(&e, timeout);
 	if (rc == -ENOENT && fs->negative_timeout > 0) {
 		memset(&e, 0, sizeof(e));
 		e.entry_timeout = fs->negative_timeout;
@@ -307,13 +325,13 @@ static void hy_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct hy_fs *fs = fs_of(req);
 	struct stat st;
 	int rc = do_getattr(fs, inode_of(fs, ino), fi, &st);
+	double timeout = count_meta(fs, req, HY_OP_GETATTR, HY_META_GETATTR, fs->attr_timeout);
 
-	count_meta(fs, req, HY_OP_GETATTR, HY_META_GETATTR);
 	if (rc) {
 		fuse_reply_err(req, -rc);
 	} else {
 		hide_state_link(fs, &st);
-		fuse_reply_attr(req, &st, fs->attr_timeout);
+		fuse_reply_attr(req, &st, timeout);
 	}
 }
 
@@ -948,24 +966,32 @@ static void hy_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct hy_fs *fs = fs_of(req);
+	struct hy_file *file = file_of(fi);
 	char *buf = read_buffer_get(size);
+	struct hy_profile_ticket ticket;
 	ssize_t n;
 
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	n = hy_engine_read(fs->engine, &file_of(fi)->engine, buf, size, off);
+	/* classified before it is served: the policy of the process's
+	 * category applies to it (ReCA) */
+	if (fs->profiler && size > 0)
+		hy_profiler_begin(fs->profiler, &file->prof, fuse_req_ctx(req)->pid,
+				  HY_PROFILE_READ, (uint64_t)off, (uint32_t)size, &ticket);
+	else
+		ticket.hinted = false;
+	n = hy_engine_read_hinted(fs->engine, &file->engine, ticket.hinted ? &ticket.hint : NULL,
+				  buf, size, off);
+	if (fs->profiler && size > 0)
+		hy_profiler_end(fs->profiler, &file->prof, file->fd, &ticket, n);
 	if (n < 0) {
 		fuse_reply_err(req, (int)-n);
 		return;
 	}
 	count_op(fs, HY_OP_READ);
 	atomic_fetch_add_explicit(&fs->bytes_read, (uint64_t)n, memory_order_relaxed);
-	if (fs->profiler && n > 0)
-		hy_profiler_log(fs->profiler, &file_of(fi)->prof, file_of(fi)->fd,
-				fuse_req_ctx(req)->pid, HY_PROFILE_READ, (uint64_t)off,
-				(uint32_t)n);
 	fuse_reply_buf(req, buf, (size_t)n);
 }
 
@@ -973,20 +999,28 @@ static void hy_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		     struct fuse_file_info *fi)
 {
 	struct hy_fs *fs = fs_of(req);
-	ssize_t n = hy_engine_write(fs->engine, &file_of(fi)->engine, buf, size, off);
+	struct hy_file *file = file_of(fi);
+	struct hy_profile_ticket ticket;
+	ssize_t n;
 
+	/* A write from the kernel's write-back cache comes from a kernel
+	 * thread: it belongs to the process that opened the handle (pid 0). */
+	if (fs->profiler && size > 0)
+		hy_profiler_begin(fs->profiler, &file->prof,
+				  fi->writepage ? 0 : fuse_req_ctx(req)->pid, HY_PROFILE_WRITE,
+				  (uint64_t)off, (uint32_t)size, &ticket);
+	else
+		ticket.hinted = false;
+	n = hy_engine_write_hinted(fs->engine, &file->engine, ticket.hinted ? &ticket.hint : NULL,
+				   buf, size, off);
+	if (fs->profiler && size > 0)
+		hy_profiler_end(fs->profiler, &file->prof, file->fd, &ticket, n);
 	if (n < 0) {
 		fuse_reply_err(req, (int)-n);
 		return;
 	}
 	count_op(fs, HY_OP_WRITE);
 	atomic_fetch_add_explicit(&fs->bytes_written, (uint64_t)n, memory_order_relaxed);
-	/* A write from the kernel's write-back cache comes from a kernel
-	 * thread: it belongs to the process that opened the handle (pid 0). */
-	if (fs->profiler && n > 0)
-		hy_profiler_log(fs->profiler, &file_of(fi)->prof, file_of(fi)->fd,
-				fi->writepage ? 0 : fuse_req_ctx(req)->pid, HY_PROFILE_WRITE,
-				(uint64_t)off, (uint32_t)n);
 	fuse_reply_write(req, (size_t)n);
 }
 
@@ -1109,7 +1143,8 @@ static bool is_dot_or_dotdot(const char *name)
 /* Fills @buf with entries from @offset; with @plus, each entry is also
  * looked up (readdirplus), and a lookup whose entry does not fit is undone. */
 static int do_readdir(struct hy_fs *fs, struct hy_inode *inode, fuse_req_t req, struct hy_dir *dir,
-		      char *buf, size_t size, off_t offset, bool plus, size_t *filled)
+		      char *buf, size_t size, off_t offset, bool plus, double timeout,
+		      size_t *filled)
 {
 	struct hy_inode_ref ref = {.holder = NULL};
 	size_t pos = 0;
@@ -1163,6 +1198,7 @@ static int do_readdir(struct hy_fs *fs, struct hy_inode *inode, fuse_req_t req, 
 				}
 				if (rc)
 					break;
+				entry_priority(&e, timeout);
 			}
 			len = fuse_add_direntry_plus(req, buf + pos, size - pos, name, &e, next);
 			if (len > size - pos) {
@@ -1195,14 +1231,16 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 	struct hy_fs *fs = fs_of(req);
 	char *buf = malloc(size);
 	size_t filled = 0;
+	double timeout;
 	int rc;
 
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	count_meta(fs, req, HY_OP_READDIR, HY_META_READDIR);
-	rc = do_readdir(fs, inode_of(fs, ino), req, dir_of(fi), buf, size, offset, plus, &filled);
+	timeout = count_meta(fs, req, HY_OP_READDIR, HY_META_READDIR, fs->entry_timeout);
+	rc = do_readdir(fs, inode_of(fs, ino), req, dir_of(fi), buf, size, offset, plus, timeout,
+			&filled);
 	if (rc)
 		fuse_reply_err(req, -rc);
 	else

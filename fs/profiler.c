@@ -19,10 +19,14 @@
 #include "hybridfs/classify.h"
 #include "hybridfs/profiler.h"
 #include "hybridfs/ring.h"
+#include "hybridfs/workload_policy.h"
 
 #define BATCH		    4096   /* records popped at a time */
 #define MAX_PER_TRANSACTION 262144 /* so one commit never grows without bound */
 #define PROCESS_RECHECK_NS  1000000000LL
+#define META_MIN	    16	 /* metadata operations before a process is metadata heavy */
+#define META_DECAY	    1024 /* recent operations counted before they are halved */
+#define GROUPS		    1024 /* (program, file) -> category, for grouping */
 
 struct process_slot {
 	pid_t pid; /* 0: empty */
@@ -35,6 +39,14 @@ struct process_slot {
 	 * and how many requests of each class it sent, by mode */
 	struct process_io *io;
 	uint64_t classes[2][HY_CLASS_COUNT];
+	/* metadata operations and data requests lately (halved together
+	 * past META_DECAY): a process whose share of metadata is high gets
+	 * the policy table's metadata priority */
+	uint32_t meta_recent, data_recent;
+	uint64_t comm_hash; /* of comm, for grouping */
+	bool program_meta;  /* its program's last process was metadata heavy */
+	bool grouped;	    /* its category is its group's (still unknown itself) */
+	enum hy_category group_category;
 };
 
 struct process_io {
@@ -74,9 +86,15 @@ struct pending_file {
 	bool in_flight; /* being inserted by the writer now */
 };
 
+struct policy_snapshot {
+	struct policy_snapshot *older;
+	struct hy_workload_policy_table table;
+};
+
 struct hy_profiler {
 	struct hy_ring *ring;
 	int64_t max_age_s, max_rows;
+	bool classify; /* ReCA's classes, categories and policies (reca=on) */
 
 	/* A bucket of HY_PROFILER_WAYS slots per pid hash, so that pids that
 	 * collide do not push each other out while both run; bucket b is
@@ -88,7 +106,18 @@ struct hy_profiler {
 	_Atomic uint64_t next_file_id;
 	atomic_bool kick; /* a producer has asked the writer to hurry */
 
-	pthread_mutex_t mount_lock; /* protects the mount's history and classes */
+	/* ReCA's policy table in force: an immutable snapshot swapped by
+	 * pointer; the ones it replaced are kept until the profiler is freed
+	 * (a request may still read one; they are a few hundred bytes and
+	 * change only by hand) */
+	_Atomic(struct policy_snapshot *) policy;
+
+	/* processes of the same program on the same file share a category
+	 * until their own window says one: (hash of comm and file id) ->
+	 * key in the high 56 bits, category + 1 in the low 8 */
+	_Atomic uint64_t groups[GROUPS];
+
+	pthread_mutex_t mount_lock; /* the mount's classes (its history is the writer's) */
 	struct hy_classify_history mount_history;
 	bool mount_history_ok;
 	uint64_t mount_classes[2][HY_CLASS_COUNT];
@@ -199,6 +228,57 @@ static struct process_slot *slot_for(struct process_slot *bucket, pid_t pid)
 	return victim;
 }
 
+static uint64_t hash64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	return x ^ (x >> 33);
+}
+
+static uint64_t comm_hash(const char comm[16])
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (int i = 0; i < 16 && comm[i]; i++)
+		h = (h ^ (unsigned char)comm[i]) * 1099511628211ULL;
+	return h;
+}
+
+/* The category of @slot's process for its policy: its own once its window
+ * has one; before that, its group's (another process of the same program
+ * that worked on the same file lately: make's compilers, a database's
+ * workers), which its own replaces as soon as it has one. Stripe lock
+ * held. */
+static enum hy_category category_of(struct hy_profiler *p, struct process_slot *slot,
+				    uint64_t file_id)
+{
+	uint64_t key = hash64(slot->comm_hash ^ hash64(file_id));
+	_Atomic uint64_t *g = &p->groups[key % GROUPS];
+	enum hy_category own =
+		slot->io ? hy_category_current(&slot->io->category) : HY_CATEGORY_UNKNOWN;
+	uint64_t v;
+
+	if (own != HY_CATEGORY_UNKNOWN) {
+		uint64_t mine = (key & ~0xffULL) | (uint64_t)(own + 1);
+
+		/* written only when it changes: processes of one program on one
+		 * file would otherwise bounce its cache line on every request */
+		if (atomic_load_explicit(g, memory_order_relaxed) != mine)
+			atomic_store_explicit(g, mine, memory_order_relaxed);
+		slot->grouped = false;
+		return own;
+	}
+	v = atomic_load_explicit(g, memory_order_relaxed);
+	if (v && (v & ~0xffULL) == (key & ~0xffULL) && (v & 0xff) - 1 < HY_CATEGORY_COUNT) {
+		slot->grouped = true;
+		slot->group_category = (enum hy_category)((v & 0xff) - 1);
+		return slot->group_category;
+	}
+	return slot->grouped ? slot->group_category : HY_CATEGORY_UNKNOWN;
+}
+
 /* Classifies a read or write in @slot's history (made on first use; a
  * process without one, out of memory, gets no class). Stripe lock held.
  * The class + 1, or 0. */
@@ -225,8 +305,90 @@ static uint8_t classify_in(struct process_slot *slot, const struct hy_profile_re
 	return (uint8_t)(cls + 1);
 }
 
-static uint32_t process_touch(struct hy_profiler *p, pid_t pid, int mode, uint64_t bytes, int meta,
-			      struct hy_profile_record *rec)
+static const struct hy_workload_policy_table *policy_table(struct hy_profiler *p)
+{
+	struct policy_snapshot *snap = atomic_load_explicit(&p->policy, memory_order_acquire);
+
+	return snap ? &snap->table : NULL;
+}
+
+/* What the row of @category says for a request of class @cls + 1 (@klass
+ * 0: unclassified, taken as random) in @mode. */
+static void hint_from(const struct hy_workload_policy_table *t, enum hy_category category, int mode,
+		      uint8_t klass, struct hy_cache_hint *hint)
+{
+	static const int write_policy[] = {
+		[HY_WORKLOAD_WRITE_MOUNT] = -1,
+		[HY_WORKLOAD_WRITE_BACK] = HY_CACHE_WRITE_BACK,
+		[HY_WORKLOAD_WRITE_THROUGH] = HY_CACHE_WRITE_THROUGH,
+		[HY_WORKLOAD_WRITE_AROUND] = HY_CACHE_WRITE_AROUND,
+	};
+	const struct hy_workload_policy *row = hy_workload_policy_row(t, category);
+	unsigned cls = klass ? klass - 1u : HY_CLASS_RANDOM;
+
+	hint->write = (unsigned)row->write < 4 ? write_policy[row->write] : -1;
+	hint->admit =
+		row->admit[mode == HY_PROFILE_WRITE][cls < HY_CLASS_COUNT ? cls : HY_CLASS_RANDOM];
+	hint->evict = (uint8_t)row->evict;
+	hint->line_size = row->line_size;
+	hint->seq_cutoff = row->seq_cutoff;
+}
+
+/* Metadata heavy: at least the table's share of its operations lately are
+ * metadata, once it has made META_MIN operations; before that, as the
+ * last process of the same program was (ls, find, du, git status: a
+ * listing asks for its directory's entries first, and only replies made
+ * with the priority keep them). Stripe lock held. */
+static bool metadata_heavy(const struct process_slot *slot,
+			   const struct hy_workload_policy_table *t)
+{
+	uint64_t all = (uint64_t)slot->meta_recent + slot->data_recent;
+
+	if (!t)
+		return false;
+	if (all < META_MIN)
+		return slot->program_meta;
+	return (uint64_t)slot->meta_recent * 1000 >= (uint64_t)t->metadata_share_permille * all;
+}
+
+/* The program's slot in the groups table for its metadata verdict (its
+ * comm alone: file id 0 is never a file's). */
+static _Atomic uint64_t *program_group(struct hy_profiler *p, const struct process_slot *slot,
+				       uint64_t *key)
+{
+	*key = hash64(slot->comm_hash ^ hash64(0));
+	return &p->groups[*key % GROUPS];
+}
+
+/* Once a process has its own verdict, its program's is that one. */
+static void program_meta_learn(struct hy_profiler *p, const struct process_slot *slot, bool heavy)
+{
+	uint64_t key;
+	_Atomic uint64_t *g = program_group(p, slot, &key);
+
+	if ((uint64_t)slot->meta_recent + slot->data_recent >= META_MIN)
+		atomic_store_explicit(g, (key & ~0xffULL) | (heavy ? 2 : 1), memory_order_relaxed);
+}
+
+static void count_recent(struct process_slot *slot, bool meta)
+{
+	if (meta)
+		slot->meta_recent++;
+	else
+		slot->data_recent++;
+	if (slot->meta_recent + slot->data_recent > META_DECAY) {
+		slot->meta_recent /= 2;
+		slot->data_recent /= 2;
+	}
+}
+
+/* Finds (or makes) @pid's slot and counts: a read or write of @bytes
+ * (@mode >= 0; classified when @t is given, its policy into @t), a
+ * metadata operation (@meta >= 0; whether the process is metadata heavy
+ * into *@heavy). Returns the process id (0: lost a race for the slot). */
+static uint32_t process_touch_full(struct hy_profiler *p, pid_t pid, int mode, uint64_t bytes,
+				   int meta, struct hy_profile_record *rec,
+				   struct hy_profile_ticket *t, bool *heavy)
 {
 	size_t b = (size_t)pid % HY_PROFILER_PROCESSES;
 	pthread_mutex_t *lock = &p->stripes[b % HY_PROFILER_STRIPES];
@@ -252,6 +414,15 @@ static uint32_t process_touch(struct hy_profiler *p, pid_t pid, int mode, uint64
 			slot->pid = pid;
 			slot->process_id = id;
 			memcpy(slot->comm, comm, sizeof(slot->comm));
+			slot->comm_hash = comm_hash(comm);
+			{
+				uint64_t key, v;
+
+				v = atomic_load_explicit(program_group(p, slot, &key),
+							 memory_order_relaxed);
+				slot->program_meta =
+					(v & ~0xffULL) == (key & ~0xffULL) && (v & 0xff) == 2;
+			}
 			slot->checked_ns = now;
 			pthread_mutex_unlock(lock);
 			queue_process(p, id, pid, comm);
@@ -267,10 +438,28 @@ static uint32_t process_touch(struct hy_profiler *p, pid_t pid, int mode, uint64
 			slot->writes++;
 			slot->bytes_written += bytes;
 		}
-		if (meta >= 0)
+		if (meta >= 0) {
 			slot->meta[meta]++;
+			bool h;
+
+			count_recent(slot, true);
+			h = metadata_heavy(slot, policy_table(p));
+			program_meta_learn(p, slot, h);
+			if (heavy)
+				*heavy = h;
+		}
 		if (rec)
+			count_recent(slot, false);
+		if (rec && p->classify) {
+			const struct hy_workload_policy_table *table = policy_table(p);
+
 			rec->klass = classify_in(slot, rec);
+			if (t && table) {
+				t->category = category_of(p, slot, rec->file_id);
+				hint_from(table, t->category, mode, rec->klass, &t->hint);
+				t->hinted = true;
+			}
+		}
 		id = slot->process_id;
 	} else {
 		id = 0; /* lost a race for the slot to another pid: rare, unnamed */
@@ -279,15 +468,29 @@ static uint32_t process_touch(struct hy_profiler *p, pid_t pid, int mode, uint64
 	return id;
 }
 
+static uint32_t process_touch(struct hy_profiler *p, pid_t pid, int mode, uint64_t bytes, int meta,
+			      struct hy_profile_record *rec)
+{
+	return process_touch_full(p, pid, mode, bytes, meta, rec, NULL, NULL);
+}
+
 uint32_t hy_profiler_process(struct hy_profiler *p, pid_t pid)
 {
 	return process_touch(p, pid, -1, 0, -1, NULL);
 }
 
-void hy_profiler_count_meta(struct hy_profiler *p, pid_t pid, enum hy_profile_meta kind)
+double hy_profiler_count_meta(struct hy_profiler *p, pid_t pid, enum hy_profile_meta kind)
 {
-	if (p && pid > 0)
-		process_touch(p, pid, -1, 0, (int)kind, NULL);
+	const struct hy_workload_policy_table *t;
+	bool heavy = false;
+
+	if (!p || pid <= 0)
+		return 0;
+	process_touch_full(p, pid, -1, 0, (int)kind, NULL, NULL, &heavy);
+	if (!p->classify)
+		return 0; /* reca=off: no priority */
+	t = policy_table(p);
+	return heavy && t ? t->metadata_timeout_ms / 1000.0 : 0;
 }
 
 /* ---- files ------------------------------------------------------------- */
@@ -432,29 +635,64 @@ out:
 
 /* ---- the I/O path ------------------------------------------------------ */
 
-void hy_profiler_log(struct hy_profiler *p, struct hy_profile_handle *handle, int fd, pid_t pid,
-		     enum hy_profile_mode mode, uint64_t offset, uint32_t length)
+void hy_profiler_begin(struct hy_profiler *p, struct hy_profile_handle *handle, pid_t pid,
+		       enum hy_profile_mode mode, uint64_t offset, uint32_t length,
+		       struct hy_profile_ticket *t)
 {
 	struct hy_profile_record rec;
-	struct hy_ring_stats rs;
 
+	memset(t, 0, sizeof(*t));
 	memset(&rec, 0, sizeof(rec));
-	rec.ts_ns = clock_ns(CLOCK_REALTIME);
 	rec.file_id = handle->file_id;
 	rec.offset = offset;
 	rec.length = length;
 	rec.mode = (uint8_t)mode;
 	if (pid <= 0)
 		pid = handle->opener_pid;
-	/* the process's class goes into the record; the mount's own history
-	 * counts the classes of everything the mount serves */
-	rec.process_id = process_touch(p, pid, mode, length, -1, &rec);
-	pthread_mutex_lock(&p->mount_lock);
-	if (p->mount_history_ok)
-		p->mount_classes[mode][hy_classify(&p->mount_history, rec.file_id, offset, length,
-						   mode == HY_PROFILE_WRITE)]++;
-	pthread_mutex_unlock(&p->mount_lock);
-	rec.phys_block = phys_block(handle, fd, offset);
+	t->pid = pid;
+	t->mode = mode;
+	t->offset = offset;
+	t->length = length;
+	/* the process's class goes into the record, and the policy of its
+	 * category into the ticket */
+	t->process_id = process_touch_full(p, pid, mode, length, -1, &rec, t, NULL);
+	t->klass = rec.klass;
+}
+
+void hy_profiler_end(struct hy_profiler *p, struct hy_profile_handle *handle, int fd,
+		     const struct hy_profile_ticket *t, ssize_t done)
+{
+	struct hy_profile_record rec;
+	struct hy_ring_stats rs;
+
+	if ((done > 0 ? (uint64_t)done : 0) < t->length) {
+		/* short (end of file) or failed: begin counted too many bytes */
+		uint64_t moved = done > 0 ? (uint64_t)done : 0;
+		size_t b = (size_t)t->pid % HY_PROFILER_PROCESSES;
+		pthread_mutex_t *lock = &p->stripes[b % HY_PROFILER_STRIPES];
+		struct process_slot *slot;
+
+		pthread_mutex_lock(lock);
+		slot = slot_for(p->slots[b], t->pid);
+		if (slot->pid == t->pid && slot->process_id == t->process_id) {
+			uint64_t *bytes = t->mode == HY_PROFILE_WRITE ? &slot->bytes_written
+								      : &slot->bytes_read;
+
+			*bytes -= t->length - moved;
+		}
+		pthread_mutex_unlock(lock);
+	}
+	if (done <= 0)
+		return; /* nothing moved: nothing to log */
+	memset(&rec, 0, sizeof(rec));
+	rec.ts_ns = clock_ns(CLOCK_REALTIME);
+	rec.file_id = handle->file_id;
+	rec.offset = t->offset;
+	rec.length = (uint32_t)done;
+	rec.mode = (uint8_t)t->mode;
+	rec.process_id = t->process_id;
+	rec.klass = t->klass;
+	rec.phys_block = phys_block(handle, fd, t->offset);
 	/* A full ring drops the record (the ring counts it). Past half full
 	 * the writer is woken early, once, instead of on its next tick. */
 	if (hy_ring_push(p->ring, &rec)) {
@@ -468,6 +706,15 @@ void hy_profiler_log(struct hy_profiler *p, struct hy_profile_handle *handle, in
 		pthread_cond_signal(&p->writer_cond);
 		pthread_mutex_unlock(&p->queue_lock);
 	}
+}
+
+void hy_profiler_log(struct hy_profiler *p, struct hy_profile_handle *handle, int fd, pid_t pid,
+		     enum hy_profile_mode mode, uint64_t offset, uint32_t length)
+{
+	struct hy_profile_ticket t;
+
+	hy_profiler_begin(p, handle, pid, mode, offset, length, &t);
+	hy_profiler_end(p, handle, fd, &t, length);
 }
 
 /* ---- the writer thread ------------------------------------------------- */
@@ -491,6 +738,25 @@ static int step_done(sqlite3 *db, sqlite3_stmt *stmt)
 		return -EIO;
 	}
 	return 0;
+}
+
+/* The mount's own classes: the writer classifies what it pops, in the
+ * ring's order (the order the requests were served in, within a few
+ * microseconds), so that no request takes a mount-wide lock for it. */
+static void classify_mount(struct hy_profiler *p, const struct hy_profile_record *recs, size_t n)
+{
+	if (!p->mount_history_ok || !p->classify)
+		return;
+	pthread_mutex_lock(&p->mount_lock);
+	for (size_t i = 0; i < n; i++) {
+		const struct hy_profile_record *r = &recs[i];
+
+		if (r->mode <= HY_PROFILE_WRITE)
+			p->mount_classes[r->mode]
+					[hy_classify(&p->mount_history, r->file_id, r->offset,
+						     r->length, r->mode == HY_PROFILE_WRITE)]++;
+	}
+	pthread_mutex_unlock(&p->mount_lock);
 }
 
 static void insert_records(struct hy_profiler *p, const struct hy_profile_record *recs, size_t n)
@@ -581,6 +847,7 @@ static void flush_once(struct hy_profiler *p, struct hy_profile_record *buf)
 			p->errors++;
 	}
 	while (total < MAX_PER_TRANSACTION && (n = hy_ring_pop(p->ring, buf, BATCH)) > 0) {
+		classify_mount(p, buf, n);
 		insert_records(p, buf, n);
 		total += n;
 	}
@@ -744,6 +1011,7 @@ int hy_profiler_new(const struct hy_profiler_config *config, struct hy_profiler 
 	pthread_cond_init(&p->sync_cond, NULL);
 	p->max_age_s = config->max_age_s;
 	p->max_rows = config->max_rows;
+	p->classify = !config->no_classify;
 	p->pruned_at_ns = clock_ns(CLOCK_MONOTONIC);
 
 	rc = hy_ring_new(config->ring_capacity, sizeof(struct hy_profile_record), &p->ring);
@@ -852,6 +1120,10 @@ void hy_profiler_free(struct hy_profiler *p)
 			slot_clear(&p->slots[b][w]);
 	if (p->mount_history_ok)
 		hy_classify_free(&p->mount_history);
+	for (struct policy_snapshot *snap = atomic_load(&p->policy), *older; snap; snap = older) {
+		older = snap->older;
+		free(snap);
+	}
 	pthread_mutex_destroy(&p->mount_lock);
 	for (int i = 0; i < HY_PROFILER_STRIPES; i++)
 		pthread_mutex_destroy(&p->stripes[i]);
@@ -965,6 +1237,9 @@ size_t hy_profiler_top(struct hy_profiler *p, struct hy_profiler_process *out, s
 			memcpy(pp->classes, slot->classes, sizeof(pp->classes));
 			pp->category = slot->io ? hy_category_current(&slot->io->category)
 						: HY_CATEGORY_UNKNOWN;
+			pp->grouped = pp->category == HY_CATEGORY_UNKNOWN && slot->grouped;
+			pp->policy_category = pp->grouped ? slot->group_category : pp->category;
+			pp->metadata_priority = metadata_heavy(slot, policy_table(p));
 		}
 		pthread_mutex_unlock(lock);
 	}
@@ -981,4 +1256,29 @@ void hy_profiler_get_classes(struct hy_profiler *p, uint64_t out[2][HY_CLASS_COU
 	pthread_mutex_lock(&p->mount_lock);
 	memcpy(out, p->mount_classes, sizeof(p->mount_classes));
 	pthread_mutex_unlock(&p->mount_lock);
+}
+
+int hy_profiler_set_policy(struct hy_profiler *p, const struct hy_workload_policy_table *table)
+{
+	struct policy_snapshot *snap = malloc(sizeof(*snap));
+
+	if (!snap) {
+		hy_log(LOG_ERR, "profiler: out of memory for the policy table");
+		return -ENOMEM;
+	}
+	snap->table = *table;
+	/* one writer at a time is the caller's (the control loop's) business;
+	 * readers see the old table or the new one, whole */
+	snap->older = atomic_load(&p->policy);
+	atomic_store_explicit(&p->policy, snap, memory_order_release);
+	return 0;
+}
+
+bool hy_profiler_get_policy(struct hy_profiler *p, struct hy_workload_policy_table *out)
+{
+	const struct hy_workload_policy_table *t = policy_table(p);
+
+	if (t)
+		*out = *t;
+	return t != NULL;
 }

@@ -137,6 +137,9 @@ struct json_object *hy_fs_status(struct hy_fs *fs)
 			hy_profiler_get_classes(fs->profiler, mc);
 			json_object_object_add(prof, "classes", classes_json(mc));
 		}
+		struct hy_workload_policy_table table;
+		bool have_table = hy_profiler_get_policy(fs->profiler, &table);
+
 		n = hy_profiler_top(fs->profiler, top, TOP_PROCESSES);
 		for (size_t i = 0; i < n; i++) {
 			struct json_object *p = json_object_new_object();
@@ -152,6 +155,9 @@ struct json_object *hy_fs_status(struct hy_fs *fs)
 			add_u64(p, "readdirs", top[i].meta[HY_META_READDIR]);
 			json_object_object_add(p, "classes", classes_json(top[i].classes));
 			add_str(p, "category", hy_category_name(top[i].category));
+			if (have_table)
+				json_object_object_add(p, "policy",
+						       hy_fs_process_policy(fs, &table, &top[i]));
 			json_object_array_add(procs, p);
 		}
 	}

@@ -358,6 +358,10 @@ static int parse_one(struct hy_options *opts, char *word, char *why, size_t why_
 		return parse_size(name, value, true, &opts->cache_clean_rate, why, why_size);
 	if (strcmp(name, "cache_seq_cutoff") == 0)
 		return parse_size(name, value, true, &opts->cache_seq_cutoff, why, why_size);
+	if (strcmp(name, "cache_migrate_rate") == 0)
+		return parse_size(name, value, true, &opts->cache_migrate_rate, why, why_size);
+	if (strcmp(name, "reca") == 0)
+		return parse_bool(name, value, &opts->reca, why, why_size);
 	if (strcmp(name, "max_threads") == 0)
 		return parse_uint(name, value, 1, 256, &opts->max_threads, why, why_size);
 	if (!value && in_list(kernel_flags, name))
@@ -423,6 +427,8 @@ static void options_reset(struct hy_options *opts)
 	opts->heat_threshold = HY_OPTIONS_HEAT_THRESHOLD;
 	opts->cache_clean_rate = HY_OPTIONS_CACHE_CLEAN_RATE;
 	opts->cache_seq_cutoff = HY_OPTIONS_CACHE_SEQ_CUTOFF;
+	opts->cache_migrate_rate = 8ULL << 20;
+	opts->reca = true;
 }
 
 int hy_options_parse(int argc, char **argv, struct hy_options *opts, char *why, size_t why_size)
@@ -732,6 +738,10 @@ void hy_options_usage(const char *program, FILE *out)
 		"                         home at most (default 32M; 0: no limit)\n"
 		"  cache_seq_cutoff=SIZE  a file written sequentially past this goes home\n"
 		"                         directly (default 4M; 0: never)\n"
+		"  cache_migrate_rate=SIZE  bytes per second line migrations read at most\n"
+		"                         (default 8M; 0: no limit)\n"
+		"  reca=on|off            classify every request and follow the cache policy\n"
+		"                         of each process's workload category (default on)\n"
 		"  nosuid, nodev, noexec, noatime, ... passed to the kernel\n"
 		"\n"
 		"See hybridfs(8).\n",

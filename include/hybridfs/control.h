@@ -11,7 +11,7 @@
  *   request:   {"v": 1, "cmd": "status"}
  *              "v"    protocol version, a number; must be HY_CONTROL_VERSION
  *              "cmd"  "status" | "sync" | "ping" | "reorganize" | "progress"
- *                     | "explain" | "flush"
+ *                     | "explain" | "flush" | "policy"
  *                     status: counters and the busiest processes
  *                     sync:   answered once every profiler record queued
  *                             before the request is in the database
@@ -25,6 +25,22 @@
  *                             (relative to the mountpoint) live
  *                     flush:  answered once every block written into the
  *                             BOPT is home
+ *                     policy: the workload policy table
+ *                             (workload_policy.h), read and changed;
+ *                             members (both optional):
+ *                             "reset"  true: every setting back to its
+ *                                      default first
+ *                             "set"    array of strings
+ *                                      "CATEGORY.KEY=VALUE", applied in
+ *                                      order after the reset; one bad
+ *                                      setting refuses the request and
+ *                                      changes nothing
+ *                             result: {"settings": {"random-consumer.write":
+ *                             "around", ...every setting, in the table's
+ *                             order...}, "changed": N} (N settings whose
+ *                             value differs from before; 0 for a plain
+ *                             read); changes are stored in the state
+ *                             database and survive remounts
  *              other members are ignored (later versions may add some)
  *
  *   response:  {"v": 1, "ok": true, "result": {...}}
@@ -65,6 +81,7 @@ enum hy_control_command {
 	HY_CONTROL_PROGRESS,
 	HY_CONTROL_EXPLAIN,
 	HY_CONTROL_FLUSH,
+	HY_CONTROL_POLICY,
 };
 
 struct hy_control_request {

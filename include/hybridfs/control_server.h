@@ -21,7 +21,8 @@
  * they take the locks of what they read (profiler, counters) and must not
  * hold any across their return. A sync request blocks the control thread
  * (not the FUSE workers) until the profiler has caught up; a flush request
- * until every BOPT write is home.
+ * until every BOPT write is home; a policy request that changes settings
+ * until they are in the state database.
  */
 #ifndef HYBRIDFS_CONTROL_SERVER_H
 #define HYBRIDFS_CONTROL_SERVER_H
@@ -36,9 +37,9 @@ struct hy_control_handlers {
 	struct json_object *(*status)(void *ctx);
 	/* "sync": 0 once every profiler record so far is in the database. */
 	int (*sync)(void *ctx);
-	/* "reorganize", "progress", "explain", "flush": the result for @request (the
-	 * whole request object, borrowed), or NULL with a message in @why.
-	 * NULL handlers answer that the mount cannot do it. */
+	/* "reorganize", "progress", "explain", "flush", "policy": the result for
+	 * @request (the whole request object, borrowed), or NULL with a message
+	 * in @why. NULL handlers answer that the mount cannot do it. */
 	struct json_object *(*reorganize)(void *ctx, struct json_object *request, char *why,
 					  size_t why_size);
 	struct json_object *(*progress)(void *ctx, struct json_object *request, char *why,
@@ -47,6 +48,9 @@ struct hy_control_handlers {
 				       size_t why_size);
 	struct json_object *(*flush)(void *ctx, struct json_object *request, char *why,
 				     size_t why_size);
+	/* NULL when the mount has no policy table (profile=off) */
+	struct json_object *(*policy)(void *ctx, struct json_object *request, char *why,
+				      size_t why_size);
 };
 
 struct hy_control_server;

@@ -102,6 +102,8 @@ struct hy_fs {
 	struct hy_profiler *profiler; /* NULL with profile=off; owned by main */
 	struct hy_borg *borg;	      /* NULL without a BOPT; owned by main */
 	struct hy_cache *cache;	      /* NULL with cache=none; hy_fs_open_cache() */
+	int cache_write;	      /* the cache's write policy (enum hy_cache_write_policy) */
+	uint64_t cache_seq_cutoff;    /* ... and its sequential cutoff, for "status" */
 	_Atomic uint64_t ops[HY_OP_COUNT];
 	_Atomic uint64_t bytes_read, bytes_written;
 
@@ -134,6 +136,18 @@ struct hy_options;
 int hy_fs_open_cache(struct hy_fs *fs, const struct hy_options *opts);
 int hy_fs_close_cache(struct hy_fs *fs);
 struct json_object *hy_fs_cache_status(struct hy_fs *fs);
+/* ReCA's policy table (fs/policy_glue.c): loaded from @db (the state
+ * database, at mount, before the session loop) into the profiler; the
+ * "policy" control request (control.h); the policy a process follows, for
+ * "status" (@t: the table in force). */
+struct sqlite3;
+struct hy_workload_policy_table;
+struct hy_profiler_process;
+int hy_fs_open_policy(struct hy_fs *fs, struct sqlite3 *db);
+struct json_object *hy_fs_policy(void *ctx, struct json_object *request, char *why,
+				 size_t why_size);
+struct json_object *hy_fs_process_policy(struct hy_fs *fs, const struct hy_workload_policy_table *t,
+					 const struct hy_profiler_process *p);
 /* A device's counters for "status" (the backing device, the BOPT). */
 struct json_object *hy_fs_device_status(struct hy_device *device);
 

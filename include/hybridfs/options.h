@@ -110,6 +110,11 @@ struct hy_options {
 	uint64_t cache_clean_rate; /* bytes/s the cleaner writes home; 0: no limit */
 	uint64_t cache_seq_cutoff; /* a file's sequential write stream past this goes home; 0: never
 				    */
+	uint64_t cache_migrate_rate; /* bytes/s of line migrations (ReCA); 0: no limit */
+	/* ReCA: every read and write classified, every process given a
+	 * workload category and the cache policy of its category (on by
+	 * default; needs the profiler) */
+	bool reca;
 
 	/* Mount options passed to the kernel unchanged, comma separated
 	 * (nosuid, nodev, noexec, noatime, ...). Owned. */

@@ -60,8 +60,10 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "hybridfs/cache.h" /* struct hy_cache_hint */
 #include "hybridfs/category.h"
 #include "hybridfs/classify.h"
+#include "hybridfs/workload_policy.h"
 
 #define HY_PROFILER_FLUSH_MS  50
 #define HY_PROFILER_PRUNE_S   10
@@ -97,6 +99,7 @@ struct hy_profiler_config {
 	size_t ring_capacity; /* records; rounded up to a power of two */
 	int64_t max_age_s;    /* prune rows older than this; 0 keeps all */
 	int64_t max_rows;     /* keep at most this many rows; 0 keeps all */
+	bool no_classify;     /* reca=off: no request classes, categories or policies */
 };
 
 /* One open file's profiling state; in the daemon's struct hy_file. */
@@ -132,6 +135,24 @@ struct hy_profiler_process {
 	uint64_t meta[HY_META_COUNT];
 	uint64_t classes[2][HY_CLASS_COUNT]; /* [mode][class] (classify.h) */
 	enum hy_category category;	     /* its workload category (category.h) */
+	/* the category whose policy it follows: its own, or while it has
+	 * none its group's (grouped: same program, same file) */
+	enum hy_category policy_category;
+	bool grouped;
+	bool metadata_priority; /* metadata heavy: its lookups get the metadata timeout */
+};
+
+/* A read or write between hy_profiler_begin() and hy_profiler_end(). */
+struct hy_profile_ticket {
+	pid_t pid;
+	uint32_t process_id;
+	enum hy_profile_mode mode;
+	uint8_t klass; /* request class + 1, 0 when unclassified */
+	uint64_t offset;
+	uint32_t length;
+	bool hinted;		   /* a policy table is in force: @hint is its word */
+	enum hy_category category; /* the one whose row gave @hint */
+	struct hy_cache_hint hint;
 };
 
 struct hy_profiler;
@@ -158,13 +179,36 @@ int hy_profiler_open(struct hy_profiler *profiler, struct hy_profile_handle *han
 		     const struct stat *st, uint64_t known_id, const char *name, pid_t pid);
 void hy_profiler_close(struct hy_profile_handle *handle);
 
-/* Logs one read or write of @handle by @pid (0, or a write from the
- * write-back cache: the opener). Never blocks, never fails. */
+/* Before a read or write of @handle by @pid (0, or a write from the
+ * write-back cache: the opener) is served: counts it, classifies it in
+ * its process's history (ReCA's request class), and, when a policy table
+ * is in force, puts in @ticket what the row of the process's category
+ * says for it (the hint the cache follows). Never blocks on I/O, never
+ * fails; O(log n) in the history. */
+void hy_profiler_begin(struct hy_profiler *profiler, struct hy_profile_handle *handle, pid_t pid,
+		       enum hy_profile_mode mode, uint64_t offset, uint32_t length,
+		       struct hy_profile_ticket *ticket);
+/* ... after: logs it with the @done bytes it moved (<= 0: nothing logged). */
+void hy_profiler_end(struct hy_profiler *profiler, struct hy_profile_handle *handle, int fd,
+		     const struct hy_profile_ticket *ticket, ssize_t done);
+/* Both at once, for a request already served (tests). */
 void hy_profiler_log(struct hy_profiler *profiler, struct hy_profile_handle *handle, int fd,
 		     pid_t pid, enum hy_profile_mode mode, uint64_t offset, uint32_t length);
 
-/* Counts one metadata operation of @pid. */
-void hy_profiler_count_meta(struct hy_profiler *profiler, pid_t pid, enum hy_profile_meta kind);
+/* Counts one metadata operation of @pid. Returns the policy table's
+ * metadata timeout (seconds) when the process is metadata heavy (at least
+ * 16 metadata operations lately and at least the table's share of its
+ * operations), else 0: the caller replies with the longer of it and the
+ * mount's timeouts (ReCA's metadata priority: the kernel's dentry and
+ * attribute caches are a FUSE mount's metadata cache). */
+double hy_profiler_count_meta(struct hy_profiler *profiler, pid_t pid, enum hy_profile_meta kind);
+
+/* Puts @table in force (a copy); requests see the old table or the new
+ * one, whole. 0 or -ENOMEM. Callers serialize (the control loop). */
+int hy_profiler_set_policy(struct hy_profiler *profiler,
+			   const struct hy_workload_policy_table *table);
+/* The table in force, copied; false when none was set. */
+bool hy_profiler_get_policy(struct hy_profiler *profiler, struct hy_workload_policy_table *out);
 
 /* Waits until every record pushed before the call is committed (or was
  * dropped). Returns 0, or -EIO when the writer has failed. */
@@ -177,7 +221,9 @@ int hy_profiler_prune(struct hy_profiler *profiler);
 void hy_profiler_get_stats(struct hy_profiler *profiler, struct hy_profiler_stats *out);
 
 /* The request classes of everything the mount served, by mode (the mount's
- * own history of the last 64 requests of each direction; classify.h). */
+ * own history of the last 64 requests of each direction; classify.h),
+ * as far as the log has them: the writer thread classifies the records it
+ * takes from the ring, so no request takes a mount-wide lock for it. */
 void hy_profiler_get_classes(struct hy_profiler *profiler, uint64_t out[2][HY_CLASS_COUNT]);
 
 /* Fills @out with up to @max processes, busiest (by bytes, then requests)

@@ -53,6 +53,9 @@ static void test_parse_valid(void)
 		{"{\"v\":1,\"cmd\":\"status\"}", HY_CONTROL_STATUS},
 		{"{\"v\":1,\"cmd\":\"sync\"}", HY_CONTROL_SYNC},
 		{"{\"v\":1,\"cmd\":\"ping\"}", HY_CONTROL_PING},
+		{"{\"v\":1,\"cmd\":\"flush\"}", HY_CONTROL_FLUSH},
+		{"{\"v\":1,\"cmd\":\"policy\",\"reset\":true,\"set\":[\"unknown.evict=late\"]}",
+		 HY_CONTROL_POLICY},
 		{"{\"cmd\":\"ping\",\"v\":1}", HY_CONTROL_PING},
 		{"{\"v\": 1, \"cmd\": \"status\"}", HY_CONTROL_STATUS},
 	};
@@ -684,6 +687,77 @@ static void test_server_stop_at_once(void)
 	free(dir);
 }
 
+/* A policy handler that answers with what it was given: "changed" is the
+ * number of "set" strings, "settings" has the first one. */
+static struct json_object *echo_policy(void *ctx, struct json_object *request, char *why,
+				       size_t why_size)
+{
+	struct json_object *set = NULL, *result, *settings;
+	size_t n = 0;
+
+	(void)ctx;
+	if (json_object_object_get_ex(request, "set", &set))
+		n = json_object_array_length(set);
+	if (n == 0) {
+		snprintf(why, why_size, "nothing to set");
+		return NULL;
+	}
+	result = json_object_new_object();
+	settings = json_object_new_object();
+	json_object_object_add(settings, "first",
+			       json_object_get(json_object_array_get_idx(set, 0)));
+	json_object_object_add(result, "settings", settings);
+	json_object_object_add(result, "changed", json_object_new_int((int)n));
+	return result;
+}
+
+/* "policy" reaches its handler with its arguments; without one, the
+ * answer says the mount has no policy table (and not that it has no BOPT). */
+static void test_server_policy(void)
+{
+	struct hy_control_handlers handlers = {.status = no_status};
+	struct hy_control_server *srv = NULL;
+	struct json_object *result = NULL, *args, *set, *v = NULL, *settings = NULL;
+	char *dir = hy_test_tmpdir(), why[256];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+	CU_ASSERT_EQUAL_FATAL(hy_control_server_start(dir, &handlers, &srv, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(hy_control_call(dir, HY_CONTROL_POLICY, 10000, &result, why, sizeof(why)),
+			-EREMOTEIO);
+	CU_ASSERT_PTR_NULL(result);
+	CU_ASSERT_STRING_EQUAL(why, "this mount has no cache policy table (profile=off)");
+	hy_control_server_stop(srv);
+
+	handlers.policy = echo_policy;
+	CU_ASSERT_EQUAL_FATAL(hy_control_server_start(dir, &handlers, &srv, why, sizeof(why)), 0);
+	args = json_object_new_object();
+	set = json_object_new_array();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(args);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(set);
+	json_object_array_add(set, json_object_new_string("random-consumer.write=back"));
+	json_object_array_add(set, json_object_new_string("unknown.evict=late"));
+	json_object_object_add(args, "set", set);
+	json_object_object_add(args, "reset", json_object_new_boolean(1));
+	CU_ASSERT_EQUAL(hy_control_call_args(dir, HY_CONTROL_POLICY, args, 10000, &result, why,
+					     sizeof(why)),
+			0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(result);
+	CU_ASSERT_TRUE(json_object_object_get_ex(result, "changed", &v));
+	CU_ASSERT_EQUAL(json_object_get_int(v), 2);
+	CU_ASSERT_TRUE(json_object_object_get_ex(result, "settings", &settings));
+	CU_ASSERT_TRUE(json_object_object_get_ex(settings, "first", &v));
+	CU_ASSERT_STRING_EQUAL(json_object_get_string(v), "random-consumer.write=back");
+	json_object_put(result);
+	/* the handler's own message comes back as the error */
+	CU_ASSERT_EQUAL(hy_control_call(dir, HY_CONTROL_POLICY, 10000, &result, why, sizeof(why)),
+			-EREMOTEIO);
+	CU_ASSERT_STRING_EQUAL(why, "nothing to set");
+	json_object_put(args);
+	hy_control_server_stop(srv);
+	hy_test_rmtree(dir);
+	free(dir);
+}
+
 static void test_request_arguments(void)
 {
 	struct json_object *args = json_object_new_object(), *v;
@@ -710,6 +784,8 @@ static void test_request_arguments(void)
 	CU_ASSERT_STRING_EQUAL(hy_control_command_name(HY_CONTROL_REORGANIZE), "reorganize");
 	CU_ASSERT_STRING_EQUAL(hy_control_command_name(HY_CONTROL_PROGRESS), "progress");
 	CU_ASSERT_STRING_EQUAL(hy_control_command_name(HY_CONTROL_EXPLAIN), "explain");
+	CU_ASSERT_STRING_EQUAL(hy_control_command_name(HY_CONTROL_FLUSH), "flush");
+	CU_ASSERT_STRING_EQUAL(hy_control_command_name(HY_CONTROL_POLICY), "policy");
 }
 
 static void test_call_error_response(void)
@@ -856,6 +932,7 @@ int hy_test_add_control(void)
 	    !CU_add_test(suite, "call with an error response", test_call_error_response) ||
 	    !CU_add_test(suite, "request arguments", test_request_arguments) ||
 	    !CU_add_test(suite, "server stopped at once", test_server_stop_at_once) ||
+	    !CU_add_test(suite, "policy requests reach their handler", test_server_policy) ||
 	    !CU_add_test(suite, "call with no daemon", test_call_no_server) ||
 	    !CU_add_test(suite, "call timing out", test_call_timeout) ||
 	    !CU_add_test(suite, "call with bad answers", test_call_bad_answers))

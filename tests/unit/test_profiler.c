@@ -19,6 +19,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -516,6 +517,178 @@ static void test_counts_and_top(void)
 	fixture_done(&f);
 }
 
+/* ---- ReCA: the policy of a process's category, per request -------------- */
+
+/* A child that lives (with our name) until @fd_write is closed. */
+static pid_t idle_child(int *fd_write)
+{
+	int pipefd[2];
+	pid_t pid;
+	char c;
+
+	if (pipe(pipefd) < 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		close(pipefd[1]);
+		while (read(pipefd[0], &c, 1) < 0 && errno == EINTR)
+			;
+		_exit(0);
+	}
+	close(pipefd[0]);
+	*fd_write = pipefd[1];
+	return pid;
+}
+
+static void end_child(pid_t pid, int fd_write)
+{
+	int status;
+
+	close(fd_write);
+	waitpid(pid, &status, 0);
+}
+
+static void test_policy_hints(void)
+{
+	struct hy_workload_policy_table t;
+	struct hy_profile_ticket tk;
+	struct hy_profiler_process top[8];
+	struct fixture f;
+	struct hy_profile_handle h, hc;
+	pid_t child, child2;
+	int fd, wfd, wfd2;
+	size_t n;
+
+	CU_ASSERT_TRUE_FATAL(fixture_init(&f, 4096, 0, 0));
+	fd = make_file(f.tmp, "a", 4096, false);
+	CU_ASSERT_TRUE_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(open_handle(f.p, &h, fd, 0, "/a", getpid()), 0);
+	/* no table in force: classified, no hint */
+	hy_profiler_begin(f.p, &h, getpid(), HY_PROFILE_READ, 0, 4096, &tk);
+	CU_ASSERT_FALSE(tk.hinted);
+	CU_ASSERT_EQUAL(tk.klass, 1 + HY_CLASS_RANDOM);
+	hy_profiler_end(f.p, &h, fd, &tk, 4096);
+	CU_ASSERT_EQUAL(hy_profiler_count_meta(f.p, getpid(), HY_META_LOOKUP), 0);
+
+	hy_workload_policy_defaults(&t);
+	CU_ASSERT_EQUAL_FATAL(hy_profiler_set_policy(f.p, &t), 0);
+	/* too few requests for a category: the unknown row, the mount's */
+	hy_profiler_begin(f.p, &h, getpid(), HY_PROFILE_READ, 4096, 4096, &tk);
+	CU_ASSERT_TRUE(tk.hinted);
+	CU_ASSERT_EQUAL(tk.category, HY_CATEGORY_UNKNOWN);
+	CU_ASSERT_EQUAL(tk.hint.write, -1);
+	CU_ASSERT_EQUAL(tk.hint.line_size, 4096);
+	CU_ASSERT_EQUAL(tk.hint.admit, HY_ADMIT_NORMAL);
+	hy_profiler_end(f.p, &h, fd, &tk, 4096);
+	/* a stream of 128 KiB sequential reads over 8 MiB: archival consumer,
+	 * whose sequential reads bypass the cache, 64 KiB lines, evicted early */
+	for (uint64_t i = 0; i < 64; i++) {
+		hy_profiler_begin(f.p, &h, getpid(), HY_PROFILE_READ, (i + 1) << 17, 1 << 17, &tk);
+		hy_profiler_end(f.p, &h, fd, &tk, 1 << 17);
+	}
+	CU_ASSERT_EQUAL(tk.category, HY_CATEGORY_ARCHIVAL_CONSUMER);
+	CU_ASSERT_EQUAL(tk.klass, 1 + HY_CLASS_SEQUENTIAL);
+	CU_ASSERT_EQUAL(tk.hint.write, HY_CACHE_WRITE_AROUND);
+	CU_ASSERT_EQUAL(tk.hint.admit, HY_ADMIT_BYPASS);
+	CU_ASSERT_EQUAL(tk.hint.line_size, 65536);
+	CU_ASSERT_EQUAL(tk.hint.evict, HY_EVICT_EARLY);
+	/* a random read of the same process: low (not bypassed) */
+	hy_profiler_begin(f.p, &h, getpid(), HY_PROFILE_READ, 1ULL << 30, 4096, &tk);
+	CU_ASSERT_EQUAL(tk.klass, 1 + HY_CLASS_RANDOM);
+	CU_ASSERT_EQUAL(tk.hint.admit, HY_ADMIT_LOW);
+	hy_profiler_end(f.p, &h, fd, &tk, -EIO); /* failed: not logged, bytes taken back */
+	/* a new table is in force for the next request */
+	CU_ASSERT_EQUAL(
+		hy_workload_policy_set(&t, "archival-consumer.line_size=16K", why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_profiler_set_policy(f.p, &t), 0);
+	hy_profiler_begin(f.p, &h, getpid(), HY_PROFILE_READ, 65ULL << 17, 1 << 17, &tk);
+	CU_ASSERT_EQUAL(tk.hint.line_size, 16384);
+	hy_profiler_end(f.p, &h, fd, &tk, 4096); /* short: 4 KiB of 128 */
+	n = hy_profiler_top(f.p, top, 8);
+	CU_ASSERT_EQUAL_FATAL(n, 1);
+	CU_ASSERT_EQUAL(top[0].bytes_read, 2 * 4096 + (64ULL << 17) + 4096);
+	CU_ASSERT_EQUAL(top[0].category, HY_CATEGORY_ARCHIVAL_CONSUMER);
+	CU_ASSERT_FALSE(top[0].metadata_priority);
+
+	/* a process of the same program on the same file, with no category
+	 * of its own yet, follows ours (grouped) */
+	child = idle_child(&wfd);
+	CU_ASSERT_TRUE_FATAL(child > 0);
+	CU_ASSERT_EQUAL(open_handle(f.p, &hc, fd, h.file_id, "/a", child), 0);
+	hy_profiler_begin(f.p, &hc, child, HY_PROFILE_READ, 0, 4096, &tk);
+	CU_ASSERT_EQUAL(tk.category, HY_CATEGORY_ARCHIVAL_CONSUMER);
+	CU_ASSERT_EQUAL(tk.hint.line_size, 16384);
+	hy_profiler_end(f.p, &hc, fd, &tk, 4096);
+	n = hy_profiler_top(f.p, top, 8);
+	CU_ASSERT_EQUAL_FATAL(n, 2);
+	CU_ASSERT_EQUAL(top[1].pid, child);
+	CU_ASSERT_EQUAL(top[1].category, HY_CATEGORY_UNKNOWN);
+	CU_ASSERT_TRUE(top[1].grouped);
+	CU_ASSERT_EQUAL(top[1].policy_category, HY_CATEGORY_ARCHIVAL_CONSUMER);
+
+	/* metadata: heavy once at least 16 operations are mostly metadata;
+	 * the next process of the program starts heavy */
+	for (int i = 1; i <= 14; i++) /* with its one read: 15 operations */
+		CU_ASSERT_EQUAL(hy_profiler_count_meta(f.p, child, HY_META_GETATTR), 0);
+	CU_ASSERT_EQUAL(hy_profiler_count_meta(f.p, child, HY_META_LOOKUP), 10.0);
+	n = hy_profiler_top(f.p, top, 8);
+	CU_ASSERT_TRUE(n == 2 && top[1].pid == child && top[1].metadata_priority);
+	child2 = idle_child(&wfd2);
+	CU_ASSERT_TRUE_FATAL(child2 > 0);
+	CU_ASSERT_EQUAL(hy_profiler_count_meta(f.p, child2, HY_META_READDIR), 10.0);
+	end_child(child2, wfd2);
+	end_child(child, wfd);
+
+	CU_ASSERT_EQUAL(hy_profiler_sync(f.p), 0);
+	/* logged: every request but the failed one, with its class */
+	CU_ASSERT_EQUAL(q_int(f.db, "SELECT count(*) FROM access_log"), 2 + 64 + 1 + 1);
+	CU_ASSERT_EQUAL(q_int(f.db, "SELECT count(*) FROM access_log WHERE class = %d",
+			      HY_CLASS_SEQUENTIAL),
+			64 + 1);
+	hy_profiler_close(&h);
+	hy_profiler_close(&hc);
+	close(fd);
+	fixture_done(&f);
+}
+
+/* reca=off: nothing classified, no hint, no metadata priority. */
+static void test_policy_off(void)
+{
+	struct hy_workload_policy_table t;
+	struct hy_profile_ticket tk;
+	struct hy_profiler_config c;
+	struct fixture f;
+	struct hy_profile_handle h;
+	uint64_t mc[2][HY_CLASS_COUNT];
+	int fd;
+
+	CU_ASSERT_TRUE_FATAL(fixture_init(&f, 1024, 0, 0));
+	hy_profiler_free(f.p);
+	c = config_of(&f, 1024, 0, 0);
+	c.no_classify = true;
+	CU_ASSERT_EQUAL_FATAL(hy_profiler_new(&c, &f.p, why, sizeof(why)), 0);
+	hy_workload_policy_defaults(&t);
+	CU_ASSERT_EQUAL_FATAL(hy_profiler_set_policy(f.p, &t), 0);
+	fd = make_file(f.tmp, "a", 4096, false);
+	CU_ASSERT_TRUE_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(open_handle(f.p, &h, fd, 0, "/a", getpid()), 0);
+	for (uint64_t i = 0; i < 40; i++) {
+		hy_profiler_begin(f.p, &h, getpid(), HY_PROFILE_READ, i << 17, 1 << 17, &tk);
+		CU_ASSERT_FALSE(tk.hinted);
+		CU_ASSERT_EQUAL(tk.klass, 0);
+		hy_profiler_end(f.p, &h, fd, &tk, 1 << 17);
+	}
+	for (int i = 0; i < 40; i++)
+		CU_ASSERT_EQUAL(hy_profiler_count_meta(f.p, getpid(), HY_META_LOOKUP), 0);
+	CU_ASSERT_EQUAL(hy_profiler_sync(f.p), 0);
+	hy_profiler_get_classes(f.p, mc);
+	CU_ASSERT_EQUAL(mc[0][HY_CLASS_SEQUENTIAL] + mc[0][HY_CLASS_RANDOM], 0);
+	CU_ASSERT_EQUAL(q_int(f.db, "SELECT count(*) FROM access_log WHERE class IS NULL"), 40);
+	hy_profiler_close(&h);
+	close(fd);
+	fixture_done(&f);
+}
+
 /* ---- retention ---------------------------------------------------------- */
 
 static void test_retention_rows(void)
@@ -763,6 +936,8 @@ int hy_test_add_profiler(void)
 	    !CU_add_test(s, "retention by age", test_retention_age) ||
 	    !CU_add_test(s, "full ring drops and counts", test_full_ring_drops) ||
 	    !CU_add_test(s, "physical blocks (FIEMAP)", test_phys_block) ||
+	    !CU_add_test(s, "ReCA: the policy of the category, per request", test_policy_hints) ||
+	    !CU_add_test(s, "ReCA: reca=off", test_policy_off) ||
 	    !CU_add_test(s, "missing or foreign database refused", test_bad_database))
 		return -1;
 	return 0;
