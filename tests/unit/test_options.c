@@ -190,7 +190,8 @@ static void test_cache_options(void)
 		"hybridfs",
 		"-o",
 		"front_buffer=0,heat_periods=10,heat_threshold=0,cache_size=1M,"
-		"cache_write=back,cache_policy=lru,cache_clean_rate=1K,cache_seq_cutoff=0",
+		"cache_write=back,cache_policy=lru,cache_clean_rate=1K,cache_seq_cutoff=0,"
+		"cache_migrate_rate=0,reca=off",
 		"/b",
 		"/m",
 		NULL};
@@ -214,6 +215,8 @@ static void test_cache_options(void)
 	CU_ASSERT_EQUAL(o.cache_clean_rate, HY_OPTIONS_CACHE_CLEAN_RATE);
 	CU_ASSERT_EQUAL(o.cache_clean_rate, 32ULL << 20);
 	CU_ASSERT_EQUAL(o.cache_seq_cutoff, 4ULL << 20);
+	CU_ASSERT_EQUAL(o.cache_migrate_rate, 8ULL << 20);
+	CU_ASSERT_TRUE(o.reca);
 	CU_ASSERT_FALSE(o.cache_write_given); /* the mount picks: cache.h */
 	hy_options_free(&o);
 
@@ -251,6 +254,8 @@ static void test_cache_options(void)
 	CU_ASSERT_EQUAL(o.cache_policy, HY_POLICY_LRU);
 	CU_ASSERT_EQUAL(o.cache_clean_rate, 1024);
 	CU_ASSERT_EQUAL(o.cache_seq_cutoff, 0);
+	CU_ASSERT_EQUAL(o.cache_migrate_rate, 0);
+	CU_ASSERT_FALSE(o.reca);
 	CU_ASSERT_TRUE(o.cache_write_given);
 	hy_options_free(&o);
 
@@ -289,6 +294,8 @@ static void test_bad_cache_options(void)
 	const char *no_threshold[] = {"hybridfs", "-o", "heat_threshold=", "/b", "/m", NULL};
 	const char *bad_rate[] = {"hybridfs", "-o", "cache_clean_rate=fast", "/b", "/m", NULL};
 	const char *bad_cutoff[] = {"hybridfs", "-o", "cache_seq_cutoff=-1", "/b", "/m", NULL};
+	const char *bad_migrate[] = {"hybridfs", "-o", "cache_migrate_rate=2X", "/b", "/m", NULL};
+	const char *bad_reca[] = {"hybridfs", "-o", "reca=maybe", "/b", "/m", NULL};
 
 	expect_bad(empty, "cache");
 	expect_bad(bare, "cache");
@@ -318,6 +325,8 @@ static void test_bad_cache_options(void)
 	expect_bad(no_threshold, "heat_threshold");
 	expect_bad(bad_rate, "cache_clean_rate=fast");
 	expect_bad(bad_cutoff, "cache_seq_cutoff=-1");
+	expect_bad(bad_migrate, "cache_migrate_rate=2X");
+	expect_bad(bad_reca, "reca=maybe");
 }
 
 /* options.c keeps its own table of the policies' names (libhycommon does not
