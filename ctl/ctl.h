@@ -43,6 +43,22 @@ int hy_ctl_flush(int argc, char **argv);
  * SSD cache store. The exit status: 0, 1 (refused or failed), 2 (usage). */
 int hy_ctl_format_cache(int argc, char **argv);
 
+/* `hybridctl policy get|set|reset ...`: @argc/@argv start after "policy".
+ * The exit status: 0, 1 (no daemon, or it refused), 2 (bad command line). */
+int hy_ctl_policy(int argc, char **argv);
+
+/* `hybridctl top [MOUNTPOINT] [-d SECONDS] [-n ITERATIONS] [-b]`: the
+ * busiest processes, refreshed. The exit status: 0, 1 (no daemon, or it
+ * went away), 2 (bad command line). */
+int hy_ctl_top(int argc, char **argv);
+
+struct json_object;
+/* A process's dominant request class and its share ("rand 87%", "-"), from
+ * its "classes" in status (ctl/top_cmd.c). */
+void hy_ctl_class_mix(struct json_object *proc, char *buf, size_t size);
+/* The policy a process follows, in brief: "around 64K early [meta]". */
+void hy_ctl_policy_brief(struct json_object *policy, char *buf, size_t size);
+
 /* @b bytes for people: "512 B", "1.5 MiB" (ctl/hybridctl.c). */
 void hy_ctl_human_bytes(uint64_t b, char *buf, size_t size);
 

@@ -3,6 +3,8 @@
  *
  *   hybridctl status [MOUNTPOINT] [--json]
  *
+ * and dispatches the other subcommands, one file each (ctl.h).
+ *
  * Mounts are found through the runtime registry (runtime.h); the state
  * folder's database is opened read-only. Exit status: 0, 1 when a mount
  * cannot be read, 2 for a bad command line.
@@ -50,6 +52,10 @@ static void usage(FILE *out)
 		"       hybridctl explain PATH [--json]\n"
 		"       hybridctl flush [MOUNTPOINT]\n"
 		"       hybridctl format-cache TARGET [--size SIZE] [--force]\n"
+		"       hybridctl policy get [MOUNTPOINT] [NAME...] [--json]\n"
+		"       hybridctl policy set [MOUNTPOINT] CATEGORY.KEY=VALUE... [--json]\n"
+		"       hybridctl policy reset [MOUNTPOINT] [--json]\n"
+		"       hybridctl top [MOUNTPOINT] [-d SECONDS] [-n ITERATIONS] [-b]\n"
 		"       hybridctl --help | --version\n"
 		"\n"
 		"  status        the mount, its daemon, operations and bytes by kind, the\n"
@@ -63,6 +69,12 @@ static void usage(FILE *out)
 		"  flush         blocks written into the BOPT go home now\n"
 		"  format-cache  an SSD cache store on a file or a device, unclaimed until\n"
 		"                the first mount that names it with cache=\n"
+		"  policy        the cache policy table by workload category: get shows\n"
+		"                settings (NAME: CATEGORY.KEY, or CATEGORY for all its keys),\n"
+		"                set changes them, reset goes back to the defaults; kept in\n"
+		"                the state database across remounts\n"
+		"  top           the busiest processes, refreshed every SECONDS (2): rates,\n"
+		"                category, class mix and cache policy; q quits, -b for batch\n"
 		"See hybridctl(8).\n");
 }
 
@@ -237,6 +249,16 @@ static void print_cache(struct json_object *d)
 	       (unsigned long long)jget_u64(c, "dram_evictions", NULL),
 	       (unsigned long long)jget_u64(c, "ssd_evictions", NULL),
 	       (unsigned long long)jget_u64(c, "cleaned_blocks", NULL));
+	/* ReCA: what the per-process policies did */
+	printf("%-12s %llu blocks kept out by their class, %llu read ahead to fill lines; "
+	       "%llu files migrated to larger lines (%llu blocks read in, %llu given up), "
+	       "%llu sent home on leaving write-back\n",
+	       "cache reca", (unsigned long long)jget_u64(c, "admit_bypassed", NULL),
+	       (unsigned long long)jget_u64(c, "line_prefetched", NULL),
+	       (unsigned long long)jget_u64(c, "migrations", NULL),
+	       (unsigned long long)jget_u64(c, "migrate_filled", NULL),
+	       (unsigned long long)jget_u64(c, "migrate_dropped", NULL),
+	       (unsigned long long)jget_u64(c, "migrate_home", NULL));
 }
 
 /* ReCA's request classes of the mount's reads and writes, in shares. */
@@ -295,25 +317,31 @@ static void print_daemon(struct json_object *d)
 	print_cache(d);
 	if (!json_object_object_get_ex(d, "processes", &procs) || !json_object_array_length(procs))
 		return;
-	printf("\n%7s  %-16s %9s %9s %10s %10s %8s %8s %8s  %s\n", "PID", "PROCESS", "READS",
-	       "WRITES", "READ", "WRITTEN", "LOOKUPS", "GETATTRS", "READDIRS", "CATEGORY");
+	/* META: lookups, getattrs and readdirs; POLICY: what the cache does
+	 * for the process (ReCA): write policy, line size, eviction */
+	printf("\n%7s  %-16s %9s %9s %10s %10s %8s  %-28s %-9s %s\n", "PID", "PROCESS", "READS",
+	       "WRITES", "READ", "WRITTEN", "META", "CATEGORY", "MIX", "POLICY");
 	for (size_t i = 0; i < json_object_array_length(procs); i++) {
 		struct json_object *p = json_object_array_get_idx(procs, i), *name = NULL,
-				   *cat = NULL;
+				   *cat = NULL, *policy = NULL;
+		char mix[32], brief[64];
 
 		json_object_object_get_ex(p, "name", &name);
 		json_object_object_get_ex(p, "category", &cat);
+		json_object_object_get_ex(p, "policy", &policy);
 		hy_ctl_human_bytes(jget_u64(p, "bytes_read", NULL), r, sizeof(r));
 		hy_ctl_human_bytes(jget_u64(p, "bytes_written", NULL), w, sizeof(w));
-		printf("%7llu  %-16s %9llu %9llu %10s %10s %8llu %8llu %8llu  %s\n",
+		hy_ctl_class_mix(p, mix, sizeof(mix));
+		hy_ctl_policy_brief(policy, brief, sizeof(brief));
+		printf("%7llu  %-16s %9llu %9llu %10s %10s %8llu  %-28s %-9s %s\n",
 		       (unsigned long long)jget_u64(p, "pid", NULL),
 		       name ? json_object_get_string(name) : "?",
 		       (unsigned long long)jget_u64(p, "reads", NULL),
 		       (unsigned long long)jget_u64(p, "writes", NULL), r, w,
-		       (unsigned long long)jget_u64(p, "lookups", NULL),
-		       (unsigned long long)jget_u64(p, "getattrs", NULL),
-		       (unsigned long long)jget_u64(p, "readdirs", NULL),
-		       cat ? json_object_get_string(cat) : "?");
+		       (unsigned long long)(jget_u64(p, "lookups", NULL) +
+					    jget_u64(p, "getattrs", NULL) +
+					    jget_u64(p, "readdirs", NULL)),
+		       cat ? json_object_get_string(cat) : "?", mix, brief);
 	}
 }
 
@@ -444,6 +472,10 @@ int main(int argc, char **argv)
 		return hy_ctl_flush(argc - 2, argv + 2);
 	if (strcmp(argv[1], "format-cache") == 0)
 		return hy_ctl_format_cache(argc - 2, argv + 2);
+	if (strcmp(argv[1], "policy") == 0)
+		return hy_ctl_policy(argc - 2, argv + 2);
+	if (strcmp(argv[1], "top") == 0)
+		return hy_ctl_top(argc - 2, argv + 2);
 	fprintf(stderr, "hybridctl: unknown command \"%s\"\n", argv[1]);
 	usage(stderr);
 	return 2;
