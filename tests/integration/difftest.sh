@@ -43,6 +43,7 @@ run() {
 		hy_umount "$dir/mnt"
 		return
 	fi
+	[ -n "${AFTER_RUN:-}" ] && "$AFTER_RUN" "$name" "$dir/mnt"
 	hy_umount "$dir/mnt"
 	# the default state folder is BACKING/.hybridfs
 	if ! "$DIFFTEST" --compare --ignore .hybridfs "$dir/plain" "$dir/backing"; then
@@ -83,5 +84,57 @@ REAL_HYBRIDFS=$HYBRIDFS
 HYBRIDFS=$HY_TMP/lowfd-hybridfs
 run low-fd 14 "--wide ${UMASKS[*]}" -o "state=$HY_TMP/state-lf"
 HYBRIDFS=$REAL_HYBRIDFS
+
+# ReCA's reconfiguration while the sequence runs: every 150 operations the
+# policy table changes every category's write policy, line size, admission
+# and eviction preference (hybridctl policy set, between two operations),
+# so the difftest's own process moves between write-back, through and
+# around, and its files' lines split, or merge in the background.
+HYBRIDCTL=${HYBRIDCTL:-$(cd "$(dirname "$0")/../.." && pwd)/hybridctl}
+cat >"$HY_TMP/reconfigure" <<EOF2
+#!/bin/sh
+# reconfigure OPNO: the next of four policy tables
+case \$((\$1 / 150 % 4)) in
+0) w=back l=64K a=high e=late ;;
+1) w=through l=4K a=bypass e=early ;;
+2) w=around l=16K a=low e=normal ;;
+*) w=mount l=8K a=normal e=late ;;
+esac
+args=""
+for c in unknown random-consumer random-producer-consumer sequential-producer-consumer \\
+	archival-consumer large-file-generator; do
+	args="\$args \$c.write=\$w \$c.line_size=\$l \$c.evict=\$e"
+	for k in read write; do
+		for cls in sequential strided overlapped random; do
+			args="\$args \$c.admit.\$k.\$cls=\$a"
+		done
+	done
+done
+exec "$HYBRIDCTL" policy set "\$HY_RECONFIGURE_MOUNT" \$args >/dev/null
+EOF2
+chmod +x "$HY_TMP/reconfigure"
+reconfigured() {
+	local name=$1 seed=$2
+	shift 2
+	export HY_RECONFIGURE_MOUNT=$HY_TMP/$name/mnt
+	run "$name" "$seed" "--hook-every 150 --hook $HY_TMP/reconfigure ${UMASKS[*]}" "$@"
+}
+# the reconfigurations did reach the cache: blocks kept out by their
+# class, misses read ahead to fill lines, files sent home on leaving
+# write-back
+reca_effects() {
+	local c
+	c=$("$HYBRIDCTL" status "$2" --json | jq -c '.mounts[0].daemon.cache |
+		[.admit_bypassed, .line_prefetched, .migrate_home, .migrations]')
+	hy_log "$1: [kept out, read ahead, sent home, migrations] = $c"
+	case $c in
+	\[0,* | \[*,0,*,*\] | \[*,*,0,*\]) hy_fail "$1: the reconfigurations show no effect: $c" ;;
+	esac
+}
+AFTER_RUN=reca_effects
+reconfigured reca-back 31 -o "state=$HY_TMP/state-rb,cache_write=back"
+reconfigured reca-tiny 32 \
+	-o "state=$HY_TMP/state-rt,cache_write=back,front_buffer=0,cache_size=1M,writeback_cache=off"
+AFTER_RUN=
 
 hy_pass

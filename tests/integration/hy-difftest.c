@@ -2,7 +2,8 @@
  * hy-difftest.c - differential random tester for hybridfs.
  *
  *   hy-difftest --seed N --ops COUNT [--check-every K] [--umasks OCT,OCT...]
- *               [--drop-caches K] [--wide] [--verbose] PLAIN MOUNT
+ *               [--drop-caches K] [--hook-every K --hook PROGRAM] [--wide]
+ *               [--verbose] PLAIN MOUNT
  *   hy-difftest --compare [--ignore NAME] A B
  *
  * The first form generates one random sequence of file system operations
@@ -22,6 +23,10 @@
  * directories) is kept across operations, so writes through a descriptor of
  * a file that was renamed or unlinked meanwhile, and *at calls relative to
  * a directory that was renamed or removed, are covered.
+ *
+ * --hook runs PROGRAM with the operation number as its argument every K
+ * operations, between two operations, and waits for it (a failure stops
+ * the run): e.g. a reconfiguration of the mount's cache policy.
  *
  * The second form only compares two trees (e.g. the backing directory with
  * the plain one once the mount is gone); --ignore skips one top-level name.
@@ -47,6 +52,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #ifndef RENAME_NOREPLACE
@@ -1255,13 +1261,37 @@ static void drop_caches(void)
 	close(fd);
 }
 
+/* Runs @program OPNO and waits; its failure ends the run. */
+static void run_hook(const char *program)
+{
+	char arg[32];
+	int status;
+	pid_t pid;
+
+	snprintf(arg, sizeof(arg), "%lu", op_no);
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		die("fork for the hook: %s", strerror(errno));
+	if (pid == 0) {
+		execl(program, program, arg, (char *)NULL);
+		fprintf(stderr, "hy-difftest: %s: %s\n", program, strerror(errno));
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) < 0)
+		die("waiting for the hook: %s", strerror(errno));
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		die("the hook %s %s failed (status %d)", program, arg, status);
+}
+
 /* ---- main ----------------------------------------------------------- */
 
 static void usage(void)
 {
 	fprintf(stderr,
 		"usage: hy-difftest --seed N --ops COUNT [--check-every K] [--umasks OCT,OCT...]\n"
-		"                   [--drop-caches K] [--wide] [--verbose] PLAIN MOUNT\n"
+		"                   [--drop-caches K] [--hook-every K --hook PROGRAM] [--wide]\n"
+		"                   [--verbose] PLAIN MOUNT\n"
 		"       hy-difftest --compare [--ignore NAME] A B\n");
 	exit(2);
 }
@@ -1287,8 +1317,9 @@ static bool dir_is_empty(int fd)
 
 int main(int argc, char **argv)
 {
-	unsigned long ops = 0, check_every = 0;
+	unsigned long ops = 0, check_every = 0, hook_every = 0;
 	bool compare_only = false, have_seed = false;
+	const char *hook = NULL;
 	int i;
 
 	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
@@ -1313,6 +1344,10 @@ int main(int argc, char **argv)
 				usage();
 		} else if (strcmp(a, "--drop-caches") == 0 && i + 1 < argc) {
 			drop_every = strtoul(argv[++i], NULL, 0);
+		} else if (strcmp(a, "--hook-every") == 0 && i + 1 < argc) {
+			hook_every = strtoul(argv[++i], NULL, 0);
+		} else if (strcmp(a, "--hook") == 0 && i + 1 < argc) {
+			hook = argv[++i];
 		} else if (strcmp(a, "--wide") == 0) {
 			make_wide();
 		} else if (strcmp(a, "--verbose") == 0) {
@@ -1327,7 +1362,7 @@ int main(int argc, char **argv)
 			usage();
 		}
 	}
-	if (argc - i != 2 || (!compare_only && (!have_seed || !ops)))
+	if (argc - i != 2 || (!compare_only && (!have_seed || !ops)) || (!hook != !hook_every))
 		usage();
 	root_path[0] = argv[i];
 	root_path[1] = argv[i + 1];
@@ -1361,6 +1396,8 @@ int main(int argc, char **argv)
 			cmp_trees();
 		if (drop_every && op_no % drop_every == 0)
 			drop_caches();
+		if (hook && op_no % hook_every == 0)
+			run_hook(hook);
 	}
 	op_no = ops;
 	/* The descriptors are closed, and the trees compared once more. */

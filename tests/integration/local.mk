@@ -24,3 +24,7 @@ check_PROGRAMS += tests/integration/hy-crash
 tests_integration_hy_crash_SOURCES = tests/integration/hy-crash.c
 TESTS += tests/integration/crash.sh tests/integration/cache.sh
 EXTRA_DIST += tests/integration/crash.sh tests/integration/cache.sh
+
+# ReCA: categories of real programs, the policy table, metadata priority.
+TESTS += tests/integration/reca.sh
+EXTRA_DIST += tests/integration/reca.sh
