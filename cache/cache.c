@@ -2047,6 +2047,23 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* Background I/O paced at @rate bytes/s: sleeps until @blocks blocks since
+ * @start are due, in short naps, so that a flush or a close does not wait
+ * for the pace but takes over (at full speed). */
+static void pace(struct hy_cache *c, int64_t blocks, uint64_t rate, int64_t start)
+{
+	int64_t due = (int64_t)((double)blocks * LINE / (double)rate * 1e9);
+	int64_t ahead = due - (now_ns() - start);
+
+	while (ahead > 0 && !atomic_load(&c->flush_waiting) && !atomic_load(&c->stop_now)) {
+		int64_t nap = ahead < 20000000 ? ahead : 20000000;
+		struct timespec ts = {0, nap};
+
+		nanosleep(&ts, NULL);
+		ahead -= nap;
+	}
+}
+
 static void kick_cleaner(struct hy_cache *c)
 {
 	pthread_mutex_lock(&c->thread_lock);
@@ -2197,19 +2214,8 @@ static int64_t migrate_file(struct hy_cache *c, const struct migration *m, uint6
 		}
 		pthread_rwlock_unlock(gate(c, m->file_id));
 		*paced += (int64_t)(b1 - b0);
-		if (rate) {
-			int64_t due = (int64_t)((double)*paced * LINE / (double)rate * 1e9);
-			int64_t ahead = due - (now_ns() - start);
-
-			while (ahead > 0 && !atomic_load(&c->stop_now) &&
-			       !atomic_load(&c->flush_waiting)) {
-				int64_t nap = ahead < 20000000 ? ahead : 20000000;
-				struct timespec ts = {0, nap};
-
-				nanosleep(&ts, NULL);
-				ahead -= nap;
-			}
-		}
+		if (rate)
+			pace(c, *paced, rate, start);
 	}
 	atomic_fetch_add(&c->st.migrate_filled, (uint64_t)filled);
 	free(blocks);
@@ -2482,19 +2488,7 @@ static int64_t clean_pass(struct hy_cache *c, uint64_t rate)
 		}
 		i = j;
 		if (rate) {
-			int64_t due = (int64_t)((double)cleaned * LINE / (double)rate * 1e9);
-			int64_t ahead = due - (now_ns() - start);
-
-			/* in short sleeps: a flush or close does not wait for the
-			 * pace, it takes over (at full speed) */
-			while (ahead > 0 && !atomic_load(&c->flush_waiting) &&
-			       !atomic_load(&c->stop_now)) {
-				int64_t nap = ahead < 20000000 ? ahead : 20000000;
-				struct timespec ts = {0, nap};
-
-				nanosleep(&ts, NULL);
-				ahead -= nap;
-			}
+			pace(c, cleaned, rate, start);
 			if (atomic_load(&c->flush_waiting) || atomic_load(&c->stop_now))
 				break;
 		}

@@ -59,6 +59,9 @@ void hy_ctl_class_mix(struct json_object *proc, char *buf, size_t size);
 /* The policy a process follows, in brief: "around 64K early [meta]". */
 void hy_ctl_policy_brief(struct json_object *policy, char *buf, size_t size);
 
+/* @s seconds for people: "45s", "3m 5s", "2h 10m", "4d 3h" (ctl/hybridctl.c). */
+void hy_ctl_human_duration(int64_t s, char *buf, size_t size);
+
 /* @b bytes for people: "512 B", "1.5 MiB" (ctl/hybridctl.c). */
 void hy_ctl_human_bytes(uint64_t b, char *buf, size_t size);
 

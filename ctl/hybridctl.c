@@ -345,7 +345,7 @@ static void print_daemon(struct json_object *d)
 	}
 }
 
-static void human_duration(int64_t s, char *buf, size_t size)
+void hy_ctl_human_duration(int64_t s, char *buf, size_t size)
 {
 	if (s >= 86400)
 		snprintf(buf, size, "%" PRId64 "d %" PRId64 "h", s / 86400, s % 86400 / 3600);
@@ -363,7 +363,7 @@ static void print_human(struct mount_status *list, size_t n)
 		const struct hy_runtime_entry *e = list[i].entry;
 		char up[32];
 
-		human_duration(list[i].uptime, up, sizeof(up));
+		hy_ctl_human_duration(list[i].uptime, up, sizeof(up));
 		printf("%s%-12s %s\n", i ? "\n" : "", "mount", e->mountpoint);
 		printf("%-12s %s\n", "backing", e->backing);
 		printf("%-12s %s\n", "state", e->state_dir);

@@ -387,18 +387,6 @@ static void cache_line(FILE *out, int cols, struct json_object *cur, struct json
 		     wr ? 100.0 * (double)wr_hit / (double)wr : 0.0, wr, dirty);
 }
 
-static void uptime(uint64_t s, char *buf, size_t size)
-{
-	if (s >= 86400)
-		snprintf(buf, size, "%" PRIu64 "d %" PRIu64 "h", s / 86400, s % 86400 / 3600);
-	else if (s >= 3600)
-		snprintf(buf, size, "%" PRIu64 "h %" PRIu64 "m", s / 3600, s % 3600 / 60);
-	else if (s >= 60)
-		snprintf(buf, size, "%" PRIu64 "m %" PRIu64 "s", s / 60, s % 60);
-	else
-		snprintf(buf, size, "%" PRIu64 "s", s);
-}
-
 /* Draws one sample: the header, then as many rows as @max_rows allows
  * (negative: all). */
 static void draw(FILE *out, struct top *t, struct json_object *cur, struct row *rows, size_t n,
@@ -413,7 +401,7 @@ static void draw(FILE *out, struct top *t, struct json_object *cur, struct row *
 
 	localtime_r(&now, &tm);
 	strftime(wall, sizeof(wall), "%H:%M:%S", &tm);
-	uptime(ju64(cur, "uptime_seconds"), up, sizeof(up));
+	hy_ctl_human_duration((int64_t)ju64(cur, "uptime_seconds"), up, sizeof(up));
 	emit(out, cols, "hybridctl top - %s  %s  daemon pid %" PRIu64 ", up %s", wall,
 	     jstr(cur, "mountpoint", "?"), ju64(cur, "pid"), up);
 	hy_ctl_human_bytes(

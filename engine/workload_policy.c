@@ -18,6 +18,7 @@
 #include <sqlite3.h>
 
 #include "hybridfs/log.h"
+#include "hybridfs/ondisk.h"
 #include "hybridfs/state.h"
 #include "hybridfs/workload_policy.h"
 
@@ -178,20 +179,6 @@ static int token_index(const char *s, size_t len, const char *const *names, size
 	return -1;
 }
 
-static void say(char *why, size_t why_size, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void say(char *why, size_t why_size, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!why || !why_size)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why, why_size, fmt, ap);
-	va_end(ap);
-}
-
 /* The field @name[0..len) names: 0, or -EINVAL with the bad part in @why. */
 static int parse_field(const char *name, size_t len, struct field *f, char *why, size_t why_size)
 {
@@ -201,7 +188,8 @@ static int parse_field(const char *name, size_t len, struct field *f, char *why,
 
 	memset(f, 0, sizeof(*f));
 	if (!dot) {
-		say(why, why_size, "no \".\" in \"%.*s\" (expected CATEGORY.KEY)", (int)len, name);
+		hy_ondisk_say(why, why_size, "no \".\" in \"%.*s\" (expected CATEGORY.KEY)",
+			      (int)len, name);
 		return -EINVAL;
 	}
 	key = dot + 1;
@@ -213,9 +201,10 @@ static int parse_field(const char *name, size_t len, struct field *f, char *why,
 		} else if (token_is(key, klen, "share")) {
 			f->key = K_SHARE;
 		} else {
-			say(why, why_size,
-			    "unknown key \"%.*s\" of metadata (expected timeout or share)",
-			    (int)klen, key);
+			hy_ondisk_say(
+				why, why_size,
+				"unknown key \"%.*s\" of metadata (expected timeout or share)",
+				(int)klen, key);
 			return -EINVAL;
 		}
 		return 0;
@@ -231,8 +220,8 @@ static int parse_field(const char *name, size_t len, struct field *f, char *why,
 		for (int c = 0; c < HY_CATEGORY_COUNT && n < sizeof(list); c++)
 			n += (size_t)snprintf(list + n, sizeof(list) - n, "%s, ",
 					      hy_category_name(c));
-		say(why, why_size, "unknown category \"%.*s\" (expected %smetadata)",
-		    (int)(dot - name), name, list);
+		hy_ondisk_say(why, why_size, "unknown category \"%.*s\" (expected %smetadata)",
+			      (int)(dot - name), name, list);
 		return -EINVAL;
 	}
 	f->row = (unsigned)i;
@@ -251,9 +240,10 @@ static int parse_field(const char *name, size_t len, struct field *f, char *why,
 		dot2 = memchr(rest, '.', rlen);
 		i = token_index(rest, dot2 ? (size_t)(dot2 - rest) : rlen, dir_names, 2);
 		if (!dot2 || i < 0) {
-			say(why, why_size,
-			    "unknown key \"%.*s\" (expected admit.read.CLASS or admit.write.CLASS)",
-			    (int)klen, key);
+			hy_ondisk_say(why, why_size,
+				      "unknown key \"%.*s\" (expected admit.read.CLASS or "
+				      "admit.write.CLASS)",
+				      (int)klen, key);
 			return -EINVAL;
 		}
 		f->dir = (unsigned)i;
@@ -263,18 +253,19 @@ static int parse_field(const char *name, size_t len, struct field *f, char *why,
 			if (token_is(rest, rlen, hy_classify_name(i)))
 				break;
 		if (i == HY_CLASS_COUNT) {
-			say(why, why_size,
-			    "unknown request class \"%.*s\" in \"%.*s\" (expected sequential, "
-			    "strided, overlapped or random)",
-			    (int)rlen, rest, (int)klen, key);
+			hy_ondisk_say(
+				why, why_size,
+				"unknown request class \"%.*s\" in \"%.*s\" (expected sequential, "
+				"strided, overlapped or random)",
+				(int)rlen, rest, (int)klen, key);
 			return -EINVAL;
 		}
 		f->cls = (unsigned)i;
 	} else {
-		say(why, why_size,
-		    "unknown key \"%.*s\" (expected write, line_size, admit.read.CLASS, "
-		    "admit.write.CLASS, seq_cutoff or evict)",
-		    (int)klen, key);
+		hy_ondisk_say(why, why_size,
+			      "unknown key \"%.*s\" (expected write, line_size, admit.read.CLASS, "
+			      "admit.write.CLASS, seq_cutoff or evict)",
+			      (int)klen, key);
 		return -EINVAL;
 	}
 	return 0;
@@ -477,8 +468,9 @@ static int parse_value(const struct field *f, const char *name, int name_len, co
 	case K_WRITE:
 		i = token_index(value, strlen(value), write_names, COUNT(write_names));
 		if (i < 0) {
-			say(why, why_size, "%.*s \"%s\": expected back, through, around or mount",
-			    name_len, name, value);
+			hy_ondisk_say(why, why_size,
+				      "%.*s \"%s\": expected back, through, around or mount",
+				      name_len, name, value);
 			return -EINVAL;
 		}
 		v->u = (unsigned)i;
@@ -486,14 +478,15 @@ static int parse_value(const struct field *f, const char *name, int name_len, co
 	case K_LINE_SIZE:
 		rc = parse_bytes(value, &n);
 		if (rc == -EINVAL) {
-			say(why, why_size,
-			    "%.*s \"%s\": not a size in bytes (4K, 8K, 16K, 32K or 64K)", name_len,
-			    name, value);
+			hy_ondisk_say(why, why_size,
+				      "%.*s \"%s\": not a size in bytes (4K, 8K, 16K, 32K or 64K)",
+				      name_len, name, value);
 			return -EINVAL;
 		}
 		if (rc || n < HY_WORKLOAD_LINE_MIN || n > HY_WORKLOAD_LINE_MAX || (n & (n - 1))) {
-			say(why, why_size, "%.*s \"%s\": not a power of two between 4K and 64K",
-			    name_len, name, value);
+			hy_ondisk_say(why, why_size,
+				      "%.*s \"%s\": not a power of two between 4K and 64K",
+				      name_len, name, value);
 			return -EINVAL;
 		}
 		v->u = (unsigned)n;
@@ -501,8 +494,9 @@ static int parse_value(const struct field *f, const char *name, int name_len, co
 	case K_ADMIT:
 		i = token_index(value, strlen(value), admit_names, COUNT(admit_names));
 		if (i < 0) {
-			say(why, why_size, "%.*s \"%s\": expected bypass, low, normal or high",
-			    name_len, name, value);
+			hy_ondisk_say(why, why_size,
+				      "%.*s \"%s\": expected bypass, low, normal or high", name_len,
+				      name, value);
 			return -EINVAL;
 		}
 		v->u = (unsigned)i;
@@ -514,13 +508,15 @@ static int parse_value(const struct field *f, const char *name, int name_len, co
 		}
 		rc = parse_bytes(value, &n);
 		if (rc == -EINVAL) {
-			say(why, why_size,
-			    "%.*s \"%s\": not a size in bytes (suffix K, M or G) or \"mount\"",
-			    name_len, name, value);
+			hy_ondisk_say(
+				why, why_size,
+				"%.*s \"%s\": not a size in bytes (suffix K, M or G) or \"mount\"",
+				name_len, name, value);
 			return -EINVAL;
 		}
 		if (rc || n == HY_WORKLOAD_CUTOFF_MOUNT) { /* the value that means "mount" */
-			say(why, why_size, "%.*s \"%s\": too large", name_len, name, value);
+			hy_ondisk_say(why, why_size, "%.*s \"%s\": too large", name_len, name,
+				      value);
 			return -EINVAL;
 		}
 		v->bytes = n;
@@ -528,8 +524,8 @@ static int parse_value(const struct field *f, const char *name, int name_len, co
 	case K_EVICT:
 		i = token_index(value, strlen(value), evict_names, COUNT(evict_names));
 		if (i < 0) {
-			say(why, why_size, "%.*s \"%s\": expected early, normal or late", name_len,
-			    name, value);
+			hy_ondisk_say(why, why_size, "%.*s \"%s\": expected early, normal or late",
+				      name_len, name, value);
 			return -EINVAL;
 		}
 		v->u = (unsigned)i;
@@ -539,14 +535,15 @@ static int parse_value(const struct field *f, const char *name, int name_len, co
 
 		rc = parse_seconds(value, TIMEOUT_MAX_S, &ms);
 		if (rc == -EINVAL)
-			say(why, why_size, "%.*s \"%s\": not a number of seconds (like 10 or 0.5)",
-			    name_len, name, value);
+			hy_ondisk_say(why, why_size,
+				      "%.*s \"%s\": not a number of seconds (like 10 or 0.5)",
+				      name_len, name, value);
 		else if (rc == -ERANGE)
-			say(why, why_size, "%.*s \"%s\": more than %u seconds", name_len, name,
-			    value, TIMEOUT_MAX_S);
+			hy_ondisk_say(why, why_size, "%.*s \"%s\": more than %u seconds", name_len,
+				      name, value, TIMEOUT_MAX_S);
 		else if (rc == -EDOM)
-			say(why, why_size, "%.*s \"%s\": finer than a millisecond", name_len, name,
-			    value);
+			hy_ondisk_say(why, why_size, "%.*s \"%s\": finer than a millisecond",
+				      name_len, name, value);
 		if (rc)
 			return -EINVAL;
 		v->u = ms;
@@ -555,14 +552,15 @@ static int parse_value(const struct field *f, const char *name, int name_len, co
 	case K_SHARE:
 		rc = parse_uint(value, &n);
 		if (rc || n < SHARE_MIN || n > SHARE_MAX) {
-			say(why, why_size, "%.*s \"%s\": not a permille between %u and %u",
-			    name_len, name, value, SHARE_MIN, SHARE_MAX);
+			hy_ondisk_say(why, why_size,
+				      "%.*s \"%s\": not a permille between %u and %u", name_len,
+				      name, value, SHARE_MIN, SHARE_MAX);
 			return -EINVAL;
 		}
 		v->u = (unsigned)n;
 		return 0;
 	}
-	say(why, why_size, "%.*s: unknown key", name_len, name); /* cannot happen */
+	hy_ondisk_say(why, why_size, "%.*s: unknown key", name_len, name); /* cannot happen */
 	return -EINVAL;
 }
 
@@ -656,7 +654,7 @@ int hy_workload_policy_set(struct hy_workload_policy_table *t, const char *setti
 	const char *eq = strchr(setting, '=');
 
 	if (!eq) {
-		say(why, why_size, "no \"=\" in setting \"%s\"", setting);
+		hy_ondisk_say(why, why_size, "no \"=\" in setting \"%s\"", setting);
 		return -EINVAL;
 	}
 	return set_parts(t, setting, (size_t)(eq - setting), eq + 1, why, why_size);
@@ -673,8 +671,8 @@ int hy_workload_policy_get(const struct hy_workload_policy_table *t, const char 
 		return rc;
 	n = format_value(t, &f, buf, size);
 	if (n < 0 || (size_t)n >= size) {
-		say(why, why_size, "the value of \"%s\" needs %d bytes, %zu given", name, n + 1,
-		    size);
+		hy_ondisk_say(why, why_size, "the value of \"%s\" needs %d bytes, %zu given", name,
+			      n + 1, size);
 		return -ERANGE;
 	}
 	return 0;
