@@ -365,9 +365,12 @@ static void program_meta_learn(struct hy_profiler *p, const struct process_slot 
 {
 	uint64_t key;
 	_Atomic uint64_t *g = program_group(p, slot, &key);
+	uint64_t mine = (key & ~0xffULL) | (heavy ? 2 : 1);
 
-	if ((uint64_t)slot->meta_recent + slot->data_recent >= META_MIN)
-		atomic_store_explicit(g, (key & ~0xffULL) | (heavy ? 2 : 1), memory_order_relaxed);
+	/* written only when it changes (a shared word: see category_of) */
+	if ((uint64_t)slot->meta_recent + slot->data_recent >= META_MIN &&
+	    atomic_load_explicit(g, memory_order_relaxed) != mine)
+		atomic_store_explicit(g, mine, memory_order_relaxed);
 }
 
 static void count_recent(struct process_slot *slot, bool meta)
