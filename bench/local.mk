@@ -4,3 +4,4 @@ EXTRA_DIST += bench/profiler.sh bench/profiler-writer.c
 EXTRA_DIST += bench/borg.sh bench/borg.c
 EXTRA_DIST += bench/reorg.sh
 EXTRA_DIST += bench/cache.sh
+EXTRA_DIST += bench/reca.sh
