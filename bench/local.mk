@@ -5,3 +5,4 @@ EXTRA_DIST += bench/borg.sh bench/borg.c
 EXTRA_DIST += bench/reorg.sh
 EXTRA_DIST += bench/cache.sh
 EXTRA_DIST += bench/reca.sh
+EXTRA_DIST += bench/simulate.sh

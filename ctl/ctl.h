@@ -59,6 +59,10 @@ void hy_ctl_class_mix(struct json_object *proc, char *buf, size_t size);
 /* The policy a process follows, in brief: "around 64K early [meta]". */
 void hy_ctl_policy_brief(struct json_object *policy, char *buf, size_t size);
 
+/* `hybridctl simulate TRACE ...`: a block trace through the cache's
+ * replacement policies (replay.h). The exit status: 0, 1, 2 (usage). */
+int hy_ctl_simulate(int argc, char **argv);
+
 /* @s seconds for people: "45s", "3m 5s", "2h 10m", "4d 3h" (ctl/hybridctl.c). */
 void hy_ctl_human_duration(int64_t s, char *buf, size_t size);
 

@@ -56,6 +56,8 @@ static void usage(FILE *out)
 		"       hybridctl policy set [MOUNTPOINT] CATEGORY.KEY=VALUE... [--json]\n"
 		"       hybridctl policy reset [MOUNTPOINT] [--json]\n"
 		"       hybridctl top [MOUNTPOINT] [-d SECONDS] [-n ITERATIONS] [-b]\n"
+		"       hybridctl simulate TRACE [--format F] [--cache-size SIZE[,SIZE...]]\n"
+		"                          [--policy P[,P...]] [--reads-only] [--cap N] [--json]\n"
 		"       hybridctl --help | --version\n"
 		"\n"
 		"  status        the mount, its daemon, operations and bytes by kind, the\n"
@@ -75,6 +77,8 @@ static void usage(FILE *out)
 		"                the state database across remounts\n"
 		"  top           the busiest processes, refreshed every SECONDS (2): rates,\n"
 		"                category, class mix and cache policy; q quits, -b for batch\n"
+		"  simulate      a block trace (MSR, FIU, blkparse, SPC, ...) replayed through\n"
+		"                the cache's replacement policies: hit ratios, SSD fills\n"
 		"See hybridctl(8).\n");
 }
 
@@ -476,6 +480,8 @@ int main(int argc, char **argv)
 		return hy_ctl_policy(argc - 2, argv + 2);
 	if (strcmp(argv[1], "top") == 0)
 		return hy_ctl_top(argc - 2, argv + 2);
+	if (strcmp(argv[1], "simulate") == 0)
+		return hy_ctl_simulate(argc - 2, argv + 2);
 	fprintf(stderr, "hybridctl: unknown command \"%s\"\n", argv[1]);
 	usage(stderr);
 	return 2;

@@ -1,9 +1,9 @@
 bin_PROGRAMS += hybridctl
 hybridctl_SOURCES = ctl/hybridctl.c ctl/ctl.h ctl/trace_cmd.c ctl/mounts.c ctl/reorganize_cmd.c ctl/explain_cmd.c \
-	ctl/flush_cmd.c ctl/format_cache_cmd.c ctl/policy_cmd.c ctl/top_cmd.c
-hybridctl_CFLAGS = $(AM_CFLAGS) $(SQLITE_CFLAGS) $(JSONC_CFLAGS)
+	ctl/flush_cmd.c ctl/format_cache_cmd.c ctl/simulate_cmd.c ctl/policy_cmd.c ctl/top_cmd.c
+hybridctl_CFLAGS = $(AM_CFLAGS) $(SQLITE_CFLAGS) $(JSONC_CFLAGS) $(ZLIB_CFLAGS)
 # format-cache: the cache store's format, over engine/ondisk.c and
 # engine/device.c (and libblkid)
-hybridctl_LDADD = reconfig/libhyreorganize.a analyzer/libhyanalyzer.a planner/libhyplanner.a \
+hybridctl_LDADD = sim/libhysim.a reconfig/libhyreorganize.a analyzer/libhyanalyzer.a planner/libhyplanner.a \
 	cache/libhycache.a engine/libhyengine.a cache/libhycache.a engine/libhyengine.a lib/libhycommon.a $(SQLITE_LIBS) $(JSONC_LIBS) \
-	$(BLKID_LIBS)
+	$(BLKID_LIBS) $(ZLIB_LIBS)

@@ -28,3 +28,9 @@ EXTRA_DIST += tests/integration/crash.sh tests/integration/cache.sh
 # ReCA: categories of real programs, the policy table, metadata priority.
 TESTS += tests/integration/reca.sh
 EXTRA_DIST += tests/integration/reca.sh
+
+# The simulator: LRU against libCacheSim's figures in ../shared/traces
+# (skipped without the traces), and bad input.
+TESTS += tests/integration/simulate.sh
+EXTRA_DIST += tests/integration/simulate.sh
+EXTRA_DIST += tests/fuzz/fuzz_trace_reader.c

@@ -1,0 +1,383 @@
+/*
+ * simulate_cmd.c - `hybridctl simulate TRACE ...`: a block trace replayed
+ * through the cache's replacement policies (replay.h), by the rule of
+ * ../shared/traces/BASELINES.md, at one or more cache sizes and policies.
+ *
+ *   simulate TRACE [--format F] [--cache-size SIZE[,SIZE...]]
+ *            [--policy P[,P...]] [--reads-only] [--cap N] [--strict] [--json]
+ *
+ * SIZE: bytes with an optional K/M/G/T suffix (whole 4 KiB blocks), or P%
+ * of the trace's distinct 4 KiB blocks (rounded down, as BASELINES.md
+ * does). P: lru, larc, freq, lru3. The trace is read once to count its
+ * footprint and once per (policy, size) to replay it. Exit status: 0, 1
+ * (the trace cannot be read, or a bad line with --strict), 2 (usage).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "ctl.h"
+#include "hybridfs/policy.h"
+#include "hybridfs/replay.h"
+#include "hybridfs/trace_reader.h"
+#include "hybridfs/units.h"
+
+#define MAX_SIZES    16
+#define MAX_POLICIES 8
+
+struct size_arg {
+	bool percent;
+	double value; /* percent, or blocks */
+	char text[32];
+};
+
+struct sim_args {
+	const char *trace, *format;
+	struct size_arg sizes[MAX_SIZES];
+	size_t nsizes;
+	enum hy_policy_kind policies[MAX_POLICIES];
+	size_t npolicies;
+	bool reads_only, strict, json;
+	uint64_t cap;
+};
+
+static void simulate_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: hybridctl simulate TRACE [--format F] [--cache-size SIZE[,SIZE...]]\n"
+		"                          [--policy P[,P...]] [--reads-only] [--cap N]\n"
+		"                          [--strict] [--json]\n"
+		"  SIZE  bytes (K, M, G, T suffixes) or P%% of the trace's distinct 4 KiB blocks\n"
+		"        (default 1%%,5%%,10%%,20%%)\n"
+		"  P     lru, larc, freq, lru3 (default lru,larc,freq,lru3)\n"
+		"  F     msr, heimdall, fiu, blkparse, disksim, spc, vscsi, tencent, arc,\n"
+		"        hybridfs (default: detected)\n");
+}
+
+static int parse_sizes(const char *list, struct sim_args *a)
+{
+	char *copy = strdup(list), *save = NULL, *tok;
+	int rc = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save)) {
+		struct size_arg *s = &a->sizes[a->nsizes];
+		size_t len = strlen(tok);
+
+		if (a->nsizes == MAX_SIZES) {
+			fprintf(stderr, "hybridctl: simulate: at most %d cache sizes\n", MAX_SIZES);
+			rc = -EINVAL;
+			break;
+		}
+		snprintf(s->text, sizeof(s->text), "%s", tok);
+		if (len > 1 && tok[len - 1] == '%') {
+			char *end;
+
+			s->percent = true;
+			tok[len - 1] = '\0';
+			s->value = strtod(tok, &end);
+			if (*end || end == tok || !(s->value > 0) || s->value > 100) {
+				fprintf(stderr,
+					"hybridctl: simulate: cache size \"%s\": a share must be "
+					"above 0%% and at most 100%%\n",
+					s->text);
+				rc = -EINVAL;
+			}
+		} else {
+			uint64_t bytes;
+
+			if (hy_units_parse_size(tok, false, &bytes) < 0 ||
+			    bytes < HY_REPLAY_BLOCK) {
+				fprintf(stderr,
+					"hybridctl: simulate: cache size \"%s\": not a size of at "
+					"least 4K (bytes, or with K, M, G, T) nor a share (5%%)\n",
+					s->text);
+				rc = -EINVAL;
+			}
+			s->value = (double)(bytes / HY_REPLAY_BLOCK);
+		}
+		a->nsizes++;
+	}
+	free(copy);
+	return rc;
+}
+
+static int parse_policies(const char *list, struct sim_args *a)
+{
+	char *copy = strdup(list), *save = NULL, *tok;
+	char why[256];
+	int rc = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save)) {
+		if (a->npolicies == MAX_POLICIES) {
+			fprintf(stderr, "hybridctl: simulate: at most %d policies\n", MAX_POLICIES);
+			rc = -EINVAL;
+		} else if (hy_policy_kind_parse(tok, &a->policies[a->npolicies], why, sizeof(why)) <
+			   0) {
+			fprintf(stderr, "hybridctl: simulate: --policy: %s\n", why);
+			rc = -EINVAL;
+		} else {
+			a->npolicies++;
+		}
+	}
+	free(copy);
+	return rc;
+}
+
+/* One pass over the trace: @fn for each record. 0, or 1 after saying why. */
+static int each_record(const struct sim_args *a, int (*fn)(void *arg, struct hy_trace_record *),
+		       void *arg, struct hy_trace_reader_stats *stats, char *format_name,
+		       size_t format_size)
+{
+	struct hy_trace_reader *reader;
+	struct hy_trace_record rec;
+	char why[512];
+	int rc;
+
+	rc = hy_trace_reader_open(a->trace, a->format, a->strict, &reader, why, sizeof(why));
+	if (rc < 0) {
+		fprintf(stderr, "hybridctl: simulate: %s\n", why);
+		return 1;
+	}
+	if (format_name)
+		snprintf(format_name, format_size, "%s",
+			 hy_trace_reader_format_name(hy_trace_reader_format(reader)));
+	while ((rc = hy_trace_reader_next(reader, &rec)) == 1)
+		if (fn(arg, &rec) <= 0)
+			break;
+	if (rc < 0)
+		fprintf(stderr, "hybridctl: simulate: %s: %s\n", a->trace,
+			hy_trace_reader_error(reader));
+	if (stats)
+		hy_trace_reader_get_stats(reader, stats);
+	hy_trace_reader_close(reader);
+	return rc < 0 ? 1 : 0;
+}
+
+static int count_footprint(void *arg, struct hy_trace_record *rec)
+{
+	int rc = hy_replay_footprint_add(arg, rec);
+
+	if (rc < 0)
+		fprintf(stderr, "hybridctl: simulate: out of memory counting the footprint\n");
+	return rc;
+}
+
+static int replay_one(void *arg, struct hy_trace_record *rec)
+{
+	int rc = hy_replay_request(arg, rec);
+
+	if (rc < 0)
+		fprintf(stderr, "hybridctl: simulate: out of memory replaying\n");
+	return rc;
+}
+
+static double ratio(uint64_t a, uint64_t b)
+{
+	return b ? (double)a / (double)b : 0.0;
+}
+
+static struct json_object *result_json(const char *policy, const struct size_arg *size,
+				       uint64_t blocks, const struct hy_replay_stats *s,
+				       double seconds)
+{
+	struct json_object *o = json_object_new_object();
+	uint64_t hits = s->read_hits + s->write_hits;
+
+	json_object_object_add(o, "policy", json_object_new_string(policy));
+	json_object_object_add(o, "cache_size", json_object_new_string(size->text));
+	json_object_object_add(o, "cache_blocks", json_object_new_uint64(blocks));
+	json_object_object_add(o, "accesses", json_object_new_uint64(s->accesses));
+	json_object_object_add(o, "reads", json_object_new_uint64(s->reads));
+	json_object_object_add(o, "writes", json_object_new_uint64(s->writes));
+	json_object_object_add(o, "hit_ratio", json_object_new_double(ratio(hits, s->accesses)));
+	json_object_object_add(o, "miss_ratio",
+			       json_object_new_double(1.0 - ratio(hits, s->accesses)));
+	json_object_object_add(o, "read_hit_ratio",
+			       json_object_new_double(ratio(s->read_hits, s->reads)));
+	json_object_object_add(o, "write_hit_ratio",
+			       json_object_new_double(ratio(s->write_hits, s->writes)));
+	json_object_object_add(o, "ssd_fills", json_object_new_uint64(s->inserts));
+	/* every fill and every write hit writes a block into the SSD */
+	json_object_object_add(
+		o, "ssd_bytes_written",
+		json_object_new_uint64((s->inserts + s->write_hits) * (uint64_t)HY_REPLAY_BLOCK));
+	json_object_object_add(o, "refused", json_object_new_uint64(s->refused));
+	json_object_object_add(o, "evictions", json_object_new_uint64(s->evictions));
+	json_object_object_add(o, "seconds", json_object_new_double(seconds));
+	json_object_object_add(o, "accesses_per_second",
+			       json_object_new_double(seconds > 0 ? s->accesses / seconds : 0));
+	return o;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int hy_ctl_simulate(int argc, char **argv)
+{
+	struct sim_args a = {.format = NULL};
+	struct hy_replay_footprint *fp = NULL;
+	struct hy_trace_reader_stats rs;
+	struct json_object *results;
+	char format[32] = "", why[512];
+	uint64_t footprint;
+	int status = 0;
+
+	for (int i = 0; i < argc; i++) {
+		const char *o = argv[i];
+		bool has_value = i + 1 < argc;
+
+		if (strcmp(o, "--format") == 0 && has_value) {
+			a.format = argv[++i];
+		} else if (strcmp(o, "--cache-size") == 0 && has_value) {
+			if (parse_sizes(argv[++i], &a) < 0)
+				return 2;
+		} else if (strcmp(o, "--policy") == 0 && has_value) {
+			if (parse_policies(argv[++i], &a) < 0)
+				return 2;
+		} else if (strcmp(o, "--cap") == 0 && has_value) {
+			if (hy_units_parse_size(argv[++i], false, &a.cap) < 0) {
+				fprintf(stderr,
+					"hybridctl: simulate: --cap \"%s\": not a number of "
+					"block accesses\n",
+					argv[i]);
+				return 2;
+			}
+		} else if (strcmp(o, "--reads-only") == 0) {
+			a.reads_only = true;
+		} else if (strcmp(o, "--strict") == 0) {
+			a.strict = true;
+		} else if (strcmp(o, "--json") == 0) {
+			a.json = true;
+		} else if (strcmp(o, "-h") == 0 || strcmp(o, "--help") == 0) {
+			simulate_usage(stdout);
+			return 0;
+		} else if (o[0] == '-' && o[1]) {
+			fprintf(stderr, "hybridctl: simulate: unknown option \"%s\"%s\n", o,
+				has_value ? "" : " (or its value is missing)");
+			simulate_usage(stderr);
+			return 2;
+		} else if (a.trace) {
+			fprintf(stderr,
+				"hybridctl: simulate: one TRACE only (\"%s\", then \"%s\")\n",
+				a.trace, o);
+			return 2;
+		} else {
+			a.trace = o;
+		}
+	}
+	if (!a.trace) {
+		simulate_usage(stderr);
+		return 2;
+	}
+	if (!a.nsizes && parse_sizes("1%,5%,10%,20%", &a) < 0)
+		return 2;
+	if (!a.npolicies && parse_policies("lru,larc,freq,lru3", &a) < 0)
+		return 2;
+	if (a.format && strcmp(a.format, "auto") != 0) {
+		enum hy_trace_reader_format f;
+
+		if (hy_trace_reader_format_parse(a.format, &f, why, sizeof(why)) < 0) {
+			fprintf(stderr, "hybridctl: simulate: --format: %s\n", why);
+			return 2;
+		}
+	}
+
+	if (hy_replay_footprint_new(a.reads_only, a.cap, &fp) < 0) {
+		fprintf(stderr, "hybridctl: simulate: out of memory\n");
+		return 1;
+	}
+	if (each_record(&a, count_footprint, fp, &rs, format, sizeof(format))) {
+		hy_replay_footprint_free(fp);
+		return 1;
+	}
+	footprint = hy_replay_footprint_blocks(fp);
+	results = json_object_new_array();
+	if (!a.json) {
+		printf("trace %s (%s): %" PRIu64 " requests, %" PRIu64 " bad lines, %u devices; "
+		       "%" PRIu64 " block accesses%s, footprint %" PRIu64 " blocks\n",
+		       a.trace, format, rs.records, rs.bad_lines, rs.devices,
+		       hy_replay_footprint_accesses(fp), a.reads_only ? " (reads)" : "", footprint);
+		printf("%-6s %-10s %10s %9s %9s %9s %9s %12s %12s\n", "POLICY", "SIZE", "BLOCKS",
+		       "HIT", "MISS", "READ HIT", "WRITE HIT", "SSD FILLS", "ACCESSES/S");
+	}
+	hy_replay_footprint_free(fp);
+	for (size_t p = 0; p < a.npolicies && !status; p++) {
+		for (size_t z = 0; z < a.nsizes && !status; z++) {
+			const struct size_arg *sz = &a.sizes[z];
+			uint64_t blocks =
+				sz->percent ? (uint64_t)((double)footprint * sz->value / 100.0)
+					    : (uint64_t)sz->value;
+			struct hy_replay_config cfg = {
+				.policy = a.policies[p],
+				.capacity = blocks ? blocks : 1,
+				.reads_only = a.reads_only,
+				.max_accesses = a.cap,
+			};
+			struct hy_replay_stats s;
+			struct hy_replay *r;
+			double t0, dt;
+
+			if (hy_replay_new(&cfg, &r, why, sizeof(why)) < 0) {
+				fprintf(stderr, "hybridctl: simulate: %s\n", why);
+				status = 1;
+				break;
+			}
+			t0 = now_s();
+			status = each_record(&a, replay_one, r, NULL, NULL, 0);
+			dt = now_s() - t0;
+			hy_replay_get_stats(r, &s);
+			hy_replay_free(r);
+			if (status)
+				break;
+			if (a.json) {
+				json_object_array_add(
+					results, result_json(hy_policy_kind_name(a.policies[p]), sz,
+							     cfg.capacity, &s, dt));
+			} else {
+				uint64_t hits = s.read_hits + s.write_hits;
+
+				printf("%-6s %-10s %10" PRIu64 " %9.4f %9.4f %9.4f %9.4f %12" PRIu64
+				       " %12.0f\n",
+				       hy_policy_kind_name(a.policies[p]), sz->text, cfg.capacity,
+				       ratio(hits, s.accesses), 1.0 - ratio(hits, s.accesses),
+				       ratio(s.read_hits, s.reads), ratio(s.write_hits, s.writes),
+				       s.inserts, dt > 0 ? s.accesses / dt : 0.0);
+			}
+		}
+	}
+	if (a.json && !status) {
+		struct json_object *root = json_object_new_object();
+
+		json_object_object_add(root, "trace", json_object_new_string(a.trace));
+		json_object_object_add(root, "format", json_object_new_string(format));
+		json_object_object_add(root, "requests", json_object_new_uint64(rs.records));
+		json_object_object_add(root, "bad_lines", json_object_new_uint64(rs.bad_lines));
+		json_object_object_add(root, "devices", json_object_new_uint64(rs.devices));
+		json_object_object_add(root, "reads_only", json_object_new_boolean(a.reads_only));
+		json_object_object_add(root, "footprint_blocks", json_object_new_uint64(footprint));
+		json_object_object_add(root, "results", results);
+		printf("%s\n",
+		       json_object_to_json_string_ext(
+			       root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+		json_object_put(root);
+	} else {
+		json_object_put(results);
+	}
+	return status;
+}

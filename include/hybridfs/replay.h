@@ -1,0 +1,92 @@
+/*
+ * replay.h - block traces replayed through the cache's replacement
+ * policies (issue 7's simulator, its first part).
+ *
+ * What it is for: `hybridctl simulate` reads a trace (trace_reader.h) and
+ * feeds it here, by the rule of ../shared/traces/BASELINES.md so that its
+ * figures compare with an independent simulator's: a request of bytes
+ * [offset, offset + length) is the 4 KiB block accesses offset / 4096 ..
+ * (offset + length - 1) / 4096 in ascending order (a zero-length request
+ * is dropped); a block's key is (device << 48) | block; the cache starts
+ * empty; reads and writes are both accesses that allocate on a miss, unless
+ * the policy refuses it (LARC's lazy admission), or, with reads_only,
+ * writes are dropped (a read cache with write-around). The cache holds
+ * @capacity blocks and its replacement is policy.h's, the same code the
+ * SSD store uses: LRU, LARC, FREQ, or LRU3 (blocks enter its cold queue).
+ * The policy is aged once every half capacity of accesses, as the cache
+ * does (cache.c).
+ *
+ * Footprint: hy_replay_footprint_* counts the distinct blocks of a trace
+ * (the first pass, so that a cache size can be a share of it).
+ *
+ * Costs: O(1) expected per access (a hash of keys to lines, the policy's
+ * O(1) operations, LRU3's amortized demotions); memory linear in the
+ * capacity (and in the footprint for the footprint counter).
+ *
+ * Who calls it: ctl/simulate_cmd.c, the unit tests.
+ *
+ * Memory: hy_replay_new allocates everything, hy_replay_free frees it.
+ * Threads: none; one replay, one thread.
+ */
+#ifndef HYBRIDFS_REPLAY_H
+#define HYBRIDFS_REPLAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hybridfs/policy.h"
+
+#define HY_REPLAY_BLOCK	       4096u
+#define HY_REPLAY_DEVICE_SHIFT 48
+
+struct hy_trace_record;
+
+struct hy_replay_config {
+	enum hy_policy_kind policy;
+	uint64_t capacity;     /* blocks, at least 1 */
+	bool reads_only;       /* writes are dropped */
+	uint64_t max_accesses; /* block accesses replayed at most (0: all) */
+};
+
+struct hy_replay_stats {
+	uint64_t accesses; /* block accesses replayed */
+	uint64_t reads, writes;
+	uint64_t read_hits, write_hits;
+	uint64_t inserts; /* misses that entered the cache (SSD fills) */
+	uint64_t refused; /* misses the policy kept out (LARC) */
+	uint64_t evictions;
+	uint64_t requests; /* trace requests that gave at least one access */
+	uint64_t dropped;  /* requests dropped: zero length, or writes with reads_only */
+	bool capped;	   /* max_accesses was reached */
+};
+
+struct hy_replay;
+
+/* 0, or -EINVAL (a capacity of 0 or above UINT32_MAX lines, a bad policy)
+ * or -ENOMEM, with the reason in @why. */
+int hy_replay_new(const struct hy_replay_config *cfg, struct hy_replay **out, char *why,
+		  size_t why_size);
+void hy_replay_free(struct hy_replay *replay);
+
+/* One 4 KiB block access: 1 a hit, 0 a miss, -ENOMEM. */
+int hy_replay_access(struct hy_replay *replay, uint64_t key, bool write);
+
+/* One trace request, as the rule says: 1 replayed (or dropped), 0 when the
+ * cap was reached (the request is cut at it; stop reading), -ENOMEM. */
+int hy_replay_request(struct hy_replay *replay, const struct hy_trace_record *rec);
+
+void hy_replay_get_stats(const struct hy_replay *replay, struct hy_replay_stats *out);
+
+/* The distinct blocks of a trace, counted request by request under the
+ * same rule (reads only, cap). */
+struct hy_replay_footprint;
+int hy_replay_footprint_new(bool reads_only, uint64_t max_accesses,
+			    struct hy_replay_footprint **out);
+/* 1 counted, 0 the cap was reached, -ENOMEM. */
+int hy_replay_footprint_add(struct hy_replay_footprint *fp, const struct hy_trace_record *rec);
+uint64_t hy_replay_footprint_blocks(const struct hy_replay_footprint *fp);
+uint64_t hy_replay_footprint_accesses(const struct hy_replay_footprint *fp);
+void hy_replay_footprint_free(struct hy_replay_footprint *fp);
+
+#endif

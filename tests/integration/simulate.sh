@@ -1,0 +1,87 @@
+#!/bin/bash
+# simulate.sh - the simulator against an independent one: for every trace
+# in ../shared/traces, hybridctl simulate's LRU must give the miss ratios of
+# libCacheSim's LRU in BASELINES.md, to the fourth decimal, at 1%, 5%, 10%
+# and 20% of the footprint, for all accesses and for reads only (the
+# conversion rule of BASELINES.md: 4 KiB block accesses, cold start, every
+# miss admitted, the first 2,000,000 accesses unless the section says "no
+# cap"). Also: bad input to simulate is refused with a message.
+#
+# The traces are not part of the repository: HY_TRACES names their folder
+# (default: ../shared/traces beside the source tree); without it the
+# comparison is skipped (exit 77) after the bad-input checks.
+. "$(dirname "$0")/lib.sh"
+
+HYBRIDCTL=${HYBRIDCTL:-$(cd "$(dirname "$0")/../.." && pwd)/hybridctl}
+SRCDIR=${HY_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+TRACES=${HY_TRACES:-$SRCDIR/../shared/traces}
+[ -x "$HYBRIDCTL" ] || hy_die "no hybridctl at $HYBRIDCTL (run make first)"
+command -v jq >/dev/null || hy_skip "jq is missing"
+
+HY_TMP=$(mktemp -d "${TMPDIR:-/tmp}/hybridfs-test.XXXXXX") || hy_die "mktemp failed"
+trap 'rm -rf "$HY_TMP"' EXIT
+
+# ---- bad input ---------------------------------------------------------------
+printf '0 0 4096 4096 1\n' >"$HY_TMP/one.trace"
+expect_refused() { # EXPECTED-TEXT ARGS...
+	local want=$1 out
+	shift
+	if out=$("$HYBRIDCTL" simulate "$@" 2>&1); then
+		hy_fail "simulate $* was accepted"
+	else
+		case $out in *"$want"*) ;; *) hy_fail "simulate $*: the message does not name \"$want\": $out" ;; esac
+	fi
+}
+expect_refused "$HY_TMP/missing" "$HY_TMP/missing"
+expect_refused "150%" "$HY_TMP/one.trace" --cache-size 150%
+expect_refused "lots" "$HY_TMP/one.trace" --cache-size lots
+expect_refused "mru" "$HY_TMP/one.trace" --policy mru
+expect_refused "parquet" "$HY_TMP/one.trace" --format parquet
+expect_refused "--frobnicate" "$HY_TMP/one.trace" --frobnicate
+printf 'this is not a trace\n\x01\x02garbage\n' >"$HY_TMP/junk.trace"
+expect_refused "format" "$HY_TMP/junk.trace"
+
+if [ ! -f "$TRACES/BASELINES.md" ]; then
+	[ "$HY_FAILS" -gt 0 ] && hy_pass
+	hy_skip "no traces at $TRACES (set HY_TRACES)"
+fi
+
+# ---- LRU against BASELINES.md --------------------------------------------------
+# Each section: "### NAME", a source line naming the file and the cap, then
+# the lru rows of the all-accesses table and of the reads-only table.
+awk '
+/^### / { name = $2; file = ""; cap = ""; n = 0 }
+/^source `traces\// {
+	file = $2; gsub(/`|traces\//, "", file)
+	cap = ($0 ~ /no cap/) ? "none" : "2000000"
+}
+/^\| lru \|/ && file != "" {
+	n++
+	split($0, f, "|")
+	printf "%s %s %s %s", name, file, cap, (n == 1 ? "all" : "reads")
+	for (i = 3; i <= 6; i++) { split(f[i], m, "/"); gsub(/ /, "", m[1]); printf " %s", m[1] }
+	printf "\n"
+}' "$TRACES/BASELINES.md" >"$HY_TMP/expected"
+[ -s "$HY_TMP/expected" ] || hy_die "no lru rows found in $TRACES/BASELINES.md"
+
+checked=0
+while read -r name file cap mode m1 m5 m10 m20; do
+	args=(--policy lru --cache-size 1%,5%,10%,20% --json)
+	[ "$cap" != none ] && args+=(--cap "$cap")
+	[ "$mode" = reads ] && args+=(--reads-only)
+	if ! out=$("$HYBRIDCTL" simulate "$TRACES/$file" "${args[@]}" 2>"$HY_TMP/err"); then
+		hy_fail "$name ($mode): simulate failed: $(cat "$HY_TMP/err")"
+		continue
+	fi
+	got=$(jq -r '[.results[].miss_ratio | . * 10000 | round / 10000 | tostring] | join(" ")' <<<"$out")
+	want=$(awk '{ for (i = 1; i <= NF; i++) printf "%s%.4f", (i > 1 ? " " : ""), $i }' <<<"$m1 $m5 $m10 $m20")
+	got=$(awk '{ for (i = 1; i <= NF; i++) printf "%s%.4f", (i > 1 ? " " : ""), $i }' <<<"$got")
+	if [ "$got" != "$want" ]; then
+		hy_fail "$name ($mode): LRU miss ratios $got, BASELINES.md has $want"
+	else
+		hy_log "$name ($mode): LRU miss ratios $got, as BASELINES.md"
+	fi
+	checked=$((checked + 1))
+done <"$HY_TMP/expected"
+[ "$checked" -ge 16 ] || hy_fail "only $checked trace sections checked"
+hy_pass

@@ -1,0 +1,201 @@
+/* test_replay.c - the simulator's replay (sim/replay.c): the conversion
+ * rule of BASELINES.md (blocks of a request, devices, zero lengths, reads
+ * only, the cap), LRU against a reference LRU on random streams, LARC's
+ * refusals, the footprint counter, and bad capacities. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hybridfs/replay.h"
+#include "hybridfs/trace_reader.h"
+#include "suites.h"
+
+static struct hy_trace_record req(uint32_t device, uint64_t offset, uint64_t length, bool write)
+{
+	struct hy_trace_record r = {.ts_ns = -1,
+				    .device = device,
+				    .offset = offset,
+				    .length = length,
+				    .write = write,
+				    .pid = -1,
+				    .process = ""};
+	return r;
+}
+
+static struct hy_replay *make(enum hy_policy_kind kind, uint64_t capacity, bool reads_only,
+			      uint64_t cap)
+{
+	struct hy_replay_config cfg = {kind, capacity, reads_only, cap};
+	struct hy_replay *r = NULL;
+	char why[256];
+
+	if (hy_replay_new(&cfg, &r, why, sizeof(why)) < 0)
+		fprintf(stderr, "\nhy_replay_new: %s\n", why);
+	return r;
+}
+
+static void test_rule(void)
+{
+	struct hy_replay *r = make(HY_POLICY_LRU, 100, false, 0);
+	struct hy_trace_record a;
+	struct hy_replay_stats s;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	/* bytes 4000..4200: blocks 0 and 1 */
+	a = req(0, 4000, 200, false);
+	CU_ASSERT_EQUAL(hy_replay_request(r, &a), 1);
+	/* block 1 again (a hit), block 2 (a miss) */
+	a = req(0, 4096, 8192, true);
+	CU_ASSERT_EQUAL(hy_replay_request(r, &a), 1);
+	/* the same block of another device is another block */
+	a = req(1, 0, 1, false);
+	CU_ASSERT_EQUAL(hy_replay_request(r, &a), 1);
+	/* zero length: dropped */
+	a = req(0, 0, 0, false);
+	CU_ASSERT_EQUAL(hy_replay_request(r, &a), 1);
+	hy_replay_get_stats(r, &s);
+	CU_ASSERT_EQUAL(s.accesses, 5);
+	CU_ASSERT_EQUAL(s.reads, 3);
+	CU_ASSERT_EQUAL(s.writes, 2);
+	CU_ASSERT_EQUAL(s.read_hits, 0);
+	CU_ASSERT_EQUAL(s.write_hits, 1);
+	CU_ASSERT_EQUAL(s.inserts, 4);
+	CU_ASSERT_EQUAL(s.requests, 3);
+	CU_ASSERT_EQUAL(s.dropped, 1);
+	CU_ASSERT_FALSE(s.capped);
+	hy_replay_free(r);
+
+	/* reads only: writes dropped; the cap cuts a request in the middle */
+	r = make(HY_POLICY_LRU, 100, true, 3);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	a = req(0, 0, 4096, true);
+	CU_ASSERT_EQUAL(hy_replay_request(r, &a), 1);
+	a = req(0, 0, 5 * 4096, false);
+	CU_ASSERT_EQUAL(hy_replay_request(r, &a), 0);
+	hy_replay_get_stats(r, &s);
+	CU_ASSERT_EQUAL(s.accesses, 3);
+	CU_ASSERT_EQUAL(s.writes, 0);
+	CU_ASSERT_EQUAL(s.dropped, 1);
+	CU_ASSERT_TRUE(s.capped);
+	hy_replay_free(r);
+}
+
+/* A reference LRU: an array in recency order (O(n), fine for a test). */
+struct ref_lru {
+	uint64_t keys[64];
+	size_t n, cap;
+};
+
+static bool ref_access(struct ref_lru *l, uint64_t key)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		if (l->keys[i] == key) {
+			memmove(l->keys + 1, l->keys, i * sizeof(l->keys[0]));
+			l->keys[0] = key;
+			return true;
+		}
+	}
+	if (l->n == l->cap)
+		l->n--;
+	memmove(l->keys + 1, l->keys, l->n * sizeof(l->keys[0]));
+	l->keys[0] = key;
+	l->n++;
+	return false;
+}
+
+static void test_lru_reference(void)
+{
+	uint64_t rng = 0x2545f4914f6cdd1dULL;
+
+	for (size_t cap = 1; cap <= 64; cap = cap * 2 + 1) {
+		struct hy_replay *r = make(HY_POLICY_LRU, cap, false, 0);
+		struct ref_lru ref = {.cap = cap};
+		unsigned mismatches = 0;
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+		for (int i = 0; i < 50000; i++) {
+			uint64_t key;
+
+			rng ^= rng << 13;
+			rng ^= rng >> 7;
+			rng ^= rng << 17;
+			/* a skewed stream over 200 keys of two devices */
+			key = (rng % 3 ? rng % 20 : rng % 200) | ((rng >> 40) % 2) << 48;
+			if ((hy_replay_access(r, key, rng & 1) == 1) != ref_access(&ref, key))
+				mismatches++;
+		}
+		CU_ASSERT_EQUAL(mismatches, 0);
+		hy_replay_free(r);
+	}
+}
+
+static void test_policies_and_footprint(void)
+{
+	static const enum hy_policy_kind kinds[] = {HY_POLICY_LRU, HY_POLICY_LARC, HY_POLICY_FREQ,
+						    HY_POLICY_LRU3};
+	struct hy_replay_footprint *fp;
+	struct hy_trace_record a;
+	struct hy_replay_stats s;
+	char why[256];
+
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		struct hy_replay *r = make(kinds[k], 50, false, 0);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+		for (int round = 0; round < 3; round++)
+			for (uint64_t b = 0; b < 40; b++) {
+				a = req(0, b * 4096, 4096, false);
+				CU_ASSERT_EQUAL(hy_replay_request(r, &a), 1);
+			}
+		hy_replay_get_stats(r, &s);
+		CU_ASSERT_EQUAL(s.accesses, 120);
+		if (kinds[k] == HY_POLICY_LARC) {
+			/* lazy: a first miss is refused, the second admitted */
+			CU_ASSERT_EQUAL(s.refused, 40);
+			CU_ASSERT_EQUAL(s.inserts, 40);
+			CU_ASSERT_EQUAL(s.read_hits, 40);
+		} else {
+			/* 40 blocks fit in 50: only the first round misses */
+			CU_ASSERT_EQUAL(s.inserts, 40);
+			CU_ASSERT_EQUAL(s.read_hits, 80);
+			CU_ASSERT_EQUAL(s.evictions, 0);
+		}
+		hy_replay_free(r);
+	}
+
+	CU_ASSERT_EQUAL_FATAL(hy_replay_footprint_new(false, 0, &fp), 0);
+	for (uint64_t i = 0; i < 100000; i++) {
+		a = req((uint32_t)(i % 3), (i % 50000) * 4096, 4096, i % 2);
+		CU_ASSERT_EQUAL(hy_replay_footprint_add(fp, &a), 1);
+	}
+	/* 50,000 offsets, each on the device i % 3 gives it: i and i + 50,000
+	 * differ by 50,000 = 2 mod 3, so every (device, block) pair is new */
+	CU_ASSERT_EQUAL(hy_replay_footprint_blocks(fp), 100000);
+	CU_ASSERT_EQUAL(hy_replay_footprint_accesses(fp), 100000);
+	hy_replay_footprint_free(fp);
+
+	{
+		struct hy_replay_config bad = {HY_POLICY_LRU, 0, false, 0};
+		struct hy_replay *r;
+
+		CU_ASSERT_EQUAL(hy_replay_new(&bad, &r, why, sizeof(why)), -EINVAL);
+		CU_ASSERT_PTR_NOT_NULL(strstr(why, "0 blocks"));
+		bad.capacity = UINT64_C(1) << 40;
+		CU_ASSERT_EQUAL(hy_replay_new(&bad, &r, why, sizeof(why)), -EINVAL);
+	}
+}
+
+int hy_test_add_replay(void)
+{
+	CU_pSuite s = CU_add_suite("replay", NULL, NULL);
+
+	if (!s)
+		return -1;
+	if (!CU_add_test(s, "the conversion rule", test_rule) ||
+	    !CU_add_test(s, "LRU against a reference", test_lru_reference) ||
+	    !CU_add_test(s, "policies, footprint, bad capacities", test_policies_and_footprint))
+		return -1;
+	return 0;
+}
