@@ -34,3 +34,4 @@ EXTRA_DIST += tests/integration/reca.sh
 TESTS += tests/integration/simulate.sh
 EXTRA_DIST += tests/integration/simulate.sh
 EXTRA_DIST += tests/fuzz/fuzz_trace_reader.c
+EXTRA_DIST += tests/fuzz/run.sh
