@@ -6,4 +6,4 @@ hybridctl_CFLAGS = $(AM_CFLAGS) $(SQLITE_CFLAGS) $(JSONC_CFLAGS) $(ZLIB_CFLAGS)
 # engine/device.c (and libblkid)
 hybridctl_LDADD = sim/libhysim.a reconfig/libhyreorganize.a analyzer/libhyanalyzer.a planner/libhyplanner.a \
 	cache/libhycache.a engine/libhyengine.a cache/libhycache.a engine/libhyengine.a lib/libhycommon.a $(SQLITE_LIBS) $(JSONC_LIBS) \
-	$(BLKID_LIBS) $(ZLIB_LIBS)
+	$(BLKID_LIBS) $(ZLIB_LIBS) -lm

@@ -24,6 +24,9 @@
 #include <json-c/json.h>
 
 #include "ctl.h"
+#include "hybridfs/category.h"
+#include "hybridfs/classify.h"
+#include "hybridfs/devmodel.h"
 #include "hybridfs/policy.h"
 #include "hybridfs/replay.h"
 #include "hybridfs/trace_reader.h"
@@ -46,6 +49,8 @@ struct sim_args {
 	size_t npolicies;
 	bool reads_only, strict, json;
 	uint64_t cap;
+	bool timed;
+	struct hy_devmodel_params backing, ssd;
 };
 
 static void simulate_usage(FILE *out)
@@ -53,12 +58,16 @@ static void simulate_usage(FILE *out)
 	fprintf(out,
 		"usage: hybridctl simulate TRACE [--format F] [--cache-size SIZE[,SIZE...]]\n"
 		"                          [--policy P[,P...]] [--reads-only] [--cap N]\n"
-		"                          [--strict] [--json]\n"
+		"                          [--strict] [--json] [--device hdd|ssd|smr]\n"
+		"                          [--device-param NAME=VALUE]... [--ssd-param "
+		"NAME=VALUE]...\n"
 		"  SIZE  bytes (K, M, G, T suffixes) or P%% of the trace's distinct 4 KiB blocks\n"
 		"        (default 1%%,5%%,10%%,20%%)\n"
 		"  P     lru, larc, freq, lru3 (default lru,larc,freq,lru3)\n"
 		"  F     msr, heimdall, fiu, blkparse, disksim, spc, vscsi, tencent, arc,\n"
-		"        hybridfs (default: detected)\n");
+		"        hybridfs (default: detected)\n"
+		"  --device: time the replay over a backing device model and an SSD model\n"
+		"        (devmodel.h): busy times, response times per class and category\n");
 }
 
 static int parse_sizes(const char *list, struct sim_args *a)
@@ -187,6 +196,16 @@ static double ratio(uint64_t a, uint64_t b)
 	return b ? (double)a / (double)b : 0.0;
 }
 
+static struct json_object *latency_json(const struct hy_replay_latency *l)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "requests", json_object_new_uint64(l->requests));
+	json_object_object_add(o, "mean_ms", json_object_new_double(l->mean_ms));
+	json_object_object_add(o, "p99_ms", json_object_new_double(l->p99_ms));
+	return o;
+}
+
 static struct json_object *result_json(const char *policy, const struct size_arg *size,
 				       uint64_t blocks, const struct hy_replay_stats *s,
 				       double seconds)
@@ -214,6 +233,29 @@ static struct json_object *result_json(const char *policy, const struct size_arg
 		json_object_new_uint64((s->inserts + s->write_hits) * (uint64_t)HY_REPLAY_BLOCK));
 	json_object_object_add(o, "refused", json_object_new_uint64(s->refused));
 	json_object_object_add(o, "evictions", json_object_new_uint64(s->evictions));
+	if (s->timed) {
+		static const char *const cls[] = {"sequential", "strided", "overlapped", "random"};
+		struct json_object *by_class = json_object_new_object();
+		struct json_object *by_cat = json_object_new_object();
+
+		json_object_object_add(o, "backing_busy_ms",
+				       json_object_new_double(s->backing_busy_ms));
+		json_object_object_add(o, "ssd_busy_ms", json_object_new_double(s->ssd_busy_ms));
+		json_object_object_add(o, "response", latency_json(&s->all));
+		for (int i = 0; i < HY_CLASS_COUNT; i++)
+			if (s->by_class[i].requests)
+				json_object_object_add(by_class, cls[i],
+						       latency_json(&s->by_class[i]));
+		for (int i = 0; i < HY_CATEGORY_COUNT; i++)
+			if (s->by_category[i].requests)
+				json_object_object_add(by_cat,
+						       hy_category_name((enum hy_category)i),
+						       latency_json(&s->by_category[i]));
+		json_object_object_add(o, "response_by_class", by_class);
+		json_object_object_add(o, "response_by_category", by_cat);
+		json_object_object_add(o, "backing_write_amplification",
+				       json_object_new_double(s->backing.write_amplification));
+	}
 	json_object_object_add(o, "seconds", json_object_new_double(seconds));
 	json_object_object_add(o, "accesses_per_second",
 			       json_object_new_double(seconds > 0 ? s->accesses / seconds : 0));
@@ -231,6 +273,8 @@ static double now_s(void)
 int hy_ctl_simulate(int argc, char **argv)
 {
 	struct sim_args a = {.format = NULL};
+
+	hy_devmodel_defaults(HY_DEVMODEL_SSD, &a.ssd);
 	struct hy_replay_footprint *fp = NULL;
 	struct hy_trace_reader_stats rs;
 	struct json_object *results;
@@ -256,6 +300,28 @@ int hy_ctl_simulate(int argc, char **argv)
 					"hybridctl: simulate: --cap \"%s\": not a number of "
 					"block accesses\n",
 					argv[i]);
+				return 2;
+			}
+		} else if (strcmp(o, "--device") == 0 && has_value) {
+			enum hy_devmodel_kind kind;
+
+			if (hy_devmodel_kind_parse(argv[++i], &kind, why, sizeof(why)) < 0) {
+				fprintf(stderr, "hybridctl: simulate: --device: %s\n", why);
+				return 2;
+			}
+			hy_devmodel_defaults(kind, &a.backing);
+			a.timed = true;
+		} else if ((strcmp(o, "--device-param") == 0 || strcmp(o, "--ssd-param") == 0) &&
+			   has_value) {
+			struct hy_devmodel_params *m = o[2] == 'd' ? &a.backing : &a.ssd;
+
+			if (o[2] == 'd' && !a.timed) {
+				fprintf(stderr, "hybridctl: simulate: --device-param comes after "
+						"--device\n");
+				return 2;
+			}
+			if (hy_devmodel_set(m, argv[++i], why, sizeof(why)) < 0) {
+				fprintf(stderr, "hybridctl: simulate: %s: %s\n", o, why);
 				return 2;
 			}
 		} else if (strcmp(o, "--reads-only") == 0) {
@@ -328,6 +394,8 @@ int hy_ctl_simulate(int argc, char **argv)
 				.capacity = blocks ? blocks : 1,
 				.reads_only = a.reads_only,
 				.max_accesses = a.cap,
+				.backing = a.timed ? &a.backing : NULL,
+				.ssd = a.timed ? &a.ssd : NULL,
 			};
 			struct hy_replay_stats s;
 			struct hy_replay *r;
@@ -358,6 +426,13 @@ int hy_ctl_simulate(int argc, char **argv)
 				       ratio(hits, s.accesses), 1.0 - ratio(hits, s.accesses),
 				       ratio(s.read_hits, s.reads), ratio(s.write_hits, s.writes),
 				       s.inserts, dt > 0 ? s.accesses / dt : 0.0);
+				if (s.timed)
+					printf("       %s busy %.1f s, SSD busy %.1f s; response "
+					       "mean "
+					       "%.3f ms, p99 %.3f ms\n",
+					       hy_devmodel_kind_name(a.backing.kind),
+					       s.backing_busy_ms / 1000, s.ssd_busy_ms / 1000,
+					       s.all.mean_ms, s.all.p99_ms);
 			}
 		}
 	}

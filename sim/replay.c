@@ -6,6 +6,7 @@
  * footprint counter is the same table with no values, grown by doubling.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +135,52 @@ static void keymap_delete_at(struct keymap *m, uint64_t i)
 	m->count--;
 }
 
+/* ---- response times ------------------------------------------------------- */
+
+/* Log-scale buckets: bucket k holds times in [1 us * 1.04^k, 1 us *
+ * 1.04^(k+1)); 560 of them reach past 1,000 s. */
+#define HIST_BUCKETS 560
+#define HIST_BASE_MS 0.001
+#define HIST_GROWTH  1.04
+
+struct latency_hist {
+	uint64_t n;
+	double sum_ms;
+	uint32_t bucket[HIST_BUCKETS];
+};
+
+static void hist_add(struct latency_hist *h, double ms)
+{
+	int k = ms <= HIST_BASE_MS ? 0 : (int)(log(ms / HIST_BASE_MS) / log(HIST_GROWTH));
+
+	if (k >= HIST_BUCKETS)
+		k = HIST_BUCKETS - 1;
+	h->bucket[k]++;
+	h->n++;
+	h->sum_ms += ms;
+}
+
+static void hist_result(const struct latency_hist *h, struct hy_replay_latency *out)
+{
+	uint64_t want = h->n - h->n / 100, seen = 0; /* the 99th percentile's rank */
+
+	out->requests = h->n;
+	out->mean_ms = h->n ? h->sum_ms / (double)h->n : 0;
+	out->p99_ms = 0;
+	for (int k = 0; k < HIST_BUCKETS && h->n; k++) {
+		seen += h->bucket[k];
+		if (seen >= want) {
+			out->p99_ms = HIST_BASE_MS * pow(HIST_GROWTH, k + 1); /* its upper end */
+			break;
+		}
+	}
+}
+
+/* A process of the trace (its pid, else its device), for its category. */
+struct sim_process {
+	struct hy_category_state category;
+};
+
 /* ---- the replay ---------------------------------------------------------- */
 
 struct hy_replay {
@@ -145,6 +192,15 @@ struct hy_replay {
 	uint32_t capacity;
 	uint64_t since_age;
 	struct hy_replay_stats st;
+	/* timing */
+	struct hy_devmodel *backing, *ssd;
+	struct keymap devices; /* device -> index in histories */
+	struct hy_classify_history *histories;
+	size_t nhistories;
+	struct keymap processes; /* pid or device -> index in procs */
+	struct sim_process *procs;
+	size_t nprocs;
+	struct latency_hist all, by_class[HY_CLASS_COUNT], by_category[HY_CATEGORY_COUNT];
 };
 
 int hy_replay_new(const struct hy_replay_config *cfg, struct hy_replay **out, char *why,
@@ -181,6 +237,21 @@ int hy_replay_new(const struct hy_replay_config *cfg, struct hy_replay **out, ch
 		return rc;
 	}
 	memset(r->line_key, 0xff, (size_t)r->capacity * sizeof(*r->line_key));
+	if (cfg->backing && cfg->ssd) {
+		rc = hy_devmodel_new(cfg->backing, &r->backing, why, why_size);
+		if (rc == 0)
+			rc = hy_devmodel_new(cfg->ssd, &r->ssd, why, why_size);
+		if (rc == 0 && (keymap_init(&r->devices, 64, true) < 0 ||
+				keymap_init(&r->processes, 64, true) < 0)) {
+			snprintf(why, why_size, "out of memory");
+			rc = -ENOMEM;
+		}
+		if (rc < 0) {
+			hy_replay_free(r);
+			return rc;
+		}
+		r->st.timed = true;
+	}
 	*out = r;
 	return 0;
 }
@@ -193,6 +264,16 @@ void hy_replay_free(struct hy_replay *r)
 	if (r->map.keys)
 		keymap_free(&r->map);
 	free(r->line_key);
+	hy_devmodel_free(r->backing);
+	hy_devmodel_free(r->ssd);
+	for (size_t i = 0; i < r->nhistories; i++)
+		hy_classify_free(&r->histories[i]);
+	free(r->histories);
+	free(r->procs);
+	if (r->devices.keys)
+		keymap_free(&r->devices);
+	if (r->processes.keys)
+		keymap_free(&r->processes);
 	free(r);
 }
 
@@ -286,12 +367,159 @@ static int replay_block(void *arg, uint64_t key, bool write)
 	return rc < 0 ? rc : 0;
 }
 
+/* The index of @key in @m's values, a new one (the array grown) when the
+ * key is new: -ENOMEM. */
+static int64_t index_of(struct keymap *m, uint64_t key, size_t *count, void **array, size_t elem)
+{
+	uint64_t slot = keymap_slot(m, key);
+	void *grown;
+	int rc;
+
+	if (m->keys[slot] == key)
+		return m->values[slot];
+	grown = realloc(*array, (*count + 1) * elem);
+	if (!grown)
+		return -ENOMEM;
+	*array = grown;
+	rc = keymap_put(m, key, (uint32_t)*count);
+	if (rc < 0)
+		return rc;
+	return (int64_t)(*count)++;
+}
+
+/* The request's class in its device's history, and its process's category
+ * after it. */
+static int classify_request(struct hy_replay *r, const struct hy_trace_record *rec,
+			    enum hy_request_class *cls, enum hy_category *cat)
+{
+	uint32_t len = rec->length > UINT32_MAX ? UINT32_MAX : (uint32_t)rec->length;
+	uint64_t pkey = rec->pid >= 0 ? (UINT64_C(1) << 62) | (uint64_t)rec->pid : rec->device;
+	size_t before = r->nhistories;
+	int64_t d = index_of(&r->devices, rec->device, &r->nhistories, (void **)&r->histories,
+			     sizeof(*r->histories));
+	int64_t p;
+
+	if (d < 0)
+		return (int)d;
+	if (r->nhistories > before && hy_classify_init(&r->histories[d], NULL) < 0) {
+		/* the key stays mapped to an uninitialized slot: refuse from now on */
+		return -ENOMEM;
+	}
+	before = r->nprocs;
+	p = index_of(&r->processes, pkey, &r->nprocs, (void **)&r->procs, sizeof(*r->procs));
+	if (p < 0)
+		return (int)p;
+	if (r->nprocs > before)
+		hy_category_init(&r->procs[p].category, NULL);
+	*cls = hy_classify(&r->histories[d], rec->device, rec->offset, len, rec->write);
+	*cat = hy_category_observe(&r->procs[p].category, *cls, rec->write, len,
+				   rec->offset + rec->length);
+	return 0;
+}
+
+/* What became of each block of a timed request: the runs the devices see. */
+enum { B_HIT, B_FILLED, B_MISSED };
+
+/* Serves a run of @n blocks from @first of @kind; returns the time it adds
+ * to the request's response. */
+static double serve_run(struct hy_replay *r, bool write, int kind, uint64_t first, uint64_t n)
+{
+	uint64_t off = first * HY_REPLAY_BLOCK, len = n * HY_REPLAY_BLOCK;
+	double t;
+
+	if (!n)
+		return 0;
+	if (write) {
+		/* write-through: the backing write is the request's own (made
+		 * by the caller); the SSD writes the blocks the cache keeps */
+		if (kind == B_MISSED)
+			return 0;
+		t = hy_devmodel_serve(r->ssd, off, len, true);
+		r->st.ssd_busy_ms += t;
+		return t;
+	}
+	if (kind == B_HIT) {
+		t = hy_devmodel_serve(r->ssd, off, len, false);
+		r->st.ssd_busy_ms += t;
+		return t;
+	}
+	t = hy_devmodel_serve(r->backing, off, len, false);
+	r->st.backing_busy_ms += t;
+	if (kind == B_FILLED) /* behind the answer: busy time only */
+		r->st.ssd_busy_ms += hy_devmodel_serve(r->ssd, off, len, true);
+	return t;
+}
+
+static int timed_request(struct hy_replay *r, const struct hy_trace_record *rec)
+{
+	uint64_t first, last, base, mask = (UINT64_C(1) << HY_REPLAY_DEVICE_SHIFT) - 1;
+	uint64_t run_first = 0, run_n = 0;
+	enum hy_request_class cls = HY_CLASS_RANDOM;
+	enum hy_category cat = HY_CATEGORY_UNKNOWN;
+	int run_kind = B_HIT, rc = 1;
+	double t = 0;
+
+	if (r->cfg.max_accesses && r->st.accesses >= r->cfg.max_accesses) {
+		r->st.capped = true;
+		return 0;
+	}
+	if (rec->length == 0 || (r->cfg.reads_only && rec->write)) {
+		r->st.dropped++;
+		return 1;
+	}
+	if (classify_request(r, rec, &cls, &cat) < 0)
+		return -ENOMEM;
+	first = rec->offset / HY_REPLAY_BLOCK;
+	last = (rec->offset + rec->length - 1) / HY_REPLAY_BLOCK;
+	if (rec->offset + rec->length < rec->offset)
+		last = UINT64_MAX / HY_REPLAY_BLOCK;
+	base = (uint64_t)rec->device << HY_REPLAY_DEVICE_SHIFT;
+	r->st.requests++;
+	if (rec->write) {
+		t = hy_devmodel_serve(r->backing, rec->offset, rec->length, true);
+		r->st.backing_busy_ms += t;
+	}
+	for (uint64_t b = first; b <= last; b++) {
+		uint64_t inserts = r->st.inserts;
+		int hit, kind;
+
+		if (r->cfg.max_accesses && r->st.accesses >= r->cfg.max_accesses) {
+			r->st.capped = true;
+			rc = 0;
+			break;
+		}
+		hit = hy_replay_access(r, base | (b & mask), rec->write);
+		if (hit < 0)
+			return hit;
+		kind = hit ? B_HIT : r->st.inserts > inserts ? B_FILLED : B_MISSED;
+		/* a write's hits and fills are both SSD writes: one run */
+		if (rec->write && kind == B_FILLED)
+			kind = B_HIT;
+		if (run_n && kind == run_kind) {
+			run_n++;
+			continue;
+		}
+		t += serve_run(r, rec->write, run_kind, run_first, run_n);
+		run_kind = kind;
+		run_first = b;
+		run_n = 1;
+	}
+	t += serve_run(r, rec->write, run_kind, run_first, run_n);
+	hist_add(&r->all, t);
+	hist_add(&r->by_class[cls], t);
+	hist_add(&r->by_category[cat], t);
+	return rc;
+}
+
 int hy_replay_request(struct hy_replay *r, const struct hy_trace_record *rec)
 {
 	uint64_t done = r->st.accesses;
-	int rc = for_each_block(rec, r->cfg.reads_only, r->cfg.max_accesses, &done, &r->st.requests,
-				&r->st.dropped, replay_block, r);
+	int rc;
 
+	if (r->st.timed)
+		return timed_request(r, rec);
+	rc = for_each_block(rec, r->cfg.reads_only, r->cfg.max_accesses, &done, &r->st.requests,
+			    &r->st.dropped, replay_block, r);
 	if (rc == 0)
 		r->st.capped = true;
 	return rc;
@@ -300,6 +528,15 @@ int hy_replay_request(struct hy_replay *r, const struct hy_trace_record *rec)
 void hy_replay_get_stats(const struct hy_replay *r, struct hy_replay_stats *out)
 {
 	*out = r->st;
+	if (!r->st.timed)
+		return;
+	hy_devmodel_get_stats(r->backing, &out->backing);
+	hy_devmodel_get_stats(r->ssd, &out->ssd);
+	hist_result(&r->all, &out->all);
+	for (int i = 0; i < HY_CLASS_COUNT; i++)
+		hist_result(&r->by_class[i], &out->by_class[i]);
+	for (int i = 0; i < HY_CATEGORY_COUNT; i++)
+		hist_result(&r->by_category[i], &out->by_category[i]);
 }
 
 /* ---- footprint ------------------------------------------------------------- */

@@ -16,6 +16,18 @@
  * The policy is aged once every half capacity of accesses, as the cache
  * does (cache.c).
  *
+ * Timing (optional: @backing and @ssd models, devmodel.h): each request is
+ * served in closed loop, one after the other. A read: its runs of cached
+ * blocks are SSD reads, its runs of missed blocks backing reads, one
+ * request each; the blocks a read miss admits are then written into the
+ * SSD (busy time, not response time: the cache fills behind the answer).
+ * A write goes through: one backing write of the request, and the SSD
+ * write of the blocks the cache keeps (hits and admitted misses), both in
+ * the response. Each request is classified (classify.h, per device) and
+ * its process (the trace's pid, else its device) given a workload category
+ * (category.h); response times are kept per class and per category, with
+ * their mean and 99th percentile (log-scale histograms, 4% wide buckets).
+ *
  * Footprint: hy_replay_footprint_* counts the distinct blocks of a trace
  * (the first pass, so that a cache size can be a share of it).
  *
@@ -35,6 +47,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hybridfs/category.h"
+#include "hybridfs/classify.h"
+#include "hybridfs/devmodel.h"
 #include "hybridfs/policy.h"
 
 #define HY_REPLAY_BLOCK	       4096u
@@ -47,6 +62,14 @@ struct hy_replay_config {
 	uint64_t capacity;     /* blocks, at least 1 */
 	bool reads_only;       /* writes are dropped */
 	uint64_t max_accesses; /* block accesses replayed at most (0: all) */
+	/* timing: both or neither (NULL: hit ratios only) */
+	const struct hy_devmodel_params *backing, *ssd;
+};
+
+/* Response times of one group of requests (a class, a category). */
+struct hy_replay_latency {
+	uint64_t requests;
+	double mean_ms, p99_ms;
 };
 
 struct hy_replay_stats {
@@ -59,6 +82,13 @@ struct hy_replay_stats {
 	uint64_t requests; /* trace requests that gave at least one access */
 	uint64_t dropped;  /* requests dropped: zero length, or writes with reads_only */
 	bool capped;	   /* max_accesses was reached */
+	/* timing (with device models) */
+	bool timed;
+	double backing_busy_ms, ssd_busy_ms;
+	struct hy_devmodel_stats backing, ssd;
+	struct hy_replay_latency all;
+	struct hy_replay_latency by_class[HY_CLASS_COUNT];
+	struct hy_replay_latency by_category[HY_CATEGORY_COUNT];
 };
 
 struct hy_replay;

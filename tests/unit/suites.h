@@ -30,6 +30,7 @@ int hy_test_add_classify(void);
 int hy_test_add_category(void);
 int hy_test_add_workload_policy(void);
 int hy_test_add_trace_reader(void);
+int hy_test_add_devmodel(void);
 int hy_test_add_replay(void);
 
 /* A fresh temporary directory for one test; removed by hy_test_rmtree(). */

@@ -27,7 +27,7 @@ static struct hy_trace_record req(uint32_t device, uint64_t offset, uint64_t len
 static struct hy_replay *make(enum hy_policy_kind kind, uint64_t capacity, bool reads_only,
 			      uint64_t cap)
 {
-	struct hy_replay_config cfg = {kind, capacity, reads_only, cap};
+	struct hy_replay_config cfg = {kind, capacity, reads_only, cap, NULL, NULL};
 	struct hy_replay *r = NULL;
 	char why[256];
 
@@ -177,7 +177,7 @@ static void test_policies_and_footprint(void)
 	hy_replay_footprint_free(fp);
 
 	{
-		struct hy_replay_config bad = {HY_POLICY_LRU, 0, false, 0};
+		struct hy_replay_config bad = {HY_POLICY_LRU, 0, false, 0, NULL, NULL};
 		struct hy_replay *r;
 
 		CU_ASSERT_EQUAL(hy_replay_new(&bad, &r, why, sizeof(why)), -EINVAL);
@@ -185,6 +185,55 @@ static void test_policies_and_footprint(void)
 		bad.capacity = UINT64_C(1) << 40;
 		CU_ASSERT_EQUAL(hy_replay_new(&bad, &r, why, sizeof(why)), -EINVAL);
 	}
+}
+
+/* Timing over device models: a read miss costs a backing read (its fill is
+ * SSD busy time, not response time), a hit an SSD read; a write goes to
+ * the backing device and the SSD; response times by class and category. */
+static void test_timed(void)
+{
+	struct hy_devmodel_params backing, ssd;
+	struct hy_replay_config cfg = {HY_POLICY_LRU, 100, false, 0, &backing, &ssd};
+	struct hy_trace_record a;
+	struct hy_replay_stats s;
+	struct hy_replay *r;
+	char why[256];
+
+	/* two SSD models with round numbers: 1 ms and 0.1 ms a request, and
+	 * a transfer of 4 KiB at 4096 MB/s (1 us) */
+	hy_devmodel_defaults(HY_DEVMODEL_SSD, &backing);
+	backing.read_us = backing.write_us = 1000;
+	backing.read_mb_s = backing.write_mb_s = 4096;
+	ssd = backing;
+	ssd.read_us = ssd.write_us = 100;
+	CU_ASSERT_EQUAL_FATAL(hy_replay_new(&cfg, &r, why, sizeof(why)), 0);
+	a = req(0, 0, 8192, false); /* two blocks missed: one backing read of 8 KiB */
+	CU_ASSERT_EQUAL(hy_replay_request(r, &a), 1);
+	a = req(0, 4096, 4096, false); /* a hit: an SSD read */
+	CU_ASSERT_EQUAL(hy_replay_request(r, &a), 1);
+	a = req(0, 1 << 20, 4096, true); /* a write: backing + SSD */
+	CU_ASSERT_EQUAL(hy_replay_request(r, &a), 1);
+	hy_replay_get_stats(r, &s);
+	CU_ASSERT_TRUE(s.timed);
+	CU_ASSERT_DOUBLE_EQUAL(s.backing_busy_ms, 1.002 + 1.001, 1e-9);
+	/* the fill (0.102) in busy time, the hit (0.101) and the write (0.101) */
+	CU_ASSERT_DOUBLE_EQUAL(s.ssd_busy_ms, 0.102 + 0.101 + 0.101, 1e-9);
+	CU_ASSERT_EQUAL(s.all.requests, 3);
+	CU_ASSERT_DOUBLE_EQUAL(s.all.mean_ms, (1.002 + 0.101 + 1.102) / 3, 1e-9);
+	CU_ASSERT_TRUE(s.all.p99_ms >= 1.102 && s.all.p99_ms <= 1.102 * 1.05);
+	/* the second read shares a page with the first: overlapped */
+	CU_ASSERT_EQUAL(s.by_class[HY_CLASS_OVERLAPPED].requests, 1);
+	CU_ASSERT_DOUBLE_EQUAL(s.by_class[HY_CLASS_OVERLAPPED].mean_ms, 0.101, 1e-9);
+	CU_ASSERT_EQUAL(s.by_class[HY_CLASS_RANDOM].requests, 2);
+	CU_ASSERT_EQUAL(s.by_category[HY_CATEGORY_UNKNOWN].requests, 3);
+	CU_ASSERT_EQUAL(s.backing.reads, 1);
+	CU_ASSERT_EQUAL(s.backing.writes, 1);
+	CU_ASSERT_EQUAL(s.ssd.writes, 2);
+	hy_replay_free(r);
+
+	/* a bad model is refused, named */
+	backing.read_us = -1;
+	CU_ASSERT_EQUAL(hy_replay_new(&cfg, &r, why, sizeof(why)), -EINVAL);
 }
 
 int hy_test_add_replay(void)
@@ -195,7 +244,8 @@ int hy_test_add_replay(void)
 		return -1;
 	if (!CU_add_test(s, "the conversion rule", test_rule) ||
 	    !CU_add_test(s, "LRU against a reference", test_lru_reference) ||
-	    !CU_add_test(s, "policies, footprint, bad capacities", test_policies_and_footprint))
+	    !CU_add_test(s, "policies, footprint, bad capacities", test_policies_and_footprint) ||
+	    !CU_add_test(s, "timing over device models", test_timed))
 		return -1;
 	return 0;
 }
