@@ -37,6 +37,8 @@ run() {
 	dir=$HY_TMP/$name
 	mkdir -p "$dir/plain" "$dir/backing" "$dir/mnt"
 	hy_mount "$dir/backing" "$dir/mnt" "$@"
+	# a hook that talks to the daemon needs its control socket up
+	[ -n "${HY_RECONFIGURE_MOUNT:-}" ] && hy_wait_status "$dir/mnt" '.pid != null'
 	if ! "$DIFFTEST" --seed "$seed" --ops "$OPS" "${args[@]}" ${DROP[@]+"${DROP[@]}"} \
 		"$dir/plain" "$dir/mnt"; then
 		hy_fail "$name: seed $seed ($*): the mount differs from the plain directory"
