@@ -319,6 +319,24 @@ static void print_daemon(struct json_object *d)
 	print_classes(prof);
 	print_bopt(d);
 	print_cache(d);
+	{
+		struct json_object *e = NULL, *model = NULL, *v = NULL;
+
+		if (json_object_object_get_ex(d, "emulation", &e) && e &&
+		    json_object_object_get_ex(e, "model", &model)) {
+			double modeled = 0, waited = 0;
+
+			if (json_object_object_get_ex(e, "modeled_ms", &v))
+				modeled = json_object_get_double(v);
+			if (json_object_object_get_ex(e, "waited_ms", &v))
+				waited = json_object_get_double(v);
+			printf("%-12s %s: %llu requests delayed, %.1f s of disk time modeled, "
+			       "%.1f s waited\n",
+			       "emulation", json_object_get_string(model),
+			       (unsigned long long)jget_u64(e, "requests", NULL), modeled / 1000,
+			       waited / 1000);
+		}
+	}
 	if (!json_object_object_get_ex(d, "processes", &procs) || !json_object_array_length(procs))
 		return;
 	/* META: lookups, getattrs and readdirs; POLICY: what the cache does

@@ -1,6 +1,7 @@
 /* device.c - see include/hybridfs/device.h. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "hybridfs/device.h"
+#include "hybridfs/devmodel.h"
 #include "hybridfs/log.h"
 
 static ssize_t file_read(struct hy_device *dev, int64_t object, void *buf, size_t len, off_t off)
@@ -120,6 +122,7 @@ int hy_device_new(const char *name, const struct hy_device_ops *ops, void *priv,
 	if (!dev)
 		return -ENOMEM;
 	atomic_store(&dev->last_object, -1);
+	dev->emulation_region = -1;
 	dev->ops = ops;
 	dev->priv = priv;
 	snprintf(dev->name, sizeof(dev->name), "%s", name);
@@ -139,6 +142,103 @@ void hy_device_free(struct hy_device *dev)
 	if (dev->ops->destroy)
 		dev->ops->destroy(dev);
 	free(dev);
+}
+
+/* ---- emulation ------------------------------------------------------------- */
+
+#define EMULATION_FILE_SPAN (UINT64_C(64) << 20) /* emulated bytes per inode number */
+
+struct hy_device_emulation {
+	pthread_mutex_t lock; /* the model, busy_until and the stats */
+	struct hy_devmodel *model;
+	int64_t busy_until_ns; /* CLOCK_MONOTONIC: the emulated disk is free then */
+	struct hy_device_emulation_stats st;
+};
+
+static int64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int hy_device_emulation_new(const struct hy_devmodel_params *params,
+			    struct hy_device_emulation **out, char *why, size_t why_size)
+{
+	struct hy_device_emulation *e = calloc(1, sizeof(*e));
+	int rc;
+
+	*out = NULL;
+	if (!e) {
+		snprintf(why, why_size, "out of memory");
+		return -ENOMEM;
+	}
+	rc = hy_devmodel_new(params, &e->model, why, why_size);
+	if (rc < 0) {
+		free(e);
+		return rc;
+	}
+	pthread_mutex_init(&e->lock, NULL);
+	*out = e;
+	return 0;
+}
+
+void hy_device_emulation_free(struct hy_device_emulation *e)
+{
+	if (!e)
+		return;
+	hy_devmodel_free(e->model);
+	pthread_mutex_destroy(&e->lock);
+	free(e);
+}
+
+void hy_device_set_emulation(struct hy_device *dev, struct hy_device_emulation *e, int64_t region)
+{
+	dev->emulation = e;
+	dev->emulation_region = region;
+}
+
+void hy_device_emulation_get_stats(struct hy_device_emulation *e,
+				   struct hy_device_emulation_stats *out)
+{
+	pthread_mutex_lock(&e->lock);
+	*out = e->st;
+	pthread_mutex_unlock(&e->lock);
+}
+
+/* Delays a request served at @off of @object by the emulated disk's time. */
+static void emulate(struct hy_device *dev, int64_t object, off_t off, size_t len, bool write)
+{
+	struct hy_device_emulation *e = dev->emulation;
+	uint64_t addr = (uint64_t)off;
+	int64_t now, start, until;
+	struct timespec ts;
+	double ms;
+
+	if (dev->emulation_region >= 0) {
+		addr += (uint64_t)dev->emulation_region;
+	} else {
+		struct stat st;
+
+		/* no inode (the descriptor went away): the file's place is 0 */
+		if (fstat((int)object, &st) == 0)
+			addr += (uint64_t)st.st_ino * EMULATION_FILE_SPAN;
+	}
+	now = monotonic_ns();
+	pthread_mutex_lock(&e->lock);
+	ms = hy_devmodel_serve(e->model, addr, len, write);
+	start = e->busy_until_ns > now ? e->busy_until_ns : now;
+	until = start + (int64_t)(ms * 1e6);
+	e->busy_until_ns = until;
+	e->st.requests++;
+	e->st.modeled_ms += ms;
+	e->st.waited_ms += (double)(until - now) / 1e6;
+	pthread_mutex_unlock(&e->lock);
+	ts.tv_sec = until / 1000000000;
+	ts.tv_nsec = until % 1000000000;
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
 }
 
 /* A request that does not continue the last one is a seek on a disk. */
@@ -174,6 +274,8 @@ ssize_t hy_device_read(struct hy_device *dev, int64_t object, void *buf, size_t 
 	}
 	atomic_fetch_add_explicit(&dev->bytes_read, done, memory_order_relaxed);
 	count_position(dev, object, off, done);
+	if (dev->emulation && done)
+		emulate(dev, object, off, done, false);
 	return (ssize_t)done;
 }
 
@@ -199,6 +301,8 @@ ssize_t hy_device_write(struct hy_device *dev, int64_t object, const void *buf, 
 	}
 	atomic_fetch_add_explicit(&dev->bytes_written, done, memory_order_relaxed);
 	count_position(dev, object, off, done);
+	if (dev->emulation && done)
+		emulate(dev, object, off, done, true);
 	return (ssize_t)done;
 }
 

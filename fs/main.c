@@ -23,6 +23,8 @@
 
 #include "hybridfs/borg.h"
 #include "hybridfs/control_server.h"
+#include "hybridfs/device.h"
+#include "hybridfs/devmodel.h"
 #include "hybridfs/inode.h"
 #include "hybridfs/fs.h"
 #include "hybridfs/profiler.h"
@@ -103,6 +105,36 @@ static uint64_t activity(void *ctx)
 /* BORG: the BOPT, the map and the reconfigurator. Needs the profiler's
  * file ids. The default BOPT is left out (with a warning) when it cannot be
  * made; one the user asked for fails the mount. */
+/* The disk model of emulate=KIND[:NAME=VALUE...] (devmodel.h). */
+static uint64_t emulation_capacity;
+
+static int emulation_new(const char *spec, struct hy_device_emulation **out, char *why,
+			 size_t why_size)
+{
+	char *copy = strdup(spec), *save = NULL, *tok, msg[256];
+	struct hy_devmodel_params params;
+	enum hy_devmodel_kind kind;
+	int rc;
+
+	if (!copy)
+		return -ENOMEM;
+	tok = strtok_r(copy, ":", &save);
+	rc = hy_devmodel_kind_parse(tok ? tok : "", &kind, msg, sizeof(msg));
+	if (rc == 0) {
+		hy_devmodel_defaults(kind, &params);
+		while (rc == 0 && (tok = strtok_r(NULL, ":", &save)) != NULL)
+			rc = hy_devmodel_set(&params, tok, msg, sizeof(msg));
+	}
+	if (rc == 0)
+		rc = hy_device_emulation_new(&params, out, msg, sizeof(msg));
+	if (rc < 0)
+		snprintf(why, why_size, "option \"emulate=%s\": %s", spec, msg);
+	else
+		emulation_capacity = params.capacity;
+	free(copy);
+	return rc;
+}
+
 static int open_borg(const struct hy_options *opts, struct hy_fs *fs, const struct hy_state *state)
 {
 	struct hy_borg_config config = {
@@ -238,6 +270,7 @@ int main(int argc, char **argv)
 	const char *program;
 	struct hy_control_server *control = NULL;
 	struct hy_profiler *profiler = NULL;
+	struct hy_device_emulation *emulation = NULL;
 	int root_fd = -1, rc, status = 1;
 	bool registered = false;
 	size_t fd_cap;
@@ -263,6 +296,8 @@ int main(int argc, char **argv)
 	if (opts.debug)
 		hy_log_init(HY_LOG_STDERR, LOG_DEBUG, program);
 	rc = hy_options_check(&opts, why, sizeof(why));
+	if (rc == 0 && opts.emulate)
+		rc = emulation_new(opts.emulate, &emulation, why, sizeof(why));
 	if (rc) {
 		status = usage_error(program, rc == -ENOMEM ? "out of memory" : why);
 		goto out;
@@ -365,8 +400,18 @@ int main(int argc, char **argv)
 	 * the defaults rule: the files stay usable) */
 	if (hy_fs_open_policy(&fs, state->db) < 0)
 		hy_log(LOG_WARNING, "policy: out of memory; requests follow the mount's settings");
+	/* the emulated disk holds the backing files and the BOPT (in its
+	 * second half); the cache store is the fast device it is not */
+	if (emulation) {
+		hy_device_set_emulation(fs.backing, emulation, -1);
+		fs.emulation = emulation;
+		fs.emulate = opts.emulate;
+	}
 	if (open_borg(&opts, &fs, state) < 0)
 		goto out_unmount;
+	if (emulation && hy_borg_bopt_device(fs.borg))
+		hy_device_set_emulation(hy_borg_bopt_device(fs.borg), emulation,
+					(int64_t)(emulation_capacity / 2));
 	/* after BORG: the cache's misses go through the map */
 	if (hy_fs_open_cache(&fs, &opts) < 0)
 		goto out_unmount;
@@ -434,8 +479,9 @@ out:
 		status = 1;
 	hy_borg_close(fs.borg);
 	fs.borg = NULL;
-	hy_fs_destroy(&fs);	    /* closes handles first: they hold profiler state */
-	hy_profiler_free(profiler); /* drains the log into the database */
+	hy_fs_destroy(&fs);		     /* closes handles first: they hold profiler state */
+	hy_device_emulation_free(emulation); /* after every device that used it */
+	hy_profiler_free(profiler);	     /* drains the log into the database */
 	hy_state_close(state);
 	if (root_fd >= 0)
 		close(root_fd);

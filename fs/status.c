@@ -167,5 +167,19 @@ struct json_object *hy_fs_status(struct hy_fs *fs)
 	/* the cache: hits, occupancy, dirty bytes, the cleaner (null: none) */
 	json_object_object_add(root, "cache", fs->cache ? hy_fs_cache_status(fs) : NULL);
 	json_object_object_add(root, "processes", procs);
+	/* emulate=: the disk model's figures (null: no emulation) */
+	if (fs->emulation) {
+		struct hy_device_emulation_stats es;
+		struct json_object *e = json_object_new_object();
+
+		hy_device_emulation_get_stats(fs->emulation, &es);
+		add_str(e, "model", fs->emulate);
+		add_u64(e, "requests", es.requests);
+		json_object_object_add(e, "modeled_ms", json_object_new_double(es.modeled_ms));
+		json_object_object_add(e, "waited_ms", json_object_new_double(es.waited_ms));
+		json_object_object_add(root, "emulation", e);
+	} else {
+		json_object_object_add(root, "emulation", NULL);
+	}
 	return root;
 }

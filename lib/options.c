@@ -326,6 +326,15 @@ static int parse_one(struct hy_options *opts, char *word, char *why, size_t why_
 		return parse_bool(name, value, &opts->bopt_writes, why, why_size);
 	if (strcmp(name, "reorg_rate") == 0)
 		return parse_size(name, value, true, &opts->reorg_rate, why, why_size);
+	if (strcmp(name, "emulate") == 0) {
+		if (!value || !*value)
+			return say(why, why_size,
+				   "option \"emulate\" needs a value: hdd, ssd, smr (with "
+				   ":name=value settings) or none");
+		free(opts->emulate);
+		opts->emulate = strcmp(value, "none") == 0 ? NULL : strdup(value);
+		return strcmp(value, "none") == 0 || opts->emulate ? 0 : -ENOMEM;
+	}
 	if (strcmp(name, "cache") == 0) {
 		opts->cache_given = true;
 		return parse_place(name, value, &opts->cache, why, why_size);
@@ -740,6 +749,9 @@ void hy_options_usage(const char *program, FILE *out)
 		"                         directly (default 4M; 0: never)\n"
 		"  cache_migrate_rate=SIZE  bytes per second line migrations read at most\n"
 		"                         (default 8M; 0: no limit)\n"
+		"  emulate=hdd[:NAME=VALUE...]|ssd|smr|none  delay every backing and BOPT\n"
+		"                         request by a disk model's service time (default\n"
+		"                         none; e.g. emulate=hdd:rpm=5400)\n"
 		"  reca=on|off            classify every request and follow the cache policy\n"
 		"                         of each process's workload category (default on)\n"
 		"  nosuid, nodev, noexec, noatime, ... passed to the kernel\n"
@@ -761,5 +773,6 @@ void hy_options_free(struct hy_options *opts)
 	free(opts->kernel_options);
 	free(opts->bopt);
 	free(opts->cache);
+	free(opts->emulate);
 	memset(opts, 0, sizeof(*opts));
 }

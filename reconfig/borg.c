@@ -358,6 +358,11 @@ static int checkpoint(struct hy_borg *b, char *why, size_t why_size)
 	return checkpoint_with(b, b->db, why, why_size);
 }
 
+struct hy_device *hy_borg_bopt_device(struct hy_borg *b)
+{
+	return b && b->bopt ? b->bopt->device : NULL;
+}
+
 void hy_borg_close(struct hy_borg *b)
 {
 	char why[1024];

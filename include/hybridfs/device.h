@@ -85,6 +85,10 @@ struct hy_device {
 	 * requests may each count as one. */
 	_Atomic int64_t last_object;
 	_Atomic uint64_t next_offset, seeks;
+	/* HDD emulation (emulate=): NULL, or the model every request of this
+	 * device is delayed by, and where the device lies on its disk */
+	struct hy_device_emulation *emulation;
+	int64_t emulation_region;
 };
 
 /* A device over open files: the object is a file descriptor. */
@@ -113,5 +117,38 @@ int hy_device_writable(struct hy_device *dev, int64_t object, int64_t *out, bool
 void hy_device_close_object(struct hy_device *dev, int64_t object);
 
 void hy_device_get_stats(struct hy_device *dev, struct hy_device_stats *out);
+
+/* ---- emulation (emulate=hdd) ----------------------------------------------
+ * A disk model (devmodel.h) that the devices of a mount share, as they
+ * would share one disk: every read and write is delayed by the model's
+ * service time for it, in one queue (a request starts when the emulated
+ * disk is free, so concurrent requests wait for each other as on a real
+ * disk), so that the layout's and the cache's effects show on a machine
+ * whose disk is fast. Where a request lies on the emulated disk: a
+ * single-region device (the BOPT) at its @region's byte address plus the
+ * offset; a device over files (the backing directory) at 64 MiB per inode
+ * number plus the offset (a file's bytes are contiguous, files apart, the
+ * way an extent filesystem lays them out roughly). The model's lock is
+ * held only to compute the service time, never across the sleep. */
+struct hy_devmodel_params;
+struct hy_device_emulation;
+
+struct hy_device_emulation_stats {
+	uint64_t requests; /* delayed */
+	double modeled_ms; /* sum of the model's service times */
+	double waited_ms;  /* sum of the delays (service plus queueing) */
+};
+
+/* 0, or -EINVAL (a bad model, named in @why) or -ENOMEM. */
+int hy_device_emulation_new(const struct hy_devmodel_params *params,
+			    struct hy_device_emulation **out, char *why, size_t why_size);
+void hy_device_emulation_free(struct hy_device_emulation *emulation);
+/* @dev's requests go through @emulation (NULL: no more); @region: its byte
+ * address on the emulated disk, or -1 for a device over files. Set before
+ * the device serves requests. */
+void hy_device_set_emulation(struct hy_device *dev, struct hy_device_emulation *emulation,
+			     int64_t region);
+void hy_device_emulation_get_stats(struct hy_device_emulation *emulation,
+				   struct hy_device_emulation_stats *out);
 
 #endif

@@ -47,6 +47,7 @@ struct fuse_lowlevel_ops;
 struct hy_inode_table;
 struct hy_engine;
 struct hy_device;
+struct hy_device_emulation;
 
 /* The link every open file and directory handle has in its struct hy_fs,
  * so that handles the kernel never released (unmount by a signal while
@@ -103,7 +104,11 @@ struct hy_fs {
 	struct hy_borg *borg;	      /* NULL without a BOPT; owned by main */
 	struct hy_cache *cache;	      /* NULL with cache=none; hy_fs_open_cache() */
 	int cache_write;	      /* the cache's write policy (enum hy_cache_write_policy) */
-	uint64_t cache_seq_cutoff;    /* ... and its sequential cutoff, for "status" */
+	/* emulate=: the disk model the backing files and the BOPT are delayed
+	 * by (NULL: none; owned by main), and the option's text */
+	struct hy_device_emulation *emulation;
+	const char *emulate;
+	uint64_t cache_seq_cutoff; /* ... and its sequential cutoff, for "status" */
 	_Atomic uint64_t ops[HY_OP_COUNT];
 	_Atomic uint64_t bytes_read, bytes_written;
 

@@ -93,6 +93,9 @@ struct hy_options {
 	 * this header does not depend on the cache module). The _given flags
 	 * say the user asked: then a store that cannot be made fails the mount. */
 	char *cache;
+	/* emulate=: NULL (none), or "hdd", "ssd" or "smr" with ":name=value"
+	 * model settings (devmodel.h), checked by the daemon at start */
+	char *emulate;
 	bool cache_given;
 	uint64_t cache_size;
 	bool cache_size_given;

@@ -33,5 +33,9 @@ EXTRA_DIST += tests/integration/reca.sh
 # (skipped without the traces), and bad input.
 TESTS += tests/integration/simulate.sh
 EXTRA_DIST += tests/integration/simulate.sh
+
+# emulate=hdd: backing reads delayed by the HDD model, bad values refused.
+TESTS += tests/integration/emulate.sh
+EXTRA_DIST += tests/integration/emulate.sh
 EXTRA_DIST += tests/fuzz/fuzz_trace_reader.c
 EXTRA_DIST += tests/fuzz/run.sh

@@ -1,0 +1,58 @@
+#!/bin/bash
+# emulate.sh - emulate=hdd on a real mount: every backing read is delayed by
+# the HDD model's service time, so random reads cost the emulated disk far
+# more than sequential ones (checked on the model's own figures in status,
+# not on the clock); the status line and bad emulate= values.
+. "$(dirname "$0")/lib.sh"
+
+HYBRIDCTL=${HYBRIDCTL:-$(cd "$(dirname "$0")/../.." && pwd)/hybridctl}
+HY_TESTBIN=${HY_TESTBIN:-$(cd "$(dirname "$0")" && pwd)}
+IOGEN=$HY_TESTBIN/hy-iogen
+[ -x "$IOGEN" ] || hy_die "no hy-iogen at $IOGEN (run make check)"
+command -v jq >/dev/null || hy_skip "jq is missing"
+hy_setup
+
+B=$HY_TMP/backing M=$HY_TMP/mnt
+mkdir -p "$B" "$M"
+head -c 64M /dev/zero >"$B/data"
+
+# bad values are refused before anything is mounted, named
+for bad in "emulate=floppy floppy" "emulate=hdd:rpm=fast rpm" "emulate=hdd:colour=red colour" \
+	"emulate= emulate"; do
+	set -- $bad
+	if out=$("$HYBRIDFS" "$B" "$M" -f -o "state=$HY_TMP/s0,$1" 2>&1); then
+		hy_fail "-o $1 was accepted"
+	else
+		case $out in *"$2"*) ;; *) hy_fail "-o $1: the message does not name \"$2\": $out" ;; esac
+	fi
+done
+
+# modeled disk time of N 4 KiB O_DIRECT reads at the offsets given
+modeled() {
+	local state=$1 name=$2 before after
+	shift 2
+	hy_mount_ready "$B" "$M" "state=$state,emulate=hdd,cache=none"
+	"$IOGEN" "$name" "$M/data" "$@" || hy_fail "$name: the reads failed"
+	"$HYBRIDCTL" status "$M" | grep -q "^emulation .*hdd: [0-9]* requests delayed" ||
+		hy_fail "$name: no emulation line in status"
+	after=$("$HYBRIDCTL" status "$M" --json | jq '.mounts[0].daemon.emulation')
+	hy_umount "$M"
+	echo "$after"
+}
+seq_specs=() rnd_specs=()
+for i in $(seq 0 63); do
+	seq_specs+=("r:$((i * 4096)):4096")
+	# every 1 MiB apart, backwards: a seek and a turn each
+	rnd_specs+=("r:$(((63 - i) * 1048576)):4096")
+done
+s=$(modeled "$HY_TMP/s1" seqreader "${seq_specs[@]}")
+r=$(modeled "$HY_TMP/s2" rndreader "${rnd_specs[@]}")
+sreq=$(jq .requests <<<"$s") rreq=$(jq .requests <<<"$r")
+sms=$(jq .modeled_ms <<<"$s") rms=$(jq .modeled_ms <<<"$r")
+hy_log "sequential: $sreq requests, $sms ms modeled; random: $rreq requests, $rms ms modeled"
+[ "$sreq" -ge 64 ] && [ "$rreq" -ge 64 ] || hy_fail "not every read was delayed: $sreq, $rreq"
+# 64 seeks and half turns at 7,200 rpm are at least 64 * 4.17 ms; the
+# sequential reads pay one seek, then the drive's read-ahead
+awk -v s="$sms" -v r="$rms" 'BEGIN { exit !(r >= 64 * 4.1 && r > 10 * s) }' ||
+	hy_fail "random reads were modeled at $rms ms, sequential at $sms ms"
+hy_pass
