@@ -29,6 +29,7 @@
 #include "hybridfs/devmodel.h"
 #include "hybridfs/policy.h"
 #include "hybridfs/replay.h"
+#include "hybridfs/sim_layout.h"
 #include "hybridfs/trace_reader.h"
 #include "hybridfs/units.h"
 
@@ -51,6 +52,9 @@ struct sim_args {
 	uint64_t cap;
 	bool timed;
 	struct hy_devmodel_params backing, ssd;
+	bool borg;
+	double split;	      /* share of the requests BORG trains on */
+	struct size_arg bopt; /* the BOPT read region */
 };
 
 static void simulate_usage(FILE *out)
@@ -67,7 +71,11 @@ static void simulate_usage(FILE *out)
 		"  F     msr, heimdall, fiu, blkparse, disksim, spc, vscsi, tencent, arc,\n"
 		"        hybridfs (default: detected)\n"
 		"  --device: time the replay over a backing device model and an SSD model\n"
-		"        (devmodel.h): busy times, response times per class and category\n");
+		"        (devmodel.h): busy times, response times per class and category\n"
+		"  --borg [--split F] [--bopt-size SIZE|P%%]: BORG's analyzer and planner\n"
+		"        trained on the first F of the requests (0.5), the rest served over\n"
+		"        the device model with the plan and without (BOPT: 10%% of the\n"
+		"        footprint)\n");
 }
 
 static int parse_sizes(const char *list, struct sim_args *a)
@@ -270,14 +278,123 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* ---- BORG on the trace ---------------------------------------------------- */
+
+struct borg_pass {
+	struct hy_sim_layout *layout;
+	struct hy_devmodel *plain, *planned;
+	uint64_t split, seen;
+	double plain_ms, planned_ms;
+	int error;
+};
+
+static int borg_train(void *arg, struct hy_trace_record *rec)
+{
+	struct borg_pass *b = arg;
+
+	if (b->seen++ >= b->split)
+		return 0; /* the rest is the test part */
+	if (hy_sim_layout_train(b->layout, rec) < 0) {
+		fprintf(stderr, "hybridctl: simulate: out of memory training BORG\n");
+		b->error = 1;
+		return -ENOMEM;
+	}
+	return 1;
+}
+
+static int borg_test(void *arg, struct hy_trace_record *rec)
+{
+	struct borg_pass *b = arg;
+
+	if (b->seen++ < b->split)
+		return 1;
+	b->plain_ms += hy_sim_layout_serve(b->layout, b->plain, rec, false);
+	b->planned_ms += hy_sim_layout_serve(b->layout, b->planned, rec, true);
+	return 1;
+}
+
+/* Trains BORG on the first part, serves the rest with and without its
+ * plan; the figures as JSON (printed too without --json). */
+static struct json_object *borg_json(const struct sim_args *a, uint64_t footprint,
+				     uint64_t requests, int *status)
+{
+	struct borg_pass b = {.split = (uint64_t)((double)requests * a->split)};
+	struct hy_sim_layout_stats ls;
+	struct json_object *o = NULL;
+	uint64_t capacity;
+	char why[512];
+
+	if (a->bopt.text[0])
+		capacity = a->bopt.percent ? (uint64_t)((double)footprint * a->bopt.value / 100.0)
+					   : (uint64_t)a->bopt.value;
+	else
+		capacity = footprint / 10;
+	if (!capacity)
+		capacity = 1;
+	if (hy_sim_layout_new(capacity, UINT64_MAX, &b.layout) < 0 ||
+	    hy_devmodel_new(&a->backing, &b.plain, why, sizeof(why)) < 0 ||
+	    hy_devmodel_new(&a->backing, &b.planned, why, sizeof(why)) < 0) {
+		fprintf(stderr, "hybridctl: simulate: --borg: cannot set up the layout or model\n");
+		*status = 1;
+		goto out;
+	}
+	if (each_record(a, borg_train, &b, NULL, NULL, 0) || b.error) {
+		*status = 1;
+		goto out;
+	}
+	if (hy_sim_layout_plan(b.layout, why, sizeof(why)) < 0) {
+		fprintf(stderr, "hybridctl: simulate: --borg: %s\n", why);
+		*status = 1;
+		goto out;
+	}
+	b.seen = 0;
+	if (each_record(a, borg_test, &b, NULL, NULL, 0)) {
+		*status = 1;
+		goto out;
+	}
+	hy_sim_layout_get_stats(b.layout, &ls);
+	o = json_object_new_object();
+	json_object_object_add(o, "device",
+			       json_object_new_string(hy_devmodel_kind_name(a->backing.kind)));
+	json_object_object_add(o, "trained_requests", json_object_new_uint64(ls.trained));
+	json_object_object_add(o, "vertices", json_object_new_uint64(ls.vertices));
+	json_object_object_add(o, "edges", json_object_new_uint64(ls.edges));
+	json_object_object_add(o, "bopt_blocks", json_object_new_uint64(ls.capacity));
+	json_object_object_add(o, "planned_blocks", json_object_new_uint64(ls.planned_blocks));
+	json_object_object_add(o, "test_requests", json_object_new_uint64(ls.served));
+	json_object_object_add(o, "relocated_blocks_served",
+			       json_object_new_uint64(ls.relocated_blocks));
+	json_object_object_add(o, "busy_ms_without", json_object_new_double(b.plain_ms));
+	json_object_object_add(o, "busy_ms_with", json_object_new_double(b.planned_ms));
+	json_object_object_add(
+		o, "busy_reduction",
+		json_object_new_double(b.plain_ms > 0 ? 1 - b.planned_ms / b.plain_ms : 0));
+	if (!a->json)
+		printf("BORG (%s): trained on %" PRIu64 " requests (%" PRIu64 " vertices, %" PRIu64
+		       " edges), %" PRIu64 " of %" PRIu64 " BOPT blocks planned; the other %" PRIu64
+		       " requests: disk busy %.1f s without the plan, %.1f s with it (%.1f%% "
+		       "less), "
+		       "%" PRIu64 " blocks from the BOPT\n",
+		       hy_devmodel_kind_name(a->backing.kind), ls.trained, ls.vertices, ls.edges,
+		       ls.planned_blocks, ls.capacity, ls.served, b.plain_ms / 1000,
+		       b.planned_ms / 1000,
+		       b.plain_ms > 0 ? 100 * (1 - b.planned_ms / b.plain_ms) : 0.0,
+		       ls.relocated_blocks);
+out:
+	hy_sim_layout_free(b.layout);
+	hy_devmodel_free(b.plain);
+	hy_devmodel_free(b.planned);
+	return o;
+}
+
 int hy_ctl_simulate(int argc, char **argv)
 {
-	struct sim_args a = {.format = NULL};
+	struct sim_args a = {.format = NULL, .split = 0.5};
 
 	hy_devmodel_defaults(HY_DEVMODEL_SSD, &a.ssd);
 	struct hy_replay_footprint *fp = NULL;
 	struct hy_trace_reader_stats rs;
-	struct json_object *results;
+	struct json_object *results, *borg = NULL;
 	char format[32] = "", why[512];
 	uint64_t footprint;
 	int status = 0;
@@ -324,6 +441,26 @@ int hy_ctl_simulate(int argc, char **argv)
 				fprintf(stderr, "hybridctl: simulate: %s: %s\n", o, why);
 				return 2;
 			}
+		} else if (strcmp(o, "--borg") == 0) {
+			a.borg = true;
+		} else if (strcmp(o, "--split") == 0 && has_value) {
+			char *end;
+
+			a.split = strtod(argv[++i], &end);
+			if (*end || end == argv[i] || !(a.split > 0) || !(a.split < 1)) {
+				fprintf(stderr,
+					"hybridctl: simulate: --split \"%s\": a share between 0 "
+					"and "
+					"1, such as 0.5\n",
+					argv[i]);
+				return 2;
+			}
+		} else if (strcmp(o, "--bopt-size") == 0 && has_value) {
+			struct sim_args one = {.nsizes = 0};
+
+			if (parse_sizes(argv[++i], &one) < 0 || one.nsizes != 1)
+				return 2;
+			a.bopt = one.sizes[0];
 		} else if (strcmp(o, "--reads-only") == 0) {
 			a.reads_only = true;
 		} else if (strcmp(o, "--strict") == 0) {
@@ -383,6 +520,13 @@ int hy_ctl_simulate(int argc, char **argv)
 		       "HIT", "MISS", "READ HIT", "WRITE HIT", "SSD FILLS", "ACCESSES/S");
 	}
 	hy_replay_footprint_free(fp);
+	if (a.borg && !status) {
+		if (!a.timed) {
+			hy_devmodel_defaults(HY_DEVMODEL_HDD, &a.backing);
+			a.timed = true;
+		}
+		borg = borg_json(&a, footprint, rs.records, &status);
+	}
 	for (size_t p = 0; p < a.npolicies && !status; p++) {
 		for (size_t z = 0; z < a.nsizes && !status; z++) {
 			const struct size_arg *sz = &a.sizes[z];
@@ -447,6 +591,8 @@ int hy_ctl_simulate(int argc, char **argv)
 		json_object_object_add(root, "reads_only", json_object_new_boolean(a.reads_only));
 		json_object_object_add(root, "footprint_blocks", json_object_new_uint64(footprint));
 		json_object_object_add(root, "results", results);
+		json_object_object_add(root, "borg", borg);
+		borg = NULL;
 		printf("%s\n",
 		       json_object_to_json_string_ext(
 			       root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -454,5 +600,6 @@ int hy_ctl_simulate(int argc, char **argv)
 	} else {
 		json_object_put(results);
 	}
+	json_object_put(borg);
 	return status;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "hybridfs/replay.h"
+#include "hybridfs/sim_layout.h"
 #include "hybridfs/trace_reader.h"
 #include "suites.h"
 
@@ -236,6 +237,72 @@ static void test_timed(void)
 	CU_ASSERT_EQUAL(hy_replay_new(&cfg, &r, why, sizeof(why)), -EINVAL);
 }
 
+/* BORG on a trace: 200 scattered blocks read in one order, again and again:
+ * trained on the first half, the plan lays them out in that order and the
+ * second half reads them sequentially from the BOPT; without room for
+ * them, nothing moves. */
+static void test_layout(void)
+{
+	struct hy_devmodel_params hdd;
+	struct hy_devmodel *plain, *planned;
+	struct hy_sim_layout *l;
+	struct hy_sim_layout_stats ls;
+	uint64_t blocks[200], x = 88172645463325252ULL;
+	double without = 0, with = 0;
+	char why[256];
+
+	for (int i = 0; i < 200; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		blocks[i] = x % 2500000;
+	}
+	hy_devmodel_defaults(HY_DEVMODEL_HDD, &hdd);
+	CU_ASSERT_EQUAL_FATAL(hy_sim_layout_new(200, UINT64_MAX, &l), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_devmodel_new(&hdd, &plain, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_devmodel_new(&hdd, &planned, why, sizeof(why)), 0);
+	for (int rep = 0; rep < 10; rep++)
+		for (int i = 0; i < 200; i++) {
+			struct hy_trace_record a = req(0, blocks[i] * 4096, 4096, false);
+
+			a.ts_ns = (int64_t)(rep * 200 + i) * 1000000;
+			CU_ASSERT_EQUAL(hy_sim_layout_train(l, &a), 0);
+		}
+	CU_ASSERT_EQUAL_FATAL(hy_sim_layout_plan(l, why, sizeof(why)), 0);
+	for (int rep = 0; rep < 10; rep++)
+		for (int i = 0; i < 200; i++) {
+			struct hy_trace_record a = req(0, blocks[i] * 4096, 4096, false);
+
+			without += hy_sim_layout_serve(l, plain, &a, false);
+			with += hy_sim_layout_serve(l, planned, &a, true);
+		}
+	hy_sim_layout_get_stats(l, &ls);
+	CU_ASSERT_EQUAL(ls.trained, 2000);
+	CU_ASSERT_EQUAL(ls.vertices, 200);
+	CU_ASSERT_EQUAL(ls.planned_blocks, 200);
+	CU_ASSERT_EQUAL(ls.relocated_blocks, 2000);
+	/* each scattered read pays a seek and a turn (> 4 ms); in the BOPT
+	 * they follow one another and the drive's read-ahead has them */
+	CU_ASSERT_TRUE(without > 2000 * 4.0);
+	CU_ASSERT_TRUE(with < without / 50);
+	hy_devmodel_free(plain);
+	hy_devmodel_free(planned);
+	hy_sim_layout_free(l);
+
+	/* a BOPT of one block: almost everything stays home */
+	CU_ASSERT_EQUAL_FATAL(hy_sim_layout_new(1, UINT64_MAX, &l), 0);
+	for (int i = 0; i < 200; i++) {
+		struct hy_trace_record a = req(0, blocks[i] * 4096, 4096, false);
+
+		CU_ASSERT_EQUAL(hy_sim_layout_train(l, &a), 0);
+	}
+	CU_ASSERT_EQUAL_FATAL(hy_sim_layout_plan(l, why, sizeof(why)), 0);
+	hy_sim_layout_get_stats(l, &ls);
+	CU_ASSERT_EQUAL(ls.planned_blocks, 1);
+	hy_sim_layout_free(l);
+	CU_ASSERT_EQUAL(hy_sim_layout_new(0, UINT64_MAX, &l), -EINVAL);
+}
+
 int hy_test_add_replay(void)
 {
 	CU_pSuite s = CU_add_suite("replay", NULL, NULL);
@@ -245,7 +312,8 @@ int hy_test_add_replay(void)
 	if (!CU_add_test(s, "the conversion rule", test_rule) ||
 	    !CU_add_test(s, "LRU against a reference", test_lru_reference) ||
 	    !CU_add_test(s, "policies, footprint, bad capacities", test_policies_and_footprint) ||
-	    !CU_add_test(s, "timing over device models", test_timed))
+	    !CU_add_test(s, "timing over device models", test_timed) ||
+	    !CU_add_test(s, "BORG's layout on a repeated pattern", test_layout))
 		return -1;
 	return 0;
 }
