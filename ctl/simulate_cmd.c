@@ -52,6 +52,10 @@ struct sim_args {
 	uint64_t cap;
 	bool timed;
 	struct hy_devmodel_params backing, ssd;
+	bool write_back;
+	enum hy_replay_pore pore;
+	uint64_t pore_zone;
+	unsigned pore_open;
 	bool borg;
 	double split;	      /* share of the requests BORG trains on */
 	struct size_arg bopt; /* the BOPT read region */
@@ -72,6 +76,9 @@ static void simulate_usage(FILE *out)
 		"        hybridfs (default: detected)\n"
 		"  --device: time the replay over a backing device model and an SSD model\n"
 		"        (devmodel.h): busy times, response times per class and category\n"
+		"  --write-back: writes stay dirty in the cache until evicted (timed)\n"
+		"  --pore coverage|popularity|balance [--pore-zone SIZE] [--pore-open N]:\n"
+		"        PORE's zone-aware eviction (write-back, for an SMR --device)\n"
 		"  --borg [--split F] [--bopt-size SIZE|P%%]: BORG's analyzer and planner\n"
 		"        trained on the first F of the requests (0.5), the rest served over\n"
 		"        the device model with the plan and without (BOPT: 10%% of the\n"
@@ -263,6 +270,12 @@ static struct json_object *result_json(const char *policy, const struct size_arg
 		json_object_object_add(o, "response_by_category", by_cat);
 		json_object_object_add(o, "backing_write_amplification",
 				       json_object_new_double(s->backing.write_amplification));
+		json_object_object_add(o, "dirty_evictions",
+				       json_object_new_uint64(s->dirty_evictions));
+		json_object_object_add(o, "forced_evictions",
+				       json_object_new_uint64(s->forced_evictions));
+		json_object_object_add(o, "pore_divisions",
+				       json_object_new_uint64(s->pore_divisions));
 	}
 	json_object_object_add(o, "seconds", json_object_new_double(seconds));
 	json_object_object_add(o, "accesses_per_second",
@@ -441,6 +454,50 @@ int hy_ctl_simulate(int argc, char **argv)
 				fprintf(stderr, "hybridctl: simulate: %s: %s\n", o, why);
 				return 2;
 			}
+		} else if (strcmp(o, "--write-back") == 0) {
+			a.write_back = true;
+		} else if (strcmp(o, "--pore") == 0 && has_value) {
+			const char *m = argv[++i];
+
+			if (strcmp(m, "coverage") == 0)
+				a.pore = HY_PORE_COVERAGE;
+			else if (strcmp(m, "popularity") == 0)
+				a.pore = HY_PORE_POPULARITY;
+			else if (strcmp(m, "balance") == 0)
+				a.pore = HY_PORE_BALANCE;
+			else if (strcmp(m, "off") == 0)
+				a.pore = HY_PORE_OFF;
+			else {
+				fprintf(stderr,
+					"hybridctl: simulate: --pore \"%s\": coverage, popularity, "
+					"balance or off\n",
+					m);
+				return 2;
+			}
+			a.write_back = a.write_back || a.pore != HY_PORE_OFF;
+		} else if (strcmp(o, "--pore-zone") == 0 && has_value) {
+			if (hy_units_parse_size(argv[++i], false, &a.pore_zone) < 0 ||
+			    a.pore_zone < HY_REPLAY_BLOCK) {
+				fprintf(stderr,
+					"hybridctl: simulate: --pore-zone \"%s\": a size of at "
+					"least "
+					"4K\n",
+					argv[i]);
+				return 2;
+			}
+		} else if (strcmp(o, "--pore-open") == 0 && has_value) {
+			char *end;
+			unsigned long v = strtoul(argv[++i], &end, 10);
+
+			if (*end || end == argv[i] || v < 1 || v > 1000) {
+				fprintf(stderr,
+					"hybridctl: simulate: --pore-open \"%s\": a permille of "
+					"the "
+					"zones holding dirty blocks, 1 to 1000\n",
+					argv[i]);
+				return 2;
+			}
+			a.pore_open = (unsigned)v;
 		} else if (strcmp(o, "--borg") == 0) {
 			a.borg = true;
 		} else if (strcmp(o, "--split") == 0 && has_value) {
@@ -486,6 +543,10 @@ int hy_ctl_simulate(int argc, char **argv)
 	}
 	if (!a.trace) {
 		simulate_usage(stderr);
+		return 2;
+	}
+	if (a.write_back && !a.timed) {
+		fprintf(stderr, "hybridctl: simulate: --write-back and --pore need a --device\n");
 		return 2;
 	}
 	if (!a.nsizes && parse_sizes("1%,5%,10%,20%", &a) < 0)
@@ -540,6 +601,10 @@ int hy_ctl_simulate(int argc, char **argv)
 				.max_accesses = a.cap,
 				.backing = a.timed ? &a.backing : NULL,
 				.ssd = a.timed ? &a.ssd : NULL,
+				.write_back = a.write_back,
+				.pore = a.pore,
+				.pore_zone_bytes = a.pore_zone,
+				.pore_open_permille = a.pore_open,
 			};
 			struct hy_replay_stats s;
 			struct hy_replay *r;
@@ -572,11 +637,15 @@ int hy_ctl_simulate(int argc, char **argv)
 				       s.inserts, dt > 0 ? s.accesses / dt : 0.0);
 				if (s.timed)
 					printf("       %s busy %.1f s, SSD busy %.1f s; response "
-					       "mean "
-					       "%.3f ms, p99 %.3f ms\n",
+					       "mean %.3f ms, p99 %.3f ms\n",
 					       hy_devmodel_kind_name(a.backing.kind),
 					       s.backing_busy_ms / 1000, s.ssd_busy_ms / 1000,
 					       s.all.mean_ms, s.all.p99_ms);
+				if (s.timed && a.backing.kind == HY_DEVMODEL_SMR)
+					printf("       write amplification %.2f, %" PRIu64
+					       " band cleanings\n",
+					       s.backing.write_amplification,
+					       s.backing.band_cleanings);
 			}
 		}
 	}

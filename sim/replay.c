@@ -201,6 +201,19 @@ struct hy_replay {
 	struct sim_process *procs;
 	size_t nprocs;
 	struct latency_hist all, by_class[HY_CLASS_COUNT], by_category[HY_CATEGORY_COUNT];
+	/* write-back and PORE */
+	uint8_t *line_dirty; /* per line */
+	uint32_t *line_zone; /* per line: index of its zone */
+	struct keymap zones; /* zone number -> index */
+	struct zone {
+		uint64_t number;
+		uint32_t dirty; /* dirty cached blocks */
+		uint32_t hits;	/* accesses this period */
+		bool open;
+	} * zone;
+	size_t nzones;
+	uint64_t zone_bytes, period, writes_in_period;
+	double pending_ms; /* eviction writes the current request waits for */
 };
 
 int hy_replay_new(const struct hy_replay_config *cfg, struct hy_replay **out, char *why,
@@ -222,7 +235,17 @@ int hy_replay_new(const struct hy_replay_config *cfg, struct hy_replay **out, ch
 	}
 	r->cfg = *cfg;
 	r->capacity = (uint32_t)cfg->capacity;
-	rc = hy_policy_new(cfg->policy, r->capacity, NULL, &r->policy, why, why_size);
+	{
+		struct hy_policy_config pc;
+
+		/* PORE scans the LRU order for a permitted victim: a wide window
+		 * (the store's own search stays at its default) */
+		hy_policy_config_init(&pc);
+		if (cfg->pore)
+			pc.window = r->capacity < HY_POLICY_MAX_WINDOW ? r->capacity
+								       : HY_POLICY_MAX_WINDOW;
+		rc = hy_policy_new(cfg->policy, r->capacity, &pc, &r->policy, why, why_size);
+	}
 	if (rc == 0) {
 		rc = keymap_init(&r->map, (uint64_t)r->capacity * 4, true);
 		r->line_key = malloc((size_t)r->capacity * sizeof(*r->line_key));
@@ -251,6 +274,22 @@ int hy_replay_new(const struct hy_replay_config *cfg, struct hy_replay **out, ch
 			return rc;
 		}
 		r->st.timed = true;
+		if (cfg->write_back) {
+			r->line_dirty = calloc(r->capacity, 1);
+			r->line_zone = calloc(r->capacity, sizeof(*r->line_zone));
+			if (!r->line_dirty || !r->line_zone ||
+			    keymap_init(&r->zones, 64, true) < 0) {
+				snprintf(why, why_size, "out of memory");
+				hy_replay_free(r);
+				return -ENOMEM;
+			}
+			r->zone_bytes =
+				cfg->pore_zone_bytes ? cfg->pore_zone_bytes : UINT64_C(16) << 20;
+			r->period = cfg->pore_period ? cfg->pore_period
+						     : cfg->backing->buffer_bytes / HY_REPLAY_BLOCK;
+			if (!r->period)
+				r->period = 1;
+		}
 	}
 	*out = r;
 	return 0;
@@ -274,7 +313,123 @@ void hy_replay_free(struct hy_replay *r)
 		keymap_free(&r->devices);
 	if (r->processes.keys)
 		keymap_free(&r->processes);
+	free(r->line_dirty);
+	free(r->line_zone);
+	free(r->zone);
+	if (r->zones.keys)
+		keymap_free(&r->zones);
 	free(r);
+}
+
+/* The byte address of a block key on the backing device model (as the
+ * timed replay serves it: device d's block b at d * 2^40 + b * 4 KiB). */
+static uint64_t key_address(uint64_t key)
+{
+	uint64_t device = key >> HY_REPLAY_DEVICE_SHIFT;
+	uint64_t block = key & ((UINT64_C(1) << HY_REPLAY_DEVICE_SHIFT) - 1);
+
+	return (device << 40) + block * HY_REPLAY_BLOCK;
+}
+
+static int64_t index_of(struct keymap *m, uint64_t key, size_t *count, void **array, size_t elem);
+
+/* The zone of @key (made when new): its index, or -ENOMEM. */
+static int64_t zone_of(struct hy_replay *r, uint64_t key)
+{
+	uint64_t number = key_address(key) / r->zone_bytes;
+	size_t before = r->nzones;
+	int64_t z = index_of(&r->zones, number, &r->nzones, (void **)&r->zone, sizeof(*r->zone));
+
+	if (z >= 0 && r->nzones > before)
+		r->zone[z] = (struct zone){.number = number, .open = true};
+	return z;
+}
+
+static int by_score_desc(const void *a, const void *b)
+{
+	const double *x = a, *y = b;
+
+	return (x[0] < y[0]) - (x[0] > y[0]);
+}
+
+/* PORE: the zones holding dirty blocks re-divided; the best-scoring share
+ * (by the rule) open, the others forbidden. */
+static void pore_divide(struct hy_replay *r)
+{
+	double *scored = malloc(r->nzones * 2 * sizeof(double));
+	size_t n = 0, open;
+	unsigned permille = r->cfg.pore_open_permille ? r->cfg.pore_open_permille : 100;
+
+	r->st.pore_divisions++;
+	if (!scored) /* keep the last division */
+		return;
+	for (size_t z = 0; z < r->nzones; z++) {
+		struct zone *x = &r->zone[z];
+		double score;
+
+		x->open = x->dirty == 0; /* nothing dirty: nothing to forbid */
+		if (!x->dirty)
+			continue;
+		switch (r->cfg.pore) {
+		case HY_PORE_COVERAGE:
+			score = x->dirty;
+			break;
+		case HY_PORE_POPULARITY:
+			score = -(double)x->hits;
+			break;
+		default:
+			score = (double)x->dirty / (1.0 + x->hits);
+			break;
+		}
+		scored[2 * n] = score;
+		scored[2 * n + 1] = (double)z;
+		n++;
+	}
+	qsort(scored, n, 2 * sizeof(double), by_score_desc);
+	open = (n * permille + 999) / 1000;
+	for (size_t i = 0; i < open && i < n; i++)
+		r->zone[(size_t)scored[2 * i + 1]].open = true;
+	for (size_t z = 0; z < r->nzones; z++)
+		r->zone[z].hits = 0;
+	free(scored);
+}
+
+static bool pore_evictable(uint32_t line, void *arg)
+{
+	const struct hy_replay *r = arg;
+
+	return !r->line_dirty[line] || r->zone[r->line_zone[line]].open;
+}
+
+/* A line leaves: a dirty one is written to the backing device now. */
+static void line_leaves(struct hy_replay *r, uint32_t line)
+{
+	if (!r->line_dirty || !r->line_dirty[line])
+		return;
+	r->pending_ms += hy_devmodel_serve(r->backing, key_address(r->line_key[line]),
+					   HY_REPLAY_BLOCK, true);
+	r->st.dirty_evictions++;
+	r->zone[r->line_zone[line]].dirty--;
+	r->line_dirty[line] = 0;
+}
+
+/* write-back: @line (of @key) is written. */
+static int line_written(struct hy_replay *r, uint32_t line, uint64_t key)
+{
+	int64_t z = zone_of(r, key);
+
+	if (z < 0)
+		return (int)z;
+	if (!r->line_dirty[line]) {
+		r->line_dirty[line] = 1;
+		r->line_zone[line] = (uint32_t)z;
+		r->zone[z].dirty++;
+	}
+	if (r->cfg.pore && ++r->writes_in_period >= r->period) {
+		pore_divide(r);
+		r->writes_in_period = 0;
+	}
+	return 0;
 }
 
 int hy_replay_access(struct hy_replay *r, uint64_t key, bool write)
@@ -293,12 +448,21 @@ int hy_replay_access(struct hy_replay *r, uint64_t key, bool write)
 		hy_policy_age(r->policy);
 		r->since_age = 0;
 	}
+	if (r->line_dirty && r->cfg.pore) {
+		int64_t z = zone_of(r, key);
+
+		if (z < 0)
+			return (int)z;
+		r->zone[z].hits++;
+	}
 	if (r->map.keys[slot] == key) {
 		hy_policy_hit(r->policy, r->map.values[slot]);
 		if (write)
 			r->st.write_hits++;
 		else
 			r->st.read_hits++;
+		if (write && r->line_dirty && (rc = line_written(r, r->map.values[slot], key)) < 0)
+			return rc;
 		return 1;
 	}
 	if (!hy_policy_admit(r->policy, key)) {
@@ -310,8 +474,15 @@ int hy_replay_access(struct hy_replay *r, uint64_t key, bool write)
 	} else {
 		uint64_t victim;
 
-		if (hy_policy_victim(r->policy, NULL, NULL, NULL, &line) != 0)
+		if (r->line_dirty && r->cfg.pore &&
+		    hy_policy_victim(r->policy, NULL, pore_evictable, r, &line) == 0) {
+			/* a clean line, or a dirty one of an open zone */
+		} else if (hy_policy_victim(r->policy, NULL, NULL, NULL, &line) != 0) {
 			return 0; /* cannot happen: every line is evictable */
+		} else if (r->line_dirty && r->cfg.pore) {
+			r->st.forced_evictions++;
+		}
+		line_leaves(r, line);
 		victim = r->line_key[line];
 		hy_policy_remove(r->policy, line);
 		keymap_delete_at(&r->map, keymap_slot(&r->map, victim));
@@ -323,6 +494,8 @@ int hy_replay_access(struct hy_replay *r, uint64_t key, bool write)
 	r->line_key[line] = key;
 	hy_policy_insert(r->policy, line);
 	r->st.inserts++;
+	if (write && r->line_dirty && (rc = line_written(r, line, key)) < 0)
+		return rc;
 	return 0;
 }
 
@@ -424,14 +597,20 @@ enum { B_HIT, B_FILLED, B_MISSED };
  * to the request's response. */
 static double serve_run(struct hy_replay *r, bool write, int kind, uint64_t first, uint64_t n)
 {
-	uint64_t off = first * HY_REPLAY_BLOCK, len = n * HY_REPLAY_BLOCK;
+	uint64_t off = key_address(first), len = n * HY_REPLAY_BLOCK;
 	double t;
 
 	if (!n)
 		return 0;
 	if (write) {
 		/* write-through: the backing write is the request's own (made
-		 * by the caller); the SSD writes the blocks the cache keeps */
+		 * by the caller); the SSD writes the blocks the cache keeps.
+		 * Write-back: blocks the cache refused go to the backing device */
+		if (kind == B_MISSED && r->cfg.write_back) {
+			t = hy_devmodel_serve(r->backing, off, len, true);
+			r->st.backing_busy_ms += t;
+			return t;
+		}
 		if (kind == B_MISSED)
 			return 0;
 		t = hy_devmodel_serve(r->ssd, off, len, true);
@@ -475,10 +654,12 @@ static int timed_request(struct hy_replay *r, const struct hy_trace_record *rec)
 		last = UINT64_MAX / HY_REPLAY_BLOCK;
 	base = (uint64_t)rec->device << HY_REPLAY_DEVICE_SHIFT;
 	r->st.requests++;
-	if (rec->write) {
-		t = hy_devmodel_serve(r->backing, rec->offset, rec->length, true);
+	if (rec->write && !r->cfg.write_back) {
+		t = hy_devmodel_serve(r->backing, key_address(base) + rec->offset, rec->length,
+				      true);
 		r->st.backing_busy_ms += t;
 	}
+	r->pending_ms = 0;
 	for (uint64_t b = first; b <= last; b++) {
 		uint64_t inserts = r->st.inserts;
 		int hit, kind;
@@ -501,10 +682,13 @@ static int timed_request(struct hy_replay *r, const struct hy_trace_record *rec)
 		}
 		t += serve_run(r, rec->write, run_kind, run_first, run_n);
 		run_kind = kind;
-		run_first = b;
+		run_first = base | (b & mask);
 		run_n = 1;
 	}
 	t += serve_run(r, rec->write, run_kind, run_first, run_n);
+	/* write-back: the dirty victims this request's misses evicted */
+	t += r->pending_ms;
+	r->st.backing_busy_ms += r->pending_ms;
 	hist_add(&r->all, t);
 	hist_add(&r->by_class[cls], t);
 	hist_add(&r->by_category[cat], t);

@@ -28,6 +28,16 @@
  * (category.h); response times are kept per class and per category, with
  * their mean and 99th percentile (log-scale histograms, 4% wide buckets).
  *
+ * Write-back and PORE (timed): with write_back, a write only dirties its
+ * cached block; the block is written to the backing device when its line
+ * is evicted (the eviction's write is part of the response of the request
+ * that needed the line). With PORE (an SMR backing device), the disk's
+ * address space is cut into zones; every period (a number of writes) the
+ * zones holding dirty blocks are re-divided into open and forbidden ones
+ * by the chosen rule, and a victim search skips dirty lines of forbidden
+ * zones (clean lines anywhere go); when the search window holds no
+ * evictable line, the least recently used line goes anyway (counted).
+ *
  * Footprint: hy_replay_footprint_* counts the distinct blocks of a trace
  * (the first pass, so that a cache size can be a share of it).
  *
@@ -57,6 +67,16 @@
 
 struct hy_trace_record;
 
+/* PORE's zone choice (papers.md): which zones are open to dirty evictions
+ * for the next period. */
+enum hy_replay_pore {
+	HY_PORE_OFF = 0,
+	HY_PORE_COVERAGE,   /* the zones with the most dirty blocks: a band
+			     * rewrite carries the most (least write amplification) */
+	HY_PORE_POPULARITY, /* the least accessed zones last period (best hits) */
+	HY_PORE_BALANCE,    /* dirty blocks over accesses: both */
+};
+
 struct hy_replay_config {
 	enum hy_policy_kind policy;
 	uint64_t capacity;     /* blocks, at least 1 */
@@ -64,6 +84,17 @@ struct hy_replay_config {
 	uint64_t max_accesses; /* block accesses replayed at most (0: all) */
 	/* timing: both or neither (NULL: hit ratios only) */
 	const struct hy_devmodel_params *backing, *ssd;
+	/* timed only: writes stay in the cache, dirty, until their line is
+	 * evicted, and are written to the backing device then (write-back);
+	 * else they go through */
+	bool write_back;
+	/* PORE (write-back): dirty victims only from open zones */
+	enum hy_replay_pore pore;
+	uint64_t pore_zone_bytes;    /* 0: 16 MiB */
+	unsigned pore_open_permille; /* share of the zones holding dirty blocks
+				      * that are open; 0: 100 (10%) */
+	uint64_t pore_period;	     /* writes between re-divisions; 0: the
+				      * backing model's buffer_bytes / 4 KiB */
 };
 
 /* Response times of one group of requests (a class, a category). */
@@ -85,6 +116,9 @@ struct hy_replay_stats {
 	/* timing (with device models) */
 	bool timed;
 	double backing_busy_ms, ssd_busy_ms;
+	uint64_t dirty_evictions;  /* write-back: dirty blocks written to the backing device */
+	uint64_t forced_evictions; /* PORE: no victim in an open zone, one taken anyway */
+	uint64_t pore_divisions;   /* PORE: open/forbidden re-divisions */
 	struct hy_devmodel_stats backing, ssd;
 	struct hy_replay_latency all;
 	struct hy_replay_latency by_class[HY_CLASS_COUNT];

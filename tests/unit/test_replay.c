@@ -28,7 +28,8 @@ static struct hy_trace_record req(uint32_t device, uint64_t offset, uint64_t len
 static struct hy_replay *make(enum hy_policy_kind kind, uint64_t capacity, bool reads_only,
 			      uint64_t cap)
 {
-	struct hy_replay_config cfg = {kind, capacity, reads_only, cap, NULL, NULL};
+	struct hy_replay_config cfg = {kind,  capacity, reads_only, cap, NULL, NULL,
+				       false, 0,	0,	    0,	 0};
 	struct hy_replay *r = NULL;
 	char why[256];
 
@@ -178,7 +179,8 @@ static void test_policies_and_footprint(void)
 	hy_replay_footprint_free(fp);
 
 	{
-		struct hy_replay_config bad = {HY_POLICY_LRU, 0, false, 0, NULL, NULL};
+		struct hy_replay_config bad = {HY_POLICY_LRU, 0, false, 0, NULL, NULL,
+					       false,	      0, 0,	0, 0};
 		struct hy_replay *r;
 
 		CU_ASSERT_EQUAL(hy_replay_new(&bad, &r, why, sizeof(why)), -EINVAL);
@@ -194,7 +196,8 @@ static void test_policies_and_footprint(void)
 static void test_timed(void)
 {
 	struct hy_devmodel_params backing, ssd;
-	struct hy_replay_config cfg = {HY_POLICY_LRU, 100, false, 0, &backing, &ssd};
+	struct hy_replay_config cfg = {HY_POLICY_LRU, 100, false, 0, &backing, &ssd,
+				       false,	      0,   0,	  0, 0};
 	struct hy_trace_record a;
 	struct hy_replay_stats s;
 	struct hy_replay *r;
@@ -303,6 +306,50 @@ static void test_layout(void)
 	CU_ASSERT_EQUAL(hy_sim_layout_new(0, UINT64_MAX, &l), -EINVAL);
 }
 
+/* PORE: with Coverage First the zone with the most dirty blocks is open,
+ * so a dirty LRU line of another zone is skipped and the victim comes from
+ * the open one; without PORE the LRU line goes. */
+static void pore_case(enum hy_replay_pore pore, int *b1_hit, uint64_t *dirty_evictions)
+{
+	struct hy_devmodel_params smr, ssd;
+	struct hy_replay_config cfg = {HY_POLICY_LRU, 4, false, 0, &smr, &ssd, false, 0, 0, 0, 0};
+	struct hy_replay_stats s;
+	struct hy_replay *r;
+	char why[256];
+	const uint64_t zone = UINT64_C(16) << 20;
+
+	hy_devmodel_defaults(HY_DEVMODEL_SMR, &smr);
+	hy_devmodel_defaults(HY_DEVMODEL_SSD, &ssd);
+	cfg.write_back = true;
+	cfg.pore = pore;
+	cfg.pore_period = 1;
+	CU_ASSERT_EQUAL_FATAL(hy_replay_new(&cfg, &r, why, sizeof(why)), 0);
+	/* b1 in zone 5 first (the LRU line), then three blocks of zone 1 */
+	CU_ASSERT_EQUAL(hy_replay_access(r, 5 * zone / 4096, true), 0);
+	for (uint64_t i = 0; i < 3; i++)
+		CU_ASSERT_EQUAL(hy_replay_access(r, zone / 4096 + i, true), 0);
+	/* a fifth block (zone 9) needs a victim */
+	CU_ASSERT_EQUAL(hy_replay_access(r, 9 * zone / 4096, true), 0);
+	*b1_hit = hy_replay_access(r, 5 * zone / 4096, false);
+	hy_replay_get_stats(r, &s);
+	*dirty_evictions = s.dirty_evictions;
+	if (pore)
+		CU_ASSERT_TRUE(s.pore_divisions >= 5);
+	hy_replay_free(r);
+}
+
+static void test_pore(void)
+{
+	uint64_t with_ev, without_ev;
+	int with, without;
+
+	pore_case(HY_PORE_COVERAGE, &with, &with_ev);
+	pore_case(HY_PORE_OFF, &without, &without_ev);
+	CU_ASSERT_EQUAL(with, 1);    /* b1 stayed: its zone was forbidden */
+	CU_ASSERT_EQUAL(without, 0); /* LRU took it */
+	CU_ASSERT_TRUE(with_ev >= 1 && without_ev >= 1);
+}
+
 int hy_test_add_replay(void)
 {
 	CU_pSuite s = CU_add_suite("replay", NULL, NULL);
@@ -313,7 +360,8 @@ int hy_test_add_replay(void)
 	    !CU_add_test(s, "LRU against a reference", test_lru_reference) ||
 	    !CU_add_test(s, "policies, footprint, bad capacities", test_policies_and_footprint) ||
 	    !CU_add_test(s, "timing over device models", test_timed) ||
-	    !CU_add_test(s, "BORG's layout on a repeated pattern", test_layout))
+	    !CU_add_test(s, "BORG's layout on a repeated pattern", test_layout) ||
+	    !CU_add_test(s, "PORE: dirty victims from open zones", test_pore))
 		return -1;
 	return 0;
 }
