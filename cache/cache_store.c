@@ -357,6 +357,8 @@ static uint64_t new_generation(void)
 	return g ? g : 1;
 }
 
+#define RECORDS_PER_BLOCK (HY_CACHE_STORE_BLOCK / HY_CACHE_JOURNAL_RECORD)
+
 static uint64_t layout_bytes(uint64_t capacity, uint64_t journal_size)
 {
 	return HY_CACHE_STORE_BLOCK + 2 * table_copy_blocks(capacity) * HY_CACHE_STORE_BLOCK +
@@ -374,6 +376,9 @@ static int plan(const char *path, const char *uuid, uint64_t size, struct hy_cac
 		size = MAX_BYTES / 2;
 	cap = size / HY_CACHE_LINE_SIZE;
 	jrec = cap < MIN_JOURNAL ? MIN_JOURNAL : cap > MAX_JOURNAL ? MAX_JOURNAL : cap;
+	/* whole blocks: the data region must start on one (a size whose line
+	 * count is not a multiple of 64 made a store that its own open refused) */
+	jrec = (jrec + RECORDS_PER_BLOCK - 1) / RECORDS_PER_BLOCK * RECORDS_PER_BLOCK;
 	jsize = jrec * HY_CACHE_JOURNAL_RECORD;
 	/* a line costs its data and two 32-byte records: start close, step down */
 	cap = size / (HY_CACHE_LINE_SIZE + 2 * HY_CACHE_LINE_RECORD);
