@@ -29,9 +29,14 @@
 #include "hybridfs/devmodel.h"
 #include "hybridfs/policy.h"
 #include "hybridfs/replay.h"
+#include "hybridfs/sim_full.h"
 #include "hybridfs/sim_layout.h"
 #include "hybridfs/trace_reader.h"
 #include "hybridfs/units.h"
+
+/* hybridfs's whole cache (sim_full.h), beside policy.h's kinds */
+#define POLICY_FULL	   ((enum hy_policy_kind)100)
+#define POLICY_FULL_NORECA ((enum hy_policy_kind)101)
 
 #define MAX_SIZES    16
 #define MAX_POLICIES 8
@@ -71,7 +76,8 @@ static void simulate_usage(FILE *out)
 		"NAME=VALUE]...\n"
 		"  SIZE  bytes (K, M, G, T suffixes) or P%% of the trace's distinct 4 KiB blocks\n"
 		"        (default 1%%,5%%,10%%,20%%)\n"
-		"  P     lru, larc, freq, lru3 (default lru,larc,freq,lru3)\n"
+		"  P     lru, larc, freq, lru3 (default lru,larc,freq,lru3), or full (the whole\n"
+		"        cache: front buffer, heat filter, LRU3 store, ReCA) or full-noreca\n"
 		"  F     msr, heimdall, fiu, blkparse, disksim, spc, vscsi, tencent, arc,\n"
 		"        hybridfs (default: detected)\n"
 		"  --device: time the replay over a backing device model and an SSD model\n"
@@ -146,6 +152,9 @@ static int parse_policies(const char *list, struct sim_args *a)
 		if (a->npolicies == MAX_POLICIES) {
 			fprintf(stderr, "hybridctl: simulate: at most %d policies\n", MAX_POLICIES);
 			rc = -EINVAL;
+		} else if (strcmp(tok, "full") == 0 || strcmp(tok, "full-noreca") == 0) {
+			a->policies[a->npolicies++] =
+				strcmp(tok, "full") == 0 ? POLICY_FULL : POLICY_FULL_NORECA;
 		} else if (hy_policy_kind_parse(tok, &a->policies[a->npolicies], why, sizeof(why)) <
 			   0) {
 			fprintf(stderr, "hybridctl: simulate: --policy: %s\n", why);
@@ -204,6 +213,58 @@ static int replay_one(void *arg, struct hy_trace_record *rec)
 	if (rc < 0)
 		fprintf(stderr, "hybridctl: simulate: out of memory replaying\n");
 	return rc;
+}
+
+static const char *policy_name(enum hy_policy_kind p)
+{
+	return p == POLICY_FULL		 ? "full"
+	       : p == POLICY_FULL_NORECA ? "full-noreca"
+					 : hy_policy_kind_name(p);
+}
+
+static int full_one(void *arg, struct hy_trace_record *rec)
+{
+	int rc = hy_sim_full_request(arg, rec);
+
+	if (rc < 0)
+		fprintf(stderr, "hybridctl: simulate: the full policy failed: %s\n", strerror(-rc));
+	return rc;
+}
+
+/* The trace through hybridfs's whole cache; its figures in @s's fields. */
+static int run_full(const struct sim_args *a, enum hy_policy_kind p, uint64_t blocks,
+		    struct hy_replay_stats *s, char *why, size_t why_size)
+{
+	struct hy_sim_full_config fc = {
+		.capacity = blocks,
+		.heat_threshold = -1,
+		.reca = p == POLICY_FULL,
+		.reads_only = a->reads_only,
+		.max_accesses = a->cap,
+	};
+	struct hy_sim_full_stats fs;
+	struct hy_sim_full *f;
+	int status;
+
+	if (hy_sim_full_new(&fc, &f, why, why_size) < 0)
+		return -1;
+	status = each_record(a, full_one, f, NULL, NULL, 0);
+	hy_sim_full_get_stats(f, &fs);
+	hy_sim_full_free(f);
+	memset(s, 0, sizeof(*s));
+	s->accesses = fs.accesses;
+	s->reads = fs.reads;
+	s->writes = fs.writes;
+	s->read_hits = fs.read_hits;
+	s->write_hits = fs.write_hits;
+	/* SSD fills: the blocks written into store lines (by the heat filter's
+	 * admissions and by writes) */
+	s->inserts = fs.ssd_bytes_written / HY_REPLAY_BLOCK;
+	s->refused = fs.heat_refused;
+	s->requests = fs.requests;
+	s->dropped = fs.dropped;
+	s->capped = fs.capped;
+	return status;
 }
 
 static double ratio(uint64_t a, uint64_t b)
@@ -610,28 +671,35 @@ int hy_ctl_simulate(int argc, char **argv)
 			struct hy_replay *r;
 			double t0, dt;
 
-			if (hy_replay_new(&cfg, &r, why, sizeof(why)) < 0) {
+			t0 = now_s();
+			if (a.policies[p] == POLICY_FULL || a.policies[p] == POLICY_FULL_NORECA) {
+				status = run_full(&a, a.policies[p], cfg.capacity, &s, why,
+						  sizeof(why));
+				if (status < 0) {
+					fprintf(stderr, "hybridctl: simulate: %s\n", why);
+					status = 1;
+				}
+			} else if (hy_replay_new(&cfg, &r, why, sizeof(why)) < 0) {
 				fprintf(stderr, "hybridctl: simulate: %s\n", why);
 				status = 1;
-				break;
+			} else {
+				status = each_record(&a, replay_one, r, NULL, NULL, 0);
+				hy_replay_get_stats(r, &s);
+				hy_replay_free(r);
 			}
-			t0 = now_s();
-			status = each_record(&a, replay_one, r, NULL, NULL, 0);
 			dt = now_s() - t0;
-			hy_replay_get_stats(r, &s);
-			hy_replay_free(r);
 			if (status)
 				break;
 			if (a.json) {
-				json_object_array_add(
-					results, result_json(hy_policy_kind_name(a.policies[p]), sz,
-							     cfg.capacity, &s, dt));
+				json_object_array_add(results,
+						      result_json(policy_name(a.policies[p]), sz,
+								  cfg.capacity, &s, dt));
 			} else {
 				uint64_t hits = s.read_hits + s.write_hits;
 
 				printf("%-6s %-10s %10" PRIu64 " %9.4f %9.4f %9.4f %9.4f %12" PRIu64
 				       " %12.0f\n",
-				       hy_policy_kind_name(a.policies[p]), sz->text, cfg.capacity,
+				       policy_name(a.policies[p]), sz->text, cfg.capacity,
 				       ratio(hits, s.accesses), 1.0 - ratio(hits, s.accesses),
 				       ratio(s.read_hits, s.reads), ratio(s.write_hits, s.writes),
 				       s.inserts, dt > 0 ? s.accesses / dt : 0.0);

@@ -312,27 +312,6 @@ static const struct hy_workload_policy_table *policy_table(struct hy_profiler *p
 	return snap ? &snap->table : NULL;
 }
 
-/* What the row of @category says for a request of class @cls + 1 (@klass
- * 0: unclassified, taken as random) in @mode. */
-static void hint_from(const struct hy_workload_policy_table *t, enum hy_category category, int mode,
-		      uint8_t klass, struct hy_cache_hint *hint)
-{
-	static const int write_policy[] = {
-		[HY_WORKLOAD_WRITE_MOUNT] = -1,
-		[HY_WORKLOAD_WRITE_BACK] = HY_CACHE_WRITE_BACK,
-		[HY_WORKLOAD_WRITE_THROUGH] = HY_CACHE_WRITE_THROUGH,
-		[HY_WORKLOAD_WRITE_AROUND] = HY_CACHE_WRITE_AROUND,
-	};
-	const struct hy_workload_policy *row = hy_workload_policy_row(t, category);
-	unsigned cls = klass ? klass - 1u : HY_CLASS_RANDOM;
-
-	hint->write = (unsigned)row->write < 4 ? write_policy[row->write] : -1;
-	hint->admit =
-		row->admit[mode == HY_PROFILE_WRITE][cls < HY_CLASS_COUNT ? cls : HY_CLASS_RANDOM];
-	hint->evict = (uint8_t)row->evict;
-	hint->line_size = row->line_size;
-	hint->seq_cutoff = row->seq_cutoff;
-}
 
 /* Metadata heavy: at least the table's share of its operations lately are
  * metadata, once it has made META_MIN operations; before that, as the
@@ -459,7 +438,8 @@ static uint32_t process_touch_full(struct hy_profiler *p, pid_t pid, int mode, u
 			rec->klass = classify_in(slot, rec);
 			if (t && table) {
 				t->category = category_of(p, slot, rec->file_id);
-				hint_from(table, t->category, mode, rec->klass, &t->hint);
+				hy_cache_hint_from(table, t->category, mode == HY_PROFILE_WRITE,
+						   rec->klass ? (int)rec->klass - 1 : -1, &t->hint);
 				t->hinted = true;
 			}
 		}

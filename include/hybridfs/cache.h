@@ -159,6 +159,11 @@ struct hy_cache_hint {
 	uint64_t seq_cutoff; /* bytes (0: never); HY_WORKLOAD_CUTOFF_MOUNT: the mount's */
 };
 
+/* What @table's row for @category says for a request of @cls (-1:
+ * unclassified, taken as random) in the direction @write. */
+void hy_cache_hint_from(const struct hy_workload_policy_table *table, enum hy_category category,
+			bool write, int cls, struct hy_cache_hint *hint);
+
 struct hy_cache_config {
 	const char *store_path; /* resolved: a file or a block device */
 	const char *uuid;	/* the mount's */

@@ -1,0 +1,68 @@
+/*
+ * sim_full.h - a block trace replayed through hybridfs's whole cache
+ * (cache.h: the DRAM front buffer with FusionCache's heat filter, the SSD
+ * store with LRU3 and its two-step eviction, and, with @reca, ReCA's
+ * classes, categories and per-process hints), the same code the daemon
+ * runs, over a model of home that keeps no data (issue 7: "the engine is
+ * the same code").
+ *
+ * Each block access of the BASELINES.md rule (replay.h) is one 4 KiB read
+ * or write of the cache, device d's blocks being file d + 1. The cache's
+ * total size is @capacity blocks: @front_permille of it in the front
+ * buffer, the rest lines of a store file made in @store_dir (removed when
+ * the replay ends). Writes go through (write-through: the model's home
+ * keeps nothing, so write-back would only defer no-ops). Without threads:
+ * the front buffer's eviction runs every 64 accesses, as its thread would
+ * when the buffer runs low. With @reca, each request is classified in its
+ * device's history and its process (its pid, else its device) gets a
+ * category; the default policy table turns them into the request's hint.
+ *
+ * Figures: hits (DRAM and SSD), the blocks the front buffer sent to the
+ * SSD or kept off it, SSD bytes written.
+ *
+ * Who calls it: ctl/simulate_cmd.c (--policy full), the unit tests.
+ * Memory: hy_sim_full_new allocates the cache and its store file; free
+ * removes both. Threads: none.
+ */
+#ifndef HYBRIDFS_SIM_FULL_H
+#define HYBRIDFS_SIM_FULL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct hy_trace_record;
+struct hy_sim_full;
+
+struct hy_sim_full_config {
+	uint64_t capacity;	 /* blocks, front buffer and store together (>= 16) */
+	unsigned front_permille; /* 0: 125 (an eighth in DRAM) */
+	double heat_threshold;	 /* < 0: the mount's default (1.5) */
+	bool reca;
+	bool reads_only;
+	uint64_t max_accesses;
+	const char *store_dir; /* NULL: $TMPDIR or /tmp */
+};
+
+struct hy_sim_full_stats {
+	uint64_t accesses, reads, writes;
+	uint64_t read_hits, write_hits; /* DRAM and SSD */
+	uint64_t dram_hits, ssd_hits;
+	uint64_t ssd_lines, front_blocks; /* as made */
+	uint64_t ssd_bytes_written, heat_admitted, heat_refused;
+	uint64_t requests, dropped;
+	bool capped;
+};
+
+/* 0, or a negative errno with the reason in @why. */
+int hy_sim_full_new(const struct hy_sim_full_config *cfg, struct hy_sim_full **out, char *why,
+		    size_t why_size);
+void hy_sim_full_free(struct hy_sim_full *full);
+
+/* One trace request: 1 replayed or dropped, 0 the cap was reached, or a
+ * negative errno. */
+int hy_sim_full_request(struct hy_sim_full *full, const struct hy_trace_record *rec);
+
+void hy_sim_full_get_stats(struct hy_sim_full *full, struct hy_sim_full_stats *out);
+
+#endif

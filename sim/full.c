@@ -1,0 +1,327 @@
+/* full.c - see include/hybridfs/sim_full.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hybridfs/cache.h"
+#include "hybridfs/cache_store.h"
+#include "hybridfs/category.h"
+#include "hybridfs/classify.h"
+#include "hybridfs/replay.h"
+#include "hybridfs/sim_full.h"
+#include "hybridfs/trace_reader.h"
+#include "hybridfs/workload_policy.h"
+
+#define BLOCK	      HY_REPLAY_BLOCK
+#define EVICT_EVERY   64
+#define SIM_UUID      "51a0c0de-0000-4000-8000-5100000f0110"
+#define MAX_PROCESSES 4096 /* categories kept; more processes share the last */
+#define MAX_HISTORIES 4096
+
+/* ---- home: a model that keeps nothing ---------------------------------- */
+
+static ssize_t home_read(void *arg, const struct hy_cache_file *f, void *buf, size_t len, off_t off)
+{
+	(void)arg;
+	(void)f;
+	(void)off;
+	memset(buf, 0, len);
+	return (ssize_t)len;
+}
+
+static ssize_t home_write(void *arg, const struct hy_cache_file *f, const void *buf, size_t len,
+			  off_t off)
+{
+	(void)arg;
+	(void)f;
+	(void)buf;
+	(void)off;
+	return (ssize_t)len;
+}
+
+static int home_getattr(void *arg, const struct hy_cache_file *f, struct hy_device_attr *out)
+{
+	(void)arg;
+	(void)f;
+	out->stamp = 1;
+	out->mtime_ns = 1;
+	out->size = UINT64_C(1) << 56; /* every block of a trace lies inside */
+	return 0;
+}
+
+static int home_extend(void *arg, const struct hy_cache_file *f, uint64_t size)
+{
+	(void)arg;
+	(void)f;
+	(void)size;
+	return 0;
+}
+
+static int home_set_mtime(void *arg, const struct hy_cache_file *f, int64_t mtime_ns)
+{
+	(void)arg;
+	(void)f;
+	(void)mtime_ns;
+	return 0;
+}
+
+static int home_sync(void *arg, const struct hy_cache_file *f)
+{
+	(void)arg;
+	(void)f;
+	return 0;
+}
+
+static int home_hold(void *arg, const struct hy_cache_file *f, int64_t *object)
+{
+	(void)arg;
+	*object = f->object;
+	return 0;
+}
+
+static void home_put(void *arg, int64_t object)
+{
+	(void)arg;
+	(void)object;
+}
+
+static const struct hy_cache_lower home = {
+	NULL,		home_read, home_write, home_getattr, home_extend,
+	home_set_mtime, home_sync, home_hold,  home_put,
+};
+
+/* ---- the replay ----------------------------------------------------------- */
+
+struct hy_sim_full {
+	struct hy_sim_full_config cfg;
+	struct hy_cache *cache;
+	char *store_path;
+	struct hy_workload_policy_table table;
+	struct hy_classify_history *histories; /* by device (up to MAX_HISTORIES) */
+	struct hy_category_state *categories;  /* by pid or device, hashed */
+	uint64_t *category_keys;
+	uint64_t since_evict;
+	struct hy_sim_full_stats st;
+	unsigned char buf[BLOCK];
+};
+
+/* A store file of exactly @lines lines (its layout's size found by asking
+ * the store how many lines a size gives). */
+static int make_store(const char *path, uint64_t lines, char *why, size_t why_size)
+{
+	uint64_t size = lines * (BLOCK + 64) + (UINT64_C(1) << 20);
+
+	for (int tries = 0; tries < 8; tries++) {
+		struct hy_cache_store *s;
+		uint64_t cap;
+		int rc;
+
+		/* a new file each time: the store's layout is planned for it */
+		if (unlink(path) < 0 && errno != ENOENT)
+			return -errno;
+		rc = hy_cache_store_create(path, "", size, HY_CACHE_LINE_SIZE, true, why, why_size);
+
+		if (rc == 0)
+			rc = hy_cache_store_open(path, NULL, &s, why, why_size);
+		if (rc < 0)
+			return rc;
+		cap = s->header.capacity;
+		hy_cache_store_close(s);
+		if (cap == lines)
+			return 0;
+		size = cap > lines ? size - (cap - lines) * BLOCK : size + (lines - cap) * BLOCK;
+	}
+	return 0; /* close enough: a few lines more or less */
+}
+
+int hy_sim_full_new(const struct hy_sim_full_config *cfg, struct hy_sim_full **out, char *why,
+		    size_t why_size)
+{
+	struct hy_sim_full *f;
+	struct hy_cache_config cc;
+	const char *dir = cfg->store_dir ? cfg->store_dir : getenv("TMPDIR");
+	unsigned permille = cfg->front_permille ? cfg->front_permille : 125;
+	uint64_t front, lines;
+	int fd, rc;
+
+	*out = NULL;
+	if (cfg->capacity < 16) {
+		snprintf(why, why_size, "the full policy needs a cache of 16 blocks at least");
+		return -EINVAL;
+	}
+	f = calloc(1, sizeof(*f));
+	if (!f) {
+		snprintf(why, why_size, "out of memory");
+		return -ENOMEM;
+	}
+	f->cfg = *cfg;
+	front = cfg->capacity * (permille > 1000 ? 1000 : permille) / 1000;
+	lines = cfg->capacity - front;
+	if (!lines)
+		lines = 1;
+	if (asprintf(&f->store_path, "%s/hybridfs-sim-store.XXXXXX", dir && *dir ? dir : "/tmp") <
+	    0) {
+		f->store_path = NULL;
+		free(f);
+		snprintf(why, why_size, "out of memory");
+		return -ENOMEM;
+	}
+	fd = mkstemp(f->store_path);
+	if (fd < 0) {
+		rc = -errno;
+		snprintf(why, why_size, "cannot make a store file in \"%s\": %s",
+			 dir && *dir ? dir : "/tmp", strerror(errno));
+		free(f->store_path);
+		free(f);
+		return rc;
+	}
+	close(fd);
+	rc = make_store(f->store_path, lines, why, why_size);
+	memset(&cc, 0, sizeof(cc));
+	cc.store_path = f->store_path;
+	cc.uuid = SIM_UUID;
+	cc.write_policy = HY_CACHE_WRITE_THROUGH;
+	cc.policy = HY_POLICY_LRU3;
+	cc.front_bytes = front * BLOCK;
+	cc.heat_periods = 8;
+	cc.heat_threshold = cfg->heat_threshold < 0 ? 1.5 : cfg->heat_threshold;
+	cc.no_threads = true;
+	if (rc == 0)
+		rc = hy_cache_open(&cc, &home, &f->cache, why, why_size);
+	if (rc == 0 && cfg->reca) {
+		f->histories = calloc(MAX_HISTORIES, sizeof(*f->histories));
+		f->categories = calloc(MAX_PROCESSES, sizeof(*f->categories));
+		f->category_keys = malloc(MAX_PROCESSES * sizeof(*f->category_keys));
+		if (!f->histories || !f->categories || !f->category_keys) {
+			snprintf(why, why_size, "out of memory");
+			rc = -ENOMEM;
+		} else {
+			memset(f->category_keys, 0xff, MAX_PROCESSES * sizeof(*f->category_keys));
+		}
+		hy_workload_policy_defaults(&f->table);
+	}
+	if (rc < 0) {
+		hy_sim_full_free(f);
+		return rc;
+	}
+	{
+		struct hy_cache_stats s;
+
+		hy_cache_get_stats(f->cache, &s);
+		f->st.ssd_lines = s.ssd_lines;
+		f->st.front_blocks = s.dram_slots;
+	}
+	*out = f;
+	return 0;
+}
+
+void hy_sim_full_free(struct hy_sim_full *f)
+{
+	if (!f)
+		return;
+	if (f->cache && hy_cache_close(f->cache) < 0)
+		fprintf(stderr, "hybridfs simulator: closing the cache failed\n");
+	if (f->store_path && unlink(f->store_path) < 0)
+		fprintf(stderr, "hybridfs simulator: cannot remove \"%s\": %s\n", f->store_path,
+			strerror(errno));
+	if (f->histories)
+		for (size_t i = 0; i < MAX_HISTORIES; i++)
+			hy_classify_free(&f->histories[i]);
+	free(f->histories);
+	free(f->categories);
+	free(f->category_keys);
+	free(f->store_path);
+	free(f);
+}
+
+/* The request's hint from its class and its process's category. */
+static void hint_for(struct hy_sim_full *f, const struct hy_trace_record *rec,
+		     struct hy_cache_hint *hint)
+{
+	struct hy_classify_history *h = &f->histories[rec->device % MAX_HISTORIES];
+	uint64_t key = rec->pid >= 0 ? (UINT64_C(1) << 62) | (uint64_t)rec->pid : rec->device;
+	uint64_t slot = (key * UINT64_C(0x9e3779b97f4a7c15)) >> 52; /* 12 bits: MAX_PROCESSES */
+	uint32_t len = rec->length > UINT32_MAX ? UINT32_MAX : (uint32_t)rec->length;
+	enum hy_request_class cls;
+	enum hy_category cat;
+
+	if (!h->depth && hy_classify_init(h, NULL) < 0) {
+		hy_cache_hint_from(&f->table, HY_CATEGORY_UNKNOWN, rec->write, -1, hint);
+		return;
+	}
+	if (f->category_keys[slot] != key) { /* a new process, or another in its slot */
+		f->category_keys[slot] = key;
+		hy_category_init(&f->categories[slot], NULL);
+	}
+	cls = hy_classify(h, rec->device, rec->offset, len, rec->write);
+	cat = hy_category_observe(&f->categories[slot], cls, rec->write, len,
+				  rec->offset + rec->length);
+	hy_cache_hint_from(&f->table, cat, rec->write, (int)cls, hint);
+}
+
+int hy_sim_full_request(struct hy_sim_full *f, const struct hy_trace_record *rec)
+{
+	struct hy_cache_file file = {(uint64_t)rec->device + 1, (int64_t)rec->device + 1};
+	struct hy_cache_hint hint, *hp = NULL;
+	uint64_t first, last;
+
+	if (f->cfg.max_accesses && f->st.accesses >= f->cfg.max_accesses) {
+		f->st.capped = true;
+		return 0;
+	}
+	if (rec->length == 0 || (f->cfg.reads_only && rec->write)) {
+		f->st.dropped++;
+		return 1;
+	}
+	if (f->cfg.reca) {
+		hint_for(f, rec, &hint);
+		hp = &hint;
+	}
+	first = rec->offset / BLOCK;
+	last = (rec->offset + rec->length - 1) / BLOCK;
+	f->st.requests++;
+	for (uint64_t b = first; b <= last; b++) {
+		ssize_t n;
+
+		if (f->cfg.max_accesses && f->st.accesses >= f->cfg.max_accesses) {
+			f->st.capped = true;
+			return 0;
+		}
+		f->st.accesses++;
+		if (rec->write) {
+			f->st.writes++;
+			n = hy_cache_write_hinted(f->cache, &file, hp, f->buf, BLOCK,
+						  (off_t)(b * BLOCK));
+		} else {
+			f->st.reads++;
+			n = hy_cache_read_hinted(f->cache, &file, hp, f->buf, BLOCK,
+						 (off_t)(b * BLOCK));
+		}
+		if (n < 0)
+			return (int)n;
+		if (++f->since_evict >= EVICT_EVERY) {
+			hy_cache_run_front_eviction(f->cache);
+			if (hy_cache_run_migrations(f->cache) < 0)
+				return -EIO;
+			f->since_evict = 0;
+		}
+	}
+	return 1;
+}
+
+void hy_sim_full_get_stats(struct hy_sim_full *f, struct hy_sim_full_stats *out)
+{
+	struct hy_cache_stats s;
+
+	hy_cache_get_stats(f->cache, &s);
+	*out = f->st;
+	out->dram_hits = s.read_hits_dram + s.write_hits_dram;
+	out->ssd_hits = s.read_hits_ssd + s.write_hits_ssd;
+	out->read_hits = s.read_hits_dram + s.read_hits_ssd;
+	out->write_hits = s.write_hits_dram + s.write_hits_ssd;
+	out->ssd_bytes_written = s.ssd_bytes_written;
+	out->heat_admitted = s.heat_admitted;
+	out->heat_refused = s.heat_refused;
+}
