@@ -2,6 +2,7 @@
  * rule of BASELINES.md (blocks of a request, devices, zero lengths, reads
  * only, the cap), LRU against a reference LRU on random streams, LARC's
  * refusals, the footprint counter, and bad capacities. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "hybridfs/replay.h"
+#include "hybridfs/sim_full.h"
 #include "hybridfs/sim_layout.h"
 #include "hybridfs/trace_reader.h"
 #include "suites.h"
@@ -350,6 +352,67 @@ static void test_pore(void)
 	CU_ASSERT_TRUE(with_ev >= 1 && without_ev >= 1);
 }
 
+/* The whole cache in the simulator: a working set that fits is hit after
+ * its first round (from DRAM or the SSD store); the store file is made in
+ * the folder given and removed at the end; with ReCA an archival stream
+ * (large sequential reads of a large file) is kept out by its class. */
+static void test_full(void)
+{
+	char *dir = hy_test_tmpdir();
+	struct hy_sim_full_config cfg = {.capacity = 256, .heat_threshold = -1, .store_dir = dir};
+	struct hy_sim_full_stats fs;
+	struct hy_sim_full *f;
+	struct hy_trace_record a;
+	char why[256];
+	DIR *d;
+	int files = 0;
+	uint64_t refused[2];
+
+	CU_ASSERT_EQUAL_FATAL(hy_sim_full_new(&cfg, &f, why, sizeof(why)), 0);
+	for (int round = 0; round < 5; round++)
+		for (uint64_t b = 0; b < 20; b++) {
+			a = req(0, b * 4096, 4096, round % 2);
+			CU_ASSERT_EQUAL(hy_sim_full_request(f, &a), 1);
+		}
+	hy_sim_full_get_stats(f, &fs);
+	CU_ASSERT_EQUAL(fs.accesses, 100);
+	CU_ASSERT_EQUAL(fs.read_hits + fs.write_hits, 80);
+	CU_ASSERT_EQUAL(fs.front_blocks, 32);
+	CU_ASSERT_TRUE(fs.ssd_lines >= 223 && fs.ssd_lines <= 225);
+	hy_sim_full_free(f);
+	d = opendir(dir);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	for (struct dirent *e; (e = readdir(d));)
+		files += e->d_name[0] != '.';
+	closedir(d);
+	CU_ASSERT_EQUAL(files, 0);
+
+	for (int reca = 0; reca < 2; reca++) {
+		cfg.reca = reca;
+		CU_ASSERT_EQUAL_FATAL(hy_sim_full_new(&cfg, &f, why, sizeof(why)), 0);
+		for (uint64_t i = 0; i < 256; i++) { /* 32 MiB in 128 KiB reads */
+			a = req(0, i << 17, 1 << 17, false);
+			a.pid = 7;
+			CU_ASSERT_EQUAL(hy_sim_full_request(f, &a), 1);
+		}
+		hy_sim_full_get_stats(f, &fs);
+		CU_ASSERT_EQUAL(fs.accesses, 256 * 32);
+		refused[reca] = fs.heat_refused;
+		hy_sim_full_free(f);
+	}
+	/* without ReCA the stream's blocks pass through the front buffer (as
+	 * many as it has room for between its evictions) and are judged cold
+	 * there; once the process is an archival consumer its sequential reads
+	 * bypass the cache altogether */
+	CU_ASSERT_TRUE(refused[0] >= 1000);
+	CU_ASSERT_TRUE(refused[1] < refused[0] / 4);
+	hy_test_rmtree(dir);
+	free(dir);
+
+	cfg.capacity = 8;
+	CU_ASSERT_EQUAL(hy_sim_full_new(&cfg, &f, why, sizeof(why)), -EINVAL);
+}
+
 int hy_test_add_replay(void)
 {
 	CU_pSuite s = CU_add_suite("replay", NULL, NULL);
@@ -361,7 +424,8 @@ int hy_test_add_replay(void)
 	    !CU_add_test(s, "policies, footprint, bad capacities", test_policies_and_footprint) ||
 	    !CU_add_test(s, "timing over device models", test_timed) ||
 	    !CU_add_test(s, "BORG's layout on a repeated pattern", test_layout) ||
-	    !CU_add_test(s, "PORE: dirty victims from open zones", test_pore))
+	    !CU_add_test(s, "PORE: dirty victims from open zones", test_pore) ||
+	    !CU_add_test(s, "the whole cache (full policy)", test_full))
 		return -1;
 	return 0;
 }
