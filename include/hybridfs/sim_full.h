@@ -6,8 +6,11 @@
  * runs, over a model of home that keeps no data (issue 7: "the engine is
  * the same code").
  *
- * Each block access of the BASELINES.md rule (replay.h) is one 4 KiB read
- * or write of the cache, device d's blocks being file d + 1. The cache's
+ * Each request of the trace is one read or write of the cache covering its
+ * 4 KiB blocks (BASELINES.md's block accesses: the cache counts a hit or
+ * a miss for each; a block that the request's own miss read in is a
+ * miss, only later requests profit from a larger line), device d's blocks
+ * being file d + 1. The cache's
  * total size is @capacity blocks: @front_permille of it in the front
  * buffer, the rest lines of a store file made in @store_dir (removed when
  * the replay ends). Writes go through (write-through: the model's home
