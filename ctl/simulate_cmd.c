@@ -58,6 +58,7 @@ struct sim_args {
 	bool timed;
 	struct hy_devmodel_params backing, ssd;
 	bool write_back;
+	bool no_front; /* full policy: no DRAM front buffer */
 	enum hy_replay_pore pore;
 	uint64_t pore_zone;
 	unsigned pore_open;
@@ -239,6 +240,7 @@ static int run_full(const struct sim_args *a, enum hy_policy_kind p, uint64_t bl
 		.capacity = blocks,
 		.heat_threshold = -1,
 		.reca = p == POLICY_FULL,
+		.no_front = a->no_front,
 		.reads_only = a->reads_only,
 		.max_accesses = a->cap,
 	};
@@ -295,6 +297,8 @@ static struct json_object *result_json(const char *policy, const struct size_arg
 	json_object_object_add(o, "accesses", json_object_new_uint64(s->accesses));
 	json_object_object_add(o, "reads", json_object_new_uint64(s->reads));
 	json_object_object_add(o, "writes", json_object_new_uint64(s->writes));
+	json_object_object_add(o, "read_hits", json_object_new_uint64(s->read_hits));
+	json_object_object_add(o, "write_hits", json_object_new_uint64(s->write_hits));
 	json_object_object_add(o, "hit_ratio", json_object_new_double(ratio(hits, s->accesses)));
 	json_object_object_add(o, "miss_ratio",
 			       json_object_new_double(1.0 - ratio(hits, s->accesses)));
@@ -515,6 +519,8 @@ int hy_ctl_simulate(int argc, char **argv)
 				fprintf(stderr, "hybridctl: simulate: %s: %s\n", o, why);
 				return 2;
 			}
+		} else if (strcmp(o, "--no-front") == 0) {
+			a.no_front = true;
 		} else if (strcmp(o, "--write-back") == 0) {
 			a.write_back = true;
 		} else if (strcmp(o, "--pore") == 0 && has_value) {

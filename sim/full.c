@@ -157,7 +157,7 @@ int hy_sim_full_new(const struct hy_sim_full_config *cfg, struct hy_sim_full **o
 		return -ENOMEM;
 	}
 	f->cfg = *cfg;
-	front = cfg->capacity * (permille > 1000 ? 1000 : permille) / 1000;
+	front = cfg->no_front ? 0 : cfg->capacity * (permille > 1000 ? 1000 : permille) / 1000;
 	lines = cfg->capacity - front;
 	if (!lines)
 		lines = 1;

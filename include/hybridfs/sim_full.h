@@ -40,6 +40,7 @@ struct hy_sim_full;
 struct hy_sim_full_config {
 	uint64_t capacity;	 /* blocks, front buffer and store together (>= 16) */
 	unsigned front_permille; /* 0: 125 (an eighth in DRAM) */
+	bool no_front;		 /* no front buffer: every block enters the store */
 	double heat_threshold;	 /* < 0: the mount's default (1.5) */
 	bool reca;
 	bool reads_only;
