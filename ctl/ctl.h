@@ -59,6 +59,10 @@ void hy_ctl_class_mix(struct json_object *proc, char *buf, size_t size);
 /* The policy a process follows, in brief: "around 64K early [meta]". */
 void hy_ctl_policy_brief(struct json_object *policy, char *buf, size_t size);
 
+/* `hybridctl tune [MOUNTPOINT] [--since T] [--apply] [--json]`: the mount's
+ * log replayed under candidate policy tables, ranked. The exit status. */
+int hy_ctl_tune(int argc, char **argv);
+
 /* `hybridctl simulate TRACE ...`: a block trace through the cache's
  * replacement policies (replay.h). The exit status: 0, 1, 2 (usage). */
 int hy_ctl_simulate(int argc, char **argv);

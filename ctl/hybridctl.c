@@ -58,6 +58,7 @@ static void usage(FILE *out)
 		"       hybridctl top [MOUNTPOINT] [-d SECONDS] [-n ITERATIONS] [-b]\n"
 		"       hybridctl simulate TRACE [--format F] [--cache-size SIZE[,SIZE...]]\n"
 		"                          [--policy P[,P...]] [--reads-only] [--cap N] [--json]\n"
+		"       hybridctl tune [MOUNTPOINT] [--since T] [--apply] [--json]\n"
 		"       hybridctl --help | --version\n"
 		"\n"
 		"  status        the mount, its daemon, operations and bytes by kind, the\n"
@@ -79,6 +80,8 @@ static void usage(FILE *out)
 		"                category, class mix and cache policy; q quits, -b for batch\n"
 		"  simulate      a block trace (MSR, FIU, blkparse, SPC, ...) replayed through\n"
 		"                the cache's replacement policies: hit ratios, SSD fills\n"
+		"  tune          the mount's own log replayed under candidate policy tables,\n"
+		"                ranked; --apply puts the best in force\n"
 		"See hybridctl(8).\n");
 }
 
@@ -500,6 +503,8 @@ int main(int argc, char **argv)
 		return hy_ctl_top(argc - 2, argv + 2);
 	if (strcmp(argv[1], "simulate") == 0)
 		return hy_ctl_simulate(argc - 2, argv + 2);
+	if (strcmp(argv[1], "tune") == 0)
+		return hy_ctl_tune(argc - 2, argv + 2);
 	fprintf(stderr, "hybridctl: unknown command \"%s\"\n", argv[1]);
 	usage(stderr);
 	return 2;

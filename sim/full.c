@@ -200,7 +200,10 @@ int hy_sim_full_new(const struct hy_sim_full_config *cfg, struct hy_sim_full **o
 		} else {
 			memset(f->category_keys, 0xff, MAX_PROCESSES * sizeof(*f->category_keys));
 		}
-		hy_workload_policy_defaults(&f->table);
+		if (cfg->table)
+			f->table = *cfg->table;
+		else
+			hy_workload_policy_defaults(&f->table);
 	}
 	if (rc < 0) {
 		hy_sim_full_free(f);

@@ -36,6 +36,7 @@
 
 struct hy_trace_record;
 struct hy_sim_full;
+struct hy_workload_policy_table;
 
 struct hy_sim_full_config {
 	uint64_t capacity;	 /* blocks, front buffer and store together (>= 16) */
@@ -46,6 +47,8 @@ struct hy_sim_full_config {
 	bool reads_only;
 	uint64_t max_accesses;
 	const char *store_dir; /* NULL: $TMPDIR or /tmp */
+	/* with @reca: the policy table to follow (copied; NULL: the defaults) */
+	const struct hy_workload_policy_table *table;
 };
 
 struct hy_sim_full_stats {

@@ -31,8 +31,9 @@ EXTRA_DIST += tests/integration/reca.sh
 
 # The simulator: LRU against libCacheSim's figures in ../shared/traces
 # (skipped without the traces), and bad input.
-TESTS += tests/integration/simulate.sh tests/integration/simagree.sh
-EXTRA_DIST += tests/integration/simulate.sh tests/integration/simagree.sh
+TESTS += tests/integration/simulate.sh tests/integration/simagree.sh tests/integration/tune.sh
+EXTRA_DIST += tests/integration/simulate.sh tests/integration/simagree.sh \
+	tests/integration/tune.sh
 
 # emulate=hdd: backing reads delayed by the HDD model, bad values refused.
 TESTS += tests/integration/emulate.sh

@@ -1,0 +1,330 @@
+/*
+ * tune_cmd.c - `hybridctl tune [MOUNTPOINT] [--since T] [--apply] [--json]`:
+ * replays the mount's own access log through its cache (the simulator's
+ * whole cache, sim_full.h, at the mount's front buffer and store sizes)
+ * under candidate policy tables, and ranks them by hit ratio (then by SSD
+ * writes). ReCA found its configurations offline by hand; this does it
+ * from the user's own trace. --apply puts the best table in force (the
+ * "policy" control request, stored in the state database).
+ *
+ * Candidates: the table in force; the defaults; and the table in force
+ * with every category's line size set to 4K, 16K and 64K; and with every
+ * category's write policy set to the mount's. Exit status: 0, 1 (no mount,
+ * no cache, no log, a replay failed), 2 (usage).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "ctl.h"
+#include "hybridfs/category.h"
+#include "hybridfs/control.h"
+#include "hybridfs/sim_full.h"
+#include "hybridfs/state.h"
+#include "hybridfs/trace.h"
+#include "hybridfs/trace_reader.h"
+#include "hybridfs/workload_policy.h"
+
+#define CANDIDATES 6
+
+struct candidate {
+	const char *name;
+	struct hy_workload_policy_table table;
+	struct hy_sim_full_stats st;
+	double hit_ratio;
+};
+
+static void tune_usage(FILE *out)
+{
+	fprintf(out, "usage: hybridctl tune [MOUNTPOINT] [--since T] [--apply] [--json]\n");
+}
+
+/* The table in force from the daemon's "policy" answer. */
+static int table_in_force(const char *dir, struct hy_workload_policy_table *t, char *why,
+			  size_t why_size)
+{
+	struct json_object *result = NULL, *settings;
+	int rc = hy_control_call(dir, HY_CONTROL_POLICY, 30000, &result, why, why_size);
+
+	if (rc < 0)
+		return rc;
+	hy_workload_policy_defaults(t);
+	if (json_object_object_get_ex(result, "settings", &settings)) {
+		json_object_object_foreach(settings, name, value)
+		{
+			char setting[256];
+
+			snprintf(setting, sizeof(setting), "%s=%s", name,
+				 json_object_get_string(value));
+			if (hy_workload_policy_set(t, setting, why, why_size) < 0) {
+				json_object_put(result);
+				return -EPROTO;
+			}
+		}
+	}
+	json_object_put(result);
+	return 0;
+}
+
+/* The mount's cache sizes from its status: store lines and front slots. */
+static int cache_sizes(const char *dir, uint64_t *lines, uint64_t *front, char *why,
+		       size_t why_size)
+{
+	struct json_object *result = NULL, *cache, *v;
+	int rc = hy_control_call(dir, HY_CONTROL_STATUS, 30000, &result, why, why_size);
+
+	if (rc < 0)
+		return rc;
+	if (!json_object_object_get_ex(result, "cache", &cache) || !cache) {
+		snprintf(why, why_size, "the mount has no cache (cache=none, or profile=off)");
+		json_object_put(result);
+		return -ENOENT;
+	}
+	*lines = json_object_object_get_ex(cache, "ssd_lines", &v) ? json_object_get_uint64(v) : 0;
+	*front =
+		json_object_object_get_ex(cache, "dram_blocks", &v) ? json_object_get_uint64(v) : 0;
+	json_object_put(result);
+	return 0;
+}
+
+static void set_all(struct hy_workload_policy_table *t, const char *key, const char *value)
+{
+	char setting[128], why[256];
+
+	for (int c = 0; c < HY_CATEGORY_COUNT; c++) {
+		snprintf(setting, sizeof(setting), "%s.%s=%s",
+			 hy_category_name((enum hy_category)c), key, value);
+		if (hy_workload_policy_set(t, setting, why, sizeof(why)) < 0)
+			fprintf(stderr, "hybridctl: tune: %s\n", why); /* cannot happen */
+	}
+}
+
+/* One candidate over the exported log. 0, or 1 after saying why. */
+static int replay(const char *trace, uint64_t lines, uint64_t front, struct candidate *c)
+{
+	struct hy_sim_full_config cfg = {
+		.capacity = lines + front,
+		.front_permille = lines + front ? (unsigned)(front * 1000 / (lines + front)) : 0,
+		.no_front = front == 0,
+		.heat_threshold = -1,
+		.reca = true,
+		.table = &c->table,
+	};
+	struct hy_trace_reader *reader;
+	struct hy_trace_record rec;
+	struct hy_sim_full *f;
+	char why[512];
+	int rc;
+
+	if (!cfg.front_permille && front)
+		cfg.front_permille = 1;
+	if (hy_sim_full_new(&cfg, &f, why, sizeof(why)) < 0 ||
+	    hy_trace_reader_open(trace, "hybridfs", false, &reader, why, sizeof(why)) < 0) {
+		fprintf(stderr, "hybridctl: tune: %s\n", why);
+		return 1;
+	}
+	while ((rc = hy_trace_reader_next(reader, &rec)) == 1)
+		if (hy_sim_full_request(f, &rec) < 0) {
+			rc = -EIO;
+			break;
+		}
+	if (rc < 0)
+		fprintf(stderr, "hybridctl: tune: replaying the log: %s\n",
+			rc == -EIO ? "the cache failed" : hy_trace_reader_error(reader));
+	hy_trace_reader_close(reader);
+	hy_sim_full_get_stats(f, &c->st);
+	hy_sim_full_free(f);
+	c->hit_ratio = c->st.accesses ? (double)(c->st.read_hits + c->st.write_hits) /
+						(double)c->st.accesses
+				      : 0;
+	return rc < 0 ? 1 : 0;
+}
+
+static int by_rank(const void *a, const void *b)
+{
+	const struct candidate *x = a, *y = b;
+
+	if (x->hit_ratio != y->hit_ratio)
+		return x->hit_ratio > y->hit_ratio ? -1 : 1;
+	return x->st.ssd_bytes_written < y->st.ssd_bytes_written   ? -1
+	       : x->st.ssd_bytes_written > y->st.ssd_bytes_written ? 1
+								   : 0;
+}
+
+static int add_setting(void *arg, const char *name, const char *value)
+{
+	char buf[256];
+
+	snprintf(buf, sizeof(buf), "%s=%s", name, value);
+	json_object_array_add(arg, json_object_new_string(buf));
+	return 0;
+}
+
+/* Puts @t in force: a reset, then every setting of @t. */
+static int apply(const char *dir, const struct hy_workload_policy_table *t)
+{
+	struct json_object *args = json_object_new_object(), *set = json_object_new_array();
+	struct json_object *result = NULL;
+	char why[512];
+	int rc;
+
+	json_object_object_add(args, "reset", json_object_new_boolean(true));
+	hy_workload_policy_each(t, add_setting, set);
+	json_object_object_add(args, "set", set);
+	rc = hy_control_call_args(dir, HY_CONTROL_POLICY, args, 30000, &result, why, sizeof(why));
+	json_object_put(args);
+	json_object_put(result);
+	if (rc < 0)
+		fprintf(stderr, "hybridctl: tune: --apply: %s\n", why);
+	return rc < 0 ? 1 : 0;
+}
+
+int hy_ctl_tune(int argc, char **argv)
+{
+	const char *mountpoint = NULL, *since = NULL;
+	bool do_apply = false, json = false;
+	struct candidate c[CANDIDATES];
+	char dir[PATH_MAX], why[1024], trace[PATH_MAX];
+	struct hy_state *state = NULL;
+	uint64_t lines = 0, front = 0, rows = 0;
+	int64_t since_ns = 0;
+	FILE *out;
+	int fd, status = 0;
+
+	for (int i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "--apply") == 0) {
+			do_apply = true;
+		} else if (strcmp(argv[i], "--json") == 0) {
+			json = true;
+		} else if (strcmp(argv[i], "--since") == 0 && i + 1 < argc) {
+			since = argv[++i];
+		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			tune_usage(stdout);
+			return 0;
+		} else if (argv[i][0] == '-') {
+			fprintf(stderr, "hybridctl: tune: unknown option \"%s\"\n", argv[i]);
+			tune_usage(stderr);
+			return 2;
+		} else if (mountpoint) {
+			fprintf(stderr, "hybridctl: tune: one MOUNTPOINT only\n");
+			return 2;
+		} else {
+			mountpoint = argv[i];
+		}
+	}
+	if (since) {
+		struct timespec now;
+
+		clock_gettime(CLOCK_REALTIME, &now);
+		if (hy_trace_parse_time(since, (int64_t)now.tv_sec * 1000000000 + now.tv_nsec,
+					&since_ns, why, sizeof(why)) < 0) {
+			fprintf(stderr, "hybridctl: tune: --since: %s\n", why);
+			return 2;
+		}
+	}
+	status = hy_ctl_find_state_dir("tune", mountpoint, NULL, dir, sizeof(dir));
+	if (status)
+		return status;
+	if (cache_sizes(dir, &lines, &front, why, sizeof(why)) < 0 ||
+	    table_in_force(dir, &c[0].table, why, sizeof(why)) < 0) {
+		fprintf(stderr, "hybridctl: tune: %s\n", why);
+		return 1;
+	}
+	/* the log, exported as hybridfs's own trace */
+	status = hy_ctl_open_log("tune", mountpoint, NULL, &state);
+	if (status)
+		return status;
+	snprintf(trace, sizeof(trace), "%s/hybridfs-tune.XXXXXX",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	fd = mkstemp(trace);
+	out = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!out || hy_trace_export(state->db, HY_TRACE_CSV, since_ns, INT64_MAX, out, &rows, why,
+				    sizeof(why)) < 0) {
+		fprintf(stderr, "hybridctl: tune: exporting the log: %s\n",
+			out ? why : strerror(errno));
+		status = 1;
+	}
+	if (out && fclose(out) != 0 && !status) {
+		fprintf(stderr, "hybridctl: tune: writing \"%s\": %s\n", trace, strerror(errno));
+		status = 1;
+	}
+	hy_state_close(state);
+	if (!status && rows == 0) {
+		fprintf(stderr, "hybridctl: tune: the log holds no request%s to replay\n",
+			since ? " since then" : "");
+		status = 1;
+	}
+	if (!status) {
+		c[0].name = "in force";
+		hy_workload_policy_defaults(&c[1].table);
+		c[1].name = "defaults";
+		c[2].table = c[3].table = c[4].table = c[5].table = c[0].table;
+		set_all(&c[2].table, "line_size", "4K");
+		c[2].name = "lines 4K";
+		set_all(&c[3].table, "line_size", "16K");
+		c[3].name = "lines 16K";
+		set_all(&c[4].table, "line_size", "64K");
+		c[4].name = "lines 64K";
+		set_all(&c[5].table, "write", "mount");
+		c[5].name = "writes as the mount";
+		for (int i = 0; i < CANDIDATES && !status; i++)
+			status = replay(trace, lines, front, &c[i]);
+	}
+	if (fd >= 0 && unlink(trace) < 0)
+		fprintf(stderr, "hybridctl: tune: cannot remove \"%s\": %s\n", trace,
+			strerror(errno));
+	if (status)
+		return status;
+	qsort(c, CANDIDATES, sizeof(c[0]), by_rank);
+	if (json) {
+		struct json_object *root = json_object_new_object(), *arr = json_object_new_array();
+
+		json_object_object_add(root, "requests", json_object_new_uint64(rows));
+		json_object_object_add(root, "ssd_lines", json_object_new_uint64(lines));
+		json_object_object_add(root, "front_blocks", json_object_new_uint64(front));
+		for (int i = 0; i < CANDIDATES; i++) {
+			struct json_object *o = json_object_new_object();
+
+			json_object_object_add(o, "candidate", json_object_new_string(c[i].name));
+			json_object_object_add(o, "hit_ratio",
+					       json_object_new_double(c[i].hit_ratio));
+			json_object_object_add(o, "accesses",
+					       json_object_new_uint64(c[i].st.accesses));
+			json_object_object_add(o, "ssd_bytes_written",
+					       json_object_new_uint64(c[i].st.ssd_bytes_written));
+			json_object_array_add(arr, o);
+		}
+		json_object_object_add(root, "ranking", arr);
+		json_object_object_add(root, "applied", json_object_new_boolean(do_apply));
+		printf("%s\n",
+		       json_object_to_json_string_ext(
+			       root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+		json_object_put(root);
+	} else {
+		char w[32];
+
+		printf("replayed %" PRIu64 " requests of the log through a cache of %" PRIu64
+		       " SSD lines and %" PRIu64 " DRAM blocks:\n",
+		       rows, lines, front);
+		printf("%-4s %-22s %9s %14s\n", "RANK", "CANDIDATE", "HIT", "SSD WRITTEN");
+		for (int i = 0; i < CANDIDATES; i++) {
+			hy_ctl_human_bytes(c[i].st.ssd_bytes_written, w, sizeof(w));
+			printf("%-4d %-22s %9.4f %14s\n", i + 1, c[i].name, c[i].hit_ratio, w);
+		}
+	}
+	if (do_apply) {
+		status = apply(dir, &c[0].table);
+		if (!status && !json)
+			printf("\"%s\" is in force now (hybridctl policy get shows it)\n",
+			       c[0].name);
+	}
+	return status;
+}

@@ -1,0 +1,54 @@
+#!/bin/bash
+# tune.sh - hybridctl tune on a real mount: the mount's log replayed under
+# candidate policy tables, a ranking printed, --apply putting the best in
+# force (policy get shows it); a mount without a cache is refused, named.
+. "$(dirname "$0")/lib.sh"
+
+HYBRIDCTL=${HYBRIDCTL:-$(cd "$(dirname "$0")/../.." && pwd)/hybridctl}
+HY_TESTBIN=${HY_TESTBIN:-$(cd "$(dirname "$0")" && pwd)}
+IOGEN=$HY_TESTBIN/hy-iogen
+[ -x "$IOGEN" ] || hy_die "no hy-iogen at $IOGEN (run make check)"
+command -v jq >/dev/null || hy_skip "jq is missing"
+hy_setup
+
+B=$HY_TMP/backing M=$HY_TMP/mnt
+mkdir -p "$B" "$M"
+head -c 8M /dev/zero >"$B/data"
+hy_mount_ready "$B" "$M" "state=$HY_TMP/state,cache_size=2M,writeback_cache=off"
+RANDOM=3
+specs=()
+for i in $(seq 1 600); do specs+=("r:$(((RANDOM % 512) * 4096)):4096"); done
+"$IOGEN" tuner "$M/data" "${specs[@]}" || hy_fail "the workload failed"
+
+out=$("$HYBRIDCTL" tune "$M" --json) || hy_fail "tune failed: $out"
+n=$(jq '.ranking | length' <<<"$out")
+reqs=$(jq .requests <<<"$out")
+[ "$n" = 6 ] || hy_fail "tune ranked $n candidates: $out"
+[ "$reqs" -ge 600 ] || hy_fail "tune replayed $reqs requests"
+# the ranking is in order of hit ratio
+jq -e '[.ranking[].hit_ratio] | . == (sort | reverse)' <<<"$out" >/dev/null ||
+	hy_fail "the ranking is not by hit ratio: $out"
+best=$(jq -r '.ranking[0].candidate' <<<"$out")
+"$HYBRIDCTL" tune "$M" --apply >"$HY_TMP/apply.out" || hy_fail "tune --apply failed"
+grep -q "is in force now" "$HY_TMP/apply.out" || hy_fail "tune --apply said: $(cat "$HY_TMP/apply.out")"
+case $best in
+"lines 64K") want=64K ;;
+"lines 16K") want=16K ;;
+"lines 4K") want=4K ;;
+*) want="" ;;
+esac
+if [ -n "$want" ]; then
+	got=$("$HYBRIDCTL" policy get "$M" random-consumer.line_size)
+	[ "$got" = "random-consumer.line_size=$want" ] || hy_fail "after --apply ($best): $got"
+fi
+hy_umount "$M"
+
+# no cache: refused, named
+hy_mount_ready "$B" "$M" "state=$HY_TMP/state2,cache=none"
+if out=$("$HYBRIDCTL" tune "$M" 2>&1); then
+	hy_fail "tune on a mount without a cache succeeded: $out"
+else
+	case $out in *"no cache"*) ;; *) hy_fail "tune without a cache said: $out" ;; esac
+fi
+hy_umount "$M"
+hy_pass
