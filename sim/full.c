@@ -16,6 +16,7 @@
 
 #define BLOCK	      HY_REPLAY_BLOCK
 #define EVICT_EVERY   64
+#define CHUNK_BLOCKS  1024 /* 4 MiB: more than any request of the shared traces */
 #define SIM_UUID      "51a0c0de-0000-4000-8000-5100000f0110"
 #define MAX_PROCESSES 4096 /* categories kept; more processes share the last */
 #define MAX_HISTORIES 4096
@@ -104,7 +105,7 @@ struct hy_sim_full {
 	uint64_t *category_keys;
 	uint64_t since_evict;
 	struct hy_sim_full_stats st;
-	unsigned char buf[64 * BLOCK]; /* a request's chunk (blocks of 256 KiB at most) */
+	unsigned char *buf; /* CHUNK_BLOCKS blocks: a request larger than that goes in pieces */
 };
 
 /* A store file of exactly @lines lines (its layout's size found by asking
@@ -157,6 +158,12 @@ int hy_sim_full_new(const struct hy_sim_full_config *cfg, struct hy_sim_full **o
 		return -ENOMEM;
 	}
 	f->cfg = *cfg;
+	f->buf = malloc(CHUNK_BLOCKS * BLOCK);
+	if (!f->buf) {
+		free(f);
+		snprintf(why, why_size, "out of memory");
+		return -ENOMEM;
+	}
 	front = cfg->no_front ? 0 : cfg->capacity * (permille > 1000 ? 1000 : permille) / 1000;
 	lines = cfg->capacity - front;
 	if (!lines)
@@ -164,6 +171,7 @@ int hy_sim_full_new(const struct hy_sim_full_config *cfg, struct hy_sim_full **o
 	if (asprintf(&f->store_path, "%s/hybridfs-sim-store.XXXXXX", dir && *dir ? dir : "/tmp") <
 	    0) {
 		f->store_path = NULL;
+		free(f->buf);
 		free(f);
 		snprintf(why, why_size, "out of memory");
 		return -ENOMEM;
@@ -174,6 +182,7 @@ int hy_sim_full_new(const struct hy_sim_full_config *cfg, struct hy_sim_full **o
 		snprintf(why, why_size, "cannot make a store file in \"%s\": %s",
 			 dir && *dir ? dir : "/tmp", strerror(errno));
 		free(f->store_path);
+		free(f->buf);
 		free(f);
 		return rc;
 	}
@@ -236,6 +245,7 @@ void hy_sim_full_free(struct hy_sim_full *f)
 	free(f->categories);
 	free(f->category_keys);
 	free(f->store_path);
+	free(f->buf);
 	free(f);
 }
 
@@ -284,6 +294,10 @@ int hy_sim_full_request(struct hy_sim_full *f, const struct hy_trace_record *rec
 	}
 	first = rec->offset / BLOCK;
 	last = (rec->offset + rec->length - 1) / BLOCK;
+	if (f->cfg.max_accesses && last - first + 1 > f->cfg.max_accesses - f->st.accesses) {
+		last = first + (f->cfg.max_accesses - f->st.accesses) - 1; /* cut at the cap */
+		f->st.capped = true;
+	}
 	f->st.requests++;
 	/* the request whole, in one call (its blocks are its block accesses):
 	 * a block that the same request's miss brought in is a miss, not a
@@ -291,19 +305,8 @@ int hy_sim_full_request(struct hy_sim_full *f, const struct hy_trace_record *rec
 	for (uint64_t b = first; b <= last;) {
 		uint64_t n = last - b + 1, chunk;
 		ssize_t got;
-		int rc = 1;
 
-		if (f->cfg.max_accesses) {
-			if (f->st.accesses >= f->cfg.max_accesses) {
-				f->st.capped = true;
-				return 0;
-			}
-			if (n > f->cfg.max_accesses - f->st.accesses) {
-				n = f->cfg.max_accesses - f->st.accesses;
-				rc = 0;
-			}
-		}
-		chunk = n < sizeof(f->buf) / BLOCK ? n : sizeof(f->buf) / BLOCK;
+		chunk = n < CHUNK_BLOCKS ? n : CHUNK_BLOCKS;
 		f->st.accesses += chunk;
 		if (rec->write) {
 			f->st.writes += chunk;
@@ -324,12 +327,8 @@ int hy_sim_full_request(struct hy_sim_full *f, const struct hy_trace_record *rec
 			f->since_evict = 0;
 		}
 		b += chunk;
-		if (!rc && b > first) {
-			f->st.capped = true;
-			return 0;
-		}
 	}
-	return 1;
+	return f->st.capped ? 0 : 1;
 }
 
 void hy_sim_full_get_stats(struct hy_sim_full *f, struct hy_sim_full_stats *out)
