@@ -146,8 +146,6 @@ void hy_device_free(struct hy_device *dev)
 
 /* ---- emulation ------------------------------------------------------------- */
 
-#define EMULATION_FILE_SPAN (UINT64_C(64) << 20) /* emulated bytes per inode number */
-
 struct hy_device_emulation {
 	pthread_mutex_t lock; /* the model, busy_until and the stats */
 	struct hy_devmodel *model;
@@ -223,7 +221,7 @@ static void emulate(struct hy_device *dev, int64_t object, off_t off, size_t len
 
 		/* no inode (the descriptor went away): the file's place is 0 */
 		if (fstat((int)object, &st) == 0)
-			addr += (uint64_t)st.st_ino * EMULATION_FILE_SPAN;
+			addr += (uint64_t)st.st_ino * HY_DEVICE_EMULATION_FILE_SPAN;
 	}
 	now = monotonic_ns();
 	pthread_mutex_lock(&e->lock);

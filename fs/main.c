@@ -400,8 +400,8 @@ int main(int argc, char **argv)
 	 * the defaults rule: the files stay usable) */
 	if (hy_fs_open_policy(&fs, state->db) < 0)
 		hy_log(LOG_WARNING, "policy: out of memory; requests follow the mount's settings");
-	/* the emulated disk holds the backing files and the BOPT (in its
-	 * second half); the cache store is the fast device it is not */
+	/* the emulated disk holds the backing files and the BOPT; the cache
+	 * store is the fast device it is not */
 	if (emulation) {
 		hy_device_set_emulation(fs.backing, emulation, -1);
 		fs.emulation = emulation;
@@ -409,9 +409,18 @@ int main(int argc, char **argv)
 	}
 	if (open_borg(&opts, &fs, state) < 0)
 		goto out_unmount;
-	if (emulation && hy_borg_bopt_device(fs.borg))
-		hy_device_set_emulation(hy_borg_bopt_device(fs.borg), emulation,
-					(int64_t)(emulation_capacity / 2));
+	if (emulation && hy_borg_bopt_device(fs.borg)) {
+		struct stat st;
+		/* a BOPT file lies among the files, by its inode as they do (the
+		 * state folder is usually on the backing filesystem); a device
+		 * of its own, in the disk's second half */
+		int64_t region =
+			fstat(hy_borg_bopt_fd(fs.borg), &st) == 0 && S_ISREG(st.st_mode)
+				? (int64_t)((uint64_t)st.st_ino * HY_DEVICE_EMULATION_FILE_SPAN)
+				: (int64_t)(emulation_capacity / 2);
+
+		hy_device_set_emulation(hy_borg_bopt_device(fs.borg), emulation, region);
+	}
 	/* after BORG: the cache's misses go through the map */
 	if (hy_fs_open_cache(&fs, &opts) < 0)
 		goto out_unmount;

@@ -363,6 +363,11 @@ struct hy_device *hy_borg_bopt_device(struct hy_borg *b)
 	return b && b->bopt ? b->bopt->device : NULL;
 }
 
+int hy_borg_bopt_fd(struct hy_borg *b)
+{
+	return b && b->bopt ? b->bopt->fd : -1;
+}
+
 void hy_borg_close(struct hy_borg *b)
 {
 	char why[1024];

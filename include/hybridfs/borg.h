@@ -162,8 +162,10 @@ int hy_borg_flush(struct hy_borg *borg, uint64_t *synced, char *why, size_t why_
 /* The map, for explain (lookups only). */
 struct hy_map *hy_borg_map(struct hy_borg *borg);
 
-/* The BOPT's device (the daemon's HDD emulation wraps it). */
+/* The BOPT's device (the daemon's HDD emulation wraps it), and its open
+ * file (-1 without a BOPT), for where the emulation places it. */
 struct hy_device *hy_borg_bopt_device(struct hy_borg *borg);
+int hy_borg_bopt_fd(struct hy_borg *borg);
 
 /* Stops a running reorganization (between chunks), checkpoints the map,
  * marks the BOPT clean, takes the map out of the engine and frees it all.

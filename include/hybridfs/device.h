@@ -133,6 +133,9 @@ void hy_device_get_stats(struct hy_device *dev, struct hy_device_stats *out);
 struct hy_devmodel_params;
 struct hy_device_emulation;
 
+/* Emulated bytes per inode number of a device over files. */
+#define HY_DEVICE_EMULATION_FILE_SPAN (UINT64_C(64) << 20)
+
 struct hy_device_emulation_stats {
 	uint64_t requests; /* delayed */
 	double modeled_ms; /* sum of the model's service times */
