@@ -169,6 +169,48 @@ static int parse_policies(const char *list, struct sim_args *a)
 }
 
 /* One pass over the trace: @fn for each record. 0, or 1 after saying why. */
+/* A progress bar on a terminal (standard error), for the passes whose
+ * length is known (after the first). */
+static struct {
+	uint64_t total, done;
+	const char *label;
+	double last;
+	bool shown;
+} progress;
+
+static double now_s(void);
+
+static void progress_start(const char *label, uint64_t total)
+{
+	progress.label = label;
+	progress.total = isatty(STDERR_FILENO) ? total : 0;
+	progress.done = 0;
+	progress.last = 0;
+}
+
+static void progress_show(void)
+{
+	double now = now_s(), share;
+	int width = 30, filled;
+
+	if (now - progress.last < 0.2)
+		return;
+	progress.last = now;
+	share = progress.done > progress.total ? 1.0 : (double)progress.done / progress.total;
+	filled = (int)(share * width);
+	fprintf(stderr, "\r%-24.24s [%.*s%*s] %3.0f%%", progress.label, filled,
+		"##############################", width - filled, "", share * 100);
+	progress.shown = true;
+}
+
+static void progress_clear(void)
+{
+	if (progress.shown)
+		fprintf(stderr, "\r%*s\r", 64, "");
+	progress.shown = false;
+	progress.total = 0;
+}
+
 static int each_record(const struct sim_args *a, int (*fn)(void *arg, struct hy_trace_record *),
 		       void *arg, struct hy_trace_reader_stats *stats, char *format_name,
 		       size_t format_size)
@@ -186,9 +228,13 @@ static int each_record(const struct sim_args *a, int (*fn)(void *arg, struct hy_
 	if (format_name)
 		snprintf(format_name, format_size, "%s",
 			 hy_trace_reader_format_name(hy_trace_reader_format(reader)));
-	while ((rc = hy_trace_reader_next(reader, &rec)) == 1)
+	while ((rc = hy_trace_reader_next(reader, &rec)) == 1) {
 		if (fn(arg, &rec) <= 0)
 			break;
+		if (progress.total && (++progress.done & 0x3fff) == 0)
+			progress_show();
+	}
+	progress_clear();
 	if (rc < 0)
 		fprintf(stderr, "hybridctl: simulate: %s: %s\n", a->trace,
 			hy_trace_reader_error(reader));
@@ -678,6 +724,13 @@ int hy_ctl_simulate(int argc, char **argv)
 			double t0, dt;
 
 			t0 = now_s();
+			{
+				static char label[64];
+
+				snprintf(label, sizeof(label), "%s %s", policy_name(a.policies[p]),
+					 sz->text);
+				progress_start(label, rs.records);
+			}
 			if (a.policies[p] == POLICY_FULL || a.policies[p] == POLICY_FULL_NORECA) {
 				status = run_full(&a, a.policies[p], cfg.capacity, &s, why,
 						  sizeof(why));
