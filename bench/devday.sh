@@ -14,33 +14,21 @@
 set -u
 set -o pipefail
 
-NAME=$(basename "$0")
-SRCDIR=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=""
+. "$(dirname "$0")/script.sh"
 DIR=/var/tmp
 OUT=""
-die() {
-	printf '%s: ERROR: %s\n' "$NAME" "$*" >&2
-	exit 1
-}
 while [ $# -gt 0 ]; do
 	case $1 in
 	--dir) DIR=$2 && shift ;;
 	--out) OUT=$2 && shift ;;
-	-h | --help)
-		sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'
-		exit 0
-		;;
+	-h | --help) bench_help ;;
 	-*) die "unknown option $1 (see --help)" ;;
 	*) BUILD=$1 ;;
 	esac
 	shift
 done
-if [ -z "$BUILD" ]; then
-	if [ -x /work/build/hybridfs ]; then BUILD=/work/build; else BUILD=$SRCDIR/_build; fi
-fi
+bench_build hybridfs hybridctl
 HYBRIDFS=$BUILD/hybridfs HYBRIDCTL=$BUILD/hybridctl
-[ -x "$HYBRIDFS" ] && [ -x "$HYBRIDCTL" ] || die "no hybridfs/hybridctl in $BUILD"
 [ "$(id -u)" = 0 ] || die "run as root (drop_caches)"
 command -v git >/dev/null || die "git is needed"
 command -v jq >/dev/null || die "jq is needed"

@@ -7,3 +7,4 @@ EXTRA_DIST += bench/cache.sh
 EXTRA_DIST += bench/reca.sh
 EXTRA_DIST += bench/simulate.sh
 EXTRA_DIST += bench/devday.sh
+EXTRA_DIST += bench/script.sh

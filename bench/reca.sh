@@ -35,9 +35,7 @@
 set -u
 set -o pipefail
 
-NAME=$(basename "$0")
-SRCDIR=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${BUILD:-}
+. "$(dirname "$0")/script.sh"
 DIR=/var/tmp
 DATA=256M
 DISK_DATA=4G
@@ -47,10 +45,6 @@ ROUNDS=3
 OUT=""
 
 say() { printf '%s: %s\n' "$NAME" "$*" >&2; }
-die() {
-	say "ERROR: $*"
-	exit 1
-}
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -61,21 +55,14 @@ while [ $# -gt 0 ]; do
 	--jobs) JOBS=$2 && shift ;;
 	--rounds) ROUNDS=$2 && shift ;;
 	--out) OUT=$2 && shift ;;
-	-h | --help)
-		sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'
-		exit 0
-		;;
+	-h | --help) bench_help ;;
 	-*) die "unknown option $1 (see --help)" ;;
 	*) BUILD=$1 ;;
 	esac
 	shift
 done
-if [ -z "$BUILD" ]; then
-	if [ -x /work/build/hybridfs ]; then BUILD=/work/build; else BUILD=$SRCDIR/_build; fi
-fi
-BUILD=$(cd "$BUILD" 2>/dev/null && pwd) || die "no build tree at $BUILD"
+bench_build hybridfs
 HYBRIDFS=$BUILD/hybridfs
-[ -x "$HYBRIDFS" ] || die "no hybridfs in $BUILD (build first)"
 [ "$(id -u)" = 0 ] || die "run as root (mounts)"
 command -v fio >/dev/null || die "fio is needed (apt-get install fio)"
 command -v jq >/dev/null || die "jq is needed (apt-get install jq)"

@@ -12,33 +12,21 @@
 set -u
 set -o pipefail
 
-NAME=$(basename "$0")
-SRCDIR=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=""
+. "$(dirname "$0")/script.sh"
 TRACES=$SRCDIR/../shared/traces
 OUT=""
-die() {
-	printf '%s: ERROR: %s\n' "$NAME" "$*" >&2
-	exit 1
-}
 while [ $# -gt 0 ]; do
 	case $1 in
 	--traces) TRACES=$2 && shift ;;
 	--out) OUT=$2 && shift ;;
-	-h | --help)
-		sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'
-		exit 0
-		;;
+	-h | --help) bench_help ;;
 	-*) die "unknown option $1 (see --help)" ;;
 	*) BUILD=$1 ;;
 	esac
 	shift
 done
-if [ -z "$BUILD" ]; then
-	if [ -x /work/build/hybridctl ]; then BUILD=/work/build; else BUILD=$SRCDIR/_build; fi
-fi
+bench_build hybridctl
 HYBRIDCTL=$BUILD/hybridctl
-[ -x "$HYBRIDCTL" ] || die "no hybridctl in $BUILD (build first)"
 [ -f "$TRACES/BASELINES.md" ] || die "no BASELINES.md in $TRACES (--traces DIR)"
 command -v jq >/dev/null || die "jq is needed (apt-get install jq)"
 TMP=$(mktemp -d) || die "mktemp failed"
