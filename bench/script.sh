@@ -21,11 +21,12 @@ bench_help() {
 
 # bench_build PROGRAM...: BUILD made absolute and checked to hold them.
 bench_build() {
-	local p
+	local p given
 	if [ -z "$BUILD" ]; then
 		if [ -x "/work/build/$1" ]; then BUILD=/work/build; else BUILD=$SRCDIR/_build; fi
 	fi
-	BUILD=$(cd "$BUILD" 2>/dev/null && pwd) || die "no build tree at $BUILD"
+	given=$BUILD
+	BUILD=$(cd "$given" 2>/dev/null && pwd) || die "no build tree at $given"
 	for p in "$@"; do
 		[ -x "$BUILD/$p" ] || die "no $p in $BUILD (build first)"
 	done
