@@ -33,6 +33,7 @@
 #include "hybridfs/sim_layout.h"
 #include "hybridfs/trace_reader.h"
 #include "hybridfs/units.h"
+#include "hybridfs/workload_policy.h"
 
 /* hybridfs's whole cache (sim_full.h), beside policy.h's kinds */
 #define POLICY_FULL	   ((enum hy_policy_kind)100)
@@ -58,7 +59,9 @@ struct sim_args {
 	bool timed;
 	struct hy_devmodel_params backing, ssd;
 	bool write_back;
-	bool no_front; /* full policy: no DRAM front buffer */
+	bool no_front;			       /* full policy: no DRAM front buffer */
+	double heat_threshold;		       /* full policy; < 0: the default */
+	struct hy_workload_policy_table table; /* full policy's ReCA table */
 	enum hy_replay_pore pore;
 	uint64_t pore_zone;
 	unsigned pore_open;
@@ -83,6 +86,9 @@ static void simulate_usage(FILE *out)
 		"        hybridfs (default: detected)\n"
 		"  --device: time the replay over a backing device model and an SSD model\n"
 		"        (devmodel.h): busy times, response times per class and category\n"
+		"  --no-front, --heat-threshold X, --policy-set CATEGORY.KEY=VALUE: the full\n"
+		"        policy without a front buffer, with another heat threshold, with a\n"
+		"        setting of ReCA's table changed (hybridctl policy's text form)\n"
 		"  --write-back: writes stay dirty in the cache until evicted (timed)\n"
 		"  --pore coverage|popularity|balance [--pore-zone SIZE] [--pore-open N]:\n"
 		"        PORE's zone-aware eviction (write-back, for an SMR --device)\n"
@@ -284,7 +290,8 @@ static int run_full(const struct sim_args *a, enum hy_policy_kind p, uint64_t bl
 {
 	struct hy_sim_full_config fc = {
 		.capacity = blocks,
-		.heat_threshold = -1,
+		.heat_threshold = a->heat_threshold,
+		.table = &a->table,
 		.reca = p == POLICY_FULL,
 		.no_front = a->no_front,
 		.reads_only = a->reads_only,
@@ -516,6 +523,8 @@ int hy_ctl_simulate(int argc, char **argv)
 	struct sim_args a = {.format = NULL, .split = 0.5};
 
 	hy_devmodel_defaults(HY_DEVMODEL_SSD, &a.ssd);
+	hy_workload_policy_defaults(&a.table);
+	a.heat_threshold = -1;
 	struct hy_replay_footprint *fp = NULL;
 	struct hy_trace_reader_stats rs;
 	struct json_object *results, *borg = NULL;
@@ -567,6 +576,24 @@ int hy_ctl_simulate(int argc, char **argv)
 			}
 		} else if (strcmp(o, "--no-front") == 0) {
 			a.no_front = true;
+		} else if (strcmp(o, "--heat-threshold") == 0 && has_value) {
+			char *end;
+
+			a.heat_threshold = strtod(argv[++i], &end);
+			if (*end || end == argv[i] || !(a.heat_threshold >= 0) ||
+			    a.heat_threshold > 255) {
+				fprintf(stderr,
+					"hybridctl: simulate: --heat-threshold \"%s\": a number "
+					"from "
+					"0 to 255\n",
+					argv[i]);
+				return 2;
+			}
+		} else if (strcmp(o, "--policy-set") == 0 && has_value) {
+			if (hy_workload_policy_set(&a.table, argv[++i], why, sizeof(why)) < 0) {
+				fprintf(stderr, "hybridctl: simulate: --policy-set: %s\n", why);
+				return 2;
+			}
 		} else if (strcmp(o, "--write-back") == 0) {
 			a.write_back = true;
 		} else if (strcmp(o, "--pore") == 0 && has_value) {
