@@ -741,6 +741,24 @@ static int journal_records(struct hy_cache *c, const struct hy_cache_journal_rec
 	return rc;
 }
 
+/* Journals the clean or free records @r of lines whose LS_DISK_DIRTY flag
+ * the caller cleared first: a line the journal says is dirty is reused only
+ * once a record saying otherwise is durable, so when they cannot be made
+ * durable the flags come back. 0 or a negative errno. */
+static int journal_clean_records(struct hy_cache *c, const struct hy_cache_journal_record *r,
+				 size_t n)
+{
+	int rc = n ? journal_records(c, r, n) : 0;
+
+	if (rc < 0) {
+		pthread_mutex_lock(&c->lines_lock);
+		for (size_t i = 0; i < n; i++)
+			c->lines[r[i].line].flags |= LS_DISK_DIRTY;
+		pthread_mutex_unlock(&c->lines_lock);
+	}
+	return rc;
+}
+
 /* ---- stale copies ---------------------------------------------------------- */
 
 static int drop_range(struct hy_cache *c, struct cfile *cf, const struct hy_cache_file *f,
@@ -1658,16 +1676,8 @@ static int settle_range(struct hy_cache *c, struct cfile *cf, const struct hy_ca
 		}
 		pthread_mutex_unlock(&c->lines_lock);
 	}
-	/* a line the journal says is dirty is reused only once a record
-	 * saying otherwise is durable */
-	if (rc == 0 && nfrees)
-		rc = journal_records(c, frees, nfrees);
-	if (rc < 0 && nfrees) {
-		pthread_mutex_lock(&c->lines_lock);
-		for (size_t i = 0; i < nfrees; i++)
-			c->lines[frees[i].line].flags |= LS_DISK_DIRTY;
-		pthread_mutex_unlock(&c->lines_lock);
-	}
+	if (rc == 0)
+		rc = journal_clean_records(c, frees, nfrees);
 	for (int64_t i = 0; i < n && rc == 0; i++) {
 		struct hy_cache_entry *e = &ents[i];
 
@@ -2396,14 +2406,7 @@ static int64_t clean_blocks(struct hy_cache *c, struct cfile *cf, const struct d
 			};
 		}
 	pthread_mutex_unlock(&c->lines_lock);
-	if (nrecs)
-		rc = journal_records(c, recs, nrecs);
-	if (rc < 0 && nrecs) {
-		pthread_mutex_lock(&c->lines_lock);
-		for (size_t i = 0; i < nrecs; i++)
-			c->lines[recs[i].line].flags |= LS_DISK_DIRTY;
-		pthread_mutex_unlock(&c->lines_lock);
-	}
+	rc = journal_clean_records(c, recs, nrecs);
 	for (size_t i = 0; i < ndone && rc == 0; i++) {
 		if (done[i].where == 1) {
 			pthread_mutex_lock(&fr->lock);
