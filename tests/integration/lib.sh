@@ -208,3 +208,15 @@ hy_kill9() {
 	fusermount3 -u -z "$1" 2>/dev/null || umount -l "$1" 2>/dev/null
 	return 0
 }
+
+# hy_need_iogen: HYBRIDCTL and IOGEN (the hy-iogen request generator) set
+# and checked, and jq there (status --json is read with it), for the tests
+# that drive a mount with hy-iogen and read its status.
+hy_need_iogen() {
+	HYBRIDCTL=${HYBRIDCTL:-$(cd "$(dirname "$0")/../.." && pwd)/hybridctl}
+	HY_TESTBIN=${HY_TESTBIN:-$(cd "$(dirname "$0")" && pwd)}
+	IOGEN=$HY_TESTBIN/hy-iogen
+	[ -x "$HYBRIDCTL" ] || hy_die "no hybridctl at $HYBRIDCTL (run make first)"
+	[ -x "$IOGEN" ] || hy_die "no hy-iogen at $IOGEN (run make check)"
+	command -v jq >/dev/null || hy_skip "jq is missing"
+}

@@ -9,12 +9,8 @@
 # No sleeps: every check reads status after the programs have exited.
 . "$(dirname "$0")/lib.sh"
 
-HYBRIDCTL=${HYBRIDCTL:-$(cd "$(dirname "$0")/../.." && pwd)/hybridctl}
-HY_TESTBIN=${HY_TESTBIN:-$(cd "$(dirname "$0")" && pwd)}
-IOGEN=$HY_TESTBIN/hy-iogen
-[ -x "$HYBRIDCTL" ] || hy_die "no hybridctl at $HYBRIDCTL (run make first)"
-[ -x "$IOGEN" ] || hy_die "no hy-iogen at $IOGEN (run make check)"
-for tool in jq sqlite3 tar; do
+hy_need_iogen
+for tool in sqlite3 tar; do
 	command -v "$tool" >/dev/null || hy_skip "$tool is missing"
 done
 

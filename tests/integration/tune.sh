@@ -4,11 +4,7 @@
 # force (policy get shows it); a mount without a cache is refused, named.
 . "$(dirname "$0")/lib.sh"
 
-HYBRIDCTL=${HYBRIDCTL:-$(cd "$(dirname "$0")/../.." && pwd)/hybridctl}
-HY_TESTBIN=${HY_TESTBIN:-$(cd "$(dirname "$0")" && pwd)}
-IOGEN=$HY_TESTBIN/hy-iogen
-[ -x "$IOGEN" ] || hy_die "no hy-iogen at $IOGEN (run make check)"
-command -v jq >/dev/null || hy_skip "jq is missing"
+hy_need_iogen
 hy_setup
 
 B=$HY_TMP/backing M=$HY_TMP/mnt
