@@ -6,6 +6,7 @@
 
 #include "hybridfs/analyzer.h"
 #include "hybridfs/devmodel.h"
+#include "hybridfs/keymap.h"
 #include "hybridfs/planner.h"
 #include "hybridfs/replay.h"
 #include "hybridfs/sim_layout.h"
@@ -13,60 +14,10 @@
 
 #define BLOCK	     HY_REPLAY_BLOCK
 #define DEVICE_SPACE (UINT64_C(1) << 40) /* home bytes of one device on the disk */
-#define NONE	     UINT64_MAX
-
-/* block key -> BOPT block: open addressing, linear probing, no deletion */
-struct reloc {
-	uint64_t *keys, *values;
-	uint64_t mask, count;
-};
-
-static uint64_t mix(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= UINT64_C(0xff51afd7ed558ccd);
-	k ^= k >> 33;
-	return k;
-}
-
-static int reloc_init(struct reloc *t, uint64_t n)
-{
-	uint64_t size = 16;
-
-	while (size < 2 * n)
-		size <<= 1;
-	t->keys = malloc(size * sizeof(*t->keys));
-	t->values = malloc(size * sizeof(*t->values));
-	if (!t->keys || !t->values)
-		return -ENOMEM;
-	memset(t->keys, 0xff, size * sizeof(*t->keys));
-	t->mask = size - 1;
-	t->count = 0;
-	return 0;
-}
-
-static uint64_t *reloc_slot(const struct reloc *t, uint64_t key)
-{
-	uint64_t i = mix(key) & t->mask;
-
-	while (t->keys[i] != NONE && t->keys[i] != key)
-		i = (i + 1) & t->mask;
-	return &t->keys[i];
-}
-
-static uint64_t reloc_get(const struct reloc *t, uint64_t key)
-{
-	uint64_t *k;
-
-	if (!t->keys)
-		return NONE;
-	k = reloc_slot(t, key);
-	return *k == key ? t->values[k - t->keys] : NONE;
-}
 
 struct hy_sim_layout {
 	struct hy_analyzer *analyzer;
-	struct reloc reloc;
+	struct hy_keymap reloc; /* block key -> BOPT block */
 	uint64_t capacity, bopt_address;
 	uint64_t home_end; /* past the last home byte training saw */
 	struct hy_sim_layout_stats st;
@@ -96,8 +47,8 @@ void hy_sim_layout_free(struct hy_sim_layout *l)
 	if (!l)
 		return;
 	hy_analyzer_free(l->analyzer);
-	free(l->reloc.keys);
-	free(l->reloc.values);
+	if (l->reloc.keys)
+		hy_keymap_free(&l->reloc);
 	free(l);
 }
 
@@ -141,7 +92,11 @@ int hy_sim_layout_plan(struct hy_sim_layout *l, char *why, size_t why_size)
 	l->st.vertices = nv;
 	l->st.edges = ne;
 	rc = hy_planner_plan(v, nv, e, ne, l->capacity, &plan, why, why_size);
-	if (rc == 0 && reloc_init(&l->reloc, plan.blocks_used) < 0) {
+	if (rc == 0 && plan.blocks_used > UINT32_MAX) {
+		snprintf(why, why_size, "a BOPT of more than 2^32 blocks");
+		rc = -EINVAL;
+	}
+	if (rc == 0 && hy_keymap_init(&l->reloc, 2 * plan.blocks_used, true) < 0) {
 		snprintf(why, why_size, "out of memory for the relocation table");
 		rc = -ENOMEM;
 	}
@@ -150,13 +105,14 @@ int hy_sim_layout_plan(struct hy_sim_layout *l, char *why, size_t why_size)
 
 		for (uint32_t b = 0; b < x->nblocks; b++) {
 			uint64_t key = (x->file_id << HY_REPLAY_DEVICE_SHIFT) | (x->block + b);
-			uint64_t *k = reloc_slot(&l->reloc, key);
+			uint64_t to = plan.entries[i].bopt_block + b;
 
-			if (*k != key) {
-				*k = key;
-				l->reloc.count++;
+			/* ranges of the plan never overlap: each key comes once */
+			if (hy_keymap_put(&l->reloc, key, (uint32_t)to) < 0) {
+				snprintf(why, why_size, "out of memory for the relocation table");
+				rc = -ENOMEM;
+				break;
 			}
-			l->reloc.values[k - l->reloc.keys] = plan.entries[i].bopt_block + b;
 		}
 	}
 	l->st.planned_blocks = l->reloc.count;
@@ -187,14 +143,15 @@ double hy_sim_layout_serve(struct hy_sim_layout *l, struct hy_devmodel *model,
 	}
 	for (uint64_t b = first; b <= last; b++) {
 		uint64_t key = ((uint64_t)rec->device << HY_REPLAY_DEVICE_SHIFT) | b;
-		uint64_t to = reloc_get(&l->reloc, key), addr;
+		uint32_t to;
+		uint64_t addr;
 
-		if (to != NONE) {
+		if (hy_keymap_get(&l->reloc, key, &to)) {
 			addr = (l->bopt_address != UINT64_MAX
 					? l->bopt_address
 					: (l->home_end + (UINT64_C(1) << 20)) &
 						  ~((UINT64_C(1) << 20) - 1)) +
-			       to * BLOCK;
+			       (uint64_t)to * BLOCK;
 			l->st.relocated_blocks++;
 		} else {
 			addr = home_base + b * BLOCK;

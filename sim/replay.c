@@ -11,129 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hybridfs/keymap.h"
 #include "hybridfs/replay.h"
 #include "hybridfs/trace_reader.h"
-
-#define EMPTY UINT64_MAX /* no key is: the device index is below 2^16 */
-
-struct keymap {
-	uint64_t *keys;
-	uint32_t *values; /* NULL: a set */
-	uint64_t mask, count;
-};
-
-static uint64_t mix(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= UINT64_C(0xff51afd7ed558ccd);
-	k ^= k >> 33;
-	k *= UINT64_C(0xc4ceb9fe1a85ec53);
-	return k ^ (k >> 33);
-}
-
-static int keymap_init(struct keymap *m, uint64_t slots, bool with_values)
-{
-	uint64_t n = 16;
-
-	while (n < slots)
-		n <<= 1;
-	m->keys = malloc(n * sizeof(*m->keys));
-	m->values = with_values ? malloc(n * sizeof(*m->values)) : NULL;
-	if (!m->keys || (with_values && !m->values)) {
-		free(m->keys);
-		free(m->values);
-		return -ENOMEM;
-	}
-	memset(m->keys, 0xff, n * sizeof(*m->keys));
-	m->mask = n - 1;
-	m->count = 0;
-	return 0;
-}
-
-static void keymap_free(struct keymap *m)
-{
-	free(m->keys);
-	free(m->values);
-}
-
-/* The slot of @key, or of the empty slot where it would go. */
-static uint64_t keymap_slot(const struct keymap *m, uint64_t key)
-{
-	uint64_t i = mix(key) & m->mask;
-
-	while (m->keys[i] != EMPTY && m->keys[i] != key)
-		i = (i + 1) & m->mask;
-	return i;
-}
-
-static int keymap_grow(struct keymap *m)
-{
-	struct keymap bigger;
-	int rc = keymap_init(&bigger, (m->mask + 1) * 2, m->values != NULL);
-
-	if (rc < 0)
-		return rc;
-	for (uint64_t i = 0; i <= m->mask; i++) {
-		uint64_t j;
-
-		if (m->keys[i] == EMPTY)
-			continue;
-		j = keymap_slot(&bigger, m->keys[i]);
-		bigger.keys[j] = m->keys[i];
-		if (m->values)
-			bigger.values[j] = m->values[i];
-	}
-	bigger.count = m->count;
-	keymap_free(m);
-	*m = bigger;
-	return 0;
-}
-
-/* Adds @key (its value @value): 1 added, 0 there already, -ENOMEM. */
-static int keymap_put(struct keymap *m, uint64_t key, uint32_t value)
-{
-	uint64_t i;
-
-	if ((m->count + 1) * 2 > m->mask + 1) {
-		int rc = keymap_grow(m);
-
-		if (rc < 0)
-			return rc;
-	}
-	i = keymap_slot(m, key);
-	if (m->keys[i] == key)
-		return 0;
-	m->keys[i] = key;
-	if (m->values)
-		m->values[i] = value;
-	m->count++;
-	return 1;
-}
-
-/* Removes the key at slot @i, shifting back the keys that probed past it. */
-static void keymap_delete_at(struct keymap *m, uint64_t i)
-{
-	uint64_t j = i;
-
-	for (;;) {
-		uint64_t home;
-
-		j = (j + 1) & m->mask;
-		if (m->keys[j] == EMPTY)
-			break;
-		home = mix(m->keys[j]) & m->mask;
-		/* the key at j may move to i when i lies on its probe path,
-		 * cyclically between its home and j */
-		if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
-			m->keys[i] = m->keys[j];
-			if (m->values)
-				m->values[i] = m->values[j];
-			i = j;
-		}
-	}
-	m->keys[i] = EMPTY;
-	m->count--;
-}
 
 /* ---- response times ------------------------------------------------------- */
 
@@ -186,25 +66,25 @@ struct sim_process {
 struct hy_replay {
 	struct hy_replay_config cfg;
 	struct hy_policy *policy;
-	struct keymap map;  /* key -> line */
-	uint64_t *line_key; /* line -> key (EMPTY: free) */
-	uint32_t next_free; /* lines are used in order until the cache is full */
+	struct hy_keymap map; /* key -> line */
+	uint64_t *line_key;   /* line -> key (HY_KEYMAP_EMPTY: free) */
+	uint32_t next_free;   /* lines are used in order until the cache is full */
 	uint32_t capacity;
 	uint64_t since_age;
 	struct hy_replay_stats st;
 	/* timing */
 	struct hy_devmodel *backing, *ssd;
-	struct keymap devices; /* device -> index in histories */
+	struct hy_keymap devices; /* device -> index in histories */
 	struct hy_classify_history *histories;
 	size_t nhistories;
-	struct keymap processes; /* pid or device -> index in procs */
+	struct hy_keymap processes; /* pid or device -> index in procs */
 	struct sim_process *procs;
 	size_t nprocs;
 	struct latency_hist all, by_class[HY_CLASS_COUNT], by_category[HY_CATEGORY_COUNT];
 	/* write-back and PORE */
-	uint8_t *line_dirty; /* per line */
-	uint32_t *line_zone; /* per line: index of its zone */
-	struct keymap zones; /* zone number -> index */
+	uint8_t *line_dirty;	/* per line */
+	uint32_t *line_zone;	/* per line: index of its zone */
+	struct hy_keymap zones; /* zone number -> index */
 	struct zone {
 		uint64_t number;
 		uint32_t dirty; /* dirty cached blocks */
@@ -247,7 +127,7 @@ int hy_replay_new(const struct hy_replay_config *cfg, struct hy_replay **out, ch
 		rc = hy_policy_new(cfg->policy, r->capacity, &pc, &r->policy, why, why_size);
 	}
 	if (rc == 0) {
-		rc = keymap_init(&r->map, (uint64_t)r->capacity * 4, true);
+		rc = hy_keymap_init(&r->map, (uint64_t)r->capacity * 4, true);
 		r->line_key = malloc((size_t)r->capacity * sizeof(*r->line_key));
 		if (rc < 0 || !r->line_key) {
 			snprintf(why, why_size, "out of memory for a cache of %u blocks",
@@ -264,8 +144,8 @@ int hy_replay_new(const struct hy_replay_config *cfg, struct hy_replay **out, ch
 		rc = hy_devmodel_new(cfg->backing, &r->backing, why, why_size);
 		if (rc == 0)
 			rc = hy_devmodel_new(cfg->ssd, &r->ssd, why, why_size);
-		if (rc == 0 && (keymap_init(&r->devices, 64, true) < 0 ||
-				keymap_init(&r->processes, 64, true) < 0)) {
+		if (rc == 0 && (hy_keymap_init(&r->devices, 64, true) < 0 ||
+				hy_keymap_init(&r->processes, 64, true) < 0)) {
 			snprintf(why, why_size, "out of memory");
 			rc = -ENOMEM;
 		}
@@ -278,7 +158,7 @@ int hy_replay_new(const struct hy_replay_config *cfg, struct hy_replay **out, ch
 			r->line_dirty = calloc(r->capacity, 1);
 			r->line_zone = calloc(r->capacity, sizeof(*r->line_zone));
 			if (!r->line_dirty || !r->line_zone ||
-			    keymap_init(&r->zones, 64, true) < 0) {
+			    hy_keymap_init(&r->zones, 64, true) < 0) {
 				snprintf(why, why_size, "out of memory");
 				hy_replay_free(r);
 				return -ENOMEM;
@@ -301,7 +181,7 @@ void hy_replay_free(struct hy_replay *r)
 		return;
 	hy_policy_free(r->policy);
 	if (r->map.keys)
-		keymap_free(&r->map);
+		hy_keymap_free(&r->map);
 	free(r->line_key);
 	hy_devmodel_free(r->backing);
 	hy_devmodel_free(r->ssd);
@@ -310,14 +190,14 @@ void hy_replay_free(struct hy_replay *r)
 	free(r->histories);
 	free(r->procs);
 	if (r->devices.keys)
-		keymap_free(&r->devices);
+		hy_keymap_free(&r->devices);
 	if (r->processes.keys)
-		keymap_free(&r->processes);
+		hy_keymap_free(&r->processes);
 	free(r->line_dirty);
 	free(r->line_zone);
 	free(r->zone);
 	if (r->zones.keys)
-		keymap_free(&r->zones);
+		hy_keymap_free(&r->zones);
 	free(r);
 }
 
@@ -331,7 +211,8 @@ static uint64_t key_address(uint64_t key)
 	return (device << 40) + block * HY_REPLAY_BLOCK;
 }
 
-static int64_t index_of(struct keymap *m, uint64_t key, size_t *count, void **array, size_t elem);
+static int64_t index_of(struct hy_keymap *m, uint64_t key, size_t *count, void **array,
+			size_t elem);
 
 /* The zone of @key (made when new): its index, or -ENOMEM. */
 static int64_t zone_of(struct hy_replay *r, uint64_t key)
@@ -434,7 +315,7 @@ static int line_written(struct hy_replay *r, uint32_t line, uint64_t key)
 
 int hy_replay_access(struct hy_replay *r, uint64_t key, bool write)
 {
-	uint64_t slot = keymap_slot(&r->map, key);
+	uint64_t slot = hy_keymap_slot(&r->map, key);
 	uint32_t line;
 	int rc;
 
@@ -485,10 +366,10 @@ int hy_replay_access(struct hy_replay *r, uint64_t key, bool write)
 		line_leaves(r, line);
 		victim = r->line_key[line];
 		hy_policy_remove(r->policy, line);
-		keymap_delete_at(&r->map, keymap_slot(&r->map, victim));
+		hy_keymap_delete_at(&r->map, hy_keymap_slot(&r->map, victim));
 		r->st.evictions++;
 	}
-	rc = keymap_put(&r->map, key, line);
+	rc = hy_keymap_put(&r->map, key, line);
 	if (rc < 0)
 		return rc;
 	r->line_key[line] = key;
@@ -542,9 +423,9 @@ static int replay_block(void *arg, uint64_t key, bool write)
 
 /* The index of @key in @m's values, a new one (the array grown) when the
  * key is new: -ENOMEM. */
-static int64_t index_of(struct keymap *m, uint64_t key, size_t *count, void **array, size_t elem)
+static int64_t index_of(struct hy_keymap *m, uint64_t key, size_t *count, void **array, size_t elem)
 {
-	uint64_t slot = keymap_slot(m, key);
+	uint64_t slot = hy_keymap_slot(m, key);
 	void *grown;
 	int rc;
 
@@ -554,7 +435,7 @@ static int64_t index_of(struct keymap *m, uint64_t key, size_t *count, void **ar
 	if (!grown)
 		return -ENOMEM;
 	*array = grown;
-	rc = keymap_put(m, key, (uint32_t)*count);
+	rc = hy_keymap_put(m, key, (uint32_t)*count);
 	if (rc < 0)
 		return rc;
 	return (int64_t)(*count)++;
@@ -726,7 +607,7 @@ void hy_replay_get_stats(const struct hy_replay *r, struct hy_replay_stats *out)
 /* ---- footprint ------------------------------------------------------------- */
 
 struct hy_replay_footprint {
-	struct keymap set;
+	struct hy_keymap set;
 	bool reads_only;
 	uint64_t max_accesses, accesses, requests, dropped;
 };
@@ -737,7 +618,7 @@ int hy_replay_footprint_new(bool reads_only, uint64_t max_accesses,
 	struct hy_replay_footprint *fp = calloc(1, sizeof(*fp));
 
 	*out = NULL;
-	if (!fp || keymap_init(&fp->set, 1 << 16, false) < 0) {
+	if (!fp || hy_keymap_init(&fp->set, 1 << 16, false) < 0) {
 		free(fp);
 		return -ENOMEM;
 	}
@@ -750,7 +631,7 @@ int hy_replay_footprint_new(bool reads_only, uint64_t max_accesses,
 static int footprint_block(void *arg, uint64_t key, bool write)
 {
 	struct hy_replay_footprint *fp = arg;
-	int rc = keymap_put(&fp->set, key, 0);
+	int rc = hy_keymap_put(&fp->set, key, 0);
 
 	(void)write; /* both directions touch the block */
 	return rc < 0 ? rc : 0;
@@ -776,6 +657,6 @@ void hy_replay_footprint_free(struct hy_replay_footprint *fp)
 {
 	if (!fp)
 		return;
-	keymap_free(&fp->set);
+	hy_keymap_free(&fp->set);
 	free(fp);
 }

@@ -1,0 +1,47 @@
+/*
+ * keymap.h - a hash table of 64-bit keys (to 32-bit values, or a set),
+ * open addressing with linear probing, for the simulator's per-block
+ * tables (sim/: the replay's cached blocks, the footprint, devices,
+ * processes, PORE's zones, BORG's relocations).
+ *
+ * Keys are any value but HY_KEYMAP_EMPTY. The table grows by doubling past
+ * half full; deletion shifts back the keys that probed past the deleted
+ * slot (no tombstones). O(1) expected per operation.
+ *
+ * Who calls it: sim/replay.c, sim/layout.c. Memory: the caller owns the
+ * struct; hy_keymap_init allocates its arrays, hy_keymap_free releases
+ * them. Threads: none; one user at a time.
+ */
+#ifndef HYBRIDFS_KEYMAP_H
+#define HYBRIDFS_KEYMAP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define HY_KEYMAP_EMPTY UINT64_MAX
+
+struct hy_keymap {
+	uint64_t *keys;	  /* HY_KEYMAP_EMPTY: a free slot */
+	uint32_t *values; /* NULL: a set */
+	uint64_t mask, count;
+};
+
+/* A table of at least @slots slots (a power of two, 16 or more). 0 or
+ * -ENOMEM. */
+int hy_keymap_init(struct hy_keymap *m, uint64_t slots, bool with_values);
+void hy_keymap_free(struct hy_keymap *m);
+
+/* The slot of @key, or of the free slot where it would go. */
+uint64_t hy_keymap_slot(const struct hy_keymap *m, uint64_t key);
+/* Adds @key with @value: 1 added, 0 there already (its value unchanged),
+ * -ENOMEM. */
+int hy_keymap_put(struct hy_keymap *m, uint64_t key, uint32_t value);
+/* Whether @key is there, its value into *@value (may be NULL). */
+bool hy_keymap_get(const struct hy_keymap *m, uint64_t key, uint32_t *value);
+/* Removes the key at slot @slot (from hy_keymap_slot, holding a key). */
+void hy_keymap_delete_at(struct hy_keymap *m, uint64_t slot);
+
+/* The hash the table uses (a 64-bit finalizer). */
+uint64_t hy_keymap_mix(uint64_t key);
+
+#endif
