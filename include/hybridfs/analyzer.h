@@ -45,7 +45,8 @@
  * incremental run equals one full run over the same records.
  *
  * Who calls it: reconfig/reorganize.c (for `hybridctl reorganize` and the
- * daemon's reconfigurator), the trace simulator (later), the unit tests.
+ * daemon's reconfigurator), the trace simulator (sim/layout.c), the unit
+ * tests.
  *
  * Memory: the analyzer owns its graph; hy_analyzer_export() gives arrays
  * the caller frees with free(). Locks: none; one thread at a time.
@@ -58,20 +59,20 @@
 
 #include "hybridfs/planner.h"
 
-#define HY_ANALYZER_DEFAULT_GAP_NS 1000000000LL
+#define HY_ANALYZER_DEFAULT_GAP_NS	 1000000000LL
 #define HY_ANALYZER_DEFAULT_MAX_VERTICES 4000000
 
 struct sqlite3;
 
 struct hy_analyzer_config {
-	int64_t gap_ns;      /* 0: HY_ANALYZER_DEFAULT_GAP_NS */
+	int64_t gap_ns;	     /* 0: HY_ANALYZER_DEFAULT_GAP_NS */
 	size_t max_vertices; /* 0: HY_ANALYZER_DEFAULT_MAX_VERTICES */
 };
 
 struct hy_analyzer_stats {
 	uint64_t requests;     /* requests folded in */
 	uint64_t vertices;     /* in the graph now */
-	uint64_t edges;        /* in the graph now */
+	uint64_t edges;	       /* in the graph now */
 	uint64_t splits;       /* vertices split */
 	uint64_t cut_vertices; /* cut to keep memory bounded */
 	uint64_t cut_edges;

@@ -3,9 +3,9 @@
  *
  * What it is for: the engine (engine.h) never calls pread(2) itself; it
  * asks a struct hy_device, whose operations table is either real (the
- * backing directory's files here; the BOPT and the SSD cache store later) or
- * a model that keeps time instead of data (the simulator's HDD, SSD and SMR,
- * later). The same table is where fault injection plugs in. Each device
+ * backing directory's files, the BOPT, the SSD cache store). With
+ * emulate= a disk model (devmodel.h) delays every request of the backing
+ * files and the BOPT (below). The same table is where fault injection plugs in. Each device
  * counts the requests and bytes it served.
  *
  * Addresses: a request names an @object and a byte offset in it. For the

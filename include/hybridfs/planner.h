@@ -27,7 +27,8 @@
  *   same plan. With a max-heap with lazy updates the cost is O(E log V).
  *
  * Who calls it: reconfig/reorganize.c (for `hybridctl reorganize` and the
- * daemon's reconfigurator), the trace simulator (later), the unit tests.
+ * daemon's reconfigurator), the trace simulator (sim/layout.c), the unit
+ * tests.
  *
  * Memory: hy_planner_plan() fills a struct hy_plan whose array it
  * allocates; hy_plan_free() releases it. The input arrays are only read.
@@ -41,7 +42,7 @@
 
 struct hy_plan_vertex {
 	uint64_t file_id;
-	uint64_t block;   /* first 4 KiB block of the range in the file */
+	uint64_t block;	  /* first 4 KiB block of the range in the file */
 	uint32_t nblocks; /* length of the range, in blocks (>= 1) */
 };
 
@@ -51,23 +52,24 @@ struct hy_plan_edge {
 };
 
 struct hy_plan_entry {
-	uint32_t vertex;      /* index into the input vertex array */
-	uint64_t bopt_block;  /* where the range starts in the BOPT read region */
+	uint32_t vertex;     /* index into the input vertex array */
+	uint64_t bopt_block; /* where the range starts in the BOPT read region */
 };
 
 struct hy_plan {
 	struct hy_plan_entry *entries; /* in BOPT order: bopt_block ascending */
 	size_t count;
-	uint64_t blocks_used;   /* sum of the placed ranges' lengths */
-	size_t skipped;         /* vertices that did not fit */
+	uint64_t blocks_used; /* sum of the placed ranges' lengths */
+	size_t skipped;	      /* vertices that did not fit */
 };
 
 /* Plans @nv vertices and @ne edges into a read region of @capacity
  * blocks. Edges naming a vertex out of range, a self edge or a zero weight
  * are refused (-EINVAL, and @why says which edge); duplicates (same from
  * and to) add up. Returns 0 or -ENOMEM / -EINVAL. */
-int hy_planner_plan(const struct hy_plan_vertex *vertices, size_t nv, const struct hy_plan_edge *edges,
-		    size_t ne, uint64_t capacity, struct hy_plan *out, char *why, size_t why_size);
+int hy_planner_plan(const struct hy_plan_vertex *vertices, size_t nv,
+		    const struct hy_plan_edge *edges, size_t ne, uint64_t capacity,
+		    struct hy_plan *out, char *why, size_t why_size);
 
 void hy_plan_free(struct hy_plan *plan);
 

@@ -5,9 +5,11 @@
  * What it records (state.h, table access_log): the time, the process (its
  * own row in processes: pid, comm, exe), hybridfs's file id (files: stable
  * across renames and remounts, keyed by the backing inode and its birth
- * time), the byte range, R or W, the request class (filled by the
- * classification issue) and, where the backing filesystem answers FIEMAP,
- * the physical block.
+ * time), the byte range, R or W, the request class (ReCA's, against the
+ * process's last 64 requests; classify.h) and, where the backing
+ * filesystem answers FIEMAP, the physical block. Before a request is
+ * served, hy_profiler_begin() also gives the cache the policy of the
+ * process's workload category (category.h, workload_policy.h).
  *
  * How it stays off the I/O path:
  *   - a request pushes one 48-byte record into a lock-free ring (ring.h);
@@ -78,7 +80,8 @@ enum hy_profile_mode {
 };
 
 /* Metadata operations counted per process (ReCA: they matter more than
- * user data, and the classification issue weighs them). */
+ * user data; a metadata-heavy process gets the policy table's metadata
+ * timeout, see hy_profiler_count_meta()). */
 enum hy_profile_meta { HY_META_LOOKUP, HY_META_GETATTR, HY_META_READDIR, HY_META_COUNT };
 
 /* One logged request, as it travels through the ring. */

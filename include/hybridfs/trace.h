@@ -3,7 +3,8 @@
  *
  * What it is for: `hybridctl trace export` writes the profiler's log
  * (state.h, table access_log) in one of three formats, so that the trace
- * simulator (sim/, a later issue), and other tools, can replay it:
+ * simulator (sim/, hybridctl simulate and tune), and other tools, can
+ * replay it:
  *
  *   csv  hybridfs's own, one header line then one line per request:
  *        ts_ns,pid,process,exe,file_id,offset,length,block_first,

@@ -10,7 +10,7 @@
  * every read and write (hy_workload_policy_row(), O(1), no lock: the table
  * in force is an immutable snapshot the daemon swaps by pointer) and hands
  * the cache what the row says for the request's class (struct
- * hy_workload_hint, cache.h). The daemon loads the table from the state
+ * hy_cache_hint, hy_cache_hint_from(), cache.h). The daemon loads the table from the state
  * database at mount and stores every change made by `hybridctl policy
  * set`, so a change survives remounts.
  *
