@@ -17,6 +17,7 @@
 #include "hybridfs/file_table.h"
 #include "hybridfs/heat.h"
 #include "hybridfs/log.h"
+#include "hybridfs/pore.h"
 
 #define LINE		  HY_CACHE_LINE_SIZE
 #define SECTOR		  HY_CACHE_SECTOR_SIZE
@@ -140,9 +141,17 @@ struct hy_cache {
 
 	struct front front;
 
-	pthread_mutex_t clean_lock; /* one cleaning pass at a time */
-	_Atomic int flush_waiting;  /* a flush wants clean_lock: a paced pass yields */
-	_Atomic bool stop_now;	    /* close began: a paced pass stops */
+	pthread_mutex_t clean_lock; /* one cleaning pass at a time; PORE's state */
+	/* PORE (backend=smr): the zones, and per line its hits since the last
+	 * division (saturating; under lines_lock): NULL without PORE */
+	struct hy_pore *pore;
+	uint8_t *line_hits;
+	uint64_t pore_writes_seen; /* write blocks counted into PORE's period */
+	/* its figures as of the last pass, for the stats (under lines_lock: a
+	 * paced pass holds clean_lock for long) */
+	struct hy_pore_stats pore_snapshot;
+	_Atomic int flush_waiting; /* a flush wants clean_lock: a paced pass yields */
+	_Atomic bool stop_now;	   /* close began: a paced pass stops */
 	pthread_mutex_t thread_lock;
 	pthread_cond_t thread_wake;
 	bool stopping, clean_kick;
@@ -167,6 +176,7 @@ struct hy_cache {
 		_Atomic uint64_t seq_bypassed;
 		_Atomic uint64_t admit_bypassed, line_prefetched, migrations, migrate_filled;
 		_Atomic uint64_t migrate_dropped, migrate_home;
+		_Atomic uint64_t pore_held, pore_forced, pore_kept;
 		uint64_t recovered_blocks, lost_blocks;
 	} st;
 };
@@ -627,6 +637,8 @@ static int line_commit(struct hy_cache *c, struct cfile *cf, uint32_t line, uint
 	c->lines[line].file_id = cf->entry.file_id;
 	c->lines[line].block = block;
 	c->lines[line].flags = (uint8_t)(LS_USED | (dirty ? LS_DIRTY : 0));
+	if (c->line_hits)
+		c->line_hits[line] = 0;
 	if (dirty)
 		c->ssd_dirty++;
 	if (hy_policy_insert_at(c->policy, line, q) == 0)
@@ -647,6 +659,8 @@ static void line_hit(struct hy_cache *c, uint32_t line)
 	pthread_mutex_lock(&c->lines_lock);
 	if (hy_policy_hit(c->policy, line) < 0)
 		hy_log(LOG_ERR, "cache: line %" PRIu32 " hit but not in the policy", line);
+	if (c->line_hits && c->line_hits[line] < UINT8_MAX)
+		c->line_hits[line]++;
 	line_accessed(c);
 	pthread_mutex_unlock(&c->lines_lock);
 }
@@ -2309,6 +2323,7 @@ static void migrations_drop(struct hy_cache *c)
 struct dirty_key {
 	uint64_t file_id, block;
 	bool closed;
+	uint8_t hits; /* PORE: the line's hits since the last division */
 };
 
 static int by_closed_file_block(const void *a, const void *b)
@@ -2443,7 +2458,132 @@ out:
 /* One pass: every dirty block home, closed files first, in file and block
  * order; @rate bytes/s (0: no limit). Returns the blocks cleaned, or the
  * first error. */
-static int64_t clean_pass(struct hy_cache *c, uint64_t rate)
+/* A dirty block's byte address on the backing disk when the driver cannot
+ * say (no addresses callback, or it failed): its file's place, 64 MiB a
+ * file id, as the emulation lays files out. */
+static uint64_t fallback_address(uint64_t file_id, uint64_t block)
+{
+	return file_id * (UINT64_C(64) << 20) + block * LINE;
+}
+
+/* PORE (backend=smr): keeps in @keys[0..*n) only the dirty blocks that may
+ * go home now: those of open zones, and those of files whose process left
+ * write-back (their blocks go home whatever the zone). The zones' dirty
+ * counts are recounted from @keys (sorted by file and block), the lines'
+ * hits are their popularity, and the zones are divided again once a
+ * period's worth of blocks was written into the cache. Under pressure (half
+ * of the cache dirty: a victim must stay findable) every block goes.
+ * clean_lock held. */
+static void pore_filter(struct hy_cache *c, struct dirty_key *keys, size_t *n)
+{
+	struct front *fr = &c->front;
+	uint32_t *zones = malloc((*n ? *n : 1) * sizeof(*zones));
+	uint64_t *blocks = malloc((*n ? *n : 1) * sizeof(*blocks));
+	uint64_t *addrs = malloc((*n ? *n : 1) * sizeof(*addrs));
+	uint64_t written, dirty, room;
+	size_t kept = 0;
+
+	if (!*n)
+		goto out;
+	if (!zones || !blocks || !addrs) {
+		hy_log(LOG_WARNING, "cache: PORE: out of memory; every dirty block may go home");
+		goto out;
+	}
+	hy_pore_clear_dirty(c->pore);
+	for (size_t i = 0; i < *n;) {
+		size_t j = i;
+		struct cfile *cf = cfile_get(c, keys[i].file_id, false);
+		int rc = -ENOSYS;
+
+		while (j < *n && keys[j].file_id == keys[i].file_id) {
+			blocks[j - i] = keys[j].block;
+			j++;
+		}
+		if (cf && c->lower.addresses) {
+			/* the gate keeps the file's way home as it is */
+			pthread_rwlock_rdlock(gate(c, keys[i].file_id));
+			if (cf->home >= 0) {
+				struct hy_cache_file home = {keys[i].file_id, cf->home};
+
+				rc = c->lower.addresses(c->lower.arg, &home, blocks, j - i,
+							addrs + i);
+			}
+			pthread_rwlock_unlock(gate(c, keys[i].file_id));
+		}
+		cfile_put(c, cf);
+		for (size_t k = i; k < j; k++) {
+			int64_t z =
+				hy_pore_zone(c->pore, rc == 0 ? addrs[k]
+							      : fallback_address(keys[k].file_id,
+										 keys[k].block));
+
+			if (z < 0) {
+				hy_log(LOG_WARNING, "cache: PORE: out of memory for its zones");
+				goto out;
+			}
+			zones[k] = (uint32_t)z;
+			hy_pore_dirty(c->pore, (uint32_t)z, 1);
+			hy_pore_access(c->pore, (uint32_t)z, keys[k].hits);
+		}
+		i = j;
+	}
+	/* the period's clock: blocks written into the cache */
+	written = atomic_load(&c->st.write_hits_dram) + atomic_load(&c->st.write_hits_ssd) +
+		  atomic_load(&c->st.write_misses);
+	{
+		struct hy_pore_stats ps;
+		bool divided;
+
+		/* the first pass with dirty blocks divides at once: a new zone
+		 * is open, and before any division all would be */
+		hy_pore_get_stats(c->pore, &ps);
+		if (ps.divisions == 0) {
+			hy_pore_divide(c->pore);
+			divided = true;
+		} else {
+			divided = hy_pore_written(c->pore, written - c->pore_writes_seen);
+		}
+		c->pore_writes_seen = written;
+		if (divided) {
+			pthread_mutex_lock(&c->lines_lock);
+			memset(c->line_hits, 0, c->capacity);
+			pthread_mutex_unlock(&c->lines_lock);
+		}
+	}
+	pthread_mutex_lock(&fr->lock);
+	dirty = fr->dirty;
+	room = fr->nslots;
+	pthread_mutex_unlock(&fr->lock);
+	pthread_mutex_lock(&c->lines_lock);
+	dirty += c->ssd_dirty;
+	room += c->capacity;
+	hy_pore_get_stats(c->pore, &c->pore_snapshot);
+	pthread_mutex_unlock(&c->lines_lock);
+	if (2 * dirty >= room) {
+		atomic_fetch_add(&c->st.pore_forced, 1);
+		goto out;
+	}
+	for (size_t i = 0; i < *n; i++) {
+		bool leave = false;
+
+		if (!hy_pore_open(c->pore, zones[i])) {
+			struct cfile *cf = cfile_get(c, keys[i].file_id, false);
+
+			leave = cf && atomic_load(&cf->leave_back);
+			cfile_put(c, cf);
+		}
+		if (leave || hy_pore_open(c->pore, zones[i]))
+			keys[kept++] = keys[i];
+	}
+	atomic_store(&c->st.pore_held, *n - kept);
+	*n = kept;
+out:
+	free(zones);
+	free(blocks);
+	free(addrs);
+}
+
+static int64_t clean_pass(struct hy_cache *c, uint64_t rate, bool all)
 {
 	struct front *fr = &c->front;
 	struct dirty_key *keys = NULL;
@@ -2460,14 +2600,14 @@ static int64_t clean_pass(struct hy_cache *c, uint64_t rate)
 	pthread_mutex_lock(&c->lines_lock);
 	for (uint32_t l = 0; l < c->capacity && n < cap; l++)
 		if (c->lines[l].flags & LS_DIRTY)
-			keys[n++] =
-				(struct dirty_key){c->lines[l].file_id, c->lines[l].block, false};
+			keys[n++] = (struct dirty_key){c->lines[l].file_id, c->lines[l].block,
+						       false, c->line_hits ? c->line_hits[l] : 0};
 	pthread_mutex_unlock(&c->lines_lock);
 	pthread_mutex_lock(&fr->lock);
 	for (uint32_t s = 0; s < fr->nslots && n < cap; s++)
 		if (fr->slots[s].used && fr->slots[s].dirty)
-			keys[n++] =
-				(struct dirty_key){fr->slots[s].file_id, fr->slots[s].block, false};
+			keys[n++] = (struct dirty_key){fr->slots[s].file_id, fr->slots[s].block,
+						       false, 1};
 	pthread_mutex_unlock(&fr->lock);
 	for (size_t i = 0; i < n; i++) {
 		if (i && keys[i].file_id == keys[i - 1].file_id) {
@@ -2482,6 +2622,8 @@ static int64_t clean_pass(struct hy_cache *c, uint64_t rate)
 		cfile_put(c, cf);
 	}
 	qsort(keys, n, sizeof(*keys), by_closed_file_block);
+	if (c->pore && !all)
+		pore_filter(c, keys, &n);
 	for (size_t i = 0; i < n;) {
 		size_t j = i;
 		struct cfile *cf;
@@ -2523,7 +2665,7 @@ static int64_t clean_pass(struct hy_cache *c, uint64_t rate)
 
 int64_t hy_cache_run_cleaner(struct hy_cache *c)
 {
-	return clean_pass(c, c->cfg.clean_rate);
+	return clean_pass(c, c->cfg.clean_rate, false);
 }
 
 int64_t hy_cache_flush(struct hy_cache *c)
@@ -2532,7 +2674,7 @@ int64_t hy_cache_flush(struct hy_cache *c)
 
 	atomic_fetch_add(&c->flush_waiting, 1);
 	for (int pass = 0; pass < 4; pass++) {
-		int64_t r = clean_pass(c, 0);
+		int64_t r = clean_pass(c, 0, true);
 
 		if (r < 0) {
 			total = r;
@@ -2571,7 +2713,7 @@ static void *cleaner_main(void *arg)
 		c->clean_kick = false;
 		pthread_mutex_unlock(&c->thread_lock);
 		if (atomic_load(&c->dirty_sectors)) {
-			int64_t r = clean_pass(c, c->cfg.clean_rate);
+			int64_t r = clean_pass(c, c->cfg.clean_rate, false);
 
 			if (r < 0)
 				hy_log(LOG_ERR,
@@ -2659,6 +2801,18 @@ static int evict_one(struct hy_cache *c)
 		pthread_mutex_lock(&fr->lock);
 		front_remember(fr, s);
 		pthread_mutex_unlock(&fr->lock);
+		/* PORE: a dirty block is written home only when its zone is
+		 * open, which the cleaner decides: a cold one waits in the
+		 * store's cold queue instead of going home now */
+		if (c->pore && fr->slots[s].dirty) {
+			rc = front_to_store(c, cf, s, HY_POLICY_COLD);
+			if (rc > 0) {
+				atomic_fetch_add(&c->st.pore_kept, 1);
+				atomic_fetch_add(&c->st.dram_evictions, 1);
+			}
+			if (rc != 0)
+				goto out;
+		}
 	}
 	if (fr->slots[s].dirty) {
 		struct hy_cache_file home = {file_id, cf->home};
@@ -2993,6 +3147,8 @@ static void cache_free(struct hy_cache *c)
 	hy_cache_index_free(c->index);
 	hy_cache_store_close(c->store);
 	free(c->lines);
+	free(c->line_hits);
+	hy_pore_free(c->pore);
 	free(c->front.slots);
 	free(c->front.ghosts);
 	free(c->front.table);
@@ -3068,6 +3224,16 @@ int hy_cache_open(const struct hy_cache_config *cfg, const struct hy_cache_lower
 	}
 	for (uint32_t l = c->capacity; l-- > 0;)
 		free_push(c, l);
+	if (cfg->pore.rule != HY_PORE_OFF) {
+		rc = hy_pore_new(&cfg->pore, &c->pore, why, why_size);
+		if (rc == 0 && !(c->line_hits = calloc(c->capacity, 1))) {
+			snprintf(why, why_size, "out of memory for PORE's hit counts");
+			rc = -ENOMEM;
+		}
+		if (rc < 0)
+			goto fail;
+		hy_pore_get_stats(c->pore, &c->pore_snapshot);
+	}
 	hy_cache_store_external_table(c->store, table_record, c);
 	if (!cfg->no_threads) {
 		if (pthread_create(&c->cleaner, NULL, cleaner_main, c) != 0) {
@@ -3225,6 +3391,12 @@ void hy_cache_get_stats(struct hy_cache *c, struct hy_cache_stats *o)
 	o->migrate_filled = atomic_load(&c->st.migrate_filled);
 	o->migrate_dropped = atomic_load(&c->st.migrate_dropped);
 	o->migrate_home = atomic_load(&c->st.migrate_home);
+	o->pore_held = atomic_load(&c->st.pore_held);
+	o->pore_forced = atomic_load(&c->st.pore_forced);
+	o->pore_kept = atomic_load(&c->st.pore_kept);
+	pthread_mutex_lock(&c->lines_lock);
+	o->pore = c->pore_snapshot;
+	pthread_mutex_unlock(&c->lines_lock);
 	o->stale_files = atomic_load(&c->st.stale_files);
 	o->journal_records = atomic_load(&c->st.journal_records);
 	o->checkpoints = atomic_load(&c->st.checkpoints);

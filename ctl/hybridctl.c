@@ -215,7 +215,7 @@ static void print_bopt(struct json_object *d)
  * the heat filter and the cleaner did. */
 static void print_cache(struct json_object *d)
 {
-	struct json_object *c = NULL, *wp = NULL, *pol = NULL, *path = NULL;
+	struct json_object *c = NULL, *wp = NULL, *pol = NULL, *path = NULL, *pore = NULL;
 	uint64_t reads, writes;
 	char dirty[32], written[32];
 
@@ -266,6 +266,21 @@ static void print_cache(struct json_object *d)
 	       (unsigned long long)jget_u64(c, "migrate_filled", NULL),
 	       (unsigned long long)jget_u64(c, "migrate_dropped", NULL),
 	       (unsigned long long)jget_u64(c, "migrate_home", NULL));
+	/* PORE (backend=smr) */
+	if (json_object_object_get_ex(c, "pore", &pore) && pore) {
+		struct json_object *rule = NULL;
+
+		json_object_object_get_ex(pore, "rule", &rule);
+		printf("%-12s %s: %llu of %llu zones with dirty blocks open (%llu zones seen, "
+		       "%llu divisions); %llu dirty blocks held back, %llu passes forced\n",
+		       "cache pore", rule ? json_object_get_string(rule) : "?",
+		       (unsigned long long)jget_u64(pore, "open_zones", NULL),
+		       (unsigned long long)jget_u64(pore, "dirty_zones", NULL),
+		       (unsigned long long)jget_u64(pore, "zones", NULL),
+		       (unsigned long long)jget_u64(pore, "divisions", NULL),
+		       (unsigned long long)jget_u64(pore, "held_blocks", NULL),
+		       (unsigned long long)jget_u64(pore, "forced_passes", NULL));
+	}
 }
 
 /* ReCA's request classes of the mount's reads and writes, in shares. */

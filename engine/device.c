@@ -5,6 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -330,6 +333,100 @@ int hy_device_allocate(struct hy_device *dev, int64_t object, int mode, off_t of
 	if (rc < 0 && rc != -EOPNOTSUPP)
 		atomic_fetch_add_explicit(&dev->errors, 1, memory_order_relaxed);
 	return rc;
+}
+
+/* ---- where data lies (PORE's zones) ---------------------------------------- */
+
+#define FIEMAP_EXTENTS 32 /* extents asked for per ioctl */
+
+/* @object's bytes at their emulated place: a region's, or 64 MiB per
+ * inode number (as emulate() lays them). */
+static void addresses_by_inode(struct hy_device *dev, int64_t object, const uint64_t *offsets,
+			       size_t n, uint64_t *out)
+{
+	uint64_t base = 0;
+	struct stat st;
+
+	if (dev->emulation_region >= 0)
+		base = (uint64_t)dev->emulation_region;
+	else if (fstat((int)object, &st) == 0)
+		base = (uint64_t)st.st_ino * HY_DEVICE_EMULATION_FILE_SPAN;
+	for (size_t i = 0; i < n; i++)
+		out[i] = base + offsets[i];
+}
+
+int hy_device_addresses(struct hy_device *dev, int64_t object, const uint64_t *offsets, size_t n,
+			uint64_t *out)
+{
+	struct {
+		struct fiemap map;
+		struct fiemap_extent extents[FIEMAP_EXTENTS];
+	} req;
+	uint64_t start, end, known_logical = 0, known_physical = 0;
+	bool known = false;
+	size_t i = 0;
+	struct stat st;
+
+	if (!n)
+		return 0;
+	if (dev->emulation) {
+		addresses_by_inode(dev, object, offsets, n, out);
+		return 0;
+	}
+	if (dev->ops->read != file_read || fstat((int)object, &st) < 0)
+		return -EOPNOTSUPP; /* a model's objects are not files */
+	start = offsets[0];
+	end = offsets[n - 1] + 1;
+	/* the filesystem's own map of the range; blocks it has not placed yet
+	 * (delayed allocation) lie after the last placed one before them */
+	while (i < n) {
+		memset(&req, 0, sizeof(req));
+		req.map.fm_start = start;
+		req.map.fm_length = end - start;
+		req.map.fm_extent_count = FIEMAP_EXTENTS;
+		if (ioctl((int)object, FS_IOC_FIEMAP, &req.map) < 0) {
+			if (errno != EOPNOTSUPP && errno != ENOTTY)
+				return -errno;
+			/* tmpfs and the like: no map; the file's place */
+			addresses_by_inode(dev, object, offsets + i, n - i, out + i);
+			return 0;
+		}
+		for (uint32_t e = 0; e < req.map.fm_mapped_extents && i < n; e++) {
+			const struct fiemap_extent *x = &req.map.fm_extents[e];
+			bool placed =
+				!(x->fe_flags & (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC |
+						 FIEMAP_EXTENT_DATA_INLINE));
+
+			for (; i < n && offsets[i] < x->fe_logical + x->fe_length; i++) {
+				if (placed && offsets[i] >= x->fe_logical) {
+					out[i] = x->fe_physical + (offsets[i] - x->fe_logical);
+				} else if (known) {
+					out[i] = known_physical + (offsets[i] - known_logical);
+				} else {
+					out[i] = (uint64_t)st.st_ino *
+							 HY_DEVICE_EMULATION_FILE_SPAN +
+						 offsets[i];
+				}
+			}
+			if (placed) {
+				known = true;
+				known_logical = x->fe_logical + x->fe_length;
+				known_physical = x->fe_physical + x->fe_length;
+			}
+			start = x->fe_logical + x->fe_length;
+			if (x->fe_flags & FIEMAP_EXTENT_LAST) {
+				start = end;
+				break;
+			}
+		}
+		if (req.map.fm_mapped_extents == 0 || start >= end)
+			break;
+	}
+	/* past the last extent (a hole, or not written out yet) */
+	for (; i < n; i++)
+		out[i] = known ? known_physical + (offsets[i] - known_logical)
+			       : (uint64_t)st.st_ino * HY_DEVICE_EMULATION_FILE_SPAN + offsets[i];
+	return 0;
 }
 
 void hy_device_get_stats(struct hy_device *dev, struct hy_device_stats *out)

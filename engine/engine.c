@@ -878,6 +878,24 @@ static void cache_lower_put(void *arg, int64_t object)
 	hy_device_close_object(engine->backing, object);
 }
 
+/* PORE's zones: where the home file's blocks lie (its BOPT copies are
+ * not asked about: the cleaner writes home). */
+static int cache_lower_addresses(void *arg, const struct hy_cache_file *f, const uint64_t *blocks,
+				 size_t n, uint64_t *out)
+{
+	struct hy_engine *engine = arg;
+	uint64_t *offsets = malloc((n ? n : 1) * sizeof(*offsets));
+	int rc;
+
+	if (!offsets)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		offsets[i] = blocks[i] * BLOCK;
+	rc = hy_device_addresses(engine->backing, f->object, offsets, n, out);
+	free(offsets);
+	return rc;
+}
+
 void hy_engine_cache_lower(struct hy_engine *engine, struct hy_cache_lower *out)
 {
 	*out = (struct hy_cache_lower){
@@ -890,6 +908,7 @@ void hy_engine_cache_lower(struct hy_engine *engine, struct hy_cache_lower *out)
 		.sync = cache_lower_sync,
 		.hold_object = cache_lower_hold,
 		.put_object = cache_lower_put,
+		.addresses = cache_lower_addresses,
 	};
 }
 

@@ -95,6 +95,23 @@ int hy_fs_open_cache(struct hy_fs *fs, const struct hy_options *opts)
 		snprintf(path, sizeof(path), "%s/%s", opts->state_dir, HY_OPTIONS_CACHE_NAME);
 	}
 	config.store_path = path;
+	if (opts->pore_given ? opts->pore != HY_PORE_OFF : opts->backend_smr) {
+		/* PORE: a period of one persistent buffer's worth of writes is
+		 * best (the paper); the emulated disk's buffer when there is one */
+		config.pore.rule = opts->pore_given ? opts->pore : HY_PORE_BALANCE;
+		config.pore.zone_bytes = opts->pore_zone;
+		config.pore.open_permille = opts->pore_open_permille;
+		config.pore.period_blocks = (opts->pore_period	    ? opts->pore_period
+					     : fs->emulation_buffer ? fs->emulation_buffer
+								    : HY_OPTIONS_PORE_PERIOD) /
+					    HY_CACHE_LINE_SIZE;
+		if (!config.pore.period_blocks)
+			config.pore.period_blocks = 1;
+		if (config.write_policy != HY_CACHE_WRITE_BACK)
+			hy_log(LOG_NOTICE,
+			       "cache: PORE has nothing to hold back without write-back "
+			       "(cache_write=back)");
+	}
 	hy_engine_cache_lower(fs->engine, &lower);
 	rc = hy_cache_open(&config, &lower, &fs->cache, why, sizeof(why));
 	if (rc < 0) {
@@ -108,6 +125,16 @@ int hy_fs_open_cache(struct hy_fs *fs, const struct hy_options *opts)
 	hy_engine_set_cache(fs->engine, fs->cache);
 	fs->cache_write = (int)config.write_policy;
 	fs->cache_seq_cutoff = config.seq_cutoff;
+	if (config.pore.rule != HY_PORE_OFF)
+		hy_log(LOG_NOTICE,
+		       "cache: PORE (%s): zones of %" PRIu64
+		       " MiB, %u per mille open, divided every "
+		       "%" PRIu64 " MiB written",
+		       hy_pore_rule_name(config.pore.rule),
+		       (config.pore.zone_bytes ? config.pore.zone_bytes : HY_PORE_DEFAULT_ZONE) >>
+			       20,
+		       config.pore.open_permille ? config.pore.open_permille : HY_PORE_DEFAULT_OPEN,
+		       config.pore.period_blocks * HY_CACHE_LINE_SIZE >> 20);
 	hy_log(LOG_NOTICE, "cache: \"%s\", write-%s, %s, front buffer %" PRIu64 " KiB", path,
 	       config.write_policy == HY_CACHE_WRITE_BACK      ? "back"
 	       : config.write_policy == HY_CACHE_WRITE_THROUGH ? "through"
@@ -194,6 +221,27 @@ struct json_object *hy_fs_cache_status(struct hy_fs *fs)
 	add_u64(o, "migrate_filled", s.migrate_filled);
 	add_u64(o, "migrate_dropped", s.migrate_dropped);
 	add_u64(o, "migrate_home", s.migrate_home);
+	{
+		/* PORE (backend=smr): null without it */
+		struct json_object *p = NULL;
+
+		if (s.pore.rule != HY_PORE_OFF) {
+			p = json_object_new_object();
+			json_object_object_add(
+				p, "rule", json_object_new_string(hy_pore_rule_name(s.pore.rule)));
+			add_u64(p, "zone_bytes", s.pore.zone_bytes);
+			add_u64(p, "open_permille", s.pore.open_permille);
+			add_u64(p, "period_bytes", s.pore.period_blocks * HY_CACHE_LINE_SIZE);
+			add_u64(p, "zones", s.pore.zones);
+			add_u64(p, "dirty_zones", s.pore.dirty_zones);
+			add_u64(p, "open_zones", s.pore.open_zones);
+			add_u64(p, "divisions", s.pore.divisions);
+			add_u64(p, "held_blocks", s.pore_held);
+			add_u64(p, "forced_passes", s.pore_forced);
+			add_u64(p, "kept_from_front", s.pore_kept);
+		}
+		json_object_object_add(o, "pore", p);
+	}
 	add_u64(o, "journal_records", s.journal_records);
 	add_u64(o, "checkpoints", s.checkpoints);
 	add_u64(o, "recovered_blocks", s.recovered_blocks);

@@ -107,6 +107,7 @@ static uint64_t activity(void *ctx)
  * made; one the user asked for fails the mount. */
 /* The disk model of emulate=KIND[:NAME=VALUE...] (devmodel.h). */
 static uint64_t emulation_capacity;
+static uint64_t emulation_buffer; /* an SMR model's persistent buffer: PORE's period */
 
 static int emulation_new(const char *spec, struct hy_device_emulation **out, char *why,
 			 size_t why_size)
@@ -131,6 +132,8 @@ static int emulation_new(const char *spec, struct hy_device_emulation **out, cha
 		snprintf(why, why_size, "option \"emulate=%s\": %s", spec, msg);
 	else
 		emulation_capacity = params.capacity;
+	if (rc == 0 && kind == HY_DEVMODEL_SMR)
+		emulation_buffer = params.buffer_bytes;
 	free(copy);
 	return rc;
 }
@@ -406,6 +409,7 @@ int main(int argc, char **argv)
 		hy_device_set_emulation(fs.backing, emulation, -1);
 		fs.emulation = emulation;
 		fs.emulate = opts.emulate;
+		fs.emulation_buffer = emulation_buffer;
 	}
 	if (open_borg(&opts, &fs, state) < 0)
 		goto out_unmount;

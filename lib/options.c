@@ -371,6 +371,67 @@ static int parse_one(struct hy_options *opts, char *word, char *why, size_t why_
 		return parse_size(name, value, true, &opts->cache_migrate_rate, why, why_size);
 	if (strcmp(name, "reca") == 0)
 		return parse_bool(name, value, &opts->reca, why, why_size);
+	if (strcmp(name, "backend") == 0) {
+		if (value && strcmp(value, "smr") == 0)
+			opts->backend_smr = true;
+		else if (value && strcmp(value, "cmr") == 0)
+			opts->backend_smr = false;
+		else
+			return say(why, why_size,
+				   "option \"backend%s%s\": the backing disk is cmr (conventional, "
+				   "the default) or smr (shingled)",
+				   value ? "=" : "", value ? value : "");
+		return 0;
+	}
+	if (strcmp(name, "pore") == 0) {
+		enum hy_pore_rule rule;
+
+		if (!value || hy_pore_rule_parse(value, &rule) < 0)
+			return say(why, why_size,
+				   "option \"pore%s%s\": PORE's zone choice is coverage, "
+				   "popularity, balance or off",
+				   value ? "=" : "", value ? value : "");
+		opts->pore = rule;
+		opts->pore_given = true;
+		return 0;
+	}
+	if (strcmp(name, "pore_zone") == 0) {
+		if (parse_size(name, value, false, &opts->pore_zone, why, why_size))
+			return -EINVAL;
+		if (opts->pore_zone < HY_PORE_MIN_ZONE || opts->pore_zone > HY_PORE_MAX_ZONE)
+			return say(why, why_size, "option \"pore_zone=%s\": zones of 1M to 1T",
+				   value);
+		return 0;
+	}
+	if (strcmp(name, "pore_open") == 0) {
+		double percent;
+		char copy[32];
+		size_t len = value ? strlen(value) : 0;
+
+		/* "10%" or "10": a percentage */
+		if (len && len < sizeof(copy)) {
+			memcpy(copy, value, len + 1);
+			if (copy[len - 1] == '%')
+				copy[len - 1] = '\0';
+		} else {
+			copy[0] = '\0';
+		}
+		if (!*copy || parse_number(name, copy, 0.1, 100.0, &percent, NULL, 0))
+			return say(why, why_size,
+				   "option \"pore_open%s%s\": the share of the zones open, a "
+				   "percentage from 0.1%% to 100%%",
+				   value ? "=" : "", value ? value : "");
+		opts->pore_open_permille = (unsigned)(percent * 10.0 + 0.5);
+		return 0;
+	}
+	if (strcmp(name, "pore_period") == 0) {
+		if (parse_size(name, value, false, &opts->pore_period, why, why_size))
+			return -EINVAL;
+		if (opts->pore_period < 4096)
+			return say(why, why_size,
+				   "option \"pore_period=%s\": at least one block (4K)", value);
+		return 0;
+	}
 	if (strcmp(name, "max_threads") == 0)
 		return parse_uint(name, value, 1, 256, &opts->max_threads, why, why_size);
 	if (!value && in_list(kernel_flags, name))
@@ -754,6 +815,16 @@ void hy_options_usage(const char *program, FILE *out)
 		"                         none; e.g. emulate=hdd:rpm=5400)\n"
 		"  reca=on|off            classify every request and follow the cache policy\n"
 		"                         of each process's workload category (default on)\n"
+		"  backend=cmr|smr        the backing disk; smr turns PORE on: the cache's\n"
+		"                         cleaner writes dirty blocks home only into the\n"
+		"                         zones open this period (default cmr)\n"
+		"  pore=balance|coverage|popularity|off  how PORE chooses the open zones\n"
+		"                         (default balance with backend=smr, else off)\n"
+		"  pore_zone=SIZE         PORE's zones (default 16M)\n"
+		"  pore_open=P%%           share of the zones with dirty blocks open (default\n"
+		"                         10%%)\n"
+		"  pore_period=SIZE       bytes written into the cache between divisions\n"
+		"                         (default: emulate=smr's buffer, else 1G)\n"
 		"  nosuid, nodev, noexec, noatime, ... passed to the kernel\n"
 		"\n"
 		"See hybridfs(8).\n",

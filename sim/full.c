@@ -9,6 +9,7 @@
 #include "hybridfs/cache_store.h"
 #include "hybridfs/category.h"
 #include "hybridfs/classify.h"
+#include "hybridfs/devmodel.h"
 #include "hybridfs/replay.h"
 #include "hybridfs/sim_full.h"
 #include "hybridfs/trace_reader.h"
@@ -23,11 +24,39 @@
 
 /* ---- home: a model that keeps nothing ---------------------------------- */
 
+struct hy_sim_full {
+	struct hy_sim_full_config cfg;
+	struct hy_cache *cache;
+	char *store_path;
+	struct hy_devmodel *backing; /* NULL: untimed */
+	double backing_busy_ms;
+	struct hy_workload_policy_table table;
+	struct hy_classify_history *histories; /* by device (up to MAX_HISTORIES) */
+	struct hy_category_state *categories;  /* by pid or device, hashed */
+	uint64_t *category_keys;
+	uint64_t since_evict, since_clean, clean_every;
+	struct hy_sim_full_stats st;
+	unsigned char *buf; /* CHUNK_BLOCKS blocks: a request larger than that goes in pieces */
+};
+
+/* Where file @file_id's byte @off lies on the backing model: the replay's
+ * address of its device's block (replay.h: device d at d * 2^40). */
+static uint64_t home_address(uint64_t file_id, uint64_t off)
+{
+	return ((file_id - 1) << 40) + off;
+}
+
+static void home_serve(struct hy_sim_full *f, const struct hy_cache_file *file, size_t len,
+		       off_t off, bool write)
+{
+	if (f->backing)
+		f->backing_busy_ms += hy_devmodel_serve(
+			f->backing, home_address(file->file_id, (uint64_t)off), len, write);
+}
+
 static ssize_t home_read(void *arg, const struct hy_cache_file *f, void *buf, size_t len, off_t off)
 {
-	(void)arg;
-	(void)f;
-	(void)off;
+	home_serve(arg, f, len, off, false);
 	memset(buf, 0, len);
 	return (ssize_t)len;
 }
@@ -35,11 +64,18 @@ static ssize_t home_read(void *arg, const struct hy_cache_file *f, void *buf, si
 static ssize_t home_write(void *arg, const struct hy_cache_file *f, const void *buf, size_t len,
 			  off_t off)
 {
-	(void)arg;
-	(void)f;
 	(void)buf;
-	(void)off;
+	home_serve(arg, f, len, off, true);
 	return (ssize_t)len;
+}
+
+static int home_addresses(void *arg, const struct hy_cache_file *f, const uint64_t *blocks,
+			  size_t n, uint64_t *out)
+{
+	(void)arg;
+	for (size_t i = 0; i < n; i++)
+		out[i] = home_address(f->file_id, blocks[i] * BLOCK);
+	return 0;
 }
 
 static int home_getattr(void *arg, const struct hy_cache_file *f, struct hy_device_attr *out)
@@ -89,24 +125,18 @@ static void home_put(void *arg, int64_t object)
 }
 
 static const struct hy_cache_lower home = {
-	NULL,		home_read, home_write, home_getattr, home_extend,
-	home_set_mtime, home_sync, home_hold,  home_put,
+	.read = home_read,
+	.write = home_write,
+	.getattr = home_getattr,
+	.extend = home_extend,
+	.set_mtime = home_set_mtime,
+	.sync = home_sync,
+	.hold_object = home_hold,
+	.put_object = home_put,
+	.addresses = home_addresses,
 };
 
 /* ---- the replay ----------------------------------------------------------- */
-
-struct hy_sim_full {
-	struct hy_sim_full_config cfg;
-	struct hy_cache *cache;
-	char *store_path;
-	struct hy_workload_policy_table table;
-	struct hy_classify_history *histories; /* by device (up to MAX_HISTORIES) */
-	struct hy_category_state *categories;  /* by pid or device, hashed */
-	uint64_t *category_keys;
-	uint64_t since_evict;
-	struct hy_sim_full_stats st;
-	unsigned char *buf; /* CHUNK_BLOCKS blocks: a request larger than that goes in pieces */
-};
 
 /* A store file of exactly @lines lines (its layout's size found by asking
  * the store how many lines a size gives). */
@@ -142,6 +172,7 @@ int hy_sim_full_new(const struct hy_sim_full_config *cfg, struct hy_sim_full **o
 {
 	struct hy_sim_full *f;
 	struct hy_cache_config cc;
+	struct hy_cache_lower lower = home;
 	const char *dir = cfg->store_dir ? cfg->store_dir : getenv("TMPDIR");
 	unsigned permille = cfg->front_permille ? cfg->front_permille : 125;
 	uint64_t front, lines;
@@ -188,17 +219,29 @@ int hy_sim_full_new(const struct hy_sim_full_config *cfg, struct hy_sim_full **o
 	}
 	close(fd);
 	rc = make_store(f->store_path, lines, why, why_size);
+	if (rc == 0 && cfg->backing)
+		rc = hy_devmodel_new(cfg->backing, &f->backing, why, why_size);
+	if (rc == 0 && cfg->pore.rule != HY_PORE_OFF && !cfg->write_back) {
+		snprintf(why, why_size, "PORE needs the cache in write-back");
+		rc = -EINVAL;
+	}
 	memset(&cc, 0, sizeof(cc));
 	cc.store_path = f->store_path;
 	cc.uuid = SIM_UUID;
-	cc.write_policy = HY_CACHE_WRITE_THROUGH;
+	cc.write_policy = cfg->write_back ? HY_CACHE_WRITE_BACK : HY_CACHE_WRITE_THROUGH;
+	cc.pore = cfg->pore;
+	lower.arg = f;
+	if (cc.pore.rule != HY_PORE_OFF && !cc.pore.period_blocks)
+		cc.pore.period_blocks = cfg->backing && cfg->backing->buffer_bytes >= BLOCK
+						? cfg->backing->buffer_bytes / BLOCK
+						: 1;
 	cc.policy = HY_POLICY_LRU3;
 	cc.front_bytes = front * BLOCK;
 	cc.heat_periods = 8;
 	cc.heat_threshold = cfg->heat_threshold < 0 ? 1.5 : cfg->heat_threshold;
 	cc.no_threads = true;
 	if (rc == 0)
-		rc = hy_cache_open(&cc, &home, &f->cache, why, why_size);
+		rc = hy_cache_open(&cc, &lower, &f->cache, why, why_size);
 	if (rc == 0 && cfg->reca) {
 		f->histories = calloc(MAX_HISTORIES, sizeof(*f->histories));
 		f->categories = calloc(MAX_PROCESSES, sizeof(*f->categories));
@@ -224,6 +267,7 @@ int hy_sim_full_new(const struct hy_sim_full_config *cfg, struct hy_sim_full **o
 		hy_cache_get_stats(f->cache, &s);
 		f->st.ssd_lines = s.ssd_lines;
 		f->st.front_blocks = s.dram_slots;
+		f->clean_every = cfg->clean_every ? cfg->clean_every : (cfg->capacity + 7) / 8;
 	}
 	*out = f;
 	return 0;
@@ -235,6 +279,7 @@ void hy_sim_full_free(struct hy_sim_full *f)
 		return;
 	if (f->cache && hy_cache_close(f->cache) < 0)
 		fprintf(stderr, "hybridfs simulator: closing the cache failed\n");
+	hy_devmodel_free(f->backing);
 	if (f->store_path && unlink(f->store_path) < 0)
 		fprintf(stderr, "hybridfs simulator: cannot remove \"%s\": %s\n", f->store_path,
 			strerror(errno));
@@ -326,6 +371,18 @@ int hy_sim_full_request(struct hy_sim_full *f, const struct hy_trace_record *rec
 				return -EIO;
 			f->since_evict = 0;
 		}
+		/* write-back: the cleaner's pass once every clean_every blocks
+		 * written, as its thread would run every few seconds */
+		if (rec->write && f->cfg.write_back) {
+			f->since_clean += chunk;
+			if (f->since_clean >= f->clean_every) {
+				int64_t r = hy_cache_run_cleaner(f->cache);
+
+				if (r < 0)
+					return (int)r;
+				f->since_clean = 0;
+			}
+		}
 		b += chunk;
 	}
 	return f->st.capped ? 0 : 1;
@@ -344,4 +401,16 @@ void hy_sim_full_get_stats(struct hy_sim_full *f, struct hy_sim_full_stats *out)
 	out->ssd_bytes_written = s.ssd_bytes_written;
 	out->heat_admitted = s.heat_admitted;
 	out->heat_refused = s.heat_refused;
+	out->cleaned_blocks = s.cleaned_blocks;
+	out->pore = s.pore;
+	out->pore_held = s.pore_held;
+	out->pore_forced = s.pore_forced;
+	out->backing_busy_ms = f->backing_busy_ms;
+	if (f->backing)
+		hy_devmodel_get_stats(f->backing, &out->backing);
+}
+
+int64_t hy_sim_full_finish(struct hy_sim_full *f)
+{
+	return hy_cache_flush(f->cache);
 }

@@ -6,4 +6,3 @@ sim_libhysim_a_CFLAGS = $(AM_CFLAGS) $(ZLIB_CFLAGS)
 sim_libhysim_a_SOURCES += sim/replay.c
 sim_libhysim_a_SOURCES += sim/layout.c
 sim_libhysim_a_SOURCES += sim/full.c
-sim_libhysim_a_SOURCES += sim/keymap.c

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "hybridfs/keymap.h"
+#include "hybridfs/pore.h"
 #include "hybridfs/replay.h"
 #include "hybridfs/trace_reader.h"
 
@@ -82,18 +83,10 @@ struct hy_replay {
 	size_t nprocs;
 	struct latency_hist all, by_class[HY_CLASS_COUNT], by_category[HY_CATEGORY_COUNT];
 	/* write-back and PORE */
-	uint8_t *line_dirty;	/* per line */
-	uint32_t *line_zone;	/* per line: index of its zone */
-	struct hy_keymap zones; /* zone number -> index */
-	struct zone {
-		uint64_t number;
-		uint32_t dirty; /* dirty cached blocks */
-		uint32_t hits;	/* accesses this period */
-		bool open;
-	} * zone;
-	size_t nzones;
-	uint64_t zone_bytes, period, writes_in_period;
-	double pending_ms; /* eviction writes the current request waits for */
+	uint8_t *line_dirty;  /* per line */
+	uint32_t *line_zone;  /* per line: its PORE zone */
+	struct hy_pore *pore; /* PORE's zones (pore.h, the cache's own code) */
+	double pending_ms;    /* eviction writes the current request waits for */
 };
 
 int hy_replay_new(const struct hy_replay_config *cfg, struct hy_replay **out, char *why,
@@ -157,18 +150,29 @@ int hy_replay_new(const struct hy_replay_config *cfg, struct hy_replay **out, ch
 		if (cfg->write_back) {
 			r->line_dirty = calloc(r->capacity, 1);
 			r->line_zone = calloc(r->capacity, sizeof(*r->line_zone));
-			if (!r->line_dirty || !r->line_zone ||
-			    hy_keymap_init(&r->zones, 64, true) < 0) {
+			if (!r->line_dirty || !r->line_zone) {
 				snprintf(why, why_size, "out of memory");
 				hy_replay_free(r);
 				return -ENOMEM;
 			}
-			r->zone_bytes =
-				cfg->pore_zone_bytes ? cfg->pore_zone_bytes : UINT64_C(16) << 20;
-			r->period = cfg->pore_period ? cfg->pore_period
-						     : cfg->backing->buffer_bytes / HY_REPLAY_BLOCK;
-			if (!r->period)
-				r->period = 1;
+		}
+		if (cfg->write_back && cfg->pore != HY_PORE_OFF) {
+			struct hy_pore_config pc = {
+				.rule = cfg->pore,
+				.zone_bytes = cfg->pore_zone_bytes,
+				.open_permille = cfg->pore_open_permille,
+				.period_blocks = cfg->pore_period ? cfg->pore_period
+								  : cfg->backing->buffer_bytes /
+									    HY_REPLAY_BLOCK,
+			};
+
+			if (!pc.period_blocks)
+				pc.period_blocks = 1;
+			rc = hy_pore_new(&pc, &r->pore, why, why_size);
+			if (rc < 0) {
+				hy_replay_free(r);
+				return rc;
+			}
 		}
 	}
 	*out = r;
@@ -195,9 +199,7 @@ void hy_replay_free(struct hy_replay *r)
 		hy_keymap_free(&r->processes);
 	free(r->line_dirty);
 	free(r->line_zone);
-	free(r->zone);
-	if (r->zones.keys)
-		hy_keymap_free(&r->zones);
+	hy_pore_free(r->pore);
 	free(r);
 }
 
@@ -214,72 +216,17 @@ static uint64_t key_address(uint64_t key)
 static int64_t index_of(struct hy_keymap *m, uint64_t key, size_t *count, void **array,
 			size_t elem);
 
-/* The zone of @key (made when new): its index, or -ENOMEM. */
+/* The PORE zone of @key: its index, or -ENOMEM. */
 static int64_t zone_of(struct hy_replay *r, uint64_t key)
 {
-	uint64_t number = key_address(key) / r->zone_bytes;
-	size_t before = r->nzones;
-	int64_t z = index_of(&r->zones, number, &r->nzones, (void **)&r->zone, sizeof(*r->zone));
-
-	if (z >= 0 && r->nzones > before)
-		r->zone[z] = (struct zone){.number = number, .open = true};
-	return z;
-}
-
-static int by_score_desc(const void *a, const void *b)
-{
-	const double *x = a, *y = b;
-
-	return (x[0] < y[0]) - (x[0] > y[0]);
-}
-
-/* PORE: the zones holding dirty blocks re-divided; the best-scoring share
- * (by the rule) open, the others forbidden. */
-static void pore_divide(struct hy_replay *r)
-{
-	double *scored = malloc(r->nzones * 2 * sizeof(double));
-	size_t n = 0, open;
-	unsigned permille = r->cfg.pore_open_permille ? r->cfg.pore_open_permille : 100;
-
-	r->st.pore_divisions++;
-	if (!scored) /* keep the last division */
-		return;
-	for (size_t z = 0; z < r->nzones; z++) {
-		struct zone *x = &r->zone[z];
-		double score;
-
-		x->open = x->dirty == 0; /* nothing dirty: nothing to forbid */
-		if (!x->dirty)
-			continue;
-		switch (r->cfg.pore) {
-		case HY_PORE_COVERAGE:
-			score = x->dirty;
-			break;
-		case HY_PORE_POPULARITY:
-			score = -(double)x->hits;
-			break;
-		default:
-			score = (double)x->dirty / (1.0 + x->hits);
-			break;
-		}
-		scored[2 * n] = score;
-		scored[2 * n + 1] = (double)z;
-		n++;
-	}
-	qsort(scored, n, 2 * sizeof(double), by_score_desc);
-	open = (n * permille + 999) / 1000;
-	for (size_t i = 0; i < open && i < n; i++)
-		r->zone[(size_t)scored[2 * i + 1]].open = true;
-	for (size_t z = 0; z < r->nzones; z++)
-		r->zone[z].hits = 0;
-	free(scored);
+	return hy_pore_zone(r->pore, key_address(key));
 }
 
 static bool pore_evictable(uint32_t line, void *arg)
 {
 	const struct hy_replay *r = arg;
 
-	return !r->line_dirty[line] || r->zone[r->line_zone[line]].open;
+	return !r->line_dirty[line] || hy_pore_open(r->pore, r->line_zone[line]);
 }
 
 /* A line leaves: a dirty one is written to the backing device now. */
@@ -290,26 +237,27 @@ static void line_leaves(struct hy_replay *r, uint32_t line)
 	r->pending_ms += hy_devmodel_serve(r->backing, key_address(r->line_key[line]),
 					   HY_REPLAY_BLOCK, true);
 	r->st.dirty_evictions++;
-	r->zone[r->line_zone[line]].dirty--;
+	if (r->pore)
+		hy_pore_dirty(r->pore, r->line_zone[line], -1);
 	r->line_dirty[line] = 0;
 }
 
 /* write-back: @line (of @key) is written. */
 static int line_written(struct hy_replay *r, uint32_t line, uint64_t key)
 {
-	int64_t z = zone_of(r, key);
-
-	if (z < 0)
-		return (int)z;
 	if (!r->line_dirty[line]) {
 		r->line_dirty[line] = 1;
-		r->line_zone[line] = (uint32_t)z;
-		r->zone[z].dirty++;
+		if (r->pore) {
+			int64_t z = zone_of(r, key);
+
+			if (z < 0)
+				return (int)z;
+			r->line_zone[line] = (uint32_t)z;
+			hy_pore_dirty(r->pore, (uint32_t)z, 1);
+		}
 	}
-	if (r->cfg.pore && ++r->writes_in_period >= r->period) {
-		pore_divide(r);
-		r->writes_in_period = 0;
-	}
+	if (r->pore && hy_pore_written(r->pore, 1))
+		r->st.pore_divisions++;
 	return 0;
 }
 
@@ -329,12 +277,12 @@ int hy_replay_access(struct hy_replay *r, uint64_t key, bool write)
 		hy_policy_age(r->policy);
 		r->since_age = 0;
 	}
-	if (r->line_dirty && r->cfg.pore) {
+	if (r->pore) {
 		int64_t z = zone_of(r, key);
 
 		if (z < 0)
 			return (int)z;
-		r->zone[z].hits++;
+		hy_pore_access(r->pore, (uint32_t)z, 1);
 	}
 	if (r->map.keys[slot] == key) {
 		hy_policy_hit(r->policy, r->map.values[slot]);
@@ -355,12 +303,11 @@ int hy_replay_access(struct hy_replay *r, uint64_t key, bool write)
 	} else {
 		uint64_t victim;
 
-		if (r->line_dirty && r->cfg.pore &&
-		    hy_policy_victim(r->policy, NULL, pore_evictable, r, &line) == 0) {
+		if (r->pore && hy_policy_victim(r->policy, NULL, pore_evictable, r, &line) == 0) {
 			/* a clean line, or a dirty one of an open zone */
 		} else if (hy_policy_victim(r->policy, NULL, NULL, NULL, &line) != 0) {
 			return 0; /* cannot happen: every line is evictable */
-		} else if (r->line_dirty && r->cfg.pore) {
+		} else if (r->pore) {
 			r->st.forced_evictions++;
 		}
 		line_leaves(r, line);

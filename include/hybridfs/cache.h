@@ -67,6 +67,19 @@
  *     file's modification time; files closed for the last time first
  *     (FusionCache's session write-back: hy_cache_close queues them).
  *     hy_cache_flush and close write everything home.
+ *   - PORE (backend=smr, pore.h): home is a shingled disk, where dirty
+ *     blocks written home all over it cost a band rewrite each. The
+ *     cleaner then writes home only the dirty blocks of open zones (their
+ *     addresses from the lower path's addresses()), re-dividing the zones
+ *     into open and forbidden once a period of blocks written into the
+ *     cache, by the configured rule (a line's hits since the last division
+ *     are its popularity); the others stay cached, dirty. Victims are clean
+ *     lines anyway, so "clean ones anywhere dropped" holds as it is; a cold
+ *     dirty block leaving the front buffer enters the store's cold queue
+ *     instead of going home. When half of the cache is dirty the cleaner
+ *     writes every zone (a victim must stay findable); a flush, an fsync
+ *     that sends blocks home and a close are not held back (durability
+ *     first).
  *
  * ReCA's per-process configuration: a request may come with a hint (what
  * its process's workload category says for its class: write policy,
@@ -110,6 +123,7 @@
 #include "hybridfs/device.h"
 #include "hybridfs/options.h" /* enum hy_cache_write_policy */
 #include "hybridfs/policy.h"
+#include "hybridfs/pore.h"
 #include "hybridfs/workload_policy.h"
 
 #define HY_CACHE_GATES 256
@@ -138,6 +152,11 @@ struct hy_cache_lower {
 	 * put_object(). */
 	int (*hold_object)(void *arg, const struct hy_cache_file *f, int64_t *object);
 	void (*put_object)(void *arg, int64_t object);
+	/* PORE: the byte addresses on the backing disk of @f's 4 KiB blocks
+	 * @blocks[0..n) (ascending) into @out. May be NULL, or fail: then a
+	 * block lies at its file id * 64 MiB + its offset. */
+	int (*addresses)(void *arg, const struct hy_cache_file *f, const uint64_t *blocks, size_t n,
+			 uint64_t *out);
 };
 
 /* At mount: opens, for writing, the home files of @ids (sorted, unique)
@@ -179,6 +198,7 @@ struct hy_cache_config {
 	uint64_t seq_cutoff;		   /* bytes of a file's sequential write stream past
 					    * which it goes home (0: never) */
 	uint64_t migrate_rate;		   /* bytes/s of line migrations (0: no limit) */
+	struct hy_pore_config pore;	   /* backend=smr: PORE's zones (rule OFF: none) */
 	bool no_threads;		   /* tests: no hy-front/hy-cache-clean threads */
 	hy_cache_open_homes_fn open_homes; /* NULL: dirty lines left by a crash refuse the mount */
 	void *open_homes_arg;
@@ -217,6 +237,11 @@ struct hy_cache_stats {
 	uint64_t migrate_dropped; /* migrations given up (queue full, file busy or changed) */
 	uint64_t migrate_home;	  /* files whose dirty blocks went home early: their
 				   * process left write-back */
+	/* PORE (backend=smr; rule "off" and zeros without it) */
+	struct hy_pore_stats pore;
+	uint64_t pore_held;   /* dirty blocks the last cleaner pass kept: forbidden zones */
+	uint64_t pore_forced; /* cleaner passes that wrote every zone: half the cache dirty */
+	uint64_t pore_kept;   /* cold dirty blocks the front buffer sent to the store, not home */
 	uint64_t journal_records, checkpoints;
 	uint64_t recovered_blocks;  /* dirty blocks written home at open */
 	uint64_t lost_blocks;	    /* ... that lay past the end of a truncated store */

@@ -118,6 +118,17 @@ void hy_device_close_object(struct hy_device *dev, int64_t object);
 
 void hy_device_get_stats(struct hy_device *dev, struct hy_device_stats *out);
 
+/* Where @object's bytes at @offsets[0..n) (ascending) lie on the disk, into
+ * @out (PORE's zones, for the cache's cleaner: a few calls a pass, not on
+ * the request path). Under emulate=: the emulated place. A file on a real
+ * filesystem: its physical address from FIEMAP (a byte the filesystem has
+ * not placed yet lies right after the last placed one before it); a
+ * filesystem without FIEMAP (tmpfs): 64 MiB per inode number plus the
+ * offset. 0, or -EOPNOTSUPP for a device whose objects are not files, or
+ * the ioctl's negative errno. */
+int hy_device_addresses(struct hy_device *dev, int64_t object, const uint64_t *offsets, size_t n,
+			uint64_t *out);
+
 /* ---- emulation (emulate=hdd) ----------------------------------------------
  * A disk model (devmodel.h) that the devices of a mount share, as they
  * would share one disk: every read and write is delayed by the model's

@@ -108,6 +108,7 @@ struct hy_fs {
 	 * by (NULL: none; owned by main), and the option's text */
 	struct hy_device_emulation *emulation;
 	const char *emulate;
+	uint64_t emulation_buffer; /* emulate=smr's persistent buffer, bytes (0: none) */
 	uint64_t cache_seq_cutoff; /* ... and its sequential cutoff, for "status" */
 	_Atomic uint64_t ops[HY_OP_COUNT];
 	_Atomic uint64_t bytes_read, bytes_written;

@@ -2,15 +2,15 @@
  * keymap.h - a hash table of 64-bit keys (to 32-bit values, or a set),
  * open addressing with linear probing, for the simulator's per-block
  * tables (sim/: the replay's cached blocks, the footprint, devices,
- * processes, PORE's zones, BORG's relocations).
+ * processes, BORG's relocations) and PORE's zones (lib/pore.c).
  *
  * Keys are any value but HY_KEYMAP_EMPTY. The table grows by doubling past
  * half full; deletion shifts back the keys that probed past the deleted
  * slot (no tombstones). O(1) expected per operation.
  *
- * Who calls it: sim/replay.c, sim/layout.c. Memory: the caller owns the
- * struct; hy_keymap_init allocates its arrays, hy_keymap_free releases
- * them. Threads: none; one user at a time.
+ * Who calls it: sim/replay.c, sim/layout.c, lib/pore.c. Memory: the
+ * caller owns the struct; hy_keymap_init allocates its arrays,
+ * hy_keymap_free releases them. Threads: none; one user at a time.
  */
 #ifndef HYBRIDFS_KEYMAP_H
 #define HYBRIDFS_KEYMAP_H

@@ -23,6 +23,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "hybridfs/pore.h"
+
 #define HY_STATE_DIR_NAME	      ".hybridfs" /* default state folder, inside BACKING */
 #define HY_OPTIONS_BOPT_NAME	      "bopt"	  /* the default BOPT, a file in the state folder */
 #define HY_OPTIONS_BOPT_SIZE	      (256ULL << 20)
@@ -39,6 +41,7 @@
 #define HY_OPTIONS_HEAT_THRESHOLD_MAX 255.0
 #define HY_OPTIONS_CACHE_CLEAN_RATE   (32ULL << 20)
 #define HY_OPTIONS_CACHE_SEQ_CUTOFF   (4ULL << 20) /* bcache's sequential_cutoff */
+#define HY_OPTIONS_PORE_PERIOD	      (1ULL << 30) /* without emulate=smr's buffer size */
 
 /* cache_write=: where a write to a block goes while the SSD cache is on.
  * The cache module takes the value from here. */
@@ -118,6 +121,18 @@ struct hy_options {
 	 * workload category and the cache policy of its category (on by
 	 * default; needs the profiler) */
 	bool reca;
+	/* backend=smr: home is a shingled disk; the cache's cleaner then
+	 * follows PORE (pore.h) with the rule pore= names (balance unless
+	 * given; pore= alone turns it on over any disk), zones of pore_zone
+	 * bytes, pore_open per mille of the zones holding dirty blocks open,
+	 * divided again every pore_period bytes written into the cache (0:
+	 * emulate=smr's buffer, else HY_OPTIONS_PORE_PERIOD) */
+	bool backend_smr;
+	enum hy_pore_rule pore;
+	bool pore_given;
+	uint64_t pore_zone;
+	unsigned pore_open_permille;
+	uint64_t pore_period;
 
 	/* Mount options passed to the kernel unchanged, comma separated
 	 * (nosuid, nodev, noexec, noatime, ...). Owned. */

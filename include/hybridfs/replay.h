@@ -61,21 +61,12 @@
 #include "hybridfs/classify.h"
 #include "hybridfs/devmodel.h"
 #include "hybridfs/policy.h"
+#include "hybridfs/pore.h"
 
 #define HY_REPLAY_BLOCK	       4096u
 #define HY_REPLAY_DEVICE_SHIFT 48
 
 struct hy_trace_record;
-
-/* PORE's zone choice (papers.md): which zones are open to dirty evictions
- * for the next period. */
-enum hy_replay_pore {
-	HY_PORE_OFF = 0,
-	HY_PORE_COVERAGE,   /* the zones with the most dirty blocks: a band
-			     * rewrite carries the most (least write amplification) */
-	HY_PORE_POPULARITY, /* the least accessed zones last period (best hits) */
-	HY_PORE_BALANCE,    /* dirty blocks over accesses: both */
-};
 
 struct hy_replay_config {
 	enum hy_policy_kind policy;
@@ -89,7 +80,7 @@ struct hy_replay_config {
 	 * else they go through */
 	bool write_back;
 	/* PORE (write-back): dirty victims only from open zones */
-	enum hy_replay_pore pore;
+	enum hy_pore_rule pore;	     /* pore.h's zone choice; HY_PORE_OFF: none */
 	uint64_t pore_zone_bytes;    /* 0: 16 MiB */
 	unsigned pore_open_permille; /* share of the zones holding dirty blocks
 				      * that are open; 0: 100 (10%) */

@@ -13,9 +13,13 @@
  * being file d + 1. The cache's
  * total size is @capacity blocks: @front_permille of it in the front
  * buffer, the rest lines of a store file made in @store_dir (removed when
- * the replay ends). Writes go through (write-through: the model's home
- * keeps nothing, so write-back would only defer no-ops). Without threads:
- * the front buffer's eviction runs every 64 accesses, as its thread would
+ * the replay ends). Writes go through, or with @write_back stay dirty
+ * until the cleaner's pass, which runs every @clean_every blocks written
+ * (as its thread runs every few seconds), with PORE's zones when asked
+ * (the daemon's backend=smr: the same cleaner code). With a @backing
+ * model every read and write the cache sends home is served by it (busy
+ * time, and an SMR model's write amplification). Without threads: the
+ * front buffer's eviction runs every 64 accesses, as its thread would
  * when the buffer runs low. With @reca, each request is classified in its
  * device's history and its process (its pid, else its device) gets a
  * category; the default policy table turns them into the request's hint.
@@ -34,6 +38,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hybridfs/devmodel.h"
+#include "hybridfs/pore.h"
+
 struct hy_trace_record;
 struct hy_sim_full;
 struct hy_workload_policy_table;
@@ -49,6 +56,14 @@ struct hy_sim_full_config {
 	const char *store_dir; /* NULL: $TMPDIR or /tmp */
 	/* with @reca: the policy table to follow (copied; NULL: the defaults) */
 	const struct hy_workload_policy_table *table;
+	/* timing: a model of home (NULL: none); every read and write the
+	 * cache sends home is served by it */
+	const struct hy_devmodel_params *backing;
+	bool write_back;	    /* the cache in write-back (else write-through) */
+	uint64_t clean_every;	    /* write-back: blocks written between cleaner
+				     * passes; 0: an eighth of the capacity */
+	struct hy_pore_config pore; /* write-back: PORE's zones (rule OFF: none);
+				     * period 0: the model's buffer_bytes */
 };
 
 struct hy_sim_full_stats {
@@ -59,6 +74,12 @@ struct hy_sim_full_stats {
 	uint64_t ssd_bytes_written, heat_admitted, heat_refused;
 	uint64_t requests, dropped;
 	bool capped;
+	/* write-back and timing */
+	uint64_t cleaned_blocks; /* dirty blocks the cleaner (and a flush) wrote home */
+	struct hy_pore_stats pore;
+	uint64_t pore_held, pore_forced;
+	double backing_busy_ms;
+	struct hy_devmodel_stats backing; /* zeros when untimed */
 };
 
 /* 0, or a negative errno with the reason in @why. */
@@ -71,5 +92,9 @@ void hy_sim_full_free(struct hy_sim_full *full);
 int hy_sim_full_request(struct hy_sim_full *full, const struct hy_trace_record *rec);
 
 void hy_sim_full_get_stats(struct hy_sim_full *full, struct hy_sim_full_stats *out);
+
+/* At the end of the trace: every dirty block home (counted on the model).
+ * The blocks written, or a negative errno. */
+int64_t hy_sim_full_finish(struct hy_sim_full *full);
 
 #endif

@@ -2,7 +2,10 @@
 # emulate.sh - emulate=hdd on a real mount: every backing read is delayed by
 # the HDD model's service time, so random reads cost the emulated disk far
 # more than sequential ones (checked on the model's own figures in status,
-# not on the clock); the status line and bad emulate= values.
+# not on the clock); the status line and bad emulate= values. Then PORE in
+# the daemon (backend=smr over emulate=smr): the cleaner writes home only
+# the dirty blocks of the open zones and holds the others, where without
+# backend=smr it writes them all; every byte is home after the unmount.
 . "$(dirname "$0")/lib.sh"
 
 hy_need_iogen
@@ -51,4 +54,51 @@ hy_log "sequential: $sreq requests, $sms ms modeled; random: $rreq requests, $rm
 # sequential reads pay one seek, then the drive's read-ahead
 awk -v s="$sms" -v r="$rms" 'BEGIN { exit !(r >= 64 * 4.1 && r > 10 * s) }' ||
 	hy_fail "random reads were modeled at $rms ms, sequential at $sms ms"
+
+# ---- PORE: backend=smr ----------------------------------------------------
+for bad in "backend=tape backend=tape" "pore=lru pore=lru" "pore_zone=4K pore_zone=4K" \
+	"pore_open=0 pore_open=0"; do
+	set -- $bad
+	if out=$("$HYBRIDFS" "$B" "$M" -f -o "state=$HY_TMP/s0,$1" 2>&1); then
+		hy_fail "-o $1 was accepted"
+	else
+		case $out in *"$2"*) ;; *) hy_fail "-o $1: the message does not name \"$2\": $out" ;; esac
+	fi
+done
+head -c $((16 * 4096)) /dev/urandom >"$HY_TMP/ref"
+# sixteen files with dirty blocks, each its own zone on the emulated disk
+# (64 MiB an inode, zones of 16 MiB); with 5% open one zone opens at a
+# division (every pass with new writes: pore_period=4K), so however the
+# cleaner's passes fall among the writes, most zones are forbidden at the
+# end, and their blocks stay in the cache
+pore_run() {
+	local state=$1 opts=$2 i
+	hy_mount_ready "$B" "$M" "state=$state,emulate=smr,cache_write=back$opts"
+	for i in $(seq 1 16); do
+		dd if="$HY_TMP/ref" of="$M/p$i" bs=4096 count="$i" conv=fsync status=none ||
+			hy_fail "writing p$i"
+	done
+}
+pore_run "$HY_TMP/s3" ",backend=smr,pore_open=5%,pore_period=4K"
+[ "$(hy_status "$M" '.cache.pore.rule')" = balance ] || hy_fail "backend=smr: PORE is not on"
+"$HYBRIDCTL" status "$M" | grep -q "^cache pore .*balance: " || hy_fail "no cache pore line"
+# the cleaner's next pass (every 5 s) divides and holds blocks back
+hy_wait_status "$M" '.cache.pore.divisions >= 1 and .cache.pore.held_blocks >= 1'
+held=$(hy_status "$M" '.cache.pore.held_blocks')
+backlog=$(hy_status "$M" '.cache.cleaner_backlog')
+hy_log "PORE: $held blocks held back, $backlog dirty, $(hy_status "$M" '.cache.pore.dirty_zones') zones dirty"
+[ "$backlog" -ge "$held" ] || hy_fail "held $held but only $backlog dirty"
+for i in $(seq 1 16); do
+	cmp -s <(head -c $((i * 4096)) "$HY_TMP/ref") "$M/p$i" || hy_fail "p$i reads wrong with PORE"
+done
+hy_umount "$M"
+for i in $(seq 1 16); do
+	cmp -s <(head -c $((i * 4096)) "$HY_TMP/ref") "$B/p$i" || hy_fail "p$i is not home after unmount"
+	rm -f "$B/p$i"
+done
+# without it the cleaner writes every block home
+pore_run "$HY_TMP/s4" ""
+[ "$(hy_status "$M" '.cache.pore')" = null ] || hy_fail "PORE on without backend=smr"
+hy_wait_status "$M" '.cache.cleaned_blocks >= 136 and .cache.cleaner_backlog == 0'
+hy_umount "$M"
 hy_pass

@@ -180,8 +180,19 @@ static void lw_put(void *arg, int64_t object)
 	H.puts++;
 }
 
+/* PORE: file f's blocks lie in zone f (16 MiB a file: the default zone) */
+static int lw_addresses(void *arg, const struct hy_cache_file *f, const uint64_t *blocks, size_t n,
+			uint64_t *out)
+{
+	(void)arg;
+	for (size_t i = 0; i < n; i++)
+		out[i] = f->file_id * (UINT64_C(16) << 20) + blocks[i] * BLK;
+	return 0;
+}
+
 static const struct hy_cache_lower LOWER = {
-	NULL, lw_read, lw_write, lw_getattr, lw_extend, lw_set_mtime, lw_sync, lw_hold, lw_put,
+	NULL,	      lw_read, lw_write, lw_getattr, lw_extend,
+	lw_set_mtime, lw_sync, lw_hold,	 lw_put,     lw_addresses,
 };
 
 static int open_homes_calls;
@@ -252,6 +263,9 @@ static void cfg_init(struct hy_cache_config *cfg, const char *store, enum hy_cac
 	cfg->open_homes = open_homes;
 }
 
+/* PORE for the caches copen() makes (rule OFF: none) */
+static struct hy_pore_config copen_pore;
+
 static struct hy_cache *copen(const char *store, enum hy_cache_write_policy wp,
 			      enum hy_policy_kind policy, uint64_t front_slots, uint64_t lines,
 			      double threshold)
@@ -261,6 +275,7 @@ static struct hy_cache *copen(const char *store, enum hy_cache_write_policy wp,
 	int rc;
 
 	cfg_init(&cfg, store, wp, policy, front_slots, lines, threshold);
+	cfg.pore = copen_pore;
 	why[0] = 0;
 	rc = hy_cache_open(&cfg, &LOWER, &c, why, sizeof(why));
 	if (rc)
@@ -1951,6 +1966,12 @@ static void test_randomized(void)
 		randomized(wps[i], 16, 24, 20000, false);
 		randomized(wps[i], 0, 24, 20000, false);
 	}
+	/* write-back under PORE: a division every 64 blocks written, a
+	 * quarter of the zones open (each file is its own zone) */
+	copen_pore = (struct hy_pore_config){HY_PORE_BALANCE, 0, 250, 64};
+	randomized(HY_CACHE_WRITE_BACK, 16, 24, 20000, false);
+	randomized(HY_CACHE_WRITE_BACK, 0, 24, 20000, false);
+	copen_pore = (struct hy_pore_config){HY_PORE_OFF, 0, 0, 0};
 }
 
 /* The same with a reconfiguration every 50 to 350 operations (write
@@ -2212,6 +2233,254 @@ static void test_journal_after_fsync(void)
 	free(copy);
 }
 
+/* ---- PORE ------------------------------------------------------------------ */
+
+static struct hy_pore *pore_of(enum hy_pore_rule rule, unsigned open_permille, uint64_t period)
+{
+	struct hy_pore_config pc = {rule, 0, open_permille, period};
+	struct hy_pore *p = NULL;
+
+	CU_ASSERT_EQUAL(hy_pore_new(&pc, &p, why, sizeof(why)), 0);
+	return p;
+}
+
+/* Four zones: dirty 8, 4, 2, 0 blocks; accesses 100, 0, 1, 5. */
+static struct hy_pore *pore_scene(enum hy_pore_rule rule, unsigned open_permille, uint64_t period)
+{
+	static const uint64_t dirty[] = {8, 4, 2, 0}, acc[] = {100, 0, 1, 5};
+	struct hy_pore *p = pore_of(rule, open_permille, period);
+
+	for (int z = 0; p && z < 4; z++) {
+		int64_t i = hy_pore_zone(p, (uint64_t)z * (UINT64_C(16) << 20) + 4096);
+
+		CU_ASSERT_EQUAL(i, z);
+		if (i < 0)
+			return p;
+		hy_pore_dirty(p, (uint32_t)i, (int64_t)dirty[z]);
+		hy_pore_access(p, (uint32_t)i, acc[z]);
+	}
+	return p;
+}
+
+static void test_pore_rules(void)
+{
+	struct hy_pore_config bad[] = {
+		{HY_PORE_OFF, 0, 0, 1},
+		{HY_PORE_BALANCE, 4096, 0, 1},
+		{HY_PORE_BALANCE, 0, 1001, 1},
+		{HY_PORE_BALANCE, 0, 0, 0},
+	};
+	static const char *const named[] = {"rule", "zones of 4096", "1001 per mille", "period"};
+	struct hy_pore_stats st;
+	struct hy_pore *p;
+	enum hy_pore_rule r;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		why[0] = 0;
+		CU_ASSERT_EQUAL(hy_pore_new(&bad[i], &p, why, sizeof(why)), -EINVAL);
+		CU_ASSERT_PTR_NULL(p);
+		CU_ASSERT_PTR_NOT_NULL(strstr(why, named[i]));
+	}
+	CU_ASSERT_EQUAL(hy_pore_rule_parse("popularity", &r), 0);
+	CU_ASSERT_EQUAL(r, HY_PORE_POPULARITY);
+	CU_ASSERT_EQUAL(hy_pore_rule_parse("lru", &r), -EINVAL);
+	CU_ASSERT_STRING_EQUAL(hy_pore_rule_name(HY_PORE_BALANCE), "balance");
+
+	/* a new zone is open; the same address is the same zone */
+	p = pore_of(HY_PORE_COVERAGE, 0, 3);
+	CU_ASSERT_EQUAL(hy_pore_zone(p, 5), 0);
+	CU_ASSERT_EQUAL(hy_pore_zone(p, (UINT64_C(16) << 20) - 1), 0);
+	CU_ASSERT_EQUAL(hy_pore_zone(p, UINT64_C(16) << 20), 1);
+	CU_ASSERT(hy_pore_open(p, 0) && hy_pore_open(p, 1));
+	/* the period: divisions every 3 blocks written */
+	hy_pore_dirty(p, 0, 2);
+	hy_pore_dirty(p, 1, 1);
+	CU_ASSERT_FALSE(hy_pore_written(p, 2));
+	CU_ASSERT_TRUE(hy_pore_written(p, 1));
+	CU_ASSERT(hy_pore_open(p, 0) && !hy_pore_open(p, 1)); /* 10% of 2 rounds up to 1 */
+	hy_pore_dirty(p, 0, -5);			      /* never below 0 */
+	hy_pore_divide(p);
+	CU_ASSERT(hy_pore_open(p, 0) && hy_pore_open(p, 1));
+	hy_pore_get_stats(p, &st);
+	CU_ASSERT_EQUAL(st.divisions, 2);
+	CU_ASSERT_EQUAL(st.zones, 2);
+	CU_ASSERT_EQUAL(st.dirty_zones, 1);
+	CU_ASSERT_EQUAL(st.zone_bytes, HY_PORE_DEFAULT_ZONE);
+	hy_pore_free(p);
+
+	/* coverage: the most dirty blocks (zone 0) */
+	p = pore_scene(HY_PORE_COVERAGE, 100, 1000);
+	hy_pore_divide(p);
+	CU_ASSERT(hy_pore_open(p, 0) && !hy_pore_open(p, 1) && !hy_pore_open(p, 2));
+	CU_ASSERT(hy_pore_open(p, 3)); /* nothing dirty: nothing to forbid */
+	hy_pore_free(p);
+	/* popularity: the least accessed (zone 1) */
+	p = pore_scene(HY_PORE_POPULARITY, 100, 1000);
+	hy_pore_divide(p);
+	CU_ASSERT(!hy_pore_open(p, 0) && hy_pore_open(p, 1) && !hy_pore_open(p, 2));
+	hy_pore_free(p);
+	/* balance: dirty / (1 + accesses): 0.08, 4, 1 -> zone 1, then 2 */
+	p = pore_scene(HY_PORE_BALANCE, 500, 1000);
+	hy_pore_divide(p);
+	CU_ASSERT(!hy_pore_open(p, 0) && hy_pore_open(p, 1) && hy_pore_open(p, 2));
+	hy_pore_get_stats(p, &st);
+	CU_ASSERT_EQUAL(st.open_zones, 2);
+	CU_ASSERT_EQUAL(st.dirty_zones, 3);
+	/* accesses start again after a division: balance now goes by dirty */
+	hy_pore_divide(p);
+	CU_ASSERT(hy_pore_open(p, 0) && hy_pore_open(p, 1) && !hy_pore_open(p, 2));
+	hy_pore_free(p);
+	/* no more open zones than hold a period's worth of dirty blocks: all
+	 * may open by the share, but 8 blocks fill a period of 8, 12 one of 9 */
+	p = pore_scene(HY_PORE_COVERAGE, 1000, 8);
+	hy_pore_divide(p);
+	CU_ASSERT(hy_pore_open(p, 0) && !hy_pore_open(p, 1) && !hy_pore_open(p, 2));
+	hy_pore_free(p);
+	p = pore_scene(HY_PORE_COVERAGE, 1000, 9);
+	hy_pore_divide(p);
+	CU_ASSERT(hy_pore_open(p, 0) && hy_pore_open(p, 1) && !hy_pore_open(p, 2));
+	hy_pore_free(p);
+	p = pore_scene(HY_PORE_COVERAGE, 1000, 15);
+	hy_pore_divide(p);
+	CU_ASSERT(hy_pore_open(p, 0) && hy_pore_open(p, 1) && hy_pore_open(p, 2));
+	hy_pore_free(p);
+}
+
+/* The cleaner under PORE (coverage, 10% open): file 1 has 8 dirty blocks,
+ * files 2..10 one each, every file its own zone. */
+static void pore_cleaner(bool pore, bool *held_back)
+{
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
+	unsigned char ref[8 * BLK];
+	struct hy_cache_config cfg;
+	struct hy_cache *c = NULL;
+	struct hy_cache_stats s;
+	int64_t cleaned;
+
+	home_reset();
+	fill_pattern(ref, sizeof(ref), 11);
+	cfg_init(&cfg, store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, 64, 1.5);
+	if (pore)
+		cfg.pore = (struct hy_pore_config){HY_PORE_COVERAGE, 0, 100, 1000};
+	CU_ASSERT_EQUAL_FATAL(hy_cache_open(&cfg, &LOWER, &c, why, sizeof(why)), 0);
+	for (uint64_t id = 1; id <= 10; id++) {
+		struct hy_cache_file f = F(id);
+		size_t len = id == 1 ? sizeof(ref) : BLK;
+
+		CU_ASSERT_EQUAL(hy_cache_write(c, &f, ref, len, 0), (ssize_t)len);
+	}
+	cleaned = hy_cache_run_cleaner(c);
+	s = stats(c);
+	*held_back = cleaned == 8 && H.f[1].writes == 8 && s.cleaner_backlog == 9;
+	for (uint64_t id = 2; id <= 10; id++)
+		*held_back = *held_back && H.f[id].writes == 0;
+	if (pore) {
+		CU_ASSERT_EQUAL(cleaned, 8);
+		CU_ASSERT_EQUAL(s.pore_held, 9);
+		CU_ASSERT_EQUAL(s.pore.rule, HY_PORE_COVERAGE);
+		CU_ASSERT_EQUAL(s.pore.dirty_zones, 10);
+		CU_ASSERT_EQUAL(s.pore.open_zones, 1);
+		CU_ASSERT_EQUAL(s.pore.divisions, 1);
+		CU_ASSERT(home_equals(1, ref, sizeof(ref)));
+		/* the held blocks are still read right, from the cache */
+		for (uint64_t id = 2; id <= 10; id++)
+			CU_ASSERT(read_equals(c, id, ref, BLK, 0, BLK));
+		CHECK(c);
+		/* no new period yet: the next pass writes nothing (file 1's zone
+		 * has nothing dirty any more, the others stay forbidden) */
+		CU_ASSERT_EQUAL(hy_cache_run_cleaner(c), 0);
+		/* a period's worth of writes (1000 blocks, file 11 over and
+		 * over) divides again: file 11's zone, the most dirty, opens */
+		for (int i = 0; i < 1000; i++) {
+			struct hy_cache_file f = F(11);
+
+			CU_ASSERT_EQUAL(hy_cache_write(c, &f, ref, BLK, (off_t)(i % 4) * BLK), BLK);
+		}
+		CU_ASSERT_EQUAL(hy_cache_run_cleaner(c), 4);
+		CU_ASSERT_EQUAL(stats(c).pore.divisions, 2);
+		CU_ASSERT_EQUAL(H.f[2].writes, 0);
+		/* pressure: half of the store dirty writes every zone */
+		for (uint64_t id = 12; id < MF && stats(c).ssd_dirty < 33; id++) {
+			struct hy_cache_file f = F(id);
+
+			CU_ASSERT_EQUAL(hy_cache_write(c, &f, ref, BLK, 0), BLK);
+		}
+		CU_ASSERT(hy_cache_run_cleaner(c) >= 33);
+		s = stats(c);
+		CU_ASSERT_EQUAL(s.pore_forced, 1);
+		CU_ASSERT_EQUAL(s.cleaner_backlog, 0);
+		CU_ASSERT(home_equals(2, ref, BLK));
+		CHECK(c);
+	}
+	/* a flush is never held back */
+	CU_ASSERT(hy_cache_flush(c) >= 0);
+	CU_ASSERT_EQUAL(stats(c).cleaner_backlog, 0);
+	for (uint64_t id = 2; id <= 10; id++)
+		CU_ASSERT(home_equals(id, ref, BLK));
+	CLOSE(c);
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
+static void test_pore_cleaner(void)
+{
+	bool with, without;
+
+	pore_cleaner(true, &with);
+	pore_cleaner(false, &without);
+	CU_ASSERT_TRUE(with);
+	CU_ASSERT_FALSE(without); /* without PORE the first pass writes all 17 */
+}
+
+/* Cold dirty blocks leaving the front buffer (as in test_cold_dirty: four
+ * of sixteen): home without PORE, into the store with it (their zone
+ * decides when they go home). */
+static void test_pore_front(void)
+{
+	for (int pore = 0; pore < 2; pore++) {
+		char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
+		unsigned char ref[16 * BLK];
+		struct hy_cache_config cfg;
+		struct hy_cache *c = NULL;
+		struct hy_cache_file f = F(1);
+		struct hy_cache_stats s;
+
+		home_reset();
+		fill_pattern(ref, sizeof(ref), 10);
+		home_set(1, ref, sizeof(ref));
+		fill_pattern(ref, sizeof(ref), 12);
+		cfg_init(&cfg, store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 16, 32, 1.5);
+		if (pore)
+			cfg.pore = (struct hy_pore_config){HY_PORE_BALANCE, 0, 100, 1000};
+		CU_ASSERT_EQUAL_FATAL(hy_cache_open(&cfg, &LOWER, &c, why, sizeof(why)), 0);
+		for (uint64_t b = 0; b < 16; b++)
+			CU_ASSERT_EQUAL(hy_cache_write(c, &f, ref + b * BLK, BLK, (off_t)(b * BLK)),
+					BLK);
+		hy_cache_run_front_eviction(c);
+		CHECK(c);
+		s = stats(c);
+		CU_ASSERT_EQUAL(s.dram_used, 12);
+		CU_ASSERT_EQUAL(s.dirty_bytes, 16 * BLK - (pore ? 0 : 4 * BLK));
+		if (pore) {
+			CU_ASSERT_EQUAL(H.f[1].writes, 0);
+			CU_ASSERT_EQUAL(s.pore_kept, 4);
+			CU_ASSERT_EQUAL(s.ssd_dirty, 4);
+			CU_ASSERT_EQUAL(s.cold_dirty_home, 0);
+		} else {
+			CU_ASSERT_EQUAL(H.f[1].writes, 4);
+			CU_ASSERT_EQUAL(s.cold_dirty_home, 4);
+			CU_ASSERT_EQUAL(s.pore_kept, 0);
+		}
+		CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), 0, sizeof(ref)));
+		CLOSE(c);
+		CU_ASSERT(home_equals(1, ref, sizeof(ref)));
+		hy_test_rmtree(dir);
+		free(dir);
+		free(store);
+	}
+}
+
 int hy_test_add_cache(void)
 {
 	CU_pSuite s = CU_add_suite("cache", NULL, NULL);
@@ -2255,6 +2524,9 @@ int hy_test_add_cache(void)
 	    !CU_add_test(s, "hint: write policy, leaving write-back", test_hint_write_policy) ||
 	    !CU_add_test(s, "hint: line migrations (merge, split)", test_hint_migration) ||
 	    !CU_add_test(s, "randomized with reconfigurations", test_randomized_reconfigured) ||
+	    !CU_add_test(s, "PORE: zones and the three rules", test_pore_rules) ||
+	    !CU_add_test(s, "PORE: the cleaner writes open zones only", test_pore_cleaner) ||
+	    !CU_add_test(s, "PORE: cold dirty blocks wait in the store", test_pore_front) ||
 	    !CU_add_test(s, "randomized against a reference", test_randomized))
 		return -1;
 	return 0;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "hybridfs/device.h"
+#include "hybridfs/devmodel.h"
 #include "hybridfs/engine.h"
 #include "hybridfs/map.h"
 #include "hybridfs/map_journal.h"
@@ -180,6 +181,60 @@ static void test_engine_over_file(void)
 	hy_device_free(dev);
 	close(fd);
 	close(fd2);
+	hy_test_rmtree(tmp);
+	free(tmp);
+}
+
+/* PORE's addresses: a file's blocks on the disk (FIEMAP, or by inode where
+ * the filesystem has no map), the emulated place under emulate=, and no
+ * answer for a model device. */
+static void test_device_addresses(void)
+{
+	char *tmp = hy_test_tmpdir(), path[4200], why[256];
+	static unsigned char data[8 * 4096];
+	uint64_t offs[10], addr[10];
+	struct hy_devmodel_params params;
+	struct hy_device_emulation *emu = NULL;
+	struct hy_device *dev, *model;
+	struct stat st;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/f", tmp);
+	fd = open(path, O_CREAT | O_RDWR, 0600);
+	CU_ASSERT_FATAL(fd >= 0);
+	memset(data, 'a', sizeof(data));
+	CU_ASSERT_EQUAL(pwrite(fd, data, sizeof(data), 0), (ssize_t)sizeof(data));
+	CU_ASSERT_EQUAL(fsync(fd), 0); /* placed: FIEMAP knows it */
+	CU_ASSERT_EQUAL(fstat(fd, &st), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_device_file_new("backing", &dev), 0);
+	for (int i = 0; i < 10; i++)
+		offs[i] = (uint64_t)i * 4096; /* the last two past the end */
+	CU_ASSERT_EQUAL(hy_device_addresses(dev, fd, offs, 10, addr), 0);
+	/* one extent, written at once: block after block (on a filesystem
+	 * without FIEMAP as well, by inode) */
+	for (int i = 1; i < 8; i++)
+		CU_ASSERT_EQUAL(addr[i] - addr[i - 1], 4096);
+	/* past the end: after the last placed byte */
+	CU_ASSERT_EQUAL(addr[9] - addr[7], 2 * 4096);
+	CU_ASSERT_EQUAL(hy_device_addresses(dev, fd, offs, 0, addr), 0);
+	/* emulated: 64 MiB per inode number */
+	hy_devmodel_defaults(HY_DEVMODEL_SMR, &params);
+	CU_ASSERT_EQUAL_FATAL(hy_device_emulation_new(&params, &emu, why, sizeof(why)), 0);
+	hy_device_set_emulation(dev, emu, -1);
+	CU_ASSERT_EQUAL(hy_device_addresses(dev, fd, offs + 3, 2, addr), 0);
+	CU_ASSERT_EQUAL(addr[0], (uint64_t)st.st_ino * HY_DEVICE_EMULATION_FILE_SPAN + 3 * 4096);
+	CU_ASSERT_EQUAL(addr[1], addr[0] + 4096);
+	hy_device_set_emulation(dev, emu, 1 << 20); /* a region (the BOPT) */
+	CU_ASSERT_EQUAL(hy_device_addresses(dev, fd, offs + 3, 1, addr), 0);
+	CU_ASSERT_EQUAL(addr[0], (1 << 20) + 3 * 4096);
+	hy_device_set_emulation(dev, NULL, -1);
+	/* a model's objects are not files */
+	CU_ASSERT_EQUAL_FATAL(hy_device_new("model", &memory_ops, NULL, &model), 0);
+	CU_ASSERT_EQUAL(hy_device_addresses(model, 1, offs, 1, addr), -EOPNOTSUPP);
+	hy_device_free(model);
+	hy_device_free(dev);
+	hy_device_emulation_free(emu);
+	close(fd);
 	hy_test_rmtree(tmp);
 	free(tmp);
 }
@@ -1882,6 +1937,7 @@ int hy_test_add_engine(void)
 
 	if (!s || !CU_add_test(s, "engine over a device model", test_engine_over_model) ||
 	    !CU_add_test(s, "engine over backing files", test_engine_over_file) ||
+	    !CU_add_test(s, "where a file's blocks lie (PORE's zones)", test_device_addresses) ||
 	    !CU_add_test(s, "reads through the indirection map", test_engine_reads_through_map) ||
 	    !CU_add_test(s, "copies with a matching stamp are read from the BOPT",
 			 test_stamp_fresh_copies) ||

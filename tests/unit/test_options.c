@@ -268,6 +268,39 @@ static void test_cache_options(void)
 	CU_ASSERT_STRING_EQUAL(o.cache, "none");
 	CU_ASSERT_TRUE(o.cache_given);
 	hy_options_free(&o);
+
+	/* PORE: off over a conventional disk; backend=smr alone, or pore= */
+	CU_ASSERT_EQUAL_FATAL(parse(&o, defaults), 0);
+	CU_ASSERT_FALSE(o.backend_smr);
+	CU_ASSERT_FALSE(o.pore_given);
+	CU_ASSERT_EQUAL(o.pore_zone, 0);
+	CU_ASSERT_EQUAL(o.pore_open_permille, 0);
+	CU_ASSERT_EQUAL(o.pore_period, 0);
+	hy_options_free(&o);
+	{
+		const char *smr[] = {"hybridfs",
+				     "-o",
+				     "backend=smr,pore=coverage,pore_zone=32M,pore_open=12.5%,"
+				     "pore_period=20G",
+				     "/b",
+				     "/m",
+				     NULL};
+		const char *cmr[] = {"hybridfs", "-o", "backend=smr,backend=cmr,pore_open=100",
+				     "/b",	 "/m", NULL};
+
+		CU_ASSERT_EQUAL_FATAL(parse(&o, smr), 0);
+		CU_ASSERT_TRUE(o.backend_smr);
+		CU_ASSERT_TRUE(o.pore_given);
+		CU_ASSERT_EQUAL(o.pore, HY_PORE_COVERAGE);
+		CU_ASSERT_EQUAL(o.pore_zone, 32ULL << 20);
+		CU_ASSERT_EQUAL(o.pore_open_permille, 125);
+		CU_ASSERT_EQUAL(o.pore_period, 20ULL << 30);
+		hy_options_free(&o);
+		CU_ASSERT_EQUAL_FATAL(parse(&o, cmr), 0);
+		CU_ASSERT_FALSE(o.backend_smr);
+		CU_ASSERT_EQUAL(o.pore_open_permille, 1000);
+		hy_options_free(&o);
+	}
 }
 
 static void test_bad_cache_options(void)
@@ -327,6 +360,29 @@ static void test_bad_cache_options(void)
 	expect_bad(bad_cutoff, "cache_seq_cutoff=-1");
 	expect_bad(bad_migrate, "cache_migrate_rate=2X");
 	expect_bad(bad_reca, "reca=maybe");
+	{
+		const char *backend[] = {"hybridfs", "-o", "backend=tape", "/b", "/m", NULL};
+		const char *bare_backend[] = {"hybridfs", "-o", "backend", "/b", "/m", NULL};
+		const char *rule[] = {"hybridfs", "-o", "pore=lru", "/b", "/m", NULL};
+		const char *zone[] = {"hybridfs", "-o", "pore_zone=512K", "/b", "/m", NULL};
+		const char *open0[] = {"hybridfs", "-o", "pore_open=0%", "/b", "/m", NULL};
+		const char *open_big[] = {"hybridfs", "-o", "pore_open=101", "/b", "/m", NULL};
+		const char *open_word[] = {"hybridfs", "-o", "pore_open=half", "/b", "/m", NULL};
+		const char *period[] = {"hybridfs", "-o", "pore_period=1K", "/b", "/m", NULL};
+
+		expect_bad(backend, "backend=tape");
+		expect_bad(backend, "cmr (conventional, the default) or smr");
+		expect_bad(bare_backend, "backend");
+		expect_bad(rule, "pore=lru");
+		expect_bad(rule, "coverage, popularity, balance or off");
+		expect_bad(zone, "pore_zone=512K");
+		expect_bad(zone, "1M to 1T");
+		expect_bad(open0, "pore_open=0%");
+		expect_bad(open_big, "pore_open=101");
+		expect_bad(open_word, "pore_open=half");
+		expect_bad(open_word, "0.1% to 100%");
+		expect_bad(period, "pore_period=1K");
+	}
 }
 
 /* options.c keeps its own table of the policies' names (libhycommon does not

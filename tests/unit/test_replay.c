@@ -311,7 +311,7 @@ static void test_layout(void)
 /* PORE: with Coverage First the zone with the most dirty blocks is open,
  * so a dirty LRU line of another zone is skipped and the victim comes from
  * the open one; without PORE the LRU line goes. */
-static void pore_case(enum hy_replay_pore pore, int *b1_hit, uint64_t *dirty_evictions)
+static void pore_case(enum hy_pore_rule pore, int *b1_hit, uint64_t *dirty_evictions)
 {
 	struct hy_devmodel_params smr, ssd;
 	struct hy_replay_config cfg = {HY_POLICY_LRU, 4, false, 0, &smr, &ssd, false, 0, 0, 0, 0};
