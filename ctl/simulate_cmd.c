@@ -30,6 +30,7 @@
 #include "hybridfs/policy.h"
 #include "hybridfs/replay.h"
 #include "hybridfs/sim_full.h"
+#include "hybridfs/planner.h"
 #include "hybridfs/sim_layout.h"
 #include "hybridfs/trace_reader.h"
 #include "hybridfs/units.h"
@@ -66,8 +67,13 @@ struct sim_args {
 	uint64_t pore_zone;
 	unsigned pore_open;
 	bool borg;
-	double split;	      /* share of the requests BORG trains on */
-	struct size_arg bopt; /* the BOPT read region */
+	double split;	 /* share of the requests BORG trains on; 0: not given */
+	unsigned phases; /* --borg-phases; 0: not given */
+	bool modes[HY_SIM_LAYOUT_MODES];
+	enum hy_planner_placement planner;
+	bool whole_reads;
+	struct size_arg bopt;	 /* the BOPT read region */
+	const char *borg_option; /* a BORG option given (for "needs --borg") */
 };
 
 static void simulate_usage(FILE *out)
@@ -92,10 +98,13 @@ static void simulate_usage(FILE *out)
 		"  --write-back: writes stay dirty in the cache until evicted (timed)\n"
 		"  --pore coverage|popularity|balance [--pore-zone SIZE] [--pore-open N]:\n"
 		"        PORE's zone-aware eviction (write-back, for an SMR --device)\n"
-		"  --borg [--split F] [--bopt-size SIZE|P%%]: BORG's analyzer and planner\n"
-		"        trained on the first F of the requests (0.5), the rest served over\n"
-		"        the device model with the plan and without (BOPT: 10%% of the\n"
-		"        footprint)\n");
+		"  --borg [--split F | --borg-phases N] [--borg-mode cumulative|partial|both]\n"
+		"         [--borg-planner chains|greedy] [--borg-reads whole|split]\n"
+		"         [--bopt-size SIZE|P%%]: BORG's analyzer and planner on the trace,\n"
+		"        served over the device model with each plan and without: two phases\n"
+		"        cut at F of the requests (0.5), or N phases with a reconfiguration\n"
+		"        before each (BORG-C plans from all before it, BORG-P from the one\n"
+		"        before); BOPT 10%% of the footprint\n");
 }
 
 static int parse_sizes(const char *list, struct sim_args *a)
@@ -431,118 +440,209 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* ---- BORG on the trace ---------------------------------------------------- */
+/* ---- BORG on the trace ------------------------------------------------------ */
+
+static const char *const mode_names[HY_SIM_LAYOUT_MODES] = {"cumulative", "partial"};
 
 struct borg_pass {
-	struct hy_sim_layout *layout;
-	struct hy_devmodel *plain, *planned;
-	uint64_t split, seen;
-	double plain_ms, planned_ms;
+	struct hy_sim_layout_run *run;
 	int error;
 };
 
-static int borg_train(void *arg, struct hy_trace_record *rec)
+static int borg_one(void *arg, struct hy_trace_record *rec)
 {
 	struct borg_pass *b = arg;
+	char why[512];
 
-	if (b->seen++ >= b->split)
-		return 0; /* the rest is the test part */
-	if (hy_sim_layout_train(b->layout, rec) < 0) {
-		fprintf(stderr, "hybridctl: simulate: out of memory training BORG\n");
+	if (hy_sim_layout_run_request(b->run, rec, why, sizeof(why)) < 0) {
+		fprintf(stderr, "hybridctl: simulate: --borg: %s\n", why);
 		b->error = 1;
-		return -ENOMEM;
+		return -1;
 	}
 	return 1;
 }
 
-static int borg_test(void *arg, struct hy_trace_record *rec)
+static double reduction(double vanilla, double planned)
 {
-	struct borg_pass *b = arg;
-
-	if (b->seen++ < b->split)
-		return 1;
-	b->plain_ms += hy_sim_layout_serve(b->layout, b->plain, rec, false);
-	b->planned_ms += hy_sim_layout_serve(b->layout, b->planned, rec, true);
-	return 1;
+	return vanilla > 0 ? 1.0 - planned / vanilla : 0.0;
 }
 
-/* Trains BORG on the first part, serves the rest with and without its
- * plan; the figures as JSON (printed too without --json). */
+static struct json_object *phase_mode_json(const struct hy_sim_layout_phase_mode *m, double vanilla)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "busy_ms_planned", json_object_new_double(m->busy_ms));
+	json_object_object_add(o, "reduction",
+			       json_object_new_double(reduction(vanilla, m->busy_ms)));
+	json_object_object_add(o, "reconfiguration_busy_ms",
+			       json_object_new_double(m->reconfiguration_busy_ms));
+	json_object_object_add(o, "trained_requests", json_object_new_uint64(m->trained));
+	json_object_object_add(o, "vertices", json_object_new_uint64(m->vertices));
+	json_object_object_add(o, "edges", json_object_new_uint64(m->edges));
+	json_object_object_add(o, "planned_blocks", json_object_new_uint64(m->planned_blocks));
+	json_object_object_add(o, "copied_blocks", json_object_new_uint64(m->copied_blocks));
+	json_object_object_add(o, "bopt_blocks_read", json_object_new_uint64(m->bopt_blocks_read));
+	return o;
+}
+
+/* BORG over the trace's phases (BORG-C and BORG-P side by side with
+ * vanilla); the figures as JSON, printed as a table too without --json. */
 static struct json_object *borg_json(const struct sim_args *a, uint64_t footprint,
 				     uint64_t requests, int *status)
 {
-	struct borg_pass b = {.split = (uint64_t)((double)requests * a->split)};
-	struct hy_sim_layout_stats ls;
-	struct json_object *o = NULL;
-	uint64_t capacity;
+	struct hy_planner_options planner = {
+		.placement = a->planner,
+		/* a range within the drive's read-ahead after the one before it
+		 * is read without a seek: sequential enough */
+		.near_blocks = (uint32_t)(a->backing.readahead_bytes / HY_REPLAY_BLOCK),
+	};
+	struct hy_sim_layout_run_config rc = {
+		.requests = requests,
+		.phases = a->phases ? a->phases : 2,
+		.capacity = a->bopt.text[0] ? (a->bopt.percent ? (uint64_t)((double)footprint *
+									    a->bopt.value / 100.0)
+							       : (uint64_t)a->bopt.value)
+					    : footprint / 10,
+		.bopt_address = UINT64_MAX,
+		.device = &a->backing,
+		.planner = &planner,
+		.whole_reads = a->whole_reads,
+	};
+	struct hy_sim_layout_phase_mode total[HY_SIM_LAYOUT_MODES] = {{0}};
+	struct json_object *o = NULL, *phases, *totals;
+	const struct hy_sim_layout_phase *ph;
+	struct borg_pass b = {0};
+	double vanilla = 0;
+	unsigned n;
 	char why[512];
 
-	if (a->bopt.text[0])
-		capacity = a->bopt.percent ? (uint64_t)((double)footprint * a->bopt.value / 100.0)
-					   : (uint64_t)a->bopt.value;
-	else
-		capacity = footprint / 10;
-	if (!capacity)
-		capacity = 1;
-	if (hy_sim_layout_new(capacity, UINT64_MAX, &b.layout) < 0 ||
-	    hy_devmodel_new(&a->backing, &b.plain, why, sizeof(why)) < 0 ||
-	    hy_devmodel_new(&a->backing, &b.planned, why, sizeof(why)) < 0) {
-		fprintf(stderr, "hybridctl: simulate: --borg: cannot set up the layout or model\n");
-		*status = 1;
-		goto out;
-	}
-	if (each_record(a, borg_train, &b, NULL, NULL, 0) || b.error) {
-		*status = 1;
-		goto out;
-	}
-	if (hy_sim_layout_plan(b.layout, why, sizeof(why)) < 0) {
+	if (!a->phases)
+		rc.split = (uint64_t)((double)requests * (a->split > 0 ? a->split : 0.5));
+	if (!a->bopt.text[0] && !rc.capacity)
+		rc.capacity = 1; /* a tiny trace: a BOPT of one block */
+	memcpy(rc.modes, a->modes, sizeof(rc.modes));
+	if (hy_sim_layout_run_new(&rc, &b.run, why, sizeof(why)) < 0) {
 		fprintf(stderr, "hybridctl: simulate: --borg: %s\n", why);
 		*status = 1;
-		goto out;
+		return NULL;
 	}
-	b.seen = 0;
-	if (each_record(a, borg_test, &b, NULL, NULL, 0)) {
+	if (each_record(a, borg_one, &b, NULL, NULL, 0) || b.error) {
 		*status = 1;
 		goto out;
 	}
-	hy_sim_layout_get_stats(b.layout, &ls);
+	ph = hy_sim_layout_run_phases(b.run, &n);
 	o = json_object_new_object();
+	phases = json_object_new_array();
 	json_object_object_add(o, "device",
 			       json_object_new_string(hy_devmodel_kind_name(a->backing.kind)));
-	json_object_object_add(o, "trained_requests", json_object_new_uint64(ls.trained));
-	json_object_object_add(o, "vertices", json_object_new_uint64(ls.vertices));
-	json_object_object_add(o, "edges", json_object_new_uint64(ls.edges));
-	json_object_object_add(o, "bopt_blocks", json_object_new_uint64(ls.capacity));
-	json_object_object_add(o, "planned_blocks", json_object_new_uint64(ls.planned_blocks));
-	json_object_object_add(o, "test_requests", json_object_new_uint64(ls.served));
-	json_object_object_add(o, "relocated_blocks_served",
-			       json_object_new_uint64(ls.relocated_blocks));
-	json_object_object_add(o, "busy_ms_without", json_object_new_double(b.plain_ms));
-	json_object_object_add(o, "busy_ms_with", json_object_new_double(b.planned_ms));
 	json_object_object_add(
-		o, "busy_reduction",
-		json_object_new_double(b.plain_ms > 0 ? 1 - b.planned_ms / b.plain_ms : 0));
+		o, "planner",
+		json_object_new_string(a->planner == HY_PLANNER_CHAINS ? "chains" : "greedy"));
+	json_object_object_add(o, "reads",
+			       json_object_new_string(a->whole_reads ? "whole" : "split"));
+	json_object_object_add(o, "phases_count", json_object_new_uint64(n));
+	json_object_object_add(o, "bopt_blocks", json_object_new_uint64(rc.capacity));
+	if (!a->json) {
+		printf("BORG (%s, %s planner, %s reads): %u phases, a BOPT of %" PRIu64
+		       " blocks; busy time in ms, LESS the reduction against vanilla\n",
+		       hy_devmodel_kind_name(a->backing.kind),
+		       a->planner == HY_PLANNER_CHAINS ? "chains" : "greedy",
+		       a->whole_reads ? "whole" : "split", n, rc.capacity);
+		printf("%-6s %9s %12s", "PHASE", "REQUESTS", "VANILLA");
+		for (int m = 0; m < HY_SIM_LAYOUT_MODES; m++)
+			if (a->modes[m])
+				printf(" | %12s %7s %8s %9s %10s", m ? "PARTIAL" : "CUMULATIVE",
+				       "LESS", "PLANNED", "FROM-BOPT", "RECONF-MS");
+		printf("\n");
+	}
+	for (unsigned k = 0; k < n; k++) {
+		struct json_object *p = json_object_new_object();
+
+		json_object_object_add(p, "phase", json_object_new_uint64(k + 1));
+		json_object_object_add(p, "first_request", json_object_new_uint64(ph[k].first));
+		json_object_object_add(p, "requests", json_object_new_uint64(ph[k].requests));
+		json_object_object_add(p, "busy_ms_vanilla",
+				       json_object_new_double(ph[k].busy_ms_vanilla));
+		if (!a->json)
+			printf("%-6u %9" PRIu64 " %12.1f", k + 1, ph[k].requests,
+			       ph[k].busy_ms_vanilla);
+		for (int m = 0; m < HY_SIM_LAYOUT_MODES; m++) {
+			const struct hy_sim_layout_phase_mode *x = &ph[k].mode[m];
+
+			if (!a->modes[m])
+				continue;
+			json_object_object_add(p, mode_names[m],
+					       phase_mode_json(x, ph[k].busy_ms_vanilla));
+			if (!a->json)
+				printf(" | %12.1f %6.1f%% %8" PRIu64 " %9" PRIu64 " %10.1f",
+				       x->busy_ms,
+				       100 * reduction(ph[k].busy_ms_vanilla, x->busy_ms),
+				       x->planned_blocks, x->bopt_blocks_read,
+				       x->reconfiguration_busy_ms);
+			if (k == 0)
+				continue; /* no plan yet: the totals are phases 2..N */
+			total[m].busy_ms += x->busy_ms;
+			total[m].reconfiguration_busy_ms += x->reconfiguration_busy_ms;
+			total[m].planned_blocks += x->planned_blocks;
+			total[m].copied_blocks += x->copied_blocks;
+			total[m].bopt_blocks_read += x->bopt_blocks_read;
+		}
+		if (k)
+			vanilla += ph[k].busy_ms_vanilla;
+		if (!a->json)
+			printf("\n");
+		json_object_array_add(phases, p);
+	}
+	json_object_object_add(o, "phases", phases);
+	totals = json_object_new_object();
+	json_object_object_add(totals, "busy_ms_vanilla", json_object_new_double(vanilla));
+	if (!a->json) {
+		char label[16];
+
+		snprintf(label, sizeof(label), "2..%u", n);
+		printf("%-6s %9" PRIu64 " %12.1f", label, requests - (n ? ph[1].first : 0),
+		       vanilla);
+	}
+	for (int m = 0; m < HY_SIM_LAYOUT_MODES; m++) {
+		struct json_object *t;
+
+		if (!a->modes[m])
+			continue;
+		t = json_object_new_object();
+		json_object_object_add(t, "busy_ms_planned",
+				       json_object_new_double(total[m].busy_ms));
+		json_object_object_add(
+			t, "reduction",
+			json_object_new_double(reduction(vanilla, total[m].busy_ms)));
+		json_object_object_add(t, "reconfiguration_busy_ms",
+				       json_object_new_double(total[m].reconfiguration_busy_ms));
+		json_object_object_add(t, "planned_blocks",
+				       json_object_new_uint64(total[m].planned_blocks));
+		json_object_object_add(t, "copied_blocks",
+				       json_object_new_uint64(total[m].copied_blocks));
+		json_object_object_add(t, "bopt_blocks_read",
+				       json_object_new_uint64(total[m].bopt_blocks_read));
+		json_object_object_add(totals, mode_names[m], t);
+		if (!a->json)
+			printf(" | %12.1f %6.1f%% %8" PRIu64 " %9" PRIu64 " %10.1f",
+			       total[m].busy_ms, 100 * reduction(vanilla, total[m].busy_ms),
+			       total[m].planned_blocks, total[m].bopt_blocks_read,
+			       total[m].reconfiguration_busy_ms);
+	}
 	if (!a->json)
-		printf("BORG (%s): trained on %" PRIu64 " requests (%" PRIu64 " vertices, %" PRIu64
-		       " edges), %" PRIu64 " of %" PRIu64 " BOPT blocks planned; the other %" PRIu64
-		       " requests: disk busy %.1f s without the plan, %.1f s with it (%.1f%% "
-		       "less), "
-		       "%" PRIu64 " blocks from the BOPT\n",
-		       hy_devmodel_kind_name(a->backing.kind), ls.trained, ls.vertices, ls.edges,
-		       ls.planned_blocks, ls.capacity, ls.served, b.plain_ms / 1000,
-		       b.planned_ms / 1000,
-		       b.plain_ms > 0 ? 100 * (1 - b.planned_ms / b.plain_ms) : 0.0,
-		       ls.relocated_blocks);
+		printf("\n");
+	json_object_object_add(o, "totals", totals);
 out:
-	hy_sim_layout_free(b.layout);
-	hy_devmodel_free(b.plain);
-	hy_devmodel_free(b.planned);
+	hy_sim_layout_run_free(b.run);
 	return o;
 }
 
 int hy_ctl_simulate(int argc, char **argv)
 {
-	struct sim_args a = {.format = NULL, .split = 0.5};
+	struct sim_args a = {.format = NULL,
+			     .modes = {true, true},
+			     .planner = HY_PLANNER_CHAINS,
+			     .whole_reads = true};
 
 	hy_devmodel_defaults(HY_DEVMODEL_SSD, &a.ssd);
 	hy_workload_policy_defaults(&a.table);
@@ -665,21 +765,106 @@ int hy_ctl_simulate(int argc, char **argv)
 		} else if (strcmp(o, "--split") == 0 && has_value) {
 			char *end;
 
+			a.borg_option = o;
 			a.split = strtod(argv[++i], &end);
 			if (*end || end == argv[i] || !(a.split > 0) || !(a.split < 1)) {
 				fprintf(stderr,
 					"hybridctl: simulate: --split \"%s\": a share between 0 "
-					"and "
-					"1, such as 0.5\n",
+					"and 1, such as 0.5\n",
 					argv[i]);
 				return 2;
 			}
-		} else if (strcmp(o, "--bopt-size") == 0 && has_value) {
-			struct sim_args one = {.nsizes = 0};
-
-			if (parse_sizes(argv[++i], &one) < 0 || one.nsizes != 1)
+			if (a.phases) {
+				fprintf(stderr, "hybridctl: simulate: --split and --borg-phases "
+						"exclude each other (a split makes two phases)\n");
 				return 2;
-			a.bopt = one.sizes[0];
+			}
+		} else if (strcmp(o, "--borg-phases") == 0 && has_value) {
+			char *end;
+			unsigned long v;
+
+			a.borg_option = o;
+			errno = 0;
+			v = strtoul(argv[++i], &end, 10);
+			if (errno || *end || end == argv[i] || argv[i][0] == '-' || v < 2 ||
+			    v > HY_SIM_LAYOUT_MAX_PHASES) {
+				fprintf(stderr,
+					"hybridctl: simulate: --borg-phases \"%s\": a whole number "
+					"of phases from 2 to %d\n",
+					argv[i], HY_SIM_LAYOUT_MAX_PHASES);
+				return 2;
+			}
+			if (a.split > 0) {
+				fprintf(stderr, "hybridctl: simulate: --split and --borg-phases "
+						"exclude each other (a split makes two phases)\n");
+				return 2;
+			}
+			a.phases = (unsigned)v;
+		} else if (strcmp(o, "--borg-mode") == 0 && has_value) {
+			const char *v = argv[++i];
+
+			a.borg_option = o;
+			a.modes[HY_SIM_LAYOUT_CUMULATIVE] =
+				strcmp(v, "cumulative") == 0 || strcmp(v, "both") == 0;
+			a.modes[HY_SIM_LAYOUT_PARTIAL] =
+				strcmp(v, "partial") == 0 || strcmp(v, "both") == 0;
+			if (!a.modes[0] && !a.modes[1]) {
+				fprintf(stderr,
+					"hybridctl: simulate: --borg-mode \"%s\": cumulative, "
+					"partial or both\n",
+					v);
+				return 2;
+			}
+		} else if (strcmp(o, "--borg-planner") == 0 && has_value) {
+			const char *v = argv[++i];
+
+			a.borg_option = o;
+			if (strcmp(v, "chains") == 0) {
+				a.planner = HY_PLANNER_CHAINS;
+			} else if (strcmp(v, "greedy") == 0) {
+				a.planner = HY_PLANNER_GREEDY;
+			} else {
+				fprintf(stderr,
+					"hybridctl: simulate: --borg-planner \"%s\": chains or "
+					"greedy\n",
+					v);
+				return 2;
+			}
+		} else if (strcmp(o, "--borg-reads") == 0 && has_value) {
+			const char *v = argv[++i];
+
+			a.borg_option = o;
+			if (strcmp(v, "whole") == 0 || strcmp(v, "split") == 0) {
+				a.whole_reads = strcmp(v, "whole") == 0;
+			} else {
+				fprintf(stderr,
+					"hybridctl: simulate: --borg-reads \"%s\": whole or "
+					"split\n",
+					v);
+				return 2;
+			}
+		} else if (strcmp(o, "--bopt-size") == 0 && has_value) {
+			const char *v = argv[++i];
+			size_t len = strlen(v);
+			uint64_t bytes = 0;
+			char *end = NULL;
+			double share = len > 1 && v[len - 1] == '%' ? strtod(v, &end) : 0;
+			bool ok = end ? end == v + len - 1 && share > 0 && share <= 100
+				      : hy_units_parse_size(v, false, &bytes) == 0 &&
+						  bytes >= HY_REPLAY_BLOCK;
+
+			a.borg_option = o;
+			if (!ok) {
+				fprintf(stderr,
+					"hybridctl: simulate: --bopt-size \"%s\": one size of 4K "
+					"or more, or a share of the footprint above 0%% and at "
+					"most 100%%\n",
+					v);
+				return 2;
+			}
+			snprintf(a.bopt.text, sizeof(a.bopt.text), "%s", v);
+			a.bopt.percent = end != NULL;
+			a.bopt.value = end ? share : (double)(bytes / HY_REPLAY_BLOCK);
 		} else if (strcmp(o, "--reads-only") == 0) {
 			a.reads_only = true;
 		} else if (strcmp(o, "--strict") == 0) {
@@ -709,6 +894,10 @@ int hy_ctl_simulate(int argc, char **argv)
 	}
 	if (a.write_back && !a.timed) {
 		fprintf(stderr, "hybridctl: simulate: --write-back and --pore need a --device\n");
+		return 2;
+	}
+	if (a.borg_option && !a.borg) {
+		fprintf(stderr, "hybridctl: simulate: %s needs --borg\n", a.borg_option);
 		return 2;
 	}
 	if (!a.nsizes && parse_sizes("1%,5%,10%,20%", &a) < 0)

@@ -20,6 +20,10 @@
  *      closed and the next one starts after it;
  *   7. the final order gets its bopt_block offsets from prefix sums.
  *
+ * The chains placement (planner.h) shares steps 1-2, then builds runs and
+ * chains over the merged edges sorted by weight, and lays the chosen
+ * chains out by calling the greedy placement on a graph of chains.
+ *
  * Weights that add up past UINT64_MAX saturate (connectivities too): the
  * interface has no error for it and the order stays deterministic.
  */
@@ -371,9 +375,9 @@ static int alloc_work(struct work *w, size_t nv, size_t ne)
 	return 0;
 }
 
-int hy_planner_plan(const struct hy_plan_vertex *vertices, size_t nv,
-		    const struct hy_plan_edge *edges, size_t ne, uint64_t capacity,
-		    struct hy_plan *out, char *why, size_t why_size)
+static int plan_greedy(const struct hy_plan_vertex *vertices, size_t nv,
+		       const struct hy_plan_edge *edges, size_t ne, uint64_t capacity,
+		       struct hy_plan *out, char *why, size_t why_size)
 {
 	struct work w = {0};
 	uint64_t remaining = capacity, offset = 0;
@@ -457,6 +461,399 @@ fail_nomem:
 	work_free(&w);
 	set_why(why, why_size, "out of memory planning %zu vertices and %zu edges", nv, ne);
 	return -ENOMEM;
+}
+
+/* ---- the chains placement ------------------------------------------------ */
+
+#define NONE UINT32_MAX
+
+struct wedge {
+	uint32_t from, to;
+	uint64_t w;
+};
+
+static int wedge_cmp(const void *pa, const void *pb)
+{
+	const struct wedge *a = pa, *b = pb;
+
+	if (a->w != b->w)
+		return a->w > b->w ? -1 : 1;
+	if (a->from != b->from)
+		return a->from < b->from ? -1 : 1;
+	return a->to < b->to ? -1 : (a->to > b->to);
+}
+
+struct chain {
+	uint32_t head;	 /* its first run's first vertex */
+	size_t start, n; /* its vertices: order[start .. start + n) */
+	uint64_t blocks; /* all of them */
+	int64_t gain;	 /* weight of the reads it makes sequential, less what it breaks */
+	size_t taken;	 /* vertices selected (a prefix: whole runs) */
+	uint64_t taken_blocks;
+};
+
+/* Gain per block, highest first; ties by the lower head. */
+static int chain_cmp(const void *pa, const void *pb)
+{
+	const struct chain *a = pa, *b = pb;
+	/* a.gain / a.blocks > b.gain / b.blocks, without division */
+	double da = (double)a->gain * (double)b->blocks, db = (double)b->gain * (double)a->blocks;
+
+	if (da != db)
+		return da > db ? -1 : 1;
+	return a->head < b->head ? -1 : (a->head > b->head);
+}
+
+/* Whether @v starts at most @near blocks after @u's end in the same file. */
+static int home_sequential(const struct hy_plan_vertex *u, const struct hy_plan_vertex *v,
+			   uint32_t near)
+{
+	uint64_t end = u->block + u->nblocks;
+
+	return u->file_id == v->file_id && v->block >= end && v->block - end <= near;
+}
+
+/* Whether @v continues @u exactly at home. */
+static int home_next(const struct hy_plan_vertex *u, const struct hy_plan_vertex *v)
+{
+	return u->file_id == v->file_id && v->block == u->block + u->nblocks;
+}
+
+struct chain_work {
+	struct hy_plan_edge *merged; /* the merged edges */
+	struct wedge *by_weight;
+	uint32_t *hnext, *hprev; /* runs: ranges that continue each other at home */
+	uint32_t *run_of;	 /* vertex -> its run's first vertex */
+	uint32_t *next, *prev;	 /* chains of runs, by their first vertices */
+	uint32_t *head_of, *tail_of;
+	uint32_t *chain_of; /* vertex -> its chain; then its selected chain or NONE */
+	uint64_t *pos;	    /* vertex -> its block offset in its chain */
+	uint32_t *order;    /* the vertices, chain after chain */
+	struct chain *chains;
+	struct hy_plan_vertex *cv; /* the selected chains as vertices */
+	struct hy_plan_edge *ce;
+	struct chain **selected;
+	struct hy_plan inner;
+};
+
+static void chain_work_free(struct chain_work *c)
+{
+	free(c->merged);
+	free(c->by_weight);
+	free(c->hnext);
+	free(c->hprev);
+	free(c->run_of);
+	free(c->next);
+	free(c->prev);
+	free(c->head_of);
+	free(c->tail_of);
+	free(c->chain_of);
+	free(c->pos);
+	free(c->order);
+	free(c->chains);
+	free(c->cv);
+	free(c->ce);
+	free(c->selected);
+	hy_plan_free(&c->inner);
+}
+
+/* Runs: an edge between two ranges of which one continues the other
+ * exactly at home joins them (in home order), so that a request's range,
+ * which the analyzer may have cut into several vertices, and a stream
+ * read sequentially at home move whole or not at all. */
+static void build_runs(struct chain_work *c, const struct hy_plan_vertex *v, size_t nv, size_t m,
+		       uint64_t max_blocks)
+{
+	uint32_t *rhead = c->head_of, *rtail = c->tail_of; /* of tails; of heads */
+	uint64_t *rblocks = c->pos;			   /* of heads */
+	size_t i;
+
+	for (i = 0; i < nv; i++) {
+		c->hnext[i] = c->hprev[i] = NONE;
+		rhead[i] = rtail[i] = (uint32_t)i;
+		rblocks[i] = v[i].nblocks;
+	}
+	for (i = 0; i < m; i++) {
+		uint32_t a = c->by_weight[i].from, b = c->by_weight[i].to;
+
+		if (home_next(&v[b], &v[a])) {
+			uint32_t t = a;
+
+			a = b;
+			b = t;
+		} else if (!home_next(&v[a], &v[b])) {
+			continue;
+		}
+		if (c->hnext[a] != NONE || c->hprev[b] != NONE ||
+		    rblocks[rhead[a]] + rblocks[b] > max_blocks)
+			continue;
+		c->hnext[a] = b;
+		c->hprev[b] = a;
+		rblocks[rhead[a]] += rblocks[b];
+		rtail[rhead[a]] = rtail[b];
+		rhead[rtail[b]] = rhead[a];
+	}
+	/* home order only climbs: no cycles */
+	for (i = 0; i < nv; i++) {
+		if (c->hprev[i] != NONE)
+			continue;
+		for (uint32_t x = (uint32_t)i; x != NONE; x = c->hnext[x])
+			c->run_of[x] = (uint32_t)i;
+	}
+}
+
+/* Chains of runs: the edges by weight, heaviest first; an edge u -> x that
+ * is not already sequential at home joins u's chain (at its tail) to x's
+ * (at its head): Pettis and Hansen's chaining. */
+static void build_chains(struct chain_work *c, const struct hy_plan_vertex *v, size_t nv, size_t m,
+			 uint32_t near)
+{
+	uint32_t *head_of = c->head_of, *tail_of = c->tail_of; /* of tails; of heads */
+	size_t i;
+
+	for (i = 0; i < nv; i++) {
+		c->next[i] = c->prev[i] = NONE;
+		head_of[i] = tail_of[i] = (uint32_t)i;
+	}
+	for (i = 0; i < m; i++) {
+		uint32_t u = c->by_weight[i].from, x = c->by_weight[i].to;
+		uint32_t U = c->run_of[u], X = c->run_of[x], h, t;
+
+		if (U == X || home_sequential(&v[u], &v[x], near))
+			continue;
+		if (c->next[U] != NONE || c->prev[X] != NONE || tail_of[X] == U)
+			continue; /* not tail to head, or the same chain */
+		h = head_of[U];
+		t = tail_of[X];
+		c->next[U] = X;
+		c->prev[X] = U;
+		tail_of[h] = t;
+		head_of[t] = h;
+	}
+}
+
+/* The chains (each run's child, c->next, is its successor) into order[],
+ * their vertices' positions, and each chain's gain; returns their count. */
+static size_t measure_chains(struct chain_work *c, const struct hy_plan_vertex *v, size_t nv,
+			     size_t m, uint32_t near)
+{
+	size_t i, nchains = 0, at = 0;
+
+	for (i = 0; i < nv; i++) {
+		struct chain *ch;
+		uint64_t off = 0;
+		uint32_t r = (uint32_t)i;
+
+		if (c->run_of[i] != i || c->prev[i] != NONE)
+			continue; /* not the first vertex of a run that starts a chain */
+		ch = &c->chains[nchains];
+		ch->head = (uint32_t)i;
+		ch->start = at;
+		for (; r != NONE; r = c->next[r])
+			for (uint32_t x = r; x != NONE; x = c->hnext[x]) {
+				c->chain_of[x] = (uint32_t)nchains;
+				c->pos[x] = off;
+				off += v[x].nblocks;
+				c->order[at++] = x;
+			}
+		ch->n = at - ch->start;
+		ch->blocks = off;
+		nchains++;
+	}
+	for (i = 0; i < m; i++) {
+		uint32_t u = c->merged[i].from, x = c->merged[i].to;
+		int64_t wt = c->merged[i].weight > INT64_MAX / 4 ? INT64_MAX / 4
+								 : (int64_t)c->merged[i].weight;
+		int before = home_sequential(&v[u], &v[x], near);
+
+		if (c->chain_of[u] == c->chain_of[x]) {
+			uint64_t end = c->pos[u] + v[u].nblocks;
+			int after = c->pos[x] >= end && c->pos[x] - end <= near;
+
+			c->chains[c->chain_of[u]].gain += wt * (after - before);
+		} else if (before) {
+			c->chains[c->chain_of[u]].gain -= wt;
+			c->chains[c->chain_of[x]].gain -= wt;
+		}
+	}
+	return nchains;
+}
+
+/* The longest prefix of whole runs of @ch that fits in @room blocks. */
+static void take_prefix(struct chain_work *c, const struct hy_plan_vertex *v, struct chain *ch,
+			uint64_t room)
+{
+	uint64_t blocks = 0;
+
+	ch->taken = 0;
+	ch->taken_blocks = 0;
+	for (size_t k = 0; k < ch->n; k++) {
+		uint32_t x = c->order[ch->start + k];
+
+		blocks += v[x].nblocks;
+		if (blocks > room)
+			break;
+		if (c->hnext[x] == NONE) { /* the end of a run */
+			ch->taken = k + 1;
+			ch->taken_blocks = blocks;
+		}
+	}
+}
+
+static int plan_chains(const struct hy_planner_options *o, const struct hy_plan_vertex *vertices,
+		       size_t nv, const struct hy_plan_edge *edges, size_t ne, uint64_t capacity,
+		       struct hy_plan *out, char *why, size_t why_size)
+{
+	struct chain_work c = {0};
+	struct work w = {0};
+	size_t m, nchains, nsel = 0, nce = 0, i;
+	uint64_t remaining = capacity, offset = 0;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	if (nv == 0)
+		return 0;
+	/* the merged edges, by the greedy placement's own sort */
+	w.sorted = alloc_array(ne, sizeof(*w.sorted));
+	w.tmp = alloc_array(ne, sizeof(*w.tmp));
+	w.out_off = alloc_array(nv + 1, sizeof(*w.out_off));
+	if (!w.sorted || !w.tmp || !w.out_off)
+		goto fail_nomem;
+	m = sort_and_merge(&w, edges, ne, nv);
+	c.merged = w.sorted;
+	w.sorted = NULL;
+	work_free(&w);
+	memset(&w, 0, sizeof(w));
+
+	c.by_weight = alloc_array(m, sizeof(*c.by_weight));
+	c.hnext = alloc_array(nv, sizeof(*c.hnext));
+	c.hprev = alloc_array(nv, sizeof(*c.hprev));
+	c.run_of = alloc_array(nv, sizeof(*c.run_of));
+	c.next = alloc_array(nv, sizeof(*c.next));
+	c.prev = alloc_array(nv, sizeof(*c.prev));
+	c.head_of = alloc_array(nv, sizeof(*c.head_of));
+	c.tail_of = alloc_array(nv, sizeof(*c.tail_of));
+	c.chain_of = alloc_array(nv, sizeof(*c.chain_of));
+	c.pos = alloc_array(nv, sizeof(*c.pos));
+	c.order = alloc_array(nv, sizeof(*c.order));
+	c.chains = alloc_array(nv, sizeof(*c.chains));
+	c.selected = alloc_array(nv, sizeof(*c.selected));
+	c.cv = alloc_array(nv, sizeof(*c.cv));
+	c.ce = alloc_array(m, sizeof(*c.ce));
+	if (!c.by_weight || !c.hnext || !c.hprev || !c.run_of || !c.next || !c.prev || !c.head_of ||
+	    !c.tail_of || !c.chain_of || !c.pos || !c.order || !c.chains || !c.selected || !c.cv ||
+	    !c.ce)
+		goto fail_nomem;
+
+	/* 1. runs, chains of runs, and what each chain gains */
+	for (i = 0; i < m; i++) {
+		c.by_weight[i].from = c.merged[i].from;
+		c.by_weight[i].to = c.merged[i].to;
+		c.by_weight[i].w = c.merged[i].weight;
+	}
+	qsort(c.by_weight, m, sizeof(*c.by_weight), wedge_cmp);
+	build_runs(&c, vertices, nv, m,
+		   o->max_run_blocks ? o->max_run_blocks : HY_PLANNER_DEFAULT_MAX_RUN_BLOCKS);
+	build_chains(&c, vertices, nv, m, o->near_blocks);
+	nchains = measure_chains(&c, vertices, nv, m, o->near_blocks);
+
+	/* 2. the chains that gain, best first, while they fit (the last ones
+	 * cut to a prefix of whole runs that fits) */
+	qsort(c.chains, nchains, sizeof(*c.chains), chain_cmp);
+	for (i = 0; i < nv; i++)
+		c.chain_of[i] = NONE;
+	for (i = 0; i < nchains && remaining > 0; i++) {
+		struct chain *ch = &c.chains[i];
+
+		if (ch->gain <= 0)
+			break; /* sorted: no later chain gains */
+		take_prefix(&c, vertices, ch, remaining < UINT32_MAX ? remaining : UINT32_MAX);
+		/* one run alone makes no read sequential */
+		if (ch->taken == 0 ||
+		    (ch->taken < ch->n && c.run_of[c.order[ch->start + ch->taken - 1]] == ch->head))
+			continue;
+		remaining -= ch->taken_blocks;
+		for (size_t k = 0; k < ch->taken; k++)
+			c.chain_of[c.order[ch->start + k]] = (uint32_t)nsel;
+		c.cv[nsel].file_id = 0;
+		c.cv[nsel].block = nsel;
+		c.cv[nsel].nblocks = (uint32_t)ch->taken_blocks;
+		c.selected[nsel++] = ch;
+	}
+	for (i = 0; i < m; i++) {
+		uint32_t a = c.chain_of[c.merged[i].from], b = c.chain_of[c.merged[i].to];
+
+		if (a == NONE || b == NONE || a == b)
+			continue;
+		c.ce[nce].from = a;
+		c.ce[nce].to = b;
+		c.ce[nce++].weight = c.merged[i].weight;
+	}
+	/* 3. the selected chains laid out by the greedy placement */
+	ret = plan_greedy(c.cv, nsel, c.ce, nce, UINT64_MAX, &c.inner, why, why_size);
+	if (ret < 0) {
+		chain_work_free(&c);
+		return ret;
+	}
+	out->entries = alloc_array(nv, sizeof(*out->entries));
+	if (!out->entries)
+		goto fail_nomem;
+	for (i = 0; i < c.inner.count; i++) {
+		const struct chain *ch = c.selected[c.inner.entries[i].vertex];
+
+		for (size_t k = 0; k < ch->taken; k++) {
+			uint32_t x = c.order[ch->start + k];
+
+			out->entries[out->count].vertex = x;
+			out->entries[out->count++].bopt_block = offset;
+			offset += vertices[x].nblocks;
+		}
+	}
+	out->blocks_used = offset;
+	out->skipped = nv - out->count;
+	chain_work_free(&c);
+	return 0;
+
+fail_nomem:
+	work_free(&w);
+	chain_work_free(&c);
+	hy_plan_free(out);
+	set_why(why, why_size, "out of memory planning %zu vertices and %zu edges", nv, ne);
+	return -ENOMEM;
+}
+
+int hy_planner_plan_with(const struct hy_planner_options *options,
+			 const struct hy_plan_vertex *vertices, size_t nv,
+			 const struct hy_plan_edge *edges, size_t ne, uint64_t capacity,
+			 struct hy_plan *out, char *why, size_t why_size)
+{
+	int ret;
+
+	if (!options || options->placement == HY_PLANNER_GREEDY)
+		return plan_greedy(vertices, nv, edges, ne, capacity, out, why, why_size);
+	if (why && why_size > 0)
+		why[0] = '\0';
+	if (options->placement != HY_PLANNER_CHAINS) {
+		set_why(why, why_size, "placement %d: not greedy (0) nor chains (1)",
+			(int)options->placement);
+		if (out)
+			memset(out, 0, sizeof(*out));
+		return -EINVAL;
+	}
+	ret = check_input(vertices, nv, edges, ne, out, why, why_size);
+	if (ret < 0) {
+		if (out)
+			memset(out, 0, sizeof(*out));
+		return ret;
+	}
+	return plan_chains(options, vertices, nv, edges, ne, capacity, out, why, why_size);
+}
+
+int hy_planner_plan(const struct hy_plan_vertex *vertices, size_t nv,
+		    const struct hy_plan_edge *edges, size_t ne, uint64_t capacity,
+		    struct hy_plan *out, char *why, size_t why_size)
+{
+	return plan_greedy(vertices, nv, edges, ne, capacity, out, why, why_size);
 }
 
 void hy_plan_free(struct hy_plan *plan)

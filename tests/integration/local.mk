@@ -35,6 +35,11 @@ TESTS += tests/integration/simulate.sh tests/integration/simagree.sh tests/integ
 EXTRA_DIST += tests/integration/simulate.sh tests/integration/simagree.sh \
 	tests/integration/tune.sh
 
+# BORG on a trace (hybridctl simulate --borg): phases of BORG-C and
+# BORG-P on a synthetic trace made by the test, and bad options.
+TESTS += tests/integration/simborg.sh
+EXTRA_DIST += tests/integration/simborg.sh
+
 # emulate=hdd: backing reads delayed by the HDD model, bad values refused.
 TESTS += tests/integration/emulate.sh
 EXTRA_DIST += tests/integration/emulate.sh

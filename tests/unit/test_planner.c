@@ -382,6 +382,110 @@ static void test_large(void)
 	free(e);
 }
 
+/* ---- the chains placement ------------------------------------------------ */
+
+static void plan_chains_and_check(const struct hy_plan_vertex *v, size_t nv,
+				  const struct hy_plan_edge *e, size_t ne, uint64_t capacity,
+				  uint32_t near, const uint32_t *order, size_t n)
+{
+	struct hy_planner_options o = {.placement = HY_PLANNER_CHAINS, .near_blocks = near};
+	struct hy_plan plan;
+	char why[128];
+
+	CU_ASSERT_EQUAL_FATAL(
+		hy_planner_plan_with(&o, v, nv, e, ne, capacity, &plan, why, sizeof(why)), 0);
+	check_order(&plan, v, order, n);
+	CU_ASSERT_EQUAL(plan.skipped, nv - n);
+	hy_plan_free(&plan);
+}
+
+/*
+ * Scattered ranges 0..4 (blocks 0, 100, ...), read 0 1 2 3 4 five times,
+ * with a weaker 0 -> 2 (3) and 4 -> 0 (2). Chains, heaviest first: 0 -> 1,
+ * 1 -> 2, 2 -> 3, 3 -> 4 link; 0 -> 2 does not (0 has its successor), nor
+ * 4 -> 0 (one chain already). Gain: four edges made sequential, 20 > 0:
+ * [0 1 2 3 4] at blocks 0..4.
+ */
+static void test_chains_order(void)
+{
+	static const uint32_t order[] = {0, 1, 2, 3, 4};
+	const struct hy_plan_edge e[] = {{0, 1, 5}, {1, 2, 5}, {2, 3, 5},
+					 {3, 4, 5}, {0, 2, 3}, {4, 0, 2}};
+	struct hy_plan_vertex v[5];
+
+	make_vertices(v, 5, NULL);
+	plan_chains_and_check(v, 5, e, 6, 100, 0, order, 5);
+}
+
+/*
+ * What is sequential at home stays home. Blocks 0, 1, 2 of one file read
+ * in that order: one run, one chain whose edges were sequential already:
+ * gain 0, nothing moves. Blocks 0 and 10 read one after the other: with a
+ * read-ahead of 16 blocks they are near enough at home (nothing moves);
+ * with none, the chain [0 10] gains the edge's 4.
+ */
+static void test_chains_home_sequential(void)
+{
+	const struct hy_plan_edge e[] = {{0, 1, 4}, {1, 2, 4}};
+	static const uint32_t pair[] = {0, 1};
+	struct hy_plan_vertex v[3];
+
+	make_vertices(v, 3, NULL);
+	for (int i = 0; i < 3; i++)
+		v[i].block = (uint64_t)i;
+	plan_chains_and_check(v, 3, e, 2, 100, 0, NULL, 0);
+	v[1].block = 10;
+	plan_chains_and_check(v, 2, e, 1, 100, 16, NULL, 0);
+	plan_chains_and_check(v, 2, e, 1, 100, 0, pair, 2);
+}
+
+/*
+ * A request's range moves whole. A = [100, 2 blocks] and B = [102, 1] are
+ * one request's range cut in two (A -> B, 10), then C = [500] and D = [900]
+ * are read (B -> C 6, C -> D 6, D -> A 5). Runs: A B. Chain: A B C D
+ * (D -> A would close a cycle). Gain 12. Capacity 5: all; 4: A B C (a
+ * prefix of whole runs); 3: A B alone is one run, which gains nothing, and
+ * A without B would split the request: nothing.
+ */
+static void test_chains_whole_runs(void)
+{
+	static const uint32_t len[] = {2, 1, 1, 1}, all[] = {0, 1, 2, 3}, three[] = {0, 1, 2};
+	const struct hy_plan_edge e[] = {{0, 1, 10}, {1, 2, 6}, {2, 3, 6}, {3, 0, 5}};
+	struct hy_plan_vertex v[4];
+
+	make_vertices(v, 4, len);
+	v[0].block = 100;
+	v[1].block = 102;
+	v[2].block = 500;
+	v[3].block = 900;
+	plan_chains_and_check(v, 4, e, 4, 5, 0, all, 4);
+	plan_chains_and_check(v, 4, e, 4, 4, 0, three, 3);
+	plan_chains_and_check(v, 4, e, 4, 3, 0, NULL, 0);
+	plan_chains_and_check(v, 4, e, 4, 2, 0, NULL, 0);
+}
+
+static void test_chains_refused(void)
+{
+	struct hy_planner_options o = {.placement = (enum hy_planner_placement)7};
+	const struct hy_plan_edge self[] = {{1, 1, 1}};
+	struct hy_plan_vertex v[2];
+	struct hy_plan plan;
+	char why[128];
+
+	make_vertices(v, 2, NULL);
+	CU_ASSERT_EQUAL(hy_planner_plan_with(&o, v, 2, NULL, 0, 10, &plan, why, sizeof(why)),
+			-EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "placement 7"));
+	o.placement = HY_PLANNER_CHAINS;
+	CU_ASSERT_EQUAL(hy_planner_plan_with(&o, v, 2, self, 1, 10, &plan, why, sizeof(why)),
+			-EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "self edge"));
+	/* NULL options: the greedy placement */
+	CU_ASSERT_EQUAL(hy_planner_plan_with(NULL, v, 2, NULL, 0, 10, &plan, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(plan.count, 2);
+	hy_plan_free(&plan);
+}
+
 int hy_test_add_planner(void)
 {
 	CU_pSuite s = CU_add_suite("planner", NULL, NULL);
@@ -395,7 +499,11 @@ int hy_test_add_planner(void)
 	    !CU_add_test(s, "duplicate edges add up", test_duplicates) ||
 	    !CU_add_test(s, "invalid input refused", test_invalid) ||
 	    !CU_add_test(s, "empty graph", test_empty) ||
-	    !CU_add_test(s, "100k vertices, 1M random edges", test_large))
+	    !CU_add_test(s, "100k vertices, 1M random edges", test_large) ||
+	    !CU_add_test(s, "chains: successors adjacent", test_chains_order) ||
+	    !CU_add_test(s, "chains: sequential at home stays home", test_chains_home_sequential) ||
+	    !CU_add_test(s, "chains: a request's range moves whole", test_chains_whole_runs) ||
+	    !CU_add_test(s, "chains: bad placement and edges refused", test_chains_refused))
 		return -1;
 	return 0;
 }
