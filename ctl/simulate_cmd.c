@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,8 +61,10 @@ struct sim_args {
 	bool timed;
 	struct hy_devmodel_params backing, ssd;
 	bool write_back;
-	bool no_front;			       /* full policy: no DRAM front buffer */
-	double heat_threshold;		       /* full policy; < 0: the default */
+	bool open_loop;	       /* requests arrive at their timestamps (timed) */
+	double speed;	       /* open loop: the trace's time divided by this (0: 1) */
+	bool no_front;	       /* full policy: no DRAM front buffer */
+	double heat_threshold; /* full policy; < 0: the default */
 	struct hy_workload_policy_table table; /* full policy's ReCA table */
 	enum hy_pore_rule pore;
 	uint64_t pore_zone;
@@ -96,6 +99,8 @@ static void simulate_usage(FILE *out)
 		"        policy without a front buffer, with another heat threshold, with a\n"
 		"        setting of ReCA's table changed (hybridctl policy's text form)\n"
 		"  --write-back: writes stay dirty in the cache until evicted (timed)\n"
+		"  --open-loop [--speed X]: requests arrive at their timestamps (divided by X)\n"
+		"        and wait for the storage, instead of one after the other (timed)\n"
 		"  --pore coverage|popularity|balance [--pore-zone SIZE] [--pore-open N]:\n"
 		"        PORE's zone-aware eviction (write-back, for an SMR --device)\n"
 		"  --borg [--split F | --borg-phases N] [--borg-mode cumulative|partial|both]\n"
@@ -232,6 +237,7 @@ static int each_record(const struct sim_args *a, int (*fn)(void *arg, struct hy_
 {
 	struct hy_trace_reader *reader;
 	struct hy_trace_record rec;
+	bool failed = false;
 	char why[512];
 	int rc;
 
@@ -244,7 +250,11 @@ static int each_record(const struct sim_args *a, int (*fn)(void *arg, struct hy_
 		snprintf(format_name, format_size, "%s",
 			 hy_trace_reader_format_name(hy_trace_reader_format(reader)));
 	while ((rc = hy_trace_reader_next(reader, &rec)) == 1) {
-		if (fn(arg, &rec) <= 0)
+		int done = fn(arg, &rec);
+
+		if (done < 0)
+			failed = true; /* @fn said why */
+		if (done <= 0)
 			break;
 		if (progress.total && (++progress.done & 0x3fff) == 0)
 			progress_show();
@@ -256,7 +266,7 @@ static int each_record(const struct sim_args *a, int (*fn)(void *arg, struct hy_
 	if (stats)
 		hy_trace_reader_get_stats(reader, stats);
 	hy_trace_reader_close(reader);
-	return rc < 0 ? 1 : 0;
+	return rc < 0 || failed ? 1 : 0;
 }
 
 static int count_footprint(void *arg, struct hy_trace_record *rec)
@@ -272,7 +282,12 @@ static int replay_one(void *arg, struct hy_trace_record *rec)
 {
 	int rc = hy_replay_request(arg, rec);
 
-	if (rc < 0)
+	if (rc == -EINVAL)
+		fprintf(stderr,
+			"hybridctl: simulate: line %" PRIu64 " has no timestamp: an open-loop "
+			"replay (--open-loop) needs one on every request\n",
+			rec->line);
+	else if (rc < 0)
 		fprintf(stderr, "hybridctl: simulate: out of memory replaying\n");
 	return rc;
 }
@@ -425,6 +440,21 @@ static struct json_object *result_json(const char *policy, const struct size_arg
 				       json_object_new_uint64(s->forced_evictions));
 		json_object_object_add(o, "pore_divisions",
 				       json_object_new_uint64(s->pore_divisions));
+		json_object_object_add(o, "loop",
+				       json_object_new_string(s->open_loop ? "open" : "closed"));
+		if (s->open_loop) {
+			json_object_object_add(o, "span_ms", json_object_new_double(s->span_ms));
+			json_object_object_add(o, "wait_mean_ms",
+					       json_object_new_double(s->wait_mean_ms));
+			json_object_object_add(o, "requests_waited",
+					       json_object_new_uint64(s->waited));
+			json_object_object_add(o, "requests_reordered",
+					       json_object_new_uint64(s->reordered));
+			json_object_object_add(
+				o, "backing_utilization",
+				json_object_new_double(
+					s->span_ms > 0 ? s->backing_busy_ms / s->span_ms : 0));
+		}
 	}
 	json_object_object_add(o, "seconds", json_object_new_double(seconds));
 	json_object_object_add(o, "accesses_per_second",
@@ -718,6 +748,19 @@ int hy_ctl_simulate(int argc, char **argv)
 			}
 		} else if (strcmp(o, "--write-back") == 0) {
 			a.write_back = true;
+		} else if (strcmp(o, "--open-loop") == 0) {
+			a.open_loop = true;
+		} else if (strcmp(o, "--speed") == 0 && has_value) {
+			char *end;
+
+			a.speed = strtod(argv[++i], &end);
+			if (*end || end == argv[i] || !(a.speed > 0) || !isfinite(a.speed)) {
+				fprintf(stderr,
+					"hybridctl: simulate: --speed \"%s\": a factor above 0 "
+					"(2: the trace's requests arrive twice as fast)\n",
+					argv[i]);
+				return 2;
+			}
 		} else if (strcmp(o, "--pore") == 0 && has_value) {
 			const char *m = argv[++i];
 
@@ -896,6 +939,23 @@ int hy_ctl_simulate(int argc, char **argv)
 		fprintf(stderr, "hybridctl: simulate: --write-back and --pore need a --device\n");
 		return 2;
 	}
+	if ((a.open_loop || a.speed > 0) && !a.timed) {
+		fprintf(stderr, "hybridctl: simulate: --open-loop and --speed need a --device\n");
+		return 2;
+	}
+	if (a.speed > 0 && !a.open_loop) {
+		fprintf(stderr, "hybridctl: simulate: --speed needs --open-loop\n");
+		return 2;
+	}
+	if (a.open_loop)
+		for (size_t p = 0; p < a.npolicies; p++)
+			if (a.policies[p] == POLICY_FULL || a.policies[p] == POLICY_FULL_NORECA) {
+				fprintf(stderr,
+					"hybridctl: simulate: --open-loop times the replay's "
+					"policies (lru, larc, freq, lru3), not --policy %s\n",
+					policy_name(a.policies[p]));
+				return 2;
+			}
 	if (a.borg_option && !a.borg) {
 		fprintf(stderr, "hybridctl: simulate: %s needs --borg\n", a.borg_option);
 		return 2;
@@ -956,6 +1016,8 @@ int hy_ctl_simulate(int argc, char **argv)
 				.pore = a.pore,
 				.pore_zone_bytes = a.pore_zone,
 				.pore_open_permille = a.pore_open,
+				.open_loop = a.open_loop,
+				.speed = a.speed,
 			};
 			struct hy_replay_stats s;
 			struct hy_replay *r;
@@ -1000,7 +1062,8 @@ int hy_ctl_simulate(int argc, char **argv)
 				       ratio(hits, s.accesses), 1.0 - ratio(hits, s.accesses),
 				       ratio(s.read_hits, s.reads), ratio(s.write_hits, s.writes),
 				       s.inserts, dt > 0 ? s.accesses / dt : 0.0);
-				if (s.timed && !s.all.requests)
+				if (s.timed && (a.policies[p] == POLICY_FULL ||
+						a.policies[p] == POLICY_FULL_NORECA))
 					printf("       %s busy %.1f s; %" PRIu64
 					       " dirty blocks written home\n",
 					       hy_devmodel_kind_name(a.backing.kind),
@@ -1011,6 +1074,12 @@ int hy_ctl_simulate(int argc, char **argv)
 					       hy_devmodel_kind_name(a.backing.kind),
 					       s.backing_busy_ms / 1000, s.ssd_busy_ms / 1000,
 					       s.all.mean_ms, s.all.p99_ms);
+				if (s.open_loop)
+					printf("       open loop: %.1f s from the first arrival to "
+					       "the "
+					       "last completion, mean wait %.3f ms (%" PRIu64
+					       " requests waited)\n",
+					       s.span_ms / 1000, s.wait_mean_ms, s.waited);
 				if (s.timed && a.backing.kind == HY_DEVMODEL_SMR)
 					printf("       write amplification %.2f, %" PRIu64
 					       " band cleanings\n",

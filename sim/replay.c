@@ -87,6 +87,11 @@ struct hy_replay {
 	uint32_t *line_zone;  /* per line: its PORE zone */
 	struct hy_pore *pore; /* PORE's zones (pore.h, the cache's own code) */
 	double pending_ms;    /* eviction writes the current request waits for */
+	/* open loop: the first timestamp, the last arrival, when the storage
+	 * is free again (ms from the first arrival), the waits summed */
+	int64_t first_ts;
+	double last_arrival_ms, free_ms, wait_sum_ms;
+	bool started;
 };
 
 int hy_replay_new(const struct hy_replay_config *cfg, struct hy_replay **out, char *why,
@@ -99,6 +104,14 @@ int hy_replay_new(const struct hy_replay_config *cfg, struct hy_replay **out, ch
 	if (cfg->capacity == 0 || cfg->capacity > UINT32_MAX - 1) {
 		snprintf(why, why_size, "a cache of %llu blocks: it must hold 1 to %u",
 			 (unsigned long long)cfg->capacity, UINT32_MAX - 1);
+		return -EINVAL;
+	}
+	if (cfg->open_loop && !(cfg->backing && cfg->ssd)) {
+		snprintf(why, why_size, "an open-loop replay needs device models to time it");
+		return -EINVAL;
+	}
+	if (!(cfg->speed >= 0) || !isfinite(cfg->speed)) {
+		snprintf(why, why_size, "an open-loop speed of %g: it must be above 0", cfg->speed);
 		return -EINVAL;
 	}
 	r = calloc(1, sizeof(*r));
@@ -457,6 +470,34 @@ static double serve_run(struct hy_replay *r, bool write, int kind, uint64_t firs
 	return t;
 }
 
+/* Open loop: the request arrives at its timestamp and is served when the
+ * storage is free; its response time is its wait plus @service_ms. */
+static double open_loop_response(struct hy_replay *r, const struct hy_trace_record *rec,
+				 double service_ms)
+{
+	double speed = r->cfg.speed > 0 ? r->cfg.speed : 1.0, arrival, start, wait;
+
+	if (!r->started) {
+		r->started = true;
+		r->first_ts = rec->ts_ns;
+	}
+	arrival = (double)(rec->ts_ns - r->first_ts) / 1e6 / speed;
+	if (arrival < r->last_arrival_ms) {
+		/* stamped before the request before it: it arrives with it */
+		r->st.reordered++;
+		arrival = r->last_arrival_ms;
+	}
+	r->last_arrival_ms = arrival;
+	start = r->free_ms > arrival ? r->free_ms : arrival;
+	wait = start - arrival;
+	if (wait > 0)
+		r->st.waited++;
+	r->wait_sum_ms += wait;
+	r->free_ms = start + service_ms;
+	r->st.span_ms = r->free_ms;
+	return wait + service_ms;
+}
+
 static int timed_request(struct hy_replay *r, const struct hy_trace_record *rec)
 {
 	uint64_t first, last, base, mask = (UINT64_C(1) << HY_REPLAY_DEVICE_SHIFT) - 1;
@@ -474,6 +515,8 @@ static int timed_request(struct hy_replay *r, const struct hy_trace_record *rec)
 		r->st.dropped++;
 		return 1;
 	}
+	if (r->cfg.open_loop && rec->ts_ns < 0)
+		return -EINVAL; /* the caller names the line */
 	if (classify_request(r, rec, &cls, &cat) < 0)
 		return -ENOMEM;
 	first = rec->offset / HY_REPLAY_BLOCK;
@@ -517,6 +560,8 @@ static int timed_request(struct hy_replay *r, const struct hy_trace_record *rec)
 	/* write-back: the dirty victims this request's misses evicted */
 	t += r->pending_ms;
 	r->st.backing_busy_ms += r->pending_ms;
+	if (r->cfg.open_loop)
+		t = open_loop_response(r, rec, t);
 	hist_add(&r->all, t);
 	hist_add(&r->by_class[cls], t);
 	hist_add(&r->by_category[cat], t);
@@ -544,6 +589,8 @@ void hy_replay_get_stats(const struct hy_replay *r, struct hy_replay_stats *out)
 		return;
 	hy_devmodel_get_stats(r->backing, &out->backing);
 	hy_devmodel_get_stats(r->ssd, &out->ssd);
+	out->open_loop = r->cfg.open_loop;
+	out->wait_mean_ms = r->st.requests ? r->wait_sum_ms / (double)r->st.requests : 0;
 	hist_result(&r->all, &out->all);
 	for (int i = 0; i < HY_CLASS_COUNT; i++)
 		hist_result(&r->by_class[i], &out->by_class[i]);

@@ -17,7 +17,13 @@
  * does (cache.c).
  *
  * Timing (optional: @backing and @ssd models, devmodel.h): each request is
- * served in closed loop, one after the other. A read: its runs of cached
+ * served in closed loop, one after the other, its response time its
+ * service time; or, with @open_loop, at the time the trace gives it
+ * (timestamps from the first request's, divided by @speed): the storage
+ * serves requests in arrival order, one at a time, a request starting when
+ * it arrives or when the one before it is done, whichever is later; its
+ * response is its wait plus its service (a trace without timestamps is
+ * refused; a request stamped before the one before it arrives with it). A read: its runs of cached
  * blocks are SSD reads, its runs of missed blocks backing reads, one
  * request each; the blocks a read miss admits are then written into the
  * SSD (busy time, not response time: the cache fills behind the answer).
@@ -86,6 +92,9 @@ struct hy_replay_config {
 				      * that are open; 0: 100 (10%) */
 	uint64_t pore_period;	     /* writes between re-divisions; 0: the
 				      * backing model's buffer_bytes / 4 KiB */
+	/* timed only: requests arrive at their timestamps (open loop) */
+	bool open_loop;
+	double speed; /* open loop: the trace's time divided by this; 0: 1 */
 };
 
 /* Response times of one group of requests (a class, a category). */
@@ -110,6 +119,12 @@ struct hy_replay_stats {
 	uint64_t dirty_evictions;  /* write-back: dirty blocks written to the backing device */
 	uint64_t forced_evictions; /* PORE: no victim in an open zone, one taken anyway */
 	uint64_t pore_divisions;   /* PORE: open/forbidden re-divisions */
+	/* open loop */
+	bool open_loop;
+	double span_ms;	     /* from the first arrival to the last completion */
+	double wait_mean_ms; /* time a request waited for the one before it */
+	uint64_t waited;     /* requests that waited at all */
+	uint64_t reordered;  /* requests stamped before the one before them */
 	struct hy_devmodel_stats backing, ssd;
 	struct hy_replay_latency all;
 	struct hy_replay_latency by_class[HY_CLASS_COUNT];
@@ -128,7 +143,8 @@ void hy_replay_free(struct hy_replay *replay);
 int hy_replay_access(struct hy_replay *replay, uint64_t key, bool write);
 
 /* One trace request, as the rule says: 1 replayed (or dropped), 0 when the
- * cap was reached (the request is cut at it; stop reading), -ENOMEM. */
+ * cap was reached (the request is cut at it; stop reading), -ENOMEM, or
+ * in open loop -EINVAL for a request without a timestamp. */
 int hy_replay_request(struct hy_replay *replay, const struct hy_trace_record *rec);
 
 void hy_replay_get_stats(const struct hy_replay *replay, struct hy_replay_stats *out);

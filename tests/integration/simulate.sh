@@ -43,6 +43,42 @@ expect_refused "--frobnicate" "$HY_TMP/one.trace" --frobnicate
 printf 'this is not a trace\n\x01\x02garbage\n' >"$HY_TMP/junk.trace"
 expect_refused "format" "$HY_TMP/junk.trace"
 
+# ---- open loop -----------------------------------------------------------------
+# MSR CSV, 100 ns ticks: three 4 KiB reads far apart on the disk at the
+# same instant, then one a second later. In open loop the second and third
+# wait for those before them, the fourth finds the disk idle; closed loop
+# has no waits. --speed 1000 brings the fourth within the others' time.
+{
+	t=128166385295514663
+	for i in 0 1 2; do printf '%s,syn,0,Read,%s,4096,100\n' "$t" $((i * 1073741824)); done
+	printf '%s,syn,0,Read,%s,4096,100\n' $((t + 10000000)) $((3 * 1073741824))
+} >"$HY_TMP/burst.csv"
+sim_loop() { "$HYBRIDCTL" simulate "$HY_TMP/burst.csv" --policy lru --cache-size 4K --device hdd --json "$@"; }
+if out=$(sim_loop --open-loop 2>&1); then
+	[ "$(jq -r '.results[0].loop' <<<"$out")" = open ] || hy_fail "--open-loop: loop is not open"
+	[ "$(jq -r '.results[0].requests_waited' <<<"$out")" = 2 ] ||
+		hy_fail "--open-loop: not two requests waited: $(jq -c .results[0] <<<"$out")"
+	jq -e '.results[0].response.mean_ms > .results[0].wait_mean_ms and .results[0].wait_mean_ms > 0' \
+		<<<"$out" >/dev/null || hy_fail "--open-loop: the waits are not in the responses"
+else
+	hy_fail "simulate --open-loop failed: $out"
+fi
+if out=$(sim_loop --open-loop --speed 1000 2>&1); then
+	[ "$(jq -r '.results[0].requests_waited' <<<"$out")" = 3 ] ||
+		hy_fail "--speed 1000: the fourth request did not wait"
+else
+	hy_fail "simulate --open-loop --speed 1000 failed: $out"
+fi
+out=$(sim_loop 2>&1) && [ "$(jq -r '.results[0].loop' <<<"$out")" = closed ] ||
+	hy_fail "closed loop by default: $out"
+expect_refused "--speed" "$HY_TMP/burst.csv" --device hdd --open-loop --speed 0
+expect_refused "--speed needs --open-loop" "$HY_TMP/burst.csv" --device hdd --speed 2
+expect_refused "need a --device" "$HY_TMP/burst.csv" --open-loop
+expect_refused "not --policy full" "$HY_TMP/burst.csv" --device hdd --open-loop --policy full
+printf '100 8 0 1\n' >"$HY_TMP/arc.lis" # ARC: start, blocks, 0, request number
+expect_refused "line 1 has no timestamp" "$HY_TMP/arc.lis" --format arc --policy lru \
+	--cache-size 4K --device hdd --open-loop
+
 if [ ! -f "$TRACES/BASELINES.md" ]; then
 	# not a skip: the bad-input checks ran (CI fails on skipped tests)
 	hy_log "no traces at $TRACES (set HY_TRACES): the comparison with BASELINES.md is left out"

@@ -30,8 +30,10 @@ static struct hy_trace_record req(uint32_t device, uint64_t offset, uint64_t len
 static struct hy_replay *make(enum hy_policy_kind kind, uint64_t capacity, bool reads_only,
 			      uint64_t cap)
 {
-	struct hy_replay_config cfg = {kind,  capacity, reads_only, cap, NULL, NULL,
-				       false, 0,	0,	    0,	 0};
+	struct hy_replay_config cfg = {.policy = kind,
+				       .capacity = capacity,
+				       .reads_only = reads_only,
+				       .max_accesses = cap};
 	struct hy_replay *r = NULL;
 	char why[256];
 
@@ -181,8 +183,7 @@ static void test_policies_and_footprint(void)
 	hy_replay_footprint_free(fp);
 
 	{
-		struct hy_replay_config bad = {HY_POLICY_LRU, 0, false, 0, NULL, NULL,
-					       false,	      0, 0,	0, 0};
+		struct hy_replay_config bad = {.policy = HY_POLICY_LRU, .capacity = 0};
 		struct hy_replay *r;
 
 		CU_ASSERT_EQUAL(hy_replay_new(&bad, &r, why, sizeof(why)), -EINVAL);
@@ -198,8 +199,8 @@ static void test_policies_and_footprint(void)
 static void test_timed(void)
 {
 	struct hy_devmodel_params backing, ssd;
-	struct hy_replay_config cfg = {HY_POLICY_LRU, 100, false, 0, &backing, &ssd,
-				       false,	      0,   0,	  0, 0};
+	struct hy_replay_config cfg = {
+		.policy = HY_POLICY_LRU, .capacity = 100, .backing = &backing, .ssd = &ssd};
 	struct hy_trace_record a;
 	struct hy_replay_stats s;
 	struct hy_replay *r;
@@ -240,6 +241,82 @@ static void test_timed(void)
 	/* a bad model is refused, named */
 	backing.read_us = -1;
 	CU_ASSERT_EQUAL(hy_replay_new(&cfg, &r, why, sizeof(why)), -EINVAL);
+}
+
+/* Open loop: requests served in arrival order, each waiting for the one
+ * before it; the same two SSD-like models as test_timed (a backing read
+ * of 4 KiB: 1.001 ms, an SSD read 0.101 ms). */
+static void test_open_loop(void)
+{
+	struct hy_devmodel_params backing, ssd;
+	struct hy_replay_config cfg = {.policy = HY_POLICY_LRU,
+				       .capacity = 100,
+				       .backing = &backing,
+				       .ssd = &ssd,
+				       .open_loop = true};
+	struct hy_trace_record a;
+	struct hy_replay_stats s;
+	struct hy_replay *r;
+	char why[256];
+
+	hy_devmodel_defaults(HY_DEVMODEL_SSD, &backing);
+	backing.read_us = backing.write_us = 1000;
+	backing.read_mb_s = backing.write_mb_s = 4096;
+	ssd = backing;
+	ssd.read_us = ssd.write_us = 100;
+
+	/* three misses at the same instant: 1.001, then waits of 1.001 and
+	 * 2.002; a fourth 10 ms later finds the storage idle */
+	CU_ASSERT_EQUAL_FATAL(hy_replay_new(&cfg, &r, why, sizeof(why)), 0);
+	for (int i = 0; i < 3; i++) {
+		a = req(0, (uint64_t)i << 20, 4096, false);
+		a.ts_ns = 5000000;
+		CU_ASSERT_EQUAL(hy_replay_request(r, &a), 1);
+	}
+	a = req(0, 8 << 20, 4096, false);
+	a.ts_ns = 15000000;
+	CU_ASSERT_EQUAL(hy_replay_request(r, &a), 1);
+	/* stamped before the one before it: arrives with it, waits for it */
+	a = req(0, 9 << 20, 4096, false);
+	a.ts_ns = 14000000;
+	CU_ASSERT_EQUAL(hy_replay_request(r, &a), 1);
+	hy_replay_get_stats(r, &s);
+	CU_ASSERT_TRUE(s.open_loop);
+	CU_ASSERT_EQUAL(s.all.requests, 5);
+	CU_ASSERT_DOUBLE_EQUAL(s.all.mean_ms, (1.001 + 2.002 + 3.003 + 1.001 + 2.002) / 5, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(s.wait_mean_ms, (1.001 + 2.002 + 1.001) / 5, 1e-9);
+	CU_ASSERT_EQUAL(s.waited, 3);
+	CU_ASSERT_EQUAL(s.reordered, 1);
+	CU_ASSERT_DOUBLE_EQUAL(s.span_ms, 10 + 2 * 1.001, 1e-9);
+	/* busy time is the same as closed loop's: only the waits are new */
+	CU_ASSERT_DOUBLE_EQUAL(s.backing_busy_ms, 5 * 1.001, 1e-9);
+	/* a request without a timestamp is refused */
+	a = req(0, 0, 4096, false);
+	a.ts_ns = -1;
+	CU_ASSERT_EQUAL(hy_replay_request(r, &a), -EINVAL);
+	hy_replay_free(r);
+
+	/* --speed 10: 10 ms of trace are 1 ms; the fourth now waits */
+	cfg.speed = 10;
+	CU_ASSERT_EQUAL_FATAL(hy_replay_new(&cfg, &r, why, sizeof(why)), 0);
+	for (int i = 0; i < 4; i++) {
+		a = req(0, (uint64_t)i << 20, 4096, false);
+		a.ts_ns = i < 3 ? 0 : 10000000;
+		CU_ASSERT_EQUAL(hy_replay_request(r, &a), 1);
+	}
+	hy_replay_get_stats(r, &s);
+	CU_ASSERT_EQUAL(s.waited, 3);
+	CU_ASSERT_DOUBLE_EQUAL(s.span_ms, 4 * 1.001, 1e-9);
+	hy_replay_free(r);
+
+	/* open loop without models, a negative speed: refused, named */
+	cfg.speed = -1;
+	CU_ASSERT_EQUAL(hy_replay_new(&cfg, &r, why, sizeof(why)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "speed"));
+	cfg.speed = 0;
+	cfg.backing = NULL;
+	CU_ASSERT_EQUAL(hy_replay_new(&cfg, &r, why, sizeof(why)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "open-loop"));
 }
 
 /* BORG on a trace: 200 scattered blocks read in one order, again and again:
@@ -314,7 +391,8 @@ static void test_layout(void)
 static void pore_case(enum hy_pore_rule pore, int *b1_hit, uint64_t *dirty_evictions)
 {
 	struct hy_devmodel_params smr, ssd;
-	struct hy_replay_config cfg = {HY_POLICY_LRU, 4, false, 0, &smr, &ssd, false, 0, 0, 0, 0};
+	struct hy_replay_config cfg = {
+		.policy = HY_POLICY_LRU, .capacity = 4, .backing = &smr, .ssd = &ssd};
 	struct hy_replay_stats s;
 	struct hy_replay *r;
 	char why[256];
@@ -423,6 +501,7 @@ int hy_test_add_replay(void)
 	    !CU_add_test(s, "LRU against a reference", test_lru_reference) ||
 	    !CU_add_test(s, "policies, footprint, bad capacities", test_policies_and_footprint) ||
 	    !CU_add_test(s, "timing over device models", test_timed) ||
+	    !CU_add_test(s, "open loop by timestamps", test_open_loop) ||
 	    !CU_add_test(s, "BORG's layout on a repeated pattern", test_layout) ||
 	    !CU_add_test(s, "PORE: dirty victims from open zones", test_pore) ||
 	    !CU_add_test(s, "the whole cache (full policy)", test_full))
