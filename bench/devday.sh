@@ -106,4 +106,4 @@ done
 	echo
 	echo "Modeled disk time over the three runs: $(modeled "$TMP/ma") s with, $(modeled "$TMP/mb") s without."
 	echo "BOPT after the reorganizations: $("$HYBRIDCTL" status "$TMP/ma" | grep '^bopt' || echo none)"
-} | if [ -n "$OUT" ]; then tee "$OUT"; else cat; fi
+} | bench_output

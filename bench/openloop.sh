@@ -15,23 +15,7 @@ set -u
 set -o pipefail
 
 . "$(dirname "$0")/script.sh"
-TRACES=$SRCDIR/../shared/traces
-[ -d "$TRACES" ] || TRACES=/work/shared/traces
-OUT=""
-while [ $# -gt 0 ]; do
-	case $1 in
-	--traces) TRACES=$2 && shift ;;
-	--out) OUT=$2 && shift ;;
-	-h | --help) bench_help ;;
-	-*) die "unknown option $1 (see --help)" ;;
-	*) BUILD=$1 ;;
-	esac
-	shift
-done
-bench_build hybridctl
-HYBRIDCTL=$BUILD/hybridctl
-[ -d "$TRACES" ] || die "no traces in $TRACES (--traces DIR)"
-command -v jq >/dev/null || die "jq is needed (apt-get install jq)"
+bench_trace_args "$@"
 
 mapfile -t FILES < <(find "$TRACES" -maxdepth 1 -type f ! -name '*.md' ! -name 'LICENSE*' | sort)
 {
@@ -55,4 +39,4 @@ mapfile -t FILES < <(find "$TRACES" -maxdepth 1 -type f ! -name '*.md' ! -name '
 				"| \($n) | \($o.policy) | \($k.response.mean_ms * 100 | round / 100) / \($k.response.p99_ms * 100 | round / 100) | \($o.response.mean_ms * 100 | round / 100) / \($o.response.p99_ms * 100 | round / 100) | \($o.wait_mean_ms * 100 | round / 100) | \($o.requests_waited) of \($o.response.requests) | \($o.backing_utilization * 1000 | round / 10)% |"' <<<"$open"
 		done
 	done
-} | if [ -n "$OUT" ]; then tee "$OUT"; else cat; fi
+} | bench_output

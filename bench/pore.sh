@@ -25,22 +25,7 @@ set -u
 set -o pipefail
 
 . "$(dirname "$0")/script.sh"
-TRACES=$SRCDIR/../shared/traces
-OUT=""
-while [ $# -gt 0 ]; do
-	case $1 in
-	--traces) TRACES=$2 && shift ;;
-	--out) OUT=$2 && shift ;;
-	-h | --help) bench_help ;;
-	-*) die "unknown option $1 (see --help)" ;;
-	*) BUILD=$1 ;;
-	esac
-	shift
-done
-bench_build hybridctl
-HYBRIDCTL=$BUILD/hybridctl
-[ -d "$TRACES" ] || die "no traces in $TRACES (--traces DIR)"
-command -v jq >/dev/null || die "jq is needed (apt-get install jq)"
+bench_trace_args "$@"
 
 # the traces with writes, and the cap that keeps each run short
 TRACE_LIST=(
@@ -84,4 +69,4 @@ run() {
 			done
 		done
 	done
-} | if [ -n "$OUT" ]; then tee "$OUT"; else cat; fi
+} | bench_output

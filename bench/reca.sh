@@ -163,4 +163,4 @@ done
 		loss=$(awk -v a="$on" -v b="$off" 'BEGIN { printf "%.1f%%", 100 * (1 - a / b) }')
 		echo "| $config | $off | $on | $loss | $coff us | $con us | ${RESULTS[$config,on]# } / ${RESULTS[$config,off]# } |"
 	done
-} | if [ -n "$OUT" ]; then tee "$OUT"; else cat; fi
+} | bench_output

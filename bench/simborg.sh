@@ -24,27 +24,16 @@ set -u
 set -o pipefail
 
 . "$(dirname "$0")/script.sh"
-TRACES=$SRCDIR/../shared/traces
-[ -d "$TRACES" ] || TRACES=/work/shared/traces
-OUT=""
 PHASES=5
 BOPT=10%
-while [ $# -gt 0 ]; do
+bench_option() {
 	case $1 in
-	--traces) TRACES=$2 && shift ;;
-	--out) OUT=$2 && shift ;;
-	--phases) PHASES=$2 && shift ;;
-	--bopt) BOPT=$2 && shift ;;
-	-h | --help) bench_help ;;
-	-*) die "unknown option $1 (see --help)" ;;
-	*) BUILD=$1 ;;
+	--phases) PHASES=$2 ;;
+	--bopt) BOPT=$2 ;;
+	*) return 1 ;;
 	esac
-	shift
-done
-bench_build hybridctl
-HYBRIDCTL=$BUILD/hybridctl
-[ -d "$TRACES" ] || die "no traces folder $TRACES (--traces DIR)"
-command -v jq >/dev/null || die "jq is needed (apt-get install jq)"
+}
+bench_trace_args "$@"
 TMP=$(mktemp -d) || die "mktemp failed"
 trap 'rm -rf "$TMP"' EXIT
 
@@ -132,4 +121,4 @@ t1=$(date +%s.%N)
 	echo
 	awk -v a="$t0" -v b="$t1" -v n="${#FILES[@]}" 'BEGIN {
 		printf "%d traces, 3 runs each, %.1f s in all.\n", n, b - a }'
-} | if [ -n "$OUT" ]; then tee "$OUT"; else cat; fi
+} | bench_output

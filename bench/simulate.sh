@@ -13,22 +13,8 @@ set -u
 set -o pipefail
 
 . "$(dirname "$0")/script.sh"
-TRACES=$SRCDIR/../shared/traces
-OUT=""
-while [ $# -gt 0 ]; do
-	case $1 in
-	--traces) TRACES=$2 && shift ;;
-	--out) OUT=$2 && shift ;;
-	-h | --help) bench_help ;;
-	-*) die "unknown option $1 (see --help)" ;;
-	*) BUILD=$1 ;;
-	esac
-	shift
-done
-bench_build hybridctl
-HYBRIDCTL=$BUILD/hybridctl
+bench_trace_args "$@"
 [ -f "$TRACES/BASELINES.md" ] || die "no BASELINES.md in $TRACES (--traces DIR)"
-command -v jq >/dev/null || die "jq is needed (apt-get install jq)"
 TMP=$(mktemp -d) || die "mktemp failed"
 trap 'rm -rf "$TMP"' EXIT
 
@@ -87,4 +73,4 @@ awk '
 	accesses=$(jq -r '.results[0].accesses' "$TMP/arc_P6_full.all.json")
 	echo "Speed: arc_P6 whole ($accesses block accesses, 519,711 requests read from gzip each"
 	echo "pass): $speed block accesses a second per replay, on average over the 16 replays."
-} | if [ -n "$OUT" ]; then tee "$OUT"; else cat; fi
+} | bench_output

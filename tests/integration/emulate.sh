@@ -15,16 +15,21 @@ B=$HY_TMP/backing M=$HY_TMP/mnt
 mkdir -p "$B" "$M"
 head -c 64M /dev/zero >"$B/data"
 
-# bad values are refused before anything is mounted, named
-for bad in "emulate=floppy floppy" "emulate=hdd:rpm=fast rpm" "emulate=hdd:colour=red colour" \
-	"emulate= emulate"; do
-	set -- $bad
-	if out=$("$HYBRIDFS" "$B" "$M" -f -o "state=$HY_TMP/s0,$1" 2>&1); then
-		hy_fail "-o $1 was accepted"
-	else
-		case $out in *"$2"*) ;; *) hy_fail "-o $1: the message does not name \"$2\": $out" ;; esac
-	fi
-done
+# refused OPTION WANT...: bad values are refused before anything is
+# mounted, each message naming what is wrong
+refused() {
+	local out
+	while [ $# -ge 2 ]; do
+		if out=$("$HYBRIDFS" "$B" "$M" -f -o "state=$HY_TMP/s0,$1" 2>&1); then
+			hy_fail "-o $1 was accepted"
+		else
+			case $out in *"$2"*) ;; *) hy_fail "-o $1: the message does not name \"$2\": $out" ;; esac
+		fi
+		shift 2
+	done
+}
+refused emulate=floppy floppy emulate=hdd:rpm=fast rpm emulate=hdd:colour=red colour \
+	emulate= emulate
 
 # modeled disk time of N 4 KiB O_DIRECT reads at the offsets given
 modeled() {
@@ -56,15 +61,8 @@ awk -v s="$sms" -v r="$rms" 'BEGIN { exit !(r >= 64 * 4.1 && r > 10 * s) }' ||
 	hy_fail "random reads were modeled at $rms ms, sequential at $sms ms"
 
 # ---- PORE: backend=smr ----------------------------------------------------
-for bad in "backend=tape backend=tape" "pore=lru pore=lru" "pore_zone=4K pore_zone=4K" \
-	"pore_open=0 pore_open=0"; do
-	set -- $bad
-	if out=$("$HYBRIDFS" "$B" "$M" -f -o "state=$HY_TMP/s0,$1" 2>&1); then
-		hy_fail "-o $1 was accepted"
-	else
-		case $out in *"$2"*) ;; *) hy_fail "-o $1: the message does not name \"$2\": $out" ;; esac
-	fi
-done
+refused backend=tape backend=tape pore=lru pore=lru pore_zone=4K pore_zone=4K \
+	pore_open=0 pore_open=0
 head -c $((16 * 4096)) /dev/urandom >"$HY_TMP/ref"
 # sixteen files with dirty blocks, each its own zone on the emulated disk
 # (64 MiB an inode, zones of 16 MiB); with 5% open one zone opens at a

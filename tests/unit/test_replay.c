@@ -196,6 +196,17 @@ static void test_policies_and_footprint(void)
 /* Timing over device models: a read miss costs a backing read (its fill is
  * SSD busy time, not response time), a hit an SSD read; a write goes to
  * the backing device and the SSD; response times by class and category. */
+/* Two SSD models with round numbers: 1 ms and 0.1 ms a request, and a
+ * transfer of 4 KiB at 4096 MB/s (1 us). */
+static void round_models(struct hy_devmodel_params *backing, struct hy_devmodel_params *ssd)
+{
+	hy_devmodel_defaults(HY_DEVMODEL_SSD, backing);
+	backing->read_us = backing->write_us = 1000;
+	backing->read_mb_s = backing->write_mb_s = 4096;
+	*ssd = *backing;
+	ssd->read_us = ssd->write_us = 100;
+}
+
 static void test_timed(void)
 {
 	struct hy_devmodel_params backing, ssd;
@@ -206,13 +217,7 @@ static void test_timed(void)
 	struct hy_replay *r;
 	char why[256];
 
-	/* two SSD models with round numbers: 1 ms and 0.1 ms a request, and
-	 * a transfer of 4 KiB at 4096 MB/s (1 us) */
-	hy_devmodel_defaults(HY_DEVMODEL_SSD, &backing);
-	backing.read_us = backing.write_us = 1000;
-	backing.read_mb_s = backing.write_mb_s = 4096;
-	ssd = backing;
-	ssd.read_us = ssd.write_us = 100;
+	round_models(&backing, &ssd);
 	CU_ASSERT_EQUAL_FATAL(hy_replay_new(&cfg, &r, why, sizeof(why)), 0);
 	a = req(0, 0, 8192, false); /* two blocks missed: one backing read of 8 KiB */
 	CU_ASSERT_EQUAL(hy_replay_request(r, &a), 1);
@@ -244,8 +249,8 @@ static void test_timed(void)
 }
 
 /* Open loop: requests served in arrival order, each waiting for the one
- * before it; the same two SSD-like models as test_timed (a backing read
- * of 4 KiB: 1.001 ms, an SSD read 0.101 ms). */
+ * before it; round_models (a backing read of 4 KiB: 1.001 ms, an SSD read
+ * 0.101 ms). */
 static void test_open_loop(void)
 {
 	struct hy_devmodel_params backing, ssd;
@@ -259,11 +264,7 @@ static void test_open_loop(void)
 	struct hy_replay *r;
 	char why[256];
 
-	hy_devmodel_defaults(HY_DEVMODEL_SSD, &backing);
-	backing.read_us = backing.write_us = 1000;
-	backing.read_mb_s = backing.write_mb_s = 4096;
-	ssd = backing;
-	ssd.read_us = ssd.write_us = 100;
+	round_models(&backing, &ssd);
 
 	/* three misses at the same instant: 1.001, then waits of 1.001 and
 	 * 2.002; a fourth 10 ms later finds the storage idle */
