@@ -9,8 +9,16 @@
  *
  * Candidates: the table in force; the defaults; and the table in force
  * with every category's line size set to 4K, 16K and 64K; and with every
- * category's write policy set to the mount's. Exit status: 0, 1 (no mount,
- * no cache, no log, a replay failed), 2 (usage).
+ * category's write policy set to the mount's. Then, with the table in
+ * force, the store's replacement policies (lru3, lru, larc, freq), ranked
+ * the same way; and, when the mount has a BOPT, BOPT read regions of half,
+ * one, two and four times the mount's: BORG's analyzer and planner (the
+ * daemon's greedy placement) trained on the first half of the log and the
+ * second half served with the plan over the mount's emulate= disk model
+ * (a 7,200 rpm disk without one), ranked by busy time (sim_layout.h).
+ * Those two are mount options (cache_policy=, bopt_size=): --apply puts
+ * the table in force and prints the options to remount with. Exit status:
+ * 0, 1 (no mount, no cache, no log, a replay failed), 2 (usage).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -27,13 +35,35 @@
 #include "ctl.h"
 #include "hybridfs/category.h"
 #include "hybridfs/control.h"
+#include "hybridfs/devmodel.h"
+#include "hybridfs/planner.h"
+#include "hybridfs/policy.h"
+#include "hybridfs/sim_layout.h"
 #include "hybridfs/sim_full.h"
 #include "hybridfs/state.h"
 #include "hybridfs/trace.h"
 #include "hybridfs/trace_reader.h"
 #include "hybridfs/workload_policy.h"
 
-#define CANDIDATES 6
+#define CANDIDATES	6
+#define BOPT_CANDIDATES 4
+#define BLOCK		4096u
+
+/* What tune needs of the mount, from its status. */
+struct mount_info {
+	uint64_t lines, front; /* SSD store lines, DRAM front buffer blocks */
+	char policy[16];       /* the store's replacement policy */
+	uint64_t bopt_blocks;  /* the BOPT's read region; 0: no BOPT */
+	uint64_t bopt_bytes;   /* the whole BOPT (bopt_size=) */
+	char emulate[256];     /* emulate='s text; "": none */
+};
+
+struct bopt_candidate {
+	uint64_t blocks; /* its read region */
+	uint64_t bytes;	 /* the whole BOPT: the read region keeps its share */
+	double vanilla_ms, planned_ms;
+	uint64_t bopt_blocks_read;
+};
 
 struct candidate {
 	const char *name;
@@ -74,13 +104,14 @@ static int table_in_force(const char *dir, struct hy_workload_policy_table *t, c
 	return 0;
 }
 
-/* The mount's cache sizes from its status: store lines and front slots. */
-static int cache_sizes(const char *dir, uint64_t *lines, uint64_t *front, char *why,
-		       size_t why_size)
+/* The mount's cache sizes, store policy, BOPT and disk model, from its
+ * status. */
+static int mount_info(const char *dir, struct mount_info *m, char *why, size_t why_size)
 {
-	struct json_object *result = NULL, *cache, *v;
+	struct json_object *result = NULL, *cache, *bopt, *emu, *v;
 	int rc = hy_control_call(dir, HY_CONTROL_STATUS, 30000, &result, why, why_size);
 
+	memset(m, 0, sizeof(*m));
 	if (rc < 0)
 		return rc;
 	if (!json_object_object_get_ex(result, "cache", &cache) || !cache) {
@@ -88,9 +119,21 @@ static int cache_sizes(const char *dir, uint64_t *lines, uint64_t *front, char *
 		json_object_put(result);
 		return -ENOENT;
 	}
-	*lines = json_object_object_get_ex(cache, "ssd_lines", &v) ? json_object_get_uint64(v) : 0;
-	*front =
+	m->lines =
+		json_object_object_get_ex(cache, "ssd_lines", &v) ? json_object_get_uint64(v) : 0;
+	m->front =
 		json_object_object_get_ex(cache, "dram_blocks", &v) ? json_object_get_uint64(v) : 0;
+	snprintf(m->policy, sizeof(m->policy), "%s",
+		 json_object_object_get_ex(cache, "policy", &v) ? json_object_get_string(v) : "");
+	if (json_object_object_get_ex(result, "bopt", &bopt) && bopt &&
+	    json_object_object_get_ex(bopt, "read_region_blocks", &v)) {
+		m->bopt_blocks = json_object_get_uint64(v);
+		if (json_object_object_get_ex(bopt, "bytes", &v))
+			m->bopt_bytes = json_object_get_uint64(v);
+	}
+	if (json_object_object_get_ex(result, "emulation", &emu) && emu &&
+	    json_object_object_get_ex(emu, "model", &v))
+		snprintf(m->emulate, sizeof(m->emulate), "%s", json_object_get_string(v));
 	json_object_put(result);
 	return 0;
 }
@@ -108,7 +151,8 @@ static void set_all(struct hy_workload_policy_table *t, const char *key, const c
 }
 
 /* One candidate over the exported log. 0, or 1 after saying why. */
-static int replay(const char *trace, uint64_t lines, uint64_t front, struct candidate *c)
+static int replay(const char *trace, uint64_t lines, uint64_t front, enum hy_policy_kind policy,
+		  struct candidate *c)
 {
 	struct hy_sim_full_config cfg = {
 		.capacity = lines + front,
@@ -117,6 +161,7 @@ static int replay(const char *trace, uint64_t lines, uint64_t front, struct cand
 		.heat_threshold = -1,
 		.reca = true,
 		.table = &c->table,
+		.policy = policy,
 	};
 	struct hy_trace_reader *reader;
 	struct hy_trace_record rec;
@@ -146,6 +191,66 @@ static int replay(const char *trace, uint64_t lines, uint64_t front, struct cand
 						(double)c->st.accesses
 				      : 0;
 	return rc < 0 ? 1 : 0;
+}
+
+/* BOPT read regions of @n sizes over the exported log: trained on its
+ * first half, the second served with the plan and without over @model.
+ * 0, or 1 after saying why. */
+static int replay_bopt(const char *trace, uint64_t rows, const struct hy_devmodel_params *model,
+		       struct bopt_candidate *b, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct hy_sim_layout_run_config rc = {
+			.requests = rows,
+			.phases = 2,
+			.split = rows / 2 ? rows / 2 : 1,
+			.modes = {true, false},
+			.capacity = b[i].blocks,
+			.bopt_address = UINT64_MAX,
+			.device = model,
+		};
+		const struct hy_sim_layout_phase *ph;
+		struct hy_sim_layout_run *run = NULL;
+		struct hy_trace_reader *reader = NULL;
+		struct hy_trace_record rec;
+		unsigned np;
+		char why[512];
+		int rc2 = 0;
+
+		if (hy_sim_layout_run_new(&rc, &run, why, sizeof(why)) < 0 ||
+		    hy_trace_reader_open(trace, "hybridfs", false, &reader, why, sizeof(why)) < 0) {
+			fprintf(stderr, "hybridctl: tune: BOPT sizes: %s\n", why);
+			hy_sim_layout_run_free(run);
+			return 1;
+		}
+		while (rc2 >= 0 && (rc2 = hy_trace_reader_next(reader, &rec)) == 1)
+			if (hy_sim_layout_run_request(run, &rec, why, sizeof(why)) < 0)
+				rc2 = -EIO;
+		if (rc2 < 0)
+			fprintf(stderr, "hybridctl: tune: BOPT sizes: %s\n",
+				rc2 == -EIO ? why : hy_trace_reader_error(reader));
+		hy_trace_reader_close(reader);
+		ph = hy_sim_layout_run_phases(run, &np);
+		if (np >= 2) {
+			b[i].vanilla_ms = ph[1].busy_ms_vanilla;
+			b[i].planned_ms = ph[1].mode[HY_SIM_LAYOUT_CUMULATIVE].busy_ms;
+			b[i].bopt_blocks_read =
+				ph[1].mode[HY_SIM_LAYOUT_CUMULATIVE].bopt_blocks_read;
+		}
+		hy_sim_layout_run_free(run);
+		if (rc2 < 0)
+			return 1;
+	}
+	return 0;
+}
+
+static int by_busy(const void *a, const void *b)
+{
+	const struct bopt_candidate *x = a, *y = b;
+
+	if (x->planned_ms != y->planned_ms)
+		return x->planned_ms < y->planned_ms ? -1 : 1;
+	return (x->blocks > y->blocks) - (x->blocks < y->blocks); /* the smaller first */
 }
 
 static int by_rank(const void *a, const void *b)
@@ -191,10 +296,14 @@ int hy_ctl_tune(int argc, char **argv)
 {
 	const char *mountpoint = NULL, *since = NULL;
 	bool do_apply = false, json = false;
-	struct candidate c[CANDIDATES];
+	struct candidate c[CANDIDATES], sp[HY_POLICY_KINDS];
+	struct bopt_candidate bc[BOPT_CANDIDATES];
+	struct hy_devmodel_params model;
+	struct mount_info m;
 	char dir[PATH_MAX], why[1024], trace[PATH_MAX];
 	struct hy_state *state = NULL;
 	uint64_t lines = 0, front = 0, rows = 0;
+	int nbopt = 0;
 	int64_t since_ns = 0;
 	FILE *out;
 	int fd, status = 0;
@@ -233,11 +342,16 @@ int hy_ctl_tune(int argc, char **argv)
 	status = hy_ctl_find_state_dir("tune", mountpoint, NULL, dir, sizeof(dir));
 	if (status)
 		return status;
-	if (cache_sizes(dir, &lines, &front, why, sizeof(why)) < 0 ||
+	if (mount_info(dir, &m, why, sizeof(why)) < 0 ||
 	    table_in_force(dir, &c[0].table, why, sizeof(why)) < 0) {
 		fprintf(stderr, "hybridctl: tune: %s\n", why);
 		return 1;
 	}
+	lines = m.lines;
+	front = m.front;
+	/* the disk the BOPT's plans are timed on: the mount's emulated one */
+	if (!m.emulate[0] || hy_devmodel_parse_spec(m.emulate, &model, why, sizeof(why)) < 0)
+		hy_devmodel_defaults(HY_DEVMODEL_HDD, &model);
 	/* the log, exported as hybridfs's own trace */
 	status = hy_ctl_open_log("tune", mountpoint, NULL, &state);
 	if (status)
@@ -275,8 +389,32 @@ int hy_ctl_tune(int argc, char **argv)
 		c[4].name = "lines 64K";
 		set_all(&c[5].table, "write", "mount");
 		c[5].name = "writes as the mount";
+		for (int i = 0; i < HY_POLICY_KINDS; i++) {
+			sp[i].table = c[0].table;
+			sp[i].name = hy_policy_kind_name((enum hy_policy_kind)i);
+		}
 		for (int i = 0; i < CANDIDATES && !status; i++)
-			status = replay(trace, lines, front, &c[i]);
+			status = replay(trace, lines, front, HY_POLICY_LRU3, &c[i]);
+		for (int i = 0; i < HY_POLICY_KINDS && !status; i++)
+			status = replay(trace, lines, front, (enum hy_policy_kind)i, &sp[i]);
+		if (m.bopt_blocks) {
+			static const double factor[BOPT_CANDIDATES] = {0.5, 1, 2, 4};
+
+			for (nbopt = 0; nbopt < BOPT_CANDIDATES; nbopt++) {
+				bc[nbopt] = (struct bopt_candidate){
+					.blocks = (uint64_t)((double)m.bopt_blocks * factor[nbopt]),
+					/* whole MiB: the option's usual unit */
+					.bytes = ((uint64_t)((double)m.bopt_bytes * factor[nbopt]) +
+						  (UINT64_C(1) << 20) - 1) &
+						 ~((UINT64_C(1) << 20) - 1)};
+				if (!bc[nbopt].blocks)
+					bc[nbopt].blocks = 1;
+			}
+			if (!status && rows >= 2)
+				status = replay_bopt(trace, rows, &model, bc, nbopt);
+			else
+				nbopt = 0; /* one request: nothing to train on and test */
+		}
 	}
 	if (fd >= 0 && unlink(trace) < 0)
 		fprintf(stderr, "hybridctl: tune: cannot remove \"%s\": %s\n", trace,
@@ -284,12 +422,79 @@ int hy_ctl_tune(int argc, char **argv)
 	if (status)
 		return status;
 	qsort(c, CANDIDATES, sizeof(c[0]), by_rank);
+	qsort(sp, HY_POLICY_KINDS, sizeof(sp[0]), by_rank);
+	qsort(bc, (size_t)nbopt, sizeof(bc[0]), by_busy);
+	/* a remount only for a better figure: the mount's own first on a tie */
+	for (int i = 1; i < HY_POLICY_KINDS && by_rank(&sp[i], &sp[0]) == 0; i++)
+		if (strcmp(sp[i].name, m.policy) == 0) {
+			struct candidate t = sp[0];
+
+			sp[0] = sp[i];
+			sp[i] = t;
+		}
+	for (int i = 1; i < nbopt && bc[i].planned_ms == bc[0].planned_ms; i++)
+		if (bc[i].blocks == m.bopt_blocks) {
+			struct bopt_candidate t = bc[0];
+
+			bc[0] = bc[i];
+			bc[i] = t;
+		}
 	if (json) {
 		struct json_object *root = json_object_new_object(), *arr = json_object_new_array();
+		struct json_object *pol = json_object_new_array(), *bopt = json_object_new_array();
+		struct json_object *rec = json_object_new_object();
+		char opt[64];
 
 		json_object_object_add(root, "requests", json_object_new_uint64(rows));
 		json_object_object_add(root, "ssd_lines", json_object_new_uint64(lines));
 		json_object_object_add(root, "front_blocks", json_object_new_uint64(front));
+		for (int i = 0; i < HY_POLICY_KINDS; i++) {
+			struct json_object *o = json_object_new_object();
+
+			json_object_object_add(o, "policy", json_object_new_string(sp[i].name));
+			json_object_object_add(o, "hit_ratio",
+					       json_object_new_double(sp[i].hit_ratio));
+			json_object_object_add(o, "ssd_bytes_written",
+					       json_object_new_uint64(sp[i].st.ssd_bytes_written));
+			json_object_object_add(
+				o, "current",
+				json_object_new_boolean(strcmp(sp[i].name, m.policy) == 0));
+			json_object_array_add(pol, o);
+		}
+		json_object_object_add(root, "store_policies", pol);
+		for (int i = 0; i < nbopt; i++) {
+			struct json_object *o = json_object_new_object();
+
+			json_object_object_add(o, "bopt_bytes",
+					       json_object_new_uint64(bc[i].bytes));
+			json_object_object_add(o, "read_region_bytes",
+					       json_object_new_uint64(bc[i].blocks * BLOCK));
+			json_object_object_add(o, "busy_ms_vanilla",
+					       json_object_new_double(bc[i].vanilla_ms));
+			json_object_object_add(o, "busy_ms_planned",
+					       json_object_new_double(bc[i].planned_ms));
+			json_object_object_add(
+				o, "reduction",
+				json_object_new_double(bc[i].vanilla_ms > 0
+							       ? 1 - bc[i].planned_ms /
+										 bc[i].vanilla_ms
+							       : 0));
+			json_object_object_add(o, "bopt_blocks_read",
+					       json_object_new_uint64(bc[i].bopt_blocks_read));
+			json_object_object_add(
+				o, "current",
+				json_object_new_boolean(bc[i].blocks == m.bopt_blocks));
+			json_object_array_add(bopt, o);
+		}
+		json_object_object_add(root, "bopt_sizes", nbopt ? bopt : NULL);
+		if (!nbopt)
+			json_object_put(bopt);
+		json_object_object_add(rec, "cache_policy", json_object_new_string(sp[0].name));
+		if (nbopt) {
+			snprintf(opt, sizeof(opt), "%" PRIu64 "M", bc[0].bytes >> 20);
+			json_object_object_add(rec, "bopt_size", json_object_new_string(opt));
+		}
+		json_object_object_add(root, "recommended_options", rec);
 		for (int i = 0; i < CANDIDATES; i++) {
 			struct json_object *o = json_object_new_object();
 
@@ -319,12 +524,48 @@ int hy_ctl_tune(int argc, char **argv)
 			hy_ctl_human_bytes(c[i].st.ssd_bytes_written, w, sizeof(w));
 			printf("%-4d %-22s %9.4f %14s\n", i + 1, c[i].name, c[i].hit_ratio, w);
 		}
+		printf("\nthe store's replacement policy (cache_policy=), with the table in "
+		       "force:\n");
+		printf("%-4s %-22s %9s %14s\n", "RANK", "POLICY", "HIT", "SSD WRITTEN");
+		for (int i = 0; i < HY_POLICY_KINDS; i++) {
+			hy_ctl_human_bytes(sp[i].st.ssd_bytes_written, w, sizeof(w));
+			printf("%-4d %-22s %9.4f %14s%s\n", i + 1, sp[i].name, sp[i].hit_ratio, w,
+			       strcmp(sp[i].name, m.policy) == 0 ? "  (the mount's)" : "");
+		}
+		if (nbopt) {
+			printf("\nthe BOPT's read region (bopt_size=): trained on the first half "
+			       "of "
+			       "the log, the second half over the %s model\n",
+			       hy_devmodel_kind_name(model.kind));
+			printf("%-4s %-12s %12s %12s %8s\n", "RANK", "SIZE", "BUSY MS", "WITHOUT",
+			       "LESS");
+			for (int i = 0; i < nbopt; i++) {
+				hy_ctl_human_bytes(bc[i].bytes, w, sizeof(w));
+				printf("%-4d %-12s %12.1f %12.1f %7.1f%%%s\n", i + 1, w,
+				       bc[i].planned_ms, bc[i].vanilla_ms,
+				       bc[i].vanilla_ms > 0
+					       ? 100 * (1 - bc[i].planned_ms / bc[i].vanilla_ms)
+					       : 0.0,
+				       bc[i].blocks == m.bopt_blocks ? "  (the mount's)" : "");
+			}
+		}
 	}
 	if (do_apply) {
 		status = apply(dir, &c[0].table);
 		if (!status && !json)
 			printf("\"%s\" is in force now (hybridctl policy get shows it)\n",
 			       c[0].name);
+	}
+	/* the store's order and the BOPT's size are fixed for a mount's life */
+	if (!json &&
+	    (strcmp(sp[0].name, m.policy) != 0 || (nbopt && bc[0].blocks != m.bopt_blocks))) {
+		printf("remount with -o");
+		if (strcmp(sp[0].name, m.policy) != 0)
+			printf(" cache_policy=%s", sp[0].name);
+		if (nbopt && bc[0].blocks != m.bopt_blocks)
+			printf("%sbopt_size=%" PRIu64 "M",
+			       strcmp(sp[0].name, m.policy) != 0 ? "," : " ", bc[0].bytes >> 20);
+		printf(" to use the best of these (a mount option: not changed by --apply)\n");
 	}
 	return status;
 }

@@ -235,6 +235,28 @@ static const struct field {
 	{"buffer_bytes", offsetof(struct hy_devmodel_params, buffer_bytes), F_SIZE},
 };
 
+int hy_devmodel_parse_spec(const char *spec, struct hy_devmodel_params *p, char *why,
+			   size_t why_size)
+{
+	char *copy = strdup(spec), *save = NULL, *tok;
+	enum hy_devmodel_kind kind;
+	int rc;
+
+	if (!copy) {
+		snprintf(why, why_size, "out of memory");
+		return -ENOMEM;
+	}
+	tok = strtok_r(copy, ":", &save);
+	rc = hy_devmodel_kind_parse(tok ? tok : "", &kind, why, why_size);
+	if (rc == 0) {
+		hy_devmodel_defaults(kind, p);
+		while (rc == 0 && (tok = strtok_r(NULL, ":", &save)) != NULL)
+			rc = hy_devmodel_set(p, tok, why, why_size);
+	}
+	free(copy);
+	return rc;
+}
+
 int hy_devmodel_set(struct hy_devmodel_params *p, const char *setting, char *why, size_t why_size)
 {
 	const char *eq = setting ? strchr(setting, '=') : NULL;

@@ -112,29 +112,18 @@ static uint64_t emulation_buffer; /* an SMR model's persistent buffer: PORE's pe
 static int emulation_new(const char *spec, struct hy_device_emulation **out, char *why,
 			 size_t why_size)
 {
-	char *copy = strdup(spec), *save = NULL, *tok, msg[256];
 	struct hy_devmodel_params params;
-	enum hy_devmodel_kind kind;
-	int rc;
+	char msg[256];
+	int rc = hy_devmodel_parse_spec(spec, &params, msg, sizeof(msg));
 
-	if (!copy)
-		return -ENOMEM;
-	tok = strtok_r(copy, ":", &save);
-	rc = hy_devmodel_kind_parse(tok ? tok : "", &kind, msg, sizeof(msg));
-	if (rc == 0) {
-		hy_devmodel_defaults(kind, &params);
-		while (rc == 0 && (tok = strtok_r(NULL, ":", &save)) != NULL)
-			rc = hy_devmodel_set(&params, tok, msg, sizeof(msg));
-	}
 	if (rc == 0)
 		rc = hy_device_emulation_new(&params, out, msg, sizeof(msg));
 	if (rc < 0)
 		snprintf(why, why_size, "option \"emulate=%s\": %s", spec, msg);
 	else
 		emulation_capacity = params.capacity;
-	if (rc == 0 && kind == HY_DEVMODEL_SMR)
+	if (rc == 0 && params.kind == HY_DEVMODEL_SMR)
 		emulation_buffer = params.buffer_bytes;
-	free(copy);
 	return rc;
 }
 

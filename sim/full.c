@@ -235,7 +235,7 @@ int hy_sim_full_new(const struct hy_sim_full_config *cfg, struct hy_sim_full **o
 		cc.pore.period_blocks = cfg->backing && cfg->backing->buffer_bytes >= BLOCK
 						? cfg->backing->buffer_bytes / BLOCK
 						: 1;
-	cc.policy = HY_POLICY_LRU3;
+	cc.policy = cfg->policy;
 	cc.front_bytes = front * BLOCK;
 	cc.heat_periods = 8;
 	cc.heat_threshold = cfg->heat_threshold < 0 ? 1.5 : cfg->heat_threshold;

@@ -97,6 +97,11 @@ void hy_devmodel_defaults(enum hy_devmodel_kind kind, struct hy_devmodel_params 
 const char *hy_devmodel_kind_name(enum hy_devmodel_kind kind);
 int hy_devmodel_kind_parse(const char *name, enum hy_devmodel_kind *out, char *why,
 			   size_t why_size);
+/* "KIND[:NAME=VALUE...]" (emulate='s text): the kind's defaults with the
+ * settings applied. 0, or -EINVAL with @why naming the bad part, or
+ * -ENOMEM. */
+int hy_devmodel_parse_spec(const char *spec, struct hy_devmodel_params *p, char *why,
+			   size_t why_size);
 /* One "name=value" setting (field names as above, e.g. "rpm=5400",
  * "seek_avg_ms=12", "band_bytes=64M"): 0, or -EINVAL naming the bad part
  * (@p unchanged). */

@@ -39,6 +39,7 @@
 #include <stdint.h>
 
 #include "hybridfs/devmodel.h"
+#include "hybridfs/policy.h"
 #include "hybridfs/pore.h"
 
 struct hy_trace_record;
@@ -60,6 +61,7 @@ struct hy_sim_full_config {
 	 * cache sends home is served by it */
 	const struct hy_devmodel_params *backing;
 	bool write_back;	    /* the cache in write-back (else write-through) */
+	enum hy_policy_kind policy; /* the store's replacement (0: LRU3, the mount's default) */
 	uint64_t clean_every;	    /* write-back: blocks written between cleaner
 				     * passes; 0: an eighth of the capacity */
 	struct hy_pore_config pore; /* write-back: PORE's zones (rule OFF: none);

@@ -1,7 +1,8 @@
 #!/bin/bash
 # tune.sh - hybridctl tune on a real mount: the mount's log replayed under
-# candidate policy tables, a ranking printed, --apply putting the best in
-# force (policy get shows it); a mount without a cache is refused, named.
+# candidate policy tables, store policies and BOPT sizes, rankings printed,
+# --apply putting the best table in force (policy get shows it); a mount
+# without a cache is refused, named.
 . "$(dirname "$0")/lib.sh"
 
 hy_need_iogen
@@ -10,7 +11,7 @@ hy_setup
 B=$HY_TMP/backing M=$HY_TMP/mnt
 mkdir -p "$B" "$M"
 head -c 8M /dev/zero >"$B/data"
-hy_mount_ready "$B" "$M" "state=$HY_TMP/state,cache_size=2M,writeback_cache=off"
+hy_mount_ready "$B" "$M" "state=$HY_TMP/state,cache_size=2M,writeback_cache=off,bopt_size=8M"
 RANDOM=3
 specs=()
 for i in $(seq 1 600); do specs+=("r:$(((RANDOM % 512) * 4096)):4096"); done
@@ -24,6 +25,23 @@ reqs=$(jq .requests <<<"$out")
 # the ranking is in order of hit ratio
 jq -e '[.ranking[].hit_ratio] | . == (sort | reverse)' <<<"$out" >/dev/null ||
 	hy_fail "the ranking is not by hit ratio: $out"
+# the store's replacement policies, the mount's marked; the BOPT sizes
+# (half to four times the mount's), by busy time over the same second half
+jq -e '[.store_policies[].policy] | sort == ["freq", "larc", "lru", "lru3"]' <<<"$out" >/dev/null ||
+	hy_fail "not the four store policies: $(jq -c .store_policies <<<"$out")"
+jq -e '[.store_policies[] | select(.current)] | length == 1 and .[0].policy == "lru3"' \
+	<<<"$out" >/dev/null || hy_fail "the mount's store policy is not marked"
+jq -e '[.store_policies[].hit_ratio] | . == (sort | reverse)' <<<"$out" >/dev/null ||
+	hy_fail "the store policies are not ranked by hit ratio"
+jq -e '.bopt_sizes | length == 4 and ([.[] | select(.current)] | length == 1)' <<<"$out" \
+	>/dev/null || hy_fail "not four BOPT sizes with the mount's: $(jq -c .bopt_sizes <<<"$out")"
+jq -e '[.bopt_sizes[].busy_ms_planned] | . == sort' <<<"$out" >/dev/null ||
+	hy_fail "the BOPT sizes are not ranked by busy time"
+jq -e '[.bopt_sizes[].busy_ms_vanilla] | unique | length == 1' <<<"$out" >/dev/null ||
+	hy_fail "the BOPT sizes were not timed over the same requests"
+jq -e '.recommended_options.cache_policy == .store_policies[0].policy and
+	(.recommended_options.bopt_size | test("^[0-9]+M$"))' <<<"$out" >/dev/null ||
+	hy_fail "no recommended options: $(jq -c .recommended_options <<<"$out")"
 best=$(jq -r '.ranking[0].candidate' <<<"$out")
 "$HYBRIDCTL" tune "$M" --apply >"$HY_TMP/apply.out" || hy_fail "tune --apply failed"
 grep -q "is in force now" "$HY_TMP/apply.out" || hy_fail "tune --apply said: $(cat "$HY_TMP/apply.out")"
