@@ -12,6 +12,9 @@ include tests/integration/difftest.mk
 include tests/integration/programs.mk
 include tests/integration/multiuser.mk
 include tests/integration/profiler.mk
+include tests/integration/faults.mk
+include tests/integration/damaged.mk
+include tests/integration/soak.mk
 
 # `hybridctl format-cache`: files only, no mount.
 TESTS += tests/integration/formatcache.sh

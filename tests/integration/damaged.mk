@@ -1,0 +1,1 @@
+# damaged: issue 8 (reliability); see the scripts it lists.

@@ -1,0 +1,1 @@
+# faults: issue 8 (reliability); see the scripts it lists.

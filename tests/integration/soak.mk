@@ -1,0 +1,1 @@
+# soak: issue 8 (reliability); see the scripts it lists.
