@@ -145,7 +145,7 @@ static int make_store(const char *path, uint64_t lines, char *why, size_t why_si
 	uint64_t size = lines * (BLOCK + 64) + (UINT64_C(1) << 20);
 
 	for (int tries = 0; tries < 8; tries++) {
-		struct hy_cache_store *s;
+		struct hy_cache_store *s = NULL;
 		uint64_t cap;
 		int rc;
 
@@ -158,6 +158,8 @@ static int make_store(const char *path, uint64_t lines, char *why, size_t why_si
 			rc = hy_cache_store_open(path, NULL, &s, why, why_size);
 		if (rc < 0)
 			return rc;
+		if (!s)
+			return -EIO; /* cannot happen: opened means a store */
 		cap = s->header.capacity;
 		hy_cache_store_close(s);
 		if (cap == lines)
@@ -189,7 +191,7 @@ int hy_sim_full_new(const struct hy_sim_full_config *cfg, struct hy_sim_full **o
 		return -ENOMEM;
 	}
 	f->cfg = *cfg;
-	f->buf = malloc(CHUNK_BLOCKS * BLOCK);
+	f->buf = malloc((size_t)CHUNK_BLOCKS * BLOCK);
 	if (!f->buf) {
 		free(f);
 		snprintf(why, why_size, "out of memory");
