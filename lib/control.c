@@ -427,7 +427,11 @@ int hy_control_parse_response(const char *line, size_t len, struct json_object *
 		return say(-EINVAL, why, why_size,
 			   "response has \"ok\" false but no \"error\" string");
 	}
-	if (why && why_size)
+	/* an empty "error" (found by tests/fuzz/fuzz_control.c) would leave
+	 * the caller an error with no words: say that the daemon gave none */
+	if (json_object_get_string_len(member) == 0)
+		say(0, why, why_size, "the daemon gave an empty error");
+	else if (why && why_size)
 		copy_printable(why, why_size, json_object_get_string(member),
 			       (size_t)json_object_get_string_len(member));
 	json_object_put(obj);

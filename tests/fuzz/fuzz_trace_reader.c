@@ -3,17 +3,10 @@
  * reader takes a path) and read to its end by detection and in each of
  * the ten formats (strict when the last byte is odd).
  *
- * Not part of the build. By hand, from the source tree, with a configured
- * build in ../build for config.h:
- *
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -std=gnu11 \
- *     -Iinclude -include ../build/config.h \
- *     tests/fuzz/fuzz_trace_reader.c sim/trace_reader.c lib/log.c \
- *     -lz -o fuzz_trace_reader
- *   mkdir -p corpus && ./fuzz_trace_reader -max_len=8192 corpus
- *
- * (a few real trace heads make a good seed corpus). Bad lines are logged
- * at LOG_WARNING; hy_log_init() keeps the log quiet.
+ * Built and run by tests/fuzz/run.sh with the other targets; seeds (a
+ * line or two of each format) in tests/fuzz/corpus/fuzz_trace_reader/.
+ * Bad lines are logged at LOG_WARNING; hy_log_init() keeps the log quiet.
+ * The file lives in a private folder (fuzz_common.h), removed at exit.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -21,10 +14,13 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "fuzz_common.h"
 #include "hybridfs/log.h"
 #include "hybridfs/trace_reader.h"
 
-static char path[64];
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static char path[300];
 
 static void read_all(const char *format, bool strict)
 {
@@ -42,20 +38,11 @@ static void read_all(const char *format, bool strict)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	FILE *f;
-
 	if (!path[0]) {
 		hy_log_init(HY_LOG_STDERR, LOG_CRIT, "fuzz_trace_reader");
-		snprintf(path, sizeof(path), "/tmp/fuzz_trace_reader.%ld", (long)getpid());
+		snprintf(path, sizeof(path), "%s/trace", fuzz_tmpdir());
 	}
-	f = fopen(path, "wb");
-	if (!f)
-		return 0;
-	if (size && fwrite(data, 1, size, f) != size) {
-		fclose(f);
-		return 0;
-	}
-	if (fclose(f) != 0)
+	if (fuzz_write_file(path, data, size) < 0)
 		return 0;
 	read_all(NULL, false);
 	for (int i = 0; i < HY_TRACE_READ_FORMATS; i++)

@@ -48,3 +48,6 @@ TESTS += tests/integration/emulate.sh
 EXTRA_DIST += tests/integration/emulate.sh
 EXTRA_DIST += tests/fuzz/fuzz_trace_reader.c
 EXTRA_DIST += tests/fuzz/run.sh
+EXTRA_DIST += tests/fuzz/fuzz_options.c tests/fuzz/fuzz_control.c tests/fuzz/fuzz_cache_store.c \
+	tests/fuzz/fuzz_bopt.c tests/fuzz/fuzz_common.h tests/fuzz/make_seeds.c
+EXTRA_DIST += tests/fuzz/corpus
