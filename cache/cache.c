@@ -14,6 +14,7 @@
 #include "hybridfs/cache.h"
 #include "hybridfs/cache_index.h"
 #include "hybridfs/cache_store.h"
+#include "hybridfs/fault.h"
 #include "hybridfs/file_table.h"
 #include "hybridfs/heat.h"
 #include "hybridfs/log.h"
@@ -150,8 +151,9 @@ struct hy_cache {
 	/* its figures as of the last pass, for the stats (under lines_lock: a
 	 * paced pass holds clean_lock for long) */
 	struct hy_pore_stats pore_snapshot;
-	_Atomic int flush_waiting; /* a flush wants clean_lock: a paced pass yields */
-	_Atomic bool stop_now;	   /* close began: a paced pass stops */
+	_Atomic int flush_waiting;  /* a flush wants clean_lock: a paced pass yields */
+	_Atomic bool stop_now;	    /* close began: a paced pass stops */
+	_Atomic bool store_refused; /* a line write failed (logged once) */
 	pthread_mutex_t thread_lock;
 	pthread_cond_t thread_wake;
 	bool stopping, clean_kick;
@@ -691,6 +693,22 @@ static int store_write(struct hy_cache *c, uint32_t line, uint8_t mask, const vo
 	if (rc == 0)
 		atomic_fetch_add(&c->st.ssd_bytes_written, (uint64_t)popcount8(mask) * SECTOR);
 	return rc;
+}
+
+/* A line's data could not be written into the store (ENOSPC from a thin
+ * store, EIO): a new @line goes back (NONE: the caller settles an old
+ * one), and the caller treats it as no room, so the block goes home
+ * (DESIGN.md invariant 4: a cache that cannot take a write never fails it;
+ * faults.sh's ENOSPC cases found fsync failing instead). Said once, not
+ * once a block. */
+static void store_refused(struct hy_cache *c, uint32_t line, int rc)
+{
+	if (line != NONE)
+		line_give_back(c, line);
+	if (!atomic_exchange(&c->store_refused, true))
+		hy_log(LOG_WARNING,
+		       "cache: writing a line into the store failed (%s): blocks go home instead",
+		       strerror(-rc));
 }
 
 /* The store's line table, kept here (cache_store.h, external table), for
@@ -1253,6 +1271,9 @@ out:
  * the block, or a new DRAM slot or SSD line. Returns 1 when cached, 0 when
  * the cache had no room (the caller sends it home), or a negative errno.
  * Gate exclusive. */
+static int settle_range(struct hy_cache *c, struct cfile *cf, const struct hy_cache_file *req,
+			uint64_t first, uint64_t nblocks, bool home_first, bool drop);
+
 static int write_block(struct hy_cache *c, struct cfile *cf, const struct hy_cache_file *f,
 		       uint64_t block, uint32_t at, uint32_t len, const unsigned char *seg,
 		       bool dirty, bool allocate, const struct hy_cache_hint *hint)
@@ -1317,9 +1338,32 @@ static int write_block(struct hy_cache *c, struct cfile *cf, const struct hy_cac
 		struct hy_cache_entry e = {0};
 
 		rc = store_write(c, h.slot_or_line, touched, line);
-		if (rc == 0)
-			rc = hy_cache_index_update_masks(c->index, f->file_id, block, touched,
-							 dirty ? touched : 0, 0, &e);
+		if (rc < 0) {
+			/* the store refused the line's new data (the sectors there
+			 * may be old or new now): its dirty sectors go home and it
+			 * leaves the cache; then this request goes home over them
+			 * (again, for write-through: the settling may have put
+			 * older sectors over what it wrote first). Found by
+			 * faults.sh (enospc-some): the write failed with the
+			 * store's error, and a first fix that left the request to
+			 * the caller lost write-through data under older sectors. */
+			int settled = settle_range(c, cf, f, block, 1, true, true);
+			ssize_t r;
+
+			store_refused(c, NONE, rc);
+			if (settled < 0)
+				return settled;
+			home_changed(cf);
+			r = c->lower.write(c->lower.arg, f, seg, len, (off_t)(block * LINE + at));
+			if (r < 0)
+				return (int)r;
+			if ((size_t)r != len)
+				return -EIO;
+			atomic_fetch_add(&c->st.bypassed, 1);
+			return 1;
+		}
+		rc = hy_cache_index_update_masks(c->index, f->file_id, block, touched,
+						 dirty ? touched : 0, 0, &e);
 		if (rc < 0)
 			return rc;
 		note_dirty(c, cf, h.dirty, e.dirty);
@@ -1364,8 +1408,8 @@ static int write_block(struct hy_cache *c, struct cfile *cf, const struct hy_cac
 			return 0;
 		rc = store_write(c, (uint32_t)l, touched, line);
 		if (rc < 0) {
-			line_give_back(c, (uint32_t)l);
-			return rc;
+			store_refused(c, (uint32_t)l, rc);
+			return 0; /* home instead */
 		}
 		rc = line_commit(c, cf, (uint32_t)l, block, touched, dirty ? touched : 0,
 				 hint ? queue_for_hint(hint->admit, hint->evict, -1, 0)
@@ -1496,6 +1540,14 @@ ssize_t hy_cache_write_hinted(struct hy_cache *c, const struct hy_cache_file *f,
 		size = (size_t)rc;
 		end = (uint64_t)off + size;
 	} else {
+		/* room at home first: a plain directory fails a write its disk
+		 * cannot hold, and a dirty block home cannot take would be stuck
+		 * (the cleaner, the unmount and the next mount would all fail) */
+		if (c->lower.reserve) {
+			rc = c->lower.reserve(c->lower.arg, f, (uint64_t)off, size);
+			if (rc == -ENOSPC || rc == -EDQUOT || rc == -EFBIG)
+				goto out;
+		}
 		/* the home file has the size and time a plain write gives it */
 		if (end > a.size)
 			home_changed(cf);
@@ -1813,8 +1865,8 @@ static int front_to_store(struct hy_cache *c, struct cfile *cf, uint32_t s, enum
 		return 0;
 	rc = store_write(c, (uint32_t)l, x.valid, slot_data(fr, s));
 	if (rc < 0) {
-		line_give_back(c, (uint32_t)l);
-		return rc;
+		store_refused(c, (uint32_t)l, rc);
+		return 0; /* as no line free: fsync and eviction send it home */
 	}
 	/* the line first: if it cannot be entered (out of memory) the block
 	 * stays in DRAM, dirty data and all; the gate (exclusive) keeps
@@ -2257,6 +2309,7 @@ static int64_t migrate_file(struct hy_cache *c, const struct migration *m, uint6
 			}
 		}
 		pthread_rwlock_unlock(gate(c, m->file_id));
+		hy_fault_point("cache.migrate.mid"); /* fault.h: a line filled, maybe more to go */
 		*paced += (int64_t)(b1 - b0);
 		if (rate)
 			pace(c, *paced, rate, start);
@@ -2379,6 +2432,8 @@ static int64_t clean_blocks(struct hy_cache *c, struct cfile *cf, const struct d
 		find_block(c, home.file_id, k[i].block, false, &h);
 		if (!h.where || !h.dirty)
 			continue;
+		if (ndone)
+			hy_fault_point("cache.clean.mid"); /* fault.h: one block home, not this */
 		home_changed(cf);
 		rc = copy_held(c, &h, h.dirty, line);
 		if (rc == 0)

@@ -22,6 +22,7 @@
 
 #include "hybridfs/cache_store.h"
 #include "hybridfs/device.h"
+#include "hybridfs/fault.h"
 #include "hybridfs/log.h"
 #include "hybridfs/ondisk.h"
 
@@ -675,6 +676,16 @@ static int store_open(const char *path, const char *uuid, bool salvage, struct h
 					    : "has a size that cannot be read");
 		goto fail;
 	}
+	/* "no magic" would send the user looking for another program's data
+	 * (damaged.sh: cache-empty) */
+	if (size < HY_CACHE_STORE_BLOCK) {
+		hy_ondisk_say(why, why_size,
+			      "cache: \"%s\" is %" PRIu64
+			      " bytes, too short for a store's superblock (truncated?)",
+			      path, size);
+		rc = -EUCLEAN;
+		goto fail;
+	}
 	rc = read_full(fd, buf, sizeof(buf), 0);
 	if (rc < 0) {
 		hy_ondisk_say(why, why_size, "cache: cannot read \"%s\": %s", path, strerror(-rc));
@@ -873,11 +884,40 @@ static int replay(struct hy_cache_store *s, struct hy_cache_store_load_stats *st
 		}
 	}
 out:
-	if (st->journal_cut)
-		hy_log(LOG_WARNING,
-		       "cache: \"%s\": journal record %" PRIu64
-		       " is torn or damaged; replay stops there",
-		       s->path, st->cut_at);
+	/* A good record of this format after the bad one, newer than any
+	 * applied: a power failure can leave that (neither was acknowledged),
+	 * and so can damage from outside, which loses the dirty lines those
+	 * records name; the two cannot be told apart, so the cut stands (as
+	 * for a torn tail), but the loss is said plainly (damaged.sh:
+	 * dirty-cache-journal). */
+	if (st->journal_cut) {
+		bool later = false;
+
+		for (uint64_t m = st->cut_at + 1; rc == 0 && m < s->journal_capacity && !later;
+		     m++) {
+			unsigned char p[HY_CACHE_JOURNAL_RECORD];
+			struct hy_cache_journal_record r;
+
+			if (read_full(s->fd, p, sizeof(p),
+				      s->header.journal_offset + m * HY_CACHE_JOURNAL_RECORD) < 0 ||
+			    hy_cache_journal_decode(p, &r) < 0)
+				break;
+			later = r.generation == s->header.generation && r.sequence > expect;
+		}
+		if (later)
+			hy_log(LOG_ERR,
+			       "cache: \"%s\": journal record %" PRIu64
+			       " is damaged and good records follow it: unless a power failure "
+			       "tore it, the journal was damaged, and dirty lines the records "
+			       "after "
+			       "it name are lost",
+			       s->path, st->cut_at);
+		else
+			hy_log(LOG_WARNING,
+			       "cache: \"%s\": journal record %" PRIu64
+			       " is torn or damaged; replay stops there",
+			       s->path, st->cut_at);
+	}
 	s->journal_used = n;
 	s->written_seq = s->durable_seq = expect - 1;
 	free(buf);
@@ -1105,6 +1145,8 @@ int hy_cache_store_journal_write(struct hy_cache_store *s, const struct hy_cache
 		rc = -ENOSPC;
 		goto out;
 	}
+	/* fault.h: the record never reaches the file */
+	hy_fault_point("cache.journal.before");
 	rec.sequence = s->written_seq + 1;
 	rec.generation = s->header.generation;
 	hy_cache_journal_encode(&rec, buf);
@@ -1131,13 +1173,17 @@ out:
 
 int hy_cache_store_journal_wait(struct hy_cache_store *s, uint64_t seq)
 {
+	bool waited;
 	int rc;
 
 	pthread_mutex_lock(&s->lock);
+	waited = s->durable_seq < seq; /* for the crash point: records became durable */
 	rc = wait_durable(s, seq);
 	pthread_mutex_unlock(&s->lock);
 	if (rc < 0)
 		hy_log(LOG_ERR, "cache: \"%s\": journal sync failed: %s", s->path, strerror(-rc));
+	else if (waited)
+		hy_fault_point("cache.journal.after"); /* durable; the caller not told yet */
 	return rc;
 }
 

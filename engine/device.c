@@ -14,6 +14,7 @@
 
 #include "hybridfs/device.h"
 #include "hybridfs/devmodel.h"
+#include "hybridfs/fault.h"
 #include "hybridfs/log.h"
 
 static ssize_t file_read(struct hy_device *dev, int64_t object, void *buf, size_t len, off_t off)
@@ -129,6 +130,15 @@ int hy_device_new(const char *name, const struct hy_device_ops *ops, void *priv,
 	dev->ops = ops;
 	dev->priv = priv;
 	snprintf(dev->name, sizeof(dev->name), "%s", name);
+	/* off (no spec): no wrapper, the plain table serves every request */
+	if (hy_fault_enabled) {
+		int rc = hy_fault_attach(dev);
+
+		if (rc < 0) {
+			free(dev);
+			return rc;
+		}
+	}
 	*out = dev;
 	return 0;
 }

@@ -814,6 +814,23 @@ static int cache_lower_extend(void *arg, const struct hy_cache_file *f, uint64_t
 	return rc;
 }
 
+/* Room at home for a write-back write, the size kept (a change of its
+ * ctime, as extend's, under the engine's gate). */
+static int cache_lower_reserve(void *arg, const struct hy_cache_file *f, uint64_t off, uint64_t len)
+{
+	struct hy_engine *engine = arg;
+	struct hy_engine_file file;
+	bool held;
+	int rc;
+
+	as_engine_file(f, &file);
+	held = change_begin(engine, &file, false);
+	rc = hy_device_allocate(engine->backing, f->object, FALLOC_FL_KEEP_SIZE, (off_t)off,
+				(off_t)len);
+	change_end(engine, &file, held);
+	return rc;
+}
+
 static int cache_lower_set_mtime(void *arg, const struct hy_cache_file *f, int64_t mtime_ns)
 {
 	struct hy_engine *engine = arg;
@@ -909,6 +926,7 @@ void hy_engine_cache_lower(struct hy_engine *engine, struct hy_cache_lower *out)
 		.hold_object = cache_lower_hold,
 		.put_object = cache_lower_put,
 		.addresses = cache_lower_addresses,
+		.reserve = cache_lower_reserve,
 	};
 }
 

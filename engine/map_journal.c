@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "hybridfs/fault.h"
 #include "hybridfs/map.h"
 #include "hybridfs/map_journal.h"
 #include "hybridfs/ondisk.h"
@@ -281,6 +282,7 @@ int hy_map_journal_write(struct hy_map_journal *j, const struct hy_map_journal_r
 		pthread_mutex_unlock(&j->lock);
 		return rc;
 	}
+	hy_fault_point("map.journal.before"); /* fault.h: the record never reaches the file */
 	rc = hy_ondisk_write_full(j->fd, buf, sizeof(buf), j->written * HY_MAP_JOURNAL_RECORD);
 	if (rc) {
 		j->error = rc;
@@ -294,9 +296,11 @@ int hy_map_journal_write(struct hy_map_journal *j, const struct hy_map_journal_r
 
 int hy_map_journal_wait(struct hy_map_journal *j, uint64_t ticket)
 {
+	bool waited;
 	int rc;
 
 	pthread_mutex_lock(&j->lock);
+	waited = j->durable < ticket; /* for the crash point: records became durable */
 	/* Group commit: one fdatasync covers every record written before it. */
 	while (j->durable < ticket && !j->error) {
 		if (!j->syncing) {
@@ -319,6 +323,8 @@ int hy_map_journal_wait(struct hy_map_journal *j, uint64_t ticket)
 	}
 	rc = j->durable >= ticket ? 0 : j->error;
 	pthread_mutex_unlock(&j->lock);
+	if (rc == 0 && waited)
+		hy_fault_point("map.journal.after"); /* durable; the caller not told yet */
 	return rc;
 }
 

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -17,18 +18,26 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <fuse_lowlevel.h>
+#include <json-c/json.h>
+#include <linux/openat2.h>
 
+#include "hybridfs/bopt.h"
 #include "hybridfs/borg.h"
+#include "hybridfs/cache_store.h"
 #include "hybridfs/control_server.h"
 #include "hybridfs/device.h"
 #include "hybridfs/devmodel.h"
+#include "hybridfs/fault.h"
 #include "hybridfs/inode.h"
 #include "hybridfs/fs.h"
 #include "hybridfs/profiler.h"
 #include "hybridfs/log.h"
+#include "hybridfs/map.h"
+#include "hybridfs/map_journal.h"
 #include "hybridfs/options.h"
 #include "hybridfs/runtime.h"
 #include "hybridfs/state.h"
@@ -127,6 +136,93 @@ static int emulation_new(const char *spec, struct hy_device_emulation **out, cha
 	return rc;
 }
 
+static int count_dirty_line(void *arg, uint64_t line, uint64_t file_id, uint64_t block,
+			    uint8_t valid, uint8_t dirty)
+{
+	(void)line, (void)file_id, (void)block, (void)valid;
+	*(uint64_t *)arg += dirty != 0;
+	return 0;
+}
+
+/* After a crash, the default store and BOPT may hold data written through
+ * the mount and not home yet: only a mount that opens them writes it home,
+ * and reads it meanwhile. A mount that leaves them out (profile=off, or a
+ * profiler that failed; cache=none; bopt=none) would serve the older home
+ * copies, and the next mount with them would write that older dirty data
+ * home over what was written meanwhile (damaged.sh: dirty-profile-off).
+ * Refused, saying why and what to do. A store or BOPT that cannot be
+ * opened is not looked into: leaving a damaged store out is the way the
+ * refusal of one offers. */
+static int check_left_out(const struct hy_options *opts, const struct hy_fs *fs,
+			  struct hy_state *state, char *why, size_t why_size)
+{
+	bool cache_out = !fs->profiler || (opts->cache && strcmp(opts->cache, "none") == 0);
+	bool bopt_out = !fs->profiler || (opts->bopt && strcmp(opts->bopt, "none") == 0);
+	const char *how = !fs->profiler ? "without the profiler" : "with cache=none or bopt=none";
+	char path[4096], msg[1024];
+	uint64_t dirty = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", opts->state_dir, HY_OPTIONS_CACHE_NAME);
+	if (cache_out && access(path, F_OK) == 0) {
+		struct hy_cache_store *s = NULL;
+
+		if (hy_cache_store_open(path, state->uuid, &s, msg, sizeof(msg)) == 0 &&
+		    !s->header.clean_shutdown &&
+		    hy_cache_store_load(s, count_dirty_line, &dirty, NULL, msg, sizeof(msg)) < 0)
+			dirty = 0;
+		hy_cache_store_close(s);
+	}
+	if (dirty) {
+		snprintf(
+			why, why_size,
+			"cache: \"%.600s\" holds %" PRIu64
+			" dirty lines that a crash left, which only a "
+			"mount that uses the store writes home; a mount %s would serve older data: "
+			"mount once with profile=on and the cache, then as you like",
+			path, dirty, how);
+		return -EBUSY;
+	}
+	snprintf(path, sizeof(path), "%s/bopt", opts->state_dir);
+	if (bopt_out && access(path, F_OK) == 0) {
+		struct hy_map_journal *journal = NULL;
+		struct hy_bopt *bopt = NULL;
+		struct hy_map *map = NULL;
+		struct hy_map_stats stats;
+		uint32_t epoch = 0;
+		char *jpath = NULL;
+
+		if (hy_bopt_open(path, state->uuid, &bopt, msg, sizeof(msg)) == 0 &&
+		    hy_map_new(&map) == 0 &&
+		    hy_map_load(map, state->db, bopt->header.generation, &epoch, msg,
+				sizeof(msg)) == 0 &&
+		    asprintf(&jpath, "%s/%s", opts->state_dir, HY_MAP_JOURNAL_NAME) >= 0) {
+			/* what the journal adds; a refused record keeps what came
+			 * before it, as the real open does */
+			hy_map_journal_open(jpath, bopt->header.generation, epoch, map, &journal,
+					    NULL, msg, sizeof(msg));
+			hy_map_journal_close(journal);
+			hy_map_get_stats(map, &stats);
+			dirty = stats.dirty_blocks;
+		} else {
+			jpath = NULL;
+		}
+		free(jpath);
+		hy_map_free(map);
+		hy_bopt_close(bopt);
+	}
+	if (dirty) {
+		snprintf(why, why_size,
+			 "bopt: \"%.600s\" holds %" PRIu64
+			 " blocks written through the mount and not "
+			 "home yet, which only a mount that uses it writes home; a mount %s would "
+			 "serve older data: mount once with profile=on and the BOPT, then as you "
+			 "like",
+			 path, dirty, how);
+		return -EBUSY;
+	}
+	return 0;
+}
+
 static int open_borg(const struct hy_options *opts, struct hy_fs *fs, const struct hy_state *state)
 {
 	struct hy_borg_config config = {
@@ -144,7 +240,9 @@ static int open_borg(const struct hy_options *opts, struct hy_fs *fs, const stru
 		.activity = activity,
 		.activity_ctx = fs,
 	};
-	char why[1024];
+	char why[1024], path[4096];
+	bool existed;
+	struct stat st;
 	int rc;
 
 	if (opts->bopt && strcmp(opts->bopt, "none") == 0)
@@ -154,15 +252,55 @@ static int open_borg(const struct hy_options *opts, struct hy_fs *fs, const stru
 			hy_log(LOG_WARNING, "bopt: left out: BORG needs the profiler (profile=on)");
 		return 0;
 	}
+	/* Only a default BOPT that is not there yet may be left out: one that
+	 * exists may hold blocks written through the mount and not home yet
+	 * (its map says where), and a mount without it would read those
+	 * blocks' older home copies (damaged.sh: bopt-other, db-map). */
+	snprintf(path, sizeof(path), "%s/bopt", opts->state_dir);
+	existed = !opts->bopt && lstat(path, &st) == 0;
 	rc = hy_borg_open(&config, &fs->borg, why, sizeof(why));
 	if (rc == 0)
 		return 0;
-	if (config.bopt_given) {
+	if (config.bopt_given || existed) {
 		hy_log(LOG_ERR, "%s", why);
 		return rc;
 	}
 	hy_log(LOG_WARNING, "%s; mounting without a BOPT (reorganize is off)", why);
 	return 0;
+}
+
+/* explain names a file by its path in the mount. hy_fs_explain() refuses
+ * absolute paths and ".."; a symlink in the mount pointing out of it
+ * ("out" -> /etc, then "out/passwd") would still lead its lookups outside.
+ * The path is resolved beneath the backing root first (openat2 with
+ * RESOLVE_BENEATH; the last component not followed, as explain does), and
+ * one that leaves it is refused (issue 8: a control request naming a path
+ * outside the mount is refused). A kernel without openat2 (before 5.6)
+ * keeps the handler's own checks. */
+static struct json_object *explain_handler(void *ctx, struct json_object *req, char *why,
+					   size_t why_size)
+{
+	struct hy_fs *fs = ctx;
+	struct open_how how = {
+		.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+	};
+	struct json_object *v;
+	const char *path;
+	long fd;
+
+	if (json_object_object_get_ex(req, "path", &v) &&
+	    json_object_is_type(v, json_type_string) && *(path = json_object_get_string(v)) &&
+	    *path != '/') {
+		fd = syscall(SYS_openat2, fs->inodes->root->fd, path, &how, sizeof(how));
+		if (fd >= 0) {
+			close((int)fd);
+		} else if (errno == EXDEV || errno == ELOOP) {
+			snprintf(why, why_size, "\"%s\" is not a path inside the mount", path);
+			return NULL;
+		}
+	}
+	return hy_fs_explain(ctx, req, why, why_size);
 }
 
 static int sync_handler(void *ctx)
@@ -288,6 +426,10 @@ int main(int argc, char **argv)
 	if (opts.debug)
 		hy_log_init(HY_LOG_STDERR, LOG_DEBUG, program);
 	rc = hy_options_check(&opts, why, sizeof(why));
+	/* fault injection (tests): read once, before any device or thread;
+	 * a bad spec refuses to start like a bad option */
+	if (rc == 0)
+		rc = hy_fault_init_env(why, sizeof(why));
 	if (rc == 0 && opts.emulate)
 		rc = emulation_new(opts.emulate, &emulation, why, sizeof(why));
 	if (rc) {
@@ -400,6 +542,10 @@ int main(int argc, char **argv)
 		fs.emulate = opts.emulate;
 		fs.emulation_buffer = emulation_buffer;
 	}
+	if (check_left_out(&opts, &fs, state, why, sizeof(why)) < 0) {
+		hy_log(LOG_ERR, "%s", why);
+		goto out_unmount;
+	}
 	if (open_borg(&opts, &fs, state) < 0)
 		goto out_unmount;
 	if (emulation && hy_borg_bopt_device(fs.borg)) {
@@ -414,9 +560,27 @@ int main(int argc, char **argv)
 
 		hy_device_set_emulation(hy_borg_bopt_device(fs.borg), emulation, region);
 	}
-	/* after BORG: the cache's misses go through the map */
-	if (hy_fs_open_cache(&fs, &opts) < 0)
-		goto out_unmount;
+	/* after BORG: the cache's misses go through the map. A default store
+	 * (neither cache nor cache_size given) that cannot be made for lack
+	 * of room in the state folder is left out, as the default BOPT is;
+	 * one that exists already may hold dirty lines, so it never is. */
+	{
+		char store[4096];
+		bool store_new;
+		int crc;
+
+		snprintf(store, sizeof(store), "%s/%s", opts.state_dir, HY_OPTIONS_CACHE_NAME);
+		store_new = !opts.cache_given && !opts.cache_size_given &&
+			    access(store, F_OK) != 0 && errno == ENOENT;
+		crc = hy_fs_open_cache(&fs, &opts);
+		if (crc == -ENOSPC && store_new)
+			hy_log(LOG_WARNING,
+			       "cache: left out: no room for the default store in \"%s\"; "
+			       "mounting without the SSD cache",
+			       opts.state_dir);
+		else if (crc < 0)
+			goto out_unmount;
+	}
 	{
 		struct hy_control_handlers handlers = {
 			.ctx = &fs,
@@ -424,7 +588,7 @@ int main(int argc, char **argv)
 			.sync = sync_handler,
 			.reorganize = fs.borg ? hy_fs_reorganize : NULL,
 			.progress = fs.borg ? hy_fs_progress : NULL,
-			.explain = fs.borg ? hy_fs_explain : NULL,
+			.explain = fs.borg ? explain_handler : NULL,
 			.flush = fs.borg || fs.cache ? hy_fs_flush : NULL,
 			.policy = fs.profiler ? hy_fs_policy : NULL,
 		};

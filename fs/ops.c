@@ -1013,6 +1013,23 @@ static void hy_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		ticket.hinted = false;
 	n = hy_engine_write_hinted(fs->engine, &file->engine, ticket.hinted ? &ticket.hint : NULL,
 				   buf, size, off);
+	/* A write from the kernel's write-back cache (fi->writepage) that
+	 * comes back short is not resent: the kernel takes its pages as
+	 * written (fuse_writepage_end looks at no size). So the rest is
+	 * written here, and what the backing filesystem cannot take (ENOSPC
+	 * on a full disk) fails the request, reaching fsync and close as on
+	 * the plain directory, instead of being lost in silence (issue 8). */
+	while (fi->writepage && n > 0 && (size_t)n < size) {
+		ssize_t more = hy_engine_write_hinted(fs->engine, &file->engine,
+						      ticket.hinted ? &ticket.hint : NULL, buf + n,
+						      size - (size_t)n, off + n);
+
+		if (more <= 0) {
+			n = more < 0 ? more : -EIO;
+			break;
+		}
+		n += more;
+	}
 	if (fs->profiler && size > 0)
 		hy_profiler_end(fs->profiler, &file->prof, file->fd, &ticket, n);
 	if (n < 0) {

@@ -143,6 +143,8 @@ struct hy_profiler {
 	sqlite3 *db;
 	sqlite3_stmt *insert_record, *insert_process, *insert_file, *prune_age, *prune_rows;
 	int64_t pruned_at_ns;
+	bool commit_failing;  /* the last commit failed */
+	uint64_t commit_lost; /* records rolled back since commits began to fail */
 };
 
 static int64_t clock_ns(clockid_t clock)
@@ -311,7 +313,6 @@ static const struct hy_workload_policy_table *policy_table(struct hy_profiler *p
 
 	return snap ? &snap->table : NULL;
 }
-
 
 /* Metadata heavy: at least the table's share of its operations lately are
  * metadata, once it has made META_MIN operations; before that, as the
@@ -776,7 +777,8 @@ static void flush_once(struct hy_profiler *p, struct hy_profile_record *buf)
 	struct pending_process *procs;
 	struct pending_file *pf;
 	size_t n, total = 0;
-	uint64_t popped, rows;
+	uint64_t popped, rows, written_before = p->written, lost = 0;
+	bool commit_failed = false;
 
 	pthread_mutex_lock(&p->queue_lock);
 	procs = p->processes;
@@ -834,14 +836,34 @@ static void flush_once(struct hy_profiler *p, struct hy_profile_record *buf)
 		insert_records(p, buf, n);
 		total += n;
 	}
+	/* A commit that fails (the state folder's disk is full, typically)
+	 * rolls the records back: they are counted as errors, not as written,
+	 * and the failure is logged once, not once a batch, until a commit
+	 * works again (issue 8: a full state disk must not flood the log). */
 	if (sqlite3_exec(p->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-		hy_log(LOG_ERR, "profiler: commit: %s", sqlite3_errmsg(p->db));
+		commit_failed = true;
+		lost = p->written - written_before;
+		if (!p->commit_failing)
+			hy_log(LOG_ERR,
+			       "profiler: commit: %s; the access log loses records until a "
+			       "commit works again (counted as errors)",
+			       sqlite3_errmsg(p->db));
+		p->commit_failing = true;
+		p->commit_lost += lost;
 		sqlite3_exec(p->db, "ROLLBACK", NULL, NULL, NULL);
-		p->errors++;
+	} else if (p->commit_failing && p->written > written_before) {
+		/* (an empty transaction commits even on a full disk) */
+		hy_log(LOG_NOTICE, "profiler: commits work again; %" PRIu64 " records were lost",
+		       p->commit_lost);
+		p->commit_failing = false;
+		p->commit_lost = 0;
 	}
 	p->batches++;
 
 	pthread_mutex_lock(&p->queue_lock);
+	p->written -= lost;
+	if (commit_failed)
+		p->errors += lost ? lost : 1;
 	for (struct pending_file **pp = &p->files; *pp;) {
 		pf = *pp;
 		if (pf->in_flight) {

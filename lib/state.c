@@ -241,6 +241,40 @@ static int prepare_dir(const char *dir, bool read_only, char *why, size_t why_si
 	return 0;
 }
 
+/* A database that is missing or empty (0 bytes: SQLite would take it for a
+ * new one) in a folder that holds what an earlier mount made beside it
+ * (the BOPT, its map journal, the cache store) was lost or truncated:
+ * starting a new one would give the mount a new identity, and the files
+ * that belong to the old one (their dirty blocks among them) would be
+ * refused later with a message that blames them (damaged.sh: db-empty).
+ * Refused here, naming the database; nothing is changed. */
+static int check_not_lost(struct hy_state *state, char *why, size_t why_size)
+{
+	static const char *const beside[] = {"bopt", "bopt-map.journal", "cache"};
+	char path[4096];
+	struct stat st;
+
+	if (stat(state->db_path, &st) == 0) {
+		if (st.st_size > 0)
+			return 0;
+	} else if (errno != ENOENT) {
+		return 0; /* the open below says what is wrong */
+	}
+	for (size_t i = 0; i < sizeof(beside) / sizeof(beside[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", state->dir, beside[i]);
+		if (lstat(path, &st) == 0 && st.st_size > 0) {
+			snprintf(why, why_size,
+				 "state database \"%s\" is missing or empty (truncated?), but the "
+				 "state folder holds an earlier mount's \"%s\", which needs it; "
+				 "refusing to start a new database (restore it, or move the state "
+				 "folder aside to start afresh)",
+				 state->db_path, beside[i]);
+			return -EUCLEAN;
+		}
+	}
+	return 0;
+}
+
 int hy_state_open(const char *dir, const char *backing, bool read_only, struct hy_state **out,
 		  char *why, size_t why_size)
 {
@@ -264,6 +298,9 @@ int hy_state_open(const char *dir, const char *backing, bool read_only, struct h
 	/* SQLite makes its -wal and -shm files with the database's mode: a
 	 * database born 0600 keeps the access log the user's alone even if
 	 * the folder's mode is loosened later (invariant 8). */
+	rc = check_not_lost(state, why, why_size);
+	if (rc)
+		goto fail;
 	if (!read_only) {
 		int fd = open(state->db_path, O_CREAT | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0600);
 

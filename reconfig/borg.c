@@ -17,6 +17,7 @@
 #include "hybridfs/bopt.h"
 #include "hybridfs/borg.h"
 #include "hybridfs/device.h"
+#include "hybridfs/fault.h"
 #include "hybridfs/engine.h"
 #include "hybridfs/log.h"
 #include "hybridfs/map.h"
@@ -128,6 +129,131 @@ static bool has_bopt_magic(const char *path)
 	return yes;
 }
 
+/* Before a BOPT file is made again (damaged, resized or gone): the blocks
+ * written into it through the mount and not home yet (dirty in the map of
+ * its last checkpoint and its journal) are read from what is left of it
+ * and go home, within each file's size, since the new BOPT starts with an
+ * empty map and they would be lost without a word (damaged.sh:
+ * dirty-bopt-half, dirty-bopt-header, dirty-bopt-resized). A block the
+ * file no longer holds (cut short, or the file gone) is logged as lost.
+ * Best effort: what cannot be done is logged, and the BOPT is made again
+ * all the same, as it was before this existed. */
+static void salvage_dirty(struct hy_borg *b, const char *path)
+{
+	struct hy_map_extent *ext = NULL;
+	struct hy_map_journal *journal = NULL;
+	struct hy_map *map = NULL;
+	uint64_t generation = 0, home = 0, lost = 0, *ids = NULL;
+	size_t n = 0, nids = 0;
+	int *fds = NULL, bopt_fd = -1;
+	sqlite3_stmt *st;
+	uint32_t epoch = 0;
+	char why[1024], *jpath = NULL;
+	unsigned char buf[BLOCK];
+
+	if (sqlite3_prepare_v2(b->db, "SELECT generation FROM bopt_checkpoint WHERE id = 1", -1,
+			       &st, NULL) != SQLITE_OK)
+		return;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		generation = (uint64_t)sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	if (!generation || hy_map_new(&map))
+		return;
+	if (hy_map_load(map, b->db, generation, &epoch, why, sizeof(why)) < 0) {
+		hy_log(LOG_WARNING, "bopt: cannot read the map of the damaged BOPT: %s", why);
+		goto out;
+	}
+	jpath = join_path(b->state_dir, HY_MAP_JOURNAL_NAME);
+	/* replay only: the records of the old generation, the map keeps
+	 * what they gave even when one is refused */
+	if (jpath && hy_map_journal_open(jpath, generation, epoch, map, &journal, NULL, why,
+					 sizeof(why)) < 0)
+		hy_log(LOG_WARNING, "bopt: the map journal of the damaged BOPT: %s", why);
+	hy_map_journal_close(journal);
+	if (hy_map_snapshot(map, &ext, &n) < 0)
+		goto out;
+	ids = calloc(n ? n : 1, sizeof(*ids));
+	fds = malloc((n ? n : 1) * sizeof(*fds));
+	if (!ids || !fds)
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		fds[i] = -1;
+	for (size_t i = 0; i < n; i++) {
+		size_t k = 0;
+
+		while (k < nids && ids[k] != ext[i].file_id)
+			k++;
+		if (ext[i].dirty && k == nids)
+			ids[nids++] = ext[i].file_id;
+	}
+	if (!nids)
+		goto out;
+	bopt_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (bopt_fd < 0 ||
+	    hy_borg_open_homes(b->db_path, b->backing, b->state_dir, b->config.root_fd, ids, nids,
+			       fds, why, sizeof(why)) < 0) {
+		if (bopt_fd < 0)
+			snprintf(why, sizeof(why), "%s", strerror(errno));
+		for (size_t i = 0; i < n; i++)
+			lost += ext[i].dirty ? ext[i].nblocks : 0;
+		hy_log(LOG_ERR,
+		       "bopt: \"%s\": %" PRIu64 " blocks written through the mount into it and "
+		       "not home yet cannot be written home (%s): lost",
+		       path, lost, why);
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct stat hst;
+		size_t k = 0;
+
+		if (!ext[i].dirty)
+			continue;
+		while (ids[k] != ext[i].file_id)
+			k++;
+		if (fds[k] < 0 || fstat(fds[k], &hst) < 0) {
+			lost += ext[i].nblocks;
+			continue;
+		}
+		for (uint32_t j = 0; j < ext[i].nblocks; j++) {
+			uint64_t at = (ext[i].block + j) * BLOCK;
+			size_t len;
+
+			if (at >= (uint64_t)hst.st_size)
+				break; /* truncated since: nothing to keep */
+			len = (uint64_t)hst.st_size - at < BLOCK
+				      ? (size_t)((uint64_t)hst.st_size - at)
+				      : BLOCK;
+			if (pread(bopt_fd, buf, len,
+				  (off_t)((1 + ext[i].bopt_block + j) * BLOCK)) != (ssize_t)len ||
+			    pwrite(fds[k], buf, len, (off_t)at) != (ssize_t)len) {
+				lost++;
+				continue;
+			}
+			home++;
+		}
+	}
+	for (size_t k = 0; k < nids; k++)
+		if (fds[k] >= 0 && fsync(fds[k]) < 0)
+			hy_log(LOG_ERR, "bopt: file %" PRIu64 ": fsync: %s", ids[k],
+			       strerror(errno));
+	hy_log(lost ? LOG_ERR : LOG_NOTICE,
+	       "bopt: %" PRIu64 " blocks written through the mount into \"%s\" and not home yet "
+	       "went home before it is made again; %" PRIu64 " could not be read from it or "
+	       "written home (lost)",
+	       home, path, lost);
+out:
+	for (size_t k = 0; fds && k < nids; k++)
+		if (fds[k] >= 0)
+			close(fds[k]);
+	if (bopt_fd >= 0)
+		close(bopt_fd);
+	free(fds);
+	free(ids);
+	free(ext);
+	free(jpath);
+	hy_map_free(map);
+}
+
 static int open_bopt(struct hy_borg *b, char *why, size_t why_size)
 {
 	char path[4096];
@@ -151,6 +277,9 @@ static int open_bopt(struct hy_borg *b, char *why, size_t why_size)
 		}
 		hy_log(LOG_NOTICE, "bopt: making \"%s\" (%" PRIu64 " bytes)", path,
 		       b->config.bopt_size);
+		/* a BOPT removed behind the mount's back: says what the map
+		 * still held dirty in it (damaged.sh: dirty-bopt-removed) */
+		salvage_dirty(b, path);
 		return make_bopt(b, path, why, why_size);
 	}
 	rc = hy_bopt_open(path, b->uuid, &b->bopt, why, why_size);
@@ -166,7 +295,22 @@ static int open_bopt(struct hy_borg *b, char *why, size_t why_size)
 		 * current, so it is made again rather than refusing the mount. */
 		if (!default_place || (rc != -EUCLEAN && rc != -EPROTO))
 			return rc;
+		/* hy_bopt_create refuses to write over a damaged BOPT (it cannot
+		 * tell it is ours), so it made nothing (damaged.sh: bopt-header):
+		 * the file is removed instead, once the blocks only it held are
+		 * home; but not a newer hybridfs's BOPT, nor a file that is no
+		 * BOPT at all (no magic where one was cut short or garbled), which
+		 * are not ours to remove */
+		if (rc == -EPROTO || (!has_bopt_magic(path) && st.st_size >= 8))
+			return rc;
 		hy_log(LOG_WARNING, "%s; making it again (its copies are dropped)", why);
+		salvage_dirty(b, path);
+		if (unlink(path) < 0) {
+			rc = -errno;
+			snprintf(why, why_size, "bopt: cannot remove the damaged \"%s\": %s", path,
+				 strerror(-rc));
+			return rc;
+		}
 		return make_bopt(b, path, why, why_size);
 	}
 	if (S_ISREG(st.st_mode) && b->config.bopt_given &&
@@ -177,6 +321,9 @@ static int open_bopt(struct hy_borg *b, char *why, size_t why_size)
 		       path, b->bopt->header.total_blocks * BLOCK, b->config.bopt_size);
 		hy_bopt_close(b->bopt);
 		b->bopt = NULL;
+		/* after a crash it may hold blocks not home yet (damaged.sh:
+		 * dirty-bopt-resized) */
+		salvage_dirty(b, path);
 		return make_bopt(b, path, why, why_size);
 	}
 	return 0;
@@ -233,6 +380,11 @@ static int open_map(struct hy_borg *b, char *why, size_t why_size)
 		hy_log(LOG_NOTICE, "%s: the BOPT was made anew, the map starts empty", why);
 		epoch = 0;
 	} else if (rc) {
+		/* the refusal names the file (damaged.sh: db-map) */
+		char msg[1024];
+
+		snprintf(msg, sizeof(msg), "%s", why);
+		snprintf(why, why_size, "state database \"%s\": %s", b->db_path, msg);
 		return rc;
 	}
 	path = join_path(b->state_dir, HY_MAP_JOURNAL_NAME);
@@ -312,6 +464,15 @@ int hy_borg_open(const struct hy_borg_config *config, struct hy_borg **out, char
 	rc = open_map(b, why, why_size);
 	if (rc)
 		goto fail;
+	/* records a crash left are saved with the map now (nothing runs on
+	 * it yet): a second crash before the next checkpoint finds nothing
+	 * to replay again, and the journal starts empty (faults.sh: "a second
+	 * recovery finds nothing to do") */
+	if (b->replayed > 0) {
+		rc = hy_map_journal_checkpoint(b->journal, b->map, b->db, why, why_size);
+		if (rc)
+			goto fail;
+	}
 	rc = hy_bopt_set_clean(b->bopt, false);
 	if (rc) {
 		snprintf(why, why_size, "bopt: \"%s\": cannot write its header: %s", b->bopt->path,
@@ -943,6 +1104,8 @@ static int copy_chunk(struct copier *c, uint64_t file_id, uint64_t block, uint32
 		c->pending = grown;
 		c->cap = cap;
 	}
+	/* fault.h: the chunk is in the BOPT, not yet in the map */
+	hy_fault_point("reorg.copy.mid");
 	p.fd = fd;
 	if (c->npending == 0)
 		clock_gettime(CLOCK_MONOTONIC, &c->batch_started);

@@ -56,7 +56,11 @@
  *     clean or free record for it is durable: a crash never lets one file's
  *     line be read back as another's.
  *   - Writes that extend a file extend the home file at once (so its size
- *     is right for everyone) and set its modification time.
+ *     is right for everyone) and set its modification time. A write-back
+ *     write first reserves its bytes at home (fallocate, keeping the
+ *     size): a disk that cannot hold them fails the write with ENOSPC, as
+ *     a plain directory would, instead of leaving dirty blocks that can
+ *     never go home.
  *   - A file changed outside the mount: the cache keeps, per file, the home
  *     ctime its blocks were cached under (its stamp); a request that finds
  *     the ctime moved drops the file's blocks (dirty sectors home first);
@@ -157,6 +161,11 @@ struct hy_cache_lower {
 	 * block lies at its file id * 64 MiB + its offset. */
 	int (*addresses)(void *arg, const struct hy_cache_file *f, const uint64_t *blocks, size_t n,
 			 uint64_t *out);
+	/* Reserves room at home for [@off, @off + @len) without changing the
+	 * file's size (a write-back write takes it before the block is
+	 * dirty: a block home cannot hold would be stuck in the cache).
+	 * May be NULL; -EOPNOTSUPP when the home filesystem cannot. */
+	int (*reserve)(void *arg, const struct hy_cache_file *f, uint64_t off, uint64_t len);
 };
 
 /* At mount: opens, for writing, the home files of @ids (sorted, unique)

@@ -89,13 +89,19 @@ struct hy_device {
 	 * device is delayed by, and where the device lies on its disk */
 	struct hy_device_emulation *emulation;
 	int64_t emulation_region;
+	/* Fault injection (fault.h): NULL, or the wrapper whose table is
+	 * @ops now (hy_device_new() attaches it when a rule names the
+	 * device); owned by that table's destroy. */
+	void *fault;
 };
 
 /* A device over open files: the object is a file descriptor. */
 int hy_device_file_new(const char *name, struct hy_device **out);
 
 /* Wraps an operations table (a model, a fault injector). @priv goes to
- * ops->destroy when the device is freed. */
+ * ops->destroy when the device is freed. When a fault rule (fault.h) names
+ * @name, the table is wrapped in fault.c's, which sees read, write and sync
+ * first. */
 int hy_device_new(const char *name, const struct hy_device_ops *ops, void *priv,
 		  struct hy_device **out);
 

@@ -33,6 +33,8 @@ int hy_test_add_trace_reader(void);
 int hy_test_add_devmodel(void);
 int hy_test_add_replay(void);
 int hy_test_add_sim_layout(void);
+int hy_test_add_fuzz_regress(void);
+int hy_test_add_fault(void);
 
 /* A fresh temporary directory for one test; removed by hy_test_rmtree(). */
 char *hy_test_tmpdir(void);

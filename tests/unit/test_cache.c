@@ -39,6 +39,8 @@ static struct {
 	int64_t clock;
 	int holds, puts, syncs, bad_objects;
 	bool fail_writes; /* every write home fails with EIO */
+	bool disk_full;	  /* reserving room at home fails with ENOSPC */
+	unsigned reserves;
 } H;
 
 static void home_reset(void)
@@ -190,9 +192,27 @@ static int lw_addresses(void *arg, const struct hy_cache_file *f, const uint64_t
 	return 0;
 }
 
+static int lw_reserve(void *arg, const struct hy_cache_file *f, uint64_t off, uint64_t len)
+{
+	(void)arg;
+	(void)f;
+	(void)off;
+	(void)len;
+	H.reserves++;
+	return H.disk_full ? -ENOSPC : 0;
+}
+
 static const struct hy_cache_lower LOWER = {
-	NULL,	      lw_read, lw_write, lw_getattr, lw_extend,
-	lw_set_mtime, lw_sync, lw_hold,	 lw_put,     lw_addresses,
+	.read = lw_read,
+	.write = lw_write,
+	.getattr = lw_getattr,
+	.extend = lw_extend,
+	.set_mtime = lw_set_mtime,
+	.sync = lw_sync,
+	.hold_object = lw_hold,
+	.put_object = lw_put,
+	.addresses = lw_addresses,
+	.reserve = lw_reserve,
 };
 
 static int open_homes_calls;
@@ -525,6 +545,39 @@ static void write_back_cleaner(uint64_t front_slots)
 	CLOSE(c);
 	CU_ASSERT_EQUAL(H.f[1].writes, 4);
 	CU_ASSERT(home_equals(1, ref, sizeof(ref)));
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
+/* A full home disk: a write-back write fails with ENOSPC before anything
+ * is cached dirty (a block home could not take would be stuck); what was
+ * written before is intact, and a disk with room again takes writes. */
+static void test_write_back_disk_full(void)
+{
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
+	unsigned char ref[2 * BLK], other[BLK];
+	struct hy_cache_file f = F(1);
+	struct hy_cache *c;
+
+	home_reset();
+	fill_pattern(ref, sizeof(ref), 21);
+	fill_pattern(other, sizeof(other), 22);
+	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 16, 32, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(hy_cache_write(c, &f, ref, sizeof(ref), 0), (ssize_t)sizeof(ref));
+	CU_ASSERT(H.reserves >= 1);
+	H.disk_full = true;
+	CU_ASSERT_EQUAL(hy_cache_write(c, &f, other, BLK, 2 * BLK), -ENOSPC);
+	CU_ASSERT_EQUAL(hy_cache_write(c, &f, other, BLK, 0), -ENOSPC);
+	CU_ASSERT_EQUAL(stats(c).dirty_bytes, sizeof(ref)); /* nothing new dirty */
+	CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), 0, sizeof(ref)));
+	H.disk_full = false;
+	CU_ASSERT_EQUAL(hy_cache_write(c, &f, other, BLK, 2 * BLK), BLK);
+	CHECK(c);
+	CLOSE(c);
+	CU_ASSERT(memcmp(H.f[1].data, ref, sizeof(ref)) == 0);
+	CU_ASSERT(memcmp(H.f[1].data + sizeof(ref), other, BLK) == 0);
 	hy_test_rmtree(dir);
 	free(dir);
 	free(store);
@@ -2490,6 +2543,7 @@ int hy_test_add_cache(void)
 	if (!CU_add_test(s, "read miss, then hit", test_read_miss_hit) ||
 	    !CU_add_test(s, "near-cache writes by sector", test_near_cache) ||
 	    !CU_add_test(s, "write-back and the cleaner", test_write_back) ||
+	    !CU_add_test(s, "write-back over a full home disk", test_write_back_disk_full) ||
 	    !CU_add_test(s, "write-through and write-around", test_through_around) ||
 	    !CU_add_test(s, "front buffer heat filter", test_heat_filter) ||
 	    !CU_add_test(s, "regression: dram_evictions misses admitted blocks",
