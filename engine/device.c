@@ -368,9 +368,12 @@ static void addresses_by_inode(struct hy_device *dev, int64_t object, const uint
 int hy_device_addresses(struct hy_device *dev, int64_t object, const uint64_t *offsets, size_t n,
 			uint64_t *out)
 {
-	struct {
+	/* the map and room for its extents after it (a struct with a
+	 * flexible array may not be followed by more members in ISO C) */
+	union {
 		struct fiemap map;
-		struct fiemap_extent extents[FIEMAP_EXTENTS];
+		unsigned char bytes[sizeof(struct fiemap) +
+				    FIEMAP_EXTENTS * sizeof(struct fiemap_extent)];
 	} req;
 	uint64_t start, end, known_logical = 0, known_physical = 0;
 	bool known = false;
