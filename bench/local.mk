@@ -8,4 +8,4 @@ EXTRA_DIST += bench/reca.sh
 EXTRA_DIST += bench/simulate.sh bench/simborg.sh
 EXTRA_DIST += bench/devday.sh
 EXTRA_DIST += bench/script.sh
-EXTRA_DIST += bench/pore.sh bench/openloop.sh
+EXTRA_DIST += bench/pore.sh bench/openloop.sh bench/reserve.c
