@@ -91,8 +91,9 @@
  * follows for that request; see hy_cache_read_hinted().
  *
  * Who calls it: engine.c (read, write, truncate, fallocate, copy, fsync,
- * close); fs/main.c (open, flush, stats, close); the simulator later; the
- * unit tests with their own lower path.
+ * close); fs/main.c (open, flush, stats, close); the simulator's whole
+ * cache (sim/full.c, hence hybridctl simulate --policy full and tune) over
+ * a model of home; the unit tests with their own lower path.
  *
  * Memory: hy_cache_open() allocates everything: the front buffer's slots
  * (front_buffer bytes of data plus 88 bytes a slot: its state, hash and
@@ -100,8 +101,9 @@
  * bytes a line with LRU3) and 17 bytes a line of line state, which is also
  * the store's line table (cache_store.h, external table: its checkpoints
  * ask this module), and a queue of up to 64 line migrations (each holding
- * an object of its file from hold_object until it has run); hy_cache_close()
- * frees it. hy_cache_stats reports the DRAM per SSD line.
+ * an object of its file from hold_object until it has run); with PORE, its
+ * zones (pore.h) and a byte a line of hits; hy_cache_close() frees it.
+ * hy_cache_stats reports the DRAM per SSD line.
  *
  * Locks: HY_CACHE_GATES rwlocks striped by file id (the cache's gates):
  * a read holds its file's gate shared across its I/O, a write, truncation,
@@ -114,7 +116,9 @@
  * the index's and the store's own. The lower path is called with the
  * file's gate held and nothing else: it takes the engine's gates (order:
  * cache gate, then engine gate). The cleaner's mutex is taken before any
- * gate.
+ * gate; it also serializes PORE's zones (the cleaner's pass asks the lower
+ * path where blocks lie with a file's gate shared), whose figures for the
+ * stats are copied under the lines' mutex.
  */
 #ifndef HYBRIDFS_CACHE_H
 #define HYBRIDFS_CACHE_H

@@ -43,6 +43,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "rng.h"
+
 #define MAX_PROCS	 32
 #define PRIV_FILES	 3
 #define STRIPE		 5003 /* not a multiple of the page size, on purpose */
@@ -73,23 +75,7 @@ __attribute__((format(printf, 1, 2), noreturn)) static void fail(const char *fmt
 
 /* ---- deterministic PRNG and patterns ---------------------------------- */
 
-struct rng {
-	uint64_t s;
-};
-
-static uint64_t rnd(struct rng *r)
-{
-	uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-static uint64_t below(struct rng *r, uint64_t n)
-{
-	return rnd(r) % n;
-}
+/* rnd() and below(): rng.h */
 
 /* The byte at @off of the file identified by @id. Never the same for
  * neighbouring offsets, so shifted data is caught. */

@@ -79,6 +79,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rng.h"
+
 #define MAX_PROCS  256
 #define MAX_SLOTS  4096
 #define MAX_CHUNKS 192	/* a file is at most 192 chunks */
@@ -159,23 +161,7 @@ __attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
 
 /* ---- PRNG and contents -------------------------------------------------- */
 
-struct rng {
-	uint64_t s;
-};
-
-static uint64_t rnd(struct rng *r)
-{
-	uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-static uint64_t below(struct rng *r, uint64_t n)
-{
-	return n ? rnd(r) % n : 0;
-}
+/* rnd() and below(): rng.h */
 
 /* The byte at @off of a chunk written by version @ver (0: a hole). */
 static unsigned char pattern(uint64_t ver, uint64_t off)

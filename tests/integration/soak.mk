@@ -10,7 +10,7 @@
 # allow_other with default_permissions, control paths outside the mount,
 # no file contents in the log (root for the other uid).
 check_PROGRAMS += tests/integration/hy-soak
-tests_integration_hy_soak_SOURCES = tests/integration/hy-soak.c
+tests_integration_hy_soak_SOURCES = tests/integration/hy-soak.c tests/integration/rng.h
 TESTS += tests/integration/soak.sh tests/integration/fulldisk.sh tests/integration/security.sh
 EXTRA_DIST += tests/integration/soak.sh tests/integration/fulldisk.sh \
 	tests/integration/security.sh
