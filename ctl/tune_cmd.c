@@ -487,6 +487,9 @@ int hy_ctl_tune(int argc, char **argv)
 			json_object_array_add(bopt, o);
 		}
 		json_object_object_add(root, "bopt_sizes", nbopt ? bopt : NULL);
+		json_object_object_add(
+			root, "bopt_device",
+			nbopt ? json_object_new_string(hy_devmodel_kind_name(model.kind)) : NULL);
 		if (!nbopt)
 			json_object_put(bopt);
 		json_object_object_add(rec, "cache_policy", json_object_new_string(sp[0].name));

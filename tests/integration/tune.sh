@@ -11,7 +11,8 @@ hy_setup
 B=$HY_TMP/backing M=$HY_TMP/mnt
 mkdir -p "$B" "$M"
 head -c 8M /dev/zero >"$B/data"
-hy_mount_ready "$B" "$M" "state=$HY_TMP/state,cache_size=2M,writeback_cache=off,bopt_size=8M"
+# emulate=ssd: the BOPT sizes are timed on the mount's own disk model
+hy_mount_ready "$B" "$M" "state=$HY_TMP/state,cache_size=2M,writeback_cache=off,bopt_size=8M,emulate=ssd"
 RANDOM=3
 specs=()
 for i in $(seq 1 600); do specs+=("r:$(((RANDOM % 512) * 4096)):4096"); done
@@ -35,6 +36,7 @@ jq -e '[.store_policies[].hit_ratio] | . == (sort | reverse)' <<<"$out" >/dev/nu
 	hy_fail "the store policies are not ranked by hit ratio"
 jq -e '.bopt_sizes | length == 4 and ([.[] | select(.current)] | length == 1)' <<<"$out" \
 	>/dev/null || hy_fail "not four BOPT sizes with the mount's: $(jq -c .bopt_sizes <<<"$out")"
+[ "$(jq -r .bopt_device <<<"$out")" = ssd ] || hy_fail "the BOPT sizes were not timed on emulate=ssd"
 jq -e '[.bopt_sizes[].busy_ms_planned] | . == sort' <<<"$out" >/dev/null ||
 	hy_fail "the BOPT sizes are not ranked by busy time"
 jq -e '[.bopt_sizes[].busy_ms_vanilla] | unique | length == 1' <<<"$out" >/dev/null ||
