@@ -902,6 +902,25 @@ static int read_below(struct hy_cache *c, const struct hy_cache_file *f, uint64_
 
 /* Writes the sectors of @mask of @buf (block @block's line) home, clipped
  * to @size. 0 or a negative errno. */
+/* After dirty blocks went home: the home file gets back the modification
+ * time @before (read before the writes) had. The data is the mount's
+ * writes of earlier, which set the time then, and a utimes(2) since
+ * (rsync -t, cp -p, make's touch) must not be undone by the writing. */
+static void keep_mtime(struct hy_cache *c, const struct hy_cache_file *f,
+		       const struct hy_device_attr *before)
+{
+	int rc;
+
+	if (before->mtime_ns < 0)
+		return;
+	rc = c->lower.set_mtime(c->lower.arg, f, before->mtime_ns);
+	if (rc < 0 && rc != -EOPNOTSUPP)
+		hy_log(LOG_WARNING,
+		       "cache: file %" PRIu64 ": cannot keep its modification time after its "
+		       "blocks went home: %s",
+		       f->file_id, strerror(-rc));
+}
+
 static int write_home(struct hy_cache *c, const struct hy_cache_file *f, uint64_t block,
 		      uint8_t mask, const unsigned char *buf, uint64_t size)
 {
@@ -1722,6 +1741,8 @@ static int settle_range(struct hy_cache *c, struct cfile *cf, const struct hy_ca
 			rc = c->lower.sync(c->lower.arg, f); /* as the cleaner: above */
 			break;
 		}
+	if (rc == 0 && wrote)
+		keep_mtime(c, f, &a);
 	/* the home file's ctime moved by the cache's own hand */
 	if (rc == 0 && wrote)
 		refresh_stamp(c, cf, f);
@@ -2103,15 +2124,20 @@ bool hy_cache_meta_begin(struct hy_cache *c, const struct hy_cache_file *f)
 {
 	struct hy_device_attr a;
 	struct cfile *cf;
-	bool fresh;
+	bool fresh = false;
 
 	if (!f->file_id)
 		return false;
 	cf = cfile_get(c, f->file_id, false);
-	if (!cf)
-		return false;
-	fresh = atomic_load(&cf->blocks) && c->lower.getattr(c->lower.arg, f, &a) == 0 &&
-		atomic_load(&cf->stamp) == a.stamp;
+	/* Held until meta_end: the cleaner keeps a home file's modification
+	 * time across its writes (read before, set after, gate held), and a
+	 * utimes(2) between the two would be undone (rsync -t lost its times
+	 * that way). An O_TRUNC open holds it too, and a stamp moved past its
+	 * truncation would hide it from truncate_open_end. */
+	pthread_rwlock_wrlock(gate(c, f->file_id));
+	if (cf)
+		fresh = atomic_load(&cf->blocks) && c->lower.getattr(c->lower.arg, f, &a) == 0 &&
+			atomic_load(&cf->stamp) == a.stamp;
 	cfile_put(c, cf);
 	return fresh;
 }
@@ -2120,15 +2146,11 @@ void hy_cache_meta_end(struct hy_cache *c, const struct hy_cache_file *f, bool f
 {
 	struct cfile *cf;
 
-	if (!fresh || !f->file_id)
+	if (!f->file_id)
 		return;
-	cf = cfile_get(c, f->file_id, false);
-	if (!cf)
-		return;
-	/* under the gate: an O_TRUNC open holds it, and a stamp moved past
-	 * its truncation would hide it from truncate_open_end */
-	pthread_rwlock_wrlock(gate(c, f->file_id));
-	refresh_stamp(c, cf, f);
+	cf = fresh ? cfile_get(c, f->file_id, false) : NULL;
+	if (cf)
+		refresh_stamp(c, cf, f);
 	pthread_rwlock_unlock(gate(c, f->file_id));
 	cfile_put(c, cf);
 }
@@ -2452,15 +2474,8 @@ static int64_t clean_blocks(struct hy_cache *c, struct cfile *cf, const struct d
 			rc = c->lower.sync(c->lower.arg, &home);
 			break;
 		}
-	if (rc == 0 && ndone && a.mtime_ns >= 0) {
-		int t = c->lower.set_mtime(c->lower.arg, &home, a.mtime_ns);
-
-		if (t < 0 && t != -EOPNOTSUPP)
-			hy_log(LOG_WARNING,
-			       "cache: file %" PRIu64 ": cannot keep its modification time after "
-			       "its blocks went home: %s",
-			       home.file_id, strerror(-t));
-	}
+	if (rc == 0 && ndone)
+		keep_mtime(c, &home, &a);
 	if (rc < 0)
 		goto out;
 	/* the flag goes before the record (see settle_range): home is durable */

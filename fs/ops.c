@@ -395,6 +395,13 @@ static int do_setattr(struct hy_fs *fs, struct hy_inode *inode, const struct sta
 	rc = hy_inode_pin(fs->inodes, inode, false, &ref);
 	if (rc)
 		return rc;
+	/* The size first: the engine's truncation takes the cache's gate of
+	 * the file, which meta_begin holds until meta_end. */
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		rc = set_size(fs, inode, &ref, fi, attr->st_size);
+		if (rc)
+			goto out;
+	}
 	/* the change moves the ctime: BOPT copies current now stay current */
 	if ((to_set & meta_bits) && hy_engine_has_copies(fs->engine, file_id)) {
 		if (fd >= 0)
@@ -434,11 +441,6 @@ static int do_setattr(struct hy_fs *fs, struct hy_inode *inode, const struct sta
 			rc = -errno;
 			goto out;
 		}
-	}
-	if (to_set & FUSE_SET_ATTR_SIZE) {
-		rc = set_size(fs, inode, &ref, fi, attr->st_size);
-		if (rc)
-			goto out;
 	}
 	if (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
 		      FUSE_SET_ATTR_MTIME_NOW)) {

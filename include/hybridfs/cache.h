@@ -345,7 +345,10 @@ void hy_cache_close_file(struct hy_cache *cache, const struct hy_cache_file *f);
 
 /* A metadata change through the mount (chmod, utimes...) moves the home
  * ctime: begin says whether the cached blocks are current, end with that
- * answer moves the stamp after the change. */
+ * answer moves the stamp after the change. Between the two the file's
+ * gate is held exclusive (writes, the cleaner and truncations of the file
+ * wait), so the change may not call into the cache for the same file; a
+ * file id of 0 takes nothing. */
 bool hy_cache_meta_begin(struct hy_cache *cache, const struct hy_cache_file *f);
 void hy_cache_meta_end(struct hy_cache *cache, const struct hy_cache_file *f, bool fresh);
 
