@@ -9,3 +9,4 @@ EXTRA_DIST += bench/simulate.sh bench/simborg.sh
 EXTRA_DIST += bench/devday.sh
 EXTRA_DIST += bench/script.sh
 EXTRA_DIST += bench/pore.sh bench/openloop.sh bench/reserve.c
+EXTRA_DIST += bench/kwb.sh

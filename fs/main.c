@@ -480,6 +480,12 @@ int main(int argc, char **argv)
 	fs.entry_timeout = opts.entry_timeout;
 	fs.negative_timeout = opts.negative_timeout;
 	fs.writeback_cache = opts.writeback_cache && !opts.read_only;
+	if (fs.writeback_cache)
+		hy_log(LOG_WARNING,
+		       "writeback_cache=on: the kernel keeps file sizes itself, and a lookup that "
+		       "races a create of the same name can leave it a second inode whose size is "
+		       "wrong until it is forgotten (reads come back short or zero-filled); see "
+		       "docs/reliability.md");
 
 	if (hy_options_fuse_args(&opts, &args)) {
 		fprintf(stderr, "%s: out of memory\n", program);

@@ -478,7 +478,8 @@ int hy_options_parse_list(struct hy_options *opts, const char *list, char *why, 
 static void options_reset(struct hy_options *opts)
 {
 	memset(opts, 0, sizeof(*opts));
-	opts->writeback_cache = true;
+	/* off: see docs/reliability.md, "The kernel's write-back cache" */
+	opts->writeback_cache = false;
 	opts->attr_timeout = 1.0;
 	opts->entry_timeout = 1.0;
 	opts->negative_timeout = 0.0;
@@ -769,7 +770,7 @@ void hy_options_usage(const char *program, FILE *out)
 		"                         hidden from the mount)\n"
 		"  allow_other            let other users in (the kernel then checks permissions)\n"
 		"  ro, rw                 read-only or read-write mount\n"
-		"  writeback_cache=on|off the kernel's write-back page cache (default on)\n"
+		"  writeback_cache=on|off the kernel's write-back page cache (default off)\n"
 		"  attr_timeout=SEC       how long the kernel keeps attributes (default 1)\n"
 		"  entry_timeout=SEC      how long the kernel keeps names (default 1)\n"
 		"  negative_timeout=SEC   how long the kernel keeps missing names (default 0)\n"

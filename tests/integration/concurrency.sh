@@ -32,9 +32,9 @@ run() {
 	rm -rf "$dir"
 }
 
-run writeback 1
-run writeback2 2 -o cache_write=back
-run no-writeback 3 -o writeback_cache=off,cache_write=back
+run writeback 1 -o writeback_cache=on
+run writeback2 2 -o writeback_cache=on,cache_write=back
+run no-writeback 3 -o cache_write=back
 run no-cache 4 -o attr_timeout=0,entry_timeout=0
 
 hy_pass

@@ -100,13 +100,13 @@ check_mount() {
 	fi
 }
 
-# The default mount (kernel write-back cache on: the kernel places O_APPEND
-# writes and fills partial pages), then write-through, where the daemon
+# The kernel's write-back cache on (the kernel places O_APPEND writes and
+# fills partial pages), then the default, write-through, where the daemon
 # does both: two different paths for the same steps.
-check_mount default "$HY_TMP/b" "$HY_TMP/m"
-check_mount wt "$HY_TMP/wt.b" "$HY_TMP/wt.m" -o writeback_cache=off
+check_mount kwb "$HY_TMP/b" "$HY_TMP/m" -o writeback_cache=on
+check_mount wt "$HY_TMP/wt.b" "$HY_TMP/wt.m"
 # the cache in write-back (the default store makes write-through the default)
 check_mount cache-back "$HY_TMP/cb.b" "$HY_TMP/cb.m" -o cache_write=back
-check_mount cache-back-wt "$HY_TMP/cbw.b" "$HY_TMP/cbw.m" -o cache_write=back,writeback_cache=off
+check_mount cache-back-kwb "$HY_TMP/cbw.b" "$HY_TMP/cbw.m" -o cache_write=back,writeback_cache=on
 
 hy_pass

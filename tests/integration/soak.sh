@@ -23,11 +23,11 @@ PROCS=${HY_SOAK_PROCS:-32}
 # a fixed seed: a failure can be run again as it was (the workers'
 # interleaving still varies; HY_SOAK_SEED draws other mixes)
 SEED=${HY_SOAK_SEED:-1}
-# The kernel's write-back page cache is off by default here: with it on
-# and the SSD cache in write-back, a read under the lock of a file's writer
-# now and then finds the file short (size 0, or 0 bytes where 30000 are
-# due: docs/reliability.md, "Load and soak", known bug, not found yet).
-# HY_SOAK_KERNEL_WRITEBACK=1 runs that configuration.
+# The mount's default (writeback_cache=off). HY_SOAK_KERNEL_WRITEBACK=1
+# mounts with the kernel's write-back page cache on, which this test shows
+# to be unsafe on Linux 6.18: a lookup racing a create leaves the kernel a
+# second inode with a stale size, and a locked read then finds the file
+# short (docs/reliability.md, "The kernel's write-back cache").
 KWB=writeback_cache=off
 [ "${HY_SOAK_KERNEL_WRITEBACK:-0}" = 1 ] && KWB=writeback_cache=on
 hy_setup

@@ -35,7 +35,7 @@ static void test_defaults(void)
 	CU_ASSERT_STRING_EQUAL(o.mountpoint, "/m");
 	CU_ASSERT_FALSE(o.foreground);
 	CU_ASSERT_FALSE(o.mount_helper);
-	CU_ASSERT_TRUE(o.writeback_cache);
+	CU_ASSERT_FALSE(o.writeback_cache);
 	CU_ASSERT_DOUBLE_EQUAL(o.attr_timeout, 1.0, 1e-9);
 	CU_ASSERT_PTR_NULL(o.state_dir);
 	hy_options_free(&o);
@@ -43,22 +43,17 @@ static void test_defaults(void)
 
 static void test_known_options(void)
 {
-	const char *argv[] = {"hybridfs",
-			      "-o",
-			      "allow_other,state=/s,attr_timeout=2.5",
-			      "/b",
-			      "/m",
-			      "-o",
-			      "nosuid,noatime,writeback_cache=off,max_threads=4",
-			      "-d",
-			      NULL};
+	const char *argv[] = {
+		"hybridfs", "-o", "allow_other,state=/s,attr_timeout=2.5",	     "/b",
+		"/m",	    "-o", "nosuid,noatime,writeback_cache=on,max_threads=4", "-d",
+		NULL};
 	struct hy_options o;
 
 	CU_ASSERT_EQUAL(parse(&o, argv), 0);
 	CU_ASSERT_TRUE(o.allow_other);
 	CU_ASSERT_STRING_EQUAL(o.state_dir, "/s");
 	CU_ASSERT_DOUBLE_EQUAL(o.attr_timeout, 2.5, 1e-9);
-	CU_ASSERT_FALSE(o.writeback_cache);
+	CU_ASSERT_TRUE(o.writeback_cache);
 	CU_ASSERT_EQUAL(o.max_threads, 4);
 	CU_ASSERT_TRUE(o.debug);
 	CU_ASSERT_TRUE(o.foreground);
