@@ -17,6 +17,7 @@
 #include "hybridfs/fault.h"
 #include "hybridfs/file_table.h"
 #include "hybridfs/heat.h"
+#include "hybridfs/keymap.h"
 #include "hybridfs/log.h"
 #include "hybridfs/pore.h"
 
@@ -133,6 +134,10 @@ struct hy_cache {
 
 	pthread_mutex_t lines_lock; /* policy, lines, free list, ssd counters */
 	struct line_state *lines;
+	/* The tail (cache_store.h) each line was last journaled dirty with,
+	 * for the lines that held a file's end then (few: a map, not 2 bytes
+	 * in every line's state); checkpoints write it. */
+	struct hy_keymap tails;
 	uint32_t free_head, nfree; /* free lines, linked through their state */
 	uint32_t ssd_used, ssd_dirty;
 	uint64_t ssd_accesses; /* for ageing the policy once a period */
@@ -552,12 +557,15 @@ static void note_use(struct hy_cache *c, struct cfile *cf)
 /* Drops a line's block from the index and the policy: lines_lock held,
  * the block's file gate exclusive. The line is then free, not on the
  * free list. */
+static void set_tail(struct hy_cache *c, uint64_t line, uint16_t tail);
+
 static void line_forget(struct hy_cache *c, uint32_t line)
 {
 	struct line_state *ls = &c->lines[line];
 	struct cfile *cf = cfile_get(c, ls->file_id, false);
 	struct hy_cache_entry e;
 
+	set_tail(c, line, 0);
 	if (hy_cache_index_remove(c->index, ls->file_id, ls->block, &e) == 0 && cf) {
 		note_dirty(c, cf, e.dirty, 0);
 		atomic_fetch_sub(&cf->blocks, 1);
@@ -717,6 +725,23 @@ static void store_refused(struct hy_cache *c, uint32_t line, int rc)
  * sectors of the same block are as good). A line dirty here but never
  * journaled is saved clean: nothing was promised for it. Lines whose
  * clean or free record is written had LS_DISK_DIRTY cleared first. */
+/* Records @line's tail (0: the whole line). lines_lock held. A map that
+ * cannot grow keeps the tail out: the line is then recovered whole, as
+ * before tails existed (up to 511 bytes past the end of the file). */
+static void set_tail(struct hy_cache *c, uint64_t line, uint16_t tail)
+{
+	uint64_t slot = hy_keymap_slot(&c->tails, line);
+
+	if (c->tails.keys[slot] == line) {
+		if (tail)
+			c->tails.values[slot] = tail;
+		else
+			hy_keymap_delete_at(&c->tails, slot);
+	} else if (tail && hy_keymap_put(&c->tails, line, tail) < 0) {
+		hy_log(LOG_WARNING, "cache: out of memory for line %" PRIu64 "'s tail", line);
+	}
+}
+
 static void table_record(void *arg, uint64_t line, struct hy_cache_line *out)
 {
 	struct hy_cache *c = arg;
@@ -732,6 +757,12 @@ static void table_record(void *arg, uint64_t line, struct hy_cache_line *out)
 		out->block = ls->block;
 		out->valid = e.valid;
 		out->dirty = (ls->flags & LS_DISK_DIRTY) ? e.dirty : 0;
+		if (out->dirty) {
+			uint32_t tail;
+
+			if (hy_keymap_get(&c->tails, line, &tail))
+				out->tail = (uint16_t)tail;
+		}
 	}
 	pthread_mutex_unlock(&c->lines_lock);
 }
@@ -1962,6 +1993,7 @@ int hy_cache_fsync(struct hy_cache *c, const struct hy_cache_file *f, uint64_t *
 static int fsync_file(struct hy_cache *c, const struct hy_cache_file *f, uint64_t *token,
 		      bool journal_all)
 {
+	struct hy_device_attr attr;
 	struct hy_cache_journal_record *recs = NULL;
 	uint64_t *blocks = NULL;
 	size_t nblocks = 0, nrecs = 0;
@@ -2007,6 +2039,10 @@ static int fsync_file(struct hy_cache *c, const struct hy_cache_file *f, uint64_
 		rc = -ENOMEM;
 		goto out;
 	}
+	/* the file's end, for the tail of the line that holds it */
+	rc = c->lower.getattr(c->lower.arg, f, &attr);
+	if (rc < 0)
+		goto out;
 	for (size_t i = 0; i < nblocks && rc == 0; i++) {
 		struct hy_cache_entry e;
 		struct held h;
@@ -2026,7 +2062,13 @@ static int fsync_file(struct hy_cache *c, const struct hy_cache_file *f, uint64_
 			continue;
 		pthread_mutex_lock(&c->lines_lock);
 		if (!(c->lines[e.line].flags & LS_JOURNALED)) {
+			uint64_t start = e.block * LINE;
+			uint16_t tail = attr.size > start && attr.size - start < LINE
+						? (uint16_t)(attr.size - start)
+						: 0;
+
 			c->lines[e.line].flags |= LS_JOURNALED; /* once, if listed twice */
+			set_tail(c, e.line, tail);
 			recs[nrecs++] = (struct hy_cache_journal_record){
 				.type = HY_CJ_FILL,
 				.line = e.line,
@@ -2034,6 +2076,7 @@ static int fsync_file(struct hy_cache *c, const struct hy_cache_file *f, uint64_
 				.block = e.block,
 				.valid = e.valid,
 				.dirty = e.dirty,
+				.tail = tail,
 			};
 		}
 		pthread_mutex_unlock(&c->lines_lock);
@@ -2966,6 +3009,7 @@ static void *evictor_main(void *arg)
 struct recovered {
 	uint64_t line, file_id, block;
 	uint8_t dirty;
+	uint16_t tail;
 };
 
 struct recovery {
@@ -2973,13 +3017,11 @@ struct recovery {
 	size_t n, cap;
 };
 
-static int collect_dirty(void *arg, uint64_t line, uint64_t file_id, uint64_t block, uint8_t valid,
-			 uint8_t dirty)
+static int collect_dirty(void *arg, uint64_t line, const struct hy_cache_line *l)
 {
 	struct recovery *r = arg;
 
-	(void)valid;
-	if (!dirty)
+	if (!l->dirty)
 		return 0;
 	if (r->n == r->cap) {
 		size_t cap = r->cap ? r->cap * 2 : 64;
@@ -2990,7 +3032,7 @@ static int collect_dirty(void *arg, uint64_t line, uint64_t file_id, uint64_t bl
 		r->v = v;
 		r->cap = cap;
 	}
-	r->v[r->n++] = (struct recovered){line, file_id, block, dirty};
+	r->v[r->n++] = (struct recovered){line, l->file_id, l->block, l->dirty, l->tail};
 	return 0;
 }
 
@@ -3066,11 +3108,18 @@ static int recover(struct hy_cache *c, struct hy_cache_store *store, struct reco
 				rc = 0;
 				continue;
 			}
-			/* within the size the file has: a write extended it before
-			 * its data went into the line */
-			if (rc == 0)
-				rc = write_home(c, &home, r->v[i].block, r->v[i].dirty, line,
-						a.size);
+			/* within the size the file has (a write extended it before
+			 * its data went into the line), and no further than the
+			 * file's end when the line was journaled: past it the
+			 * sector holds zeros, and the file may have been appended
+			 * to outside since the crash */
+			if (rc == 0) {
+				uint64_t end = a.size;
+
+				if (r->v[i].tail && r->v[i].block * LINE + r->v[i].tail < end)
+					end = r->v[i].block * LINE + r->v[i].tail;
+				rc = write_home(c, &home, r->v[i].block, r->v[i].dirty, line, end);
+			}
 			wrote++;
 		}
 		if (rc == 0 && wrote)
@@ -3217,6 +3266,7 @@ static void cache_free(struct hy_cache *c)
 	hy_cache_index_free(c->index);
 	hy_cache_store_close(c->store);
 	free(c->lines);
+	hy_keymap_free(&c->tails);
 	free(c->line_hits);
 	hy_pore_free(c->pore);
 	free(c->front.slots);
@@ -3287,6 +3337,8 @@ int hy_cache_open(const struct hy_cache_config *cfg, const struct hy_cache_lower
 		goto fail;
 	rc = hy_cache_index_new(c->capacity, &c->index);
 	c->lines = calloc(c->capacity, sizeof(*c->lines));
+	if (rc == 0 && c->lines)
+		rc = hy_keymap_init(&c->tails, 64, true);
 	if (rc < 0 || !c->lines) {
 		snprintf(why, why_size, "out of memory for %" PRIu32 " cache lines", c->capacity);
 		rc = -ENOMEM;

@@ -58,7 +58,9 @@
 #define LR_VALID    16
 #define LR_DIRTY    17
 #define LR_FLAGS    18
-#define LR_SEQ	    20
+#define LR_SEQ_V1   20 /* format 1: 8 bytes */
+#define LR_TAIL	    20 /* format 2: 2 bytes, then the sequence's low 48 bits */
+#define LR_SEQ	    22
 #define LR_CHECKSUM 28
 #define LR_USED	    1u
 
@@ -71,6 +73,7 @@
 #define JR_LINE	      24
 #define JR_FILE_ID    32
 #define JR_BLOCK      40
+#define JR_TAIL	      48
 #define JR_CHECKSUM   60
 
 #define SECTORS	    (HY_CACHE_LINE_SIZE / HY_CACHE_SECTOR_SIZE)
@@ -235,6 +238,8 @@ void hy_cache_journal_encode(const struct hy_cache_journal_record *r, unsigned c
 	hy_ondisk_put_le64(buf + JR_LINE, r->line);
 	hy_ondisk_put_le64(buf + JR_FILE_ID, r->file_id);
 	hy_ondisk_put_le64(buf + JR_BLOCK, r->block);
+	buf[JR_TAIL] = (unsigned char)(r->tail & 0xff);
+	buf[JR_TAIL + 1] = (unsigned char)(r->tail >> 8);
 	hy_ondisk_put_le32(buf + JR_CHECKSUM, hy_ondisk_fnv1a32(buf, JR_CHECKSUM));
 }
 
@@ -254,6 +259,7 @@ int hy_cache_journal_decode(const unsigned char *buf, struct hy_cache_journal_re
 	r->line = hy_ondisk_get_le64(buf + JR_LINE);
 	r->file_id = hy_ondisk_get_le64(buf + JR_FILE_ID);
 	r->block = hy_ondisk_get_le64(buf + JR_BLOCK);
+	r->tail = (uint16_t)(buf[JR_TAIL] | buf[JR_TAIL + 1] << 8);
 	return 0;
 }
 
@@ -266,8 +272,10 @@ static uint32_t line_record_sum(const unsigned char *p, uint64_t line, uint64_t 
 	return hy_ondisk_fnv1a32_more(hy_ondisk_fnv1a32(p, LR_CHECKSUM), extra, sizeof(extra));
 }
 
+/* @version: the store's format (a format 1 store, read for its recovery,
+ * keeps its layout when load() checkpoints it). */
 static void encode_line(const struct hy_cache_line *l, uint64_t line, uint64_t generation,
-			uint64_t seq, unsigned char *p)
+			uint64_t seq, uint32_t version, unsigned char *p)
 {
 	memset(p, 0, HY_CACHE_LINE_RECORD);
 	if (!l->used)
@@ -277,12 +285,21 @@ static void encode_line(const struct hy_cache_line *l, uint64_t line, uint64_t g
 	p[LR_VALID] = l->valid;
 	p[LR_DIRTY] = l->dirty;
 	p[LR_FLAGS] = LR_USED;
-	hy_ondisk_put_le64(p + LR_SEQ, seq);
+	if (version < 2) {
+		hy_ondisk_put_le64(p + LR_SEQ_V1, seq);
+	} else {
+		unsigned char seq8[8];
+
+		p[LR_TAIL] = (unsigned char)(l->tail & 0xff);
+		p[LR_TAIL + 1] = (unsigned char)(l->tail >> 8);
+		hy_ondisk_put_le64(seq8, seq);
+		memcpy(p + LR_SEQ, seq8, LR_CHECKSUM - LR_SEQ); /* the low 48 bits */
+	}
 	hy_ondisk_put_le32(p + LR_CHECKSUM, line_record_sum(p, line, generation));
 }
 
 /* 0 (a free line is all zero) or -EUCLEAN */
-static int decode_line(const unsigned char *p, uint64_t line, uint64_t generation,
+static int decode_line(const unsigned char *p, uint64_t line, uint64_t generation, uint32_t version,
 		       struct hy_cache_line *l)
 {
 	static const unsigned char zero[HY_CACHE_LINE_RECORD];
@@ -299,6 +316,11 @@ static int decode_line(const unsigned char *p, uint64_t line, uint64_t generatio
 	l->block = hy_ondisk_get_le64(p + LR_BLOCK);
 	l->valid = p[LR_VALID];
 	l->dirty = p[LR_DIRTY];
+	if (version >= 2) {
+		l->tail = (uint16_t)(p[LR_TAIL] | p[LR_TAIL + 1] << 8);
+		if (l->tail >= HY_CACHE_LINE_SIZE)
+			return -EUCLEAN;
+	}
 	return 0;
 }
 
@@ -782,7 +804,7 @@ static int read_table(struct hy_cache_store *s, int copy, uint64_t *damaged)
 			break;
 		for (uint64_t i = 0; i < k; i++, n++) {
 			if (decode_line(buf + i * HY_CACHE_LINE_RECORD, n, s->header.generation,
-					&s->lines[n]) < 0) {
+					s->header.version, &s->lines[n]) < 0) {
 				(*damaged)++;
 				hy_log(LOG_WARNING,
 				       "cache: \"%s\": line record %" PRIu64
@@ -799,7 +821,8 @@ static int read_table(struct hy_cache_store *s, int copy, uint64_t *damaged)
 /* A record that may be applied to the table: 0 or -EINVAL. */
 static int check_record(const struct hy_cache_store *s, const struct hy_cache_journal_record *r)
 {
-	if (r->line >= s->header.capacity || (r->dirty & ~r->valid))
+	if (r->line >= s->header.capacity || (r->dirty & ~r->valid) ||
+	    r->tail >= HY_CACHE_LINE_SIZE)
 		return -EINVAL;
 	switch (r->type) {
 	case HY_CJ_FILL:
@@ -828,6 +851,7 @@ static void apply(struct hy_cache_store *s, const struct hy_cache_journal_record
 		l->block = r->block;
 		l->valid = r->valid;
 		l->dirty = r->dirty;
+		l->tail = r->tail;
 		break;
 	case HY_CJ_FREE:
 		memset(l, 0, sizeof(*l));
@@ -835,6 +859,7 @@ static void apply(struct hy_cache_store *s, const struct hy_cache_journal_record
 	case HY_CJ_MASKS:
 		l->valid = r->valid;
 		l->dirty = r->dirty;
+		l->tail = r->tail;
 		break;
 	}
 }
@@ -946,7 +971,7 @@ static int write_table(struct hy_cache_store *s, int copy, uint64_t seq)
 				l = &s->lines[n + i];
 			else
 				s->external(s->external_arg, n + i, &ext);
-			encode_line(l, n + i, s->header.generation, seq,
+			encode_line(l, n + i, s->header.generation, seq, s->header.version,
 				    buf + i * HY_CACHE_LINE_RECORD);
 		}
 		rc = hy_ondisk_write_full(s->fd, buf, (size_t)(k * HY_CACHE_LINE_RECORD), off);
@@ -1067,7 +1092,7 @@ int hy_cache_store_load(struct hy_cache_store *s, hy_cache_store_line_cb cb, voi
 			continue;
 		stats->lines++;
 		if (cb) {
-			rc = cb(arg, n, l->file_id, l->block, l->valid, l->dirty);
+			rc = cb(arg, n, l);
 			if (rc) {
 				hy_ondisk_say(why, why_size,
 					      "cache: \"%s\": loading line %" PRIu64 " stopped",

@@ -136,11 +136,10 @@ static int emulation_new(const char *spec, struct hy_device_emulation **out, cha
 	return rc;
 }
 
-static int count_dirty_line(void *arg, uint64_t line, uint64_t file_id, uint64_t block,
-			    uint8_t valid, uint8_t dirty)
+static int count_dirty_line(void *arg, uint64_t line, const struct hy_cache_line *l)
 {
-	(void)line, (void)file_id, (void)block, (void)valid;
-	*(uint64_t *)arg += dirty != 0;
+	(void)line;
+	*(uint64_t *)arg += l->dirty != 0;
 	return 0;
 }
 

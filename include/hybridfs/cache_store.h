@@ -52,9 +52,17 @@
  *     17      1     dirty sector mask (a subset of valid)
  *     18      1     flags: bit 0 in use
  *     19      1     reserved, 0
- *     20      8     sequence of the checkpoint that wrote the record (no
- *                   older than the line's last change; informational:
- *                   memory keeps none, to save 8 bytes a line)
+ *     20      2     tail (format 2): bytes of the line that lay inside
+ *                   the file when the line was last journaled dirty,
+ *                   1..4095; 0: the whole line (or, in format 1, unknown).
+ *                   The sectors of a write that ended the file hold zeros
+ *                   past its end; recovery writes home no byte past the
+ *                   tail, so bytes appended to the file outside while it
+ *                   was unmounted are never overwritten by those zeros
+ *     22      6     sequence of the checkpoint that wrote the record, its
+ *                   low 48 bits (no older than the line's last change;
+ *                   informational: memory keeps none, to save 8 bytes a
+ *                   line). Format 1: 8 bytes at 20, no tail
  *     28      4     FNV-1a 32 of bytes 0..27, the line number (8 bytes LE)
  *                   and the generation (8 bytes LE): a record copied to
  *                   another slot or left by an older format is damaged
@@ -72,7 +80,9 @@
  *     24      8     line
  *     32      8     file_id (fill)
  *     40      8     block (fill)
- *     48      12    reserved, 0
+ *     48      2     tail (fill, masks: as the line record's; format 1
+ *                   left it 0)
+ *     50      10    reserved, 0
  *     60      4     FNV-1a 32 of bytes 0..59
  *
  *   the data region: capacity lines, line n at data offset + n * 4096
@@ -128,7 +138,7 @@
 #include "hybridfs/cache_index.h" /* the line's geometry: HY_CACHE_LINE_SIZE, sectors */
 
 #define HY_CACHE_STORE_MAGIC	   "HYCACHE\0"
-#define HY_CACHE_STORE_VERSION	   1
+#define HY_CACHE_STORE_VERSION	   2 /* 2: the tail; 1 is read as tail 0 */
 #define HY_CACHE_STORE_HEADER_SIZE 136
 #define HY_CACHE_STORE_BLOCK	   4096
 #define HY_CACHE_LINE_RECORD	   32
@@ -160,6 +170,7 @@ struct hy_cache_journal_record {
 	uint64_t file_id; /* fill only */
 	uint64_t block;	  /* fill only */
 	uint8_t valid, dirty;
+	uint16_t tail;	     /* fill, masks: see the line record's tail */
 	uint64_t sequence;   /* set by the store on append */
 	uint64_t generation; /* set by the store on append */
 };
@@ -168,6 +179,7 @@ struct hy_cache_journal_record {
 struct hy_cache_line {
 	uint64_t file_id, block;
 	uint8_t valid, dirty;
+	uint16_t tail; /* see the line record's tail */
 	bool used;
 };
 
@@ -247,8 +259,7 @@ int hy_cache_store_claim(struct hy_cache_store *store, const char *uuid, char *w
  * the store's table, then calls @cb for every line in use, in line order
  * (a nonzero return stops load and is returned), then checkpoints (see
  * above). @stats may be NULL. 0 or a negative errno with a message. */
-typedef int (*hy_cache_store_line_cb)(void *arg, uint64_t line, uint64_t file_id, uint64_t block,
-				      uint8_t valid, uint8_t dirty);
+typedef int (*hy_cache_store_line_cb)(void *arg, uint64_t line, const struct hy_cache_line *l);
 int hy_cache_store_load(struct hy_cache_store *store, hy_cache_store_line_cb cb, void *arg,
 			struct hy_cache_store_load_stats *stats, char *why, size_t why_size);
 

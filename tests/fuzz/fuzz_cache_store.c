@@ -159,13 +159,14 @@ struct seen {
 	uint64_t capacity, lines, last;
 };
 
-static int on_line(void *arg, uint64_t line, uint64_t file_id, uint64_t block, uint8_t valid,
-		   uint8_t dirty)
+static int on_line(void *arg, uint64_t line, const struct hy_cache_line *l)
 {
 	struct seen *s = arg;
 
-	/* in line order, inside the store, dirty only where valid */
-	if (line >= s->capacity || (s->lines && line <= s->last) || (dirty & ~valid))
+	/* in line order, inside the store, dirty only where valid, a tail
+	 * inside the line */
+	if (line >= s->capacity || (s->lines && line <= s->last) || (l->dirty & ~l->valid) ||
+	    l->tail >= HY_CACHE_LINE_SIZE)
 		abort();
 	s->last = line;
 	s->lines++;

@@ -87,9 +87,9 @@ static void emit_store(const char *path, const char *name, unsigned char ctl)
 	free(buf);
 }
 
-static int no_lines(void *arg, uint64_t line, uint64_t file_id, uint64_t block, uint8_t valid,
-		    uint8_t dirty)
+static int no_lines(void *arg, uint64_t line, const struct hy_cache_line *l)
 {
+	(void)arg, (void)line, (void)l;
 	return 0;
 }
 
@@ -103,6 +103,7 @@ static void append(struct hy_cache_store *s, enum hy_cache_journal_type type, ui
 		.block = line * 3,
 		.valid = valid,
 		.dirty = dirty,
+		.tail = dirty ? (uint16_t)(100 * line % HY_CACHE_LINE_SIZE) : 0,
 	};
 
 	if (hy_cache_store_journal_append(s, &r) < 0)

@@ -2196,6 +2196,53 @@ static void test_bug_recovery_size(void)
 	free(copy);
 }
 
+/* Regression (was a known bug in cache.c, recover): a file with fsync'd
+ * dirty lines, appended to outside after the crash, kept the appended
+ * bytes only past the end of the last dirty sector: that sector held
+ * zeros past the file's end and went home whole (up to 511 appended bytes
+ * lost). The journal record now says where the file ended (the line's
+ * tail): write-back, 1000 bytes at 0, fsync, crash; home appended to
+ * (1000 more bytes) while unmounted; the copy mounted: all 2000 bytes as
+ * they are, and a second line's tail (a file ending in its second line)
+ * clips only that line. */
+static void test_recovery_tail(void)
+{
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
+	char *copy = hy_test_path_in(dir, "copy");
+	unsigned char ref[2000], big[6000], bigref[7000];
+	struct hy_cache_file f = F(1), g = F(2);
+	struct hy_cache *c;
+
+	home_reset();
+	fill_pattern(ref, sizeof(ref), 91);
+	fill_pattern(big, sizeof(big), 92);
+	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 16, 32, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(hy_cache_write(c, &f, ref, 1000, 0), 1000);
+	CU_ASSERT_EQUAL(cache_fsync(c, &f), 0);
+	CU_ASSERT_EQUAL(hy_cache_write(c, &g, big, sizeof(big), 0), (ssize_t)sizeof(big));
+	CU_ASSERT_EQUAL(cache_fsync(c, &g), 0);
+	CU_ASSERT_EQUAL_FATAL(copy_file(store, copy), 0);
+	CLOSE(c);
+	/* the crash left old data at home; then a program appended */
+	home_set(1, ref, sizeof(ref));
+	memset(H.f[1].data, 0, 1000);
+	memcpy(bigref, big, sizeof(big));
+	fill_pattern(bigref + sizeof(big), sizeof(bigref) - sizeof(big), 93);
+	home_set(2, bigref, sizeof(bigref));
+	memset(H.f[2].data, 0, sizeof(big));
+	c = copen(copy, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 16, 32, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(stats(c).recovered_blocks, 3);
+	CU_ASSERT(home_equals(1, ref, sizeof(ref)));
+	CU_ASSERT(home_equals(2, bigref, sizeof(bigref)));
+	CLOSE(c);
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+	free(copy);
+}
+
 /* A metadata change through the mount keeps the cached blocks; one outside
  * does not. close_file and flush. */
 static void test_meta_flush(void)
@@ -2572,6 +2619,8 @@ int hy_test_add_cache(void)
 			 test_bug_fsync_home_stamp) ||
 	    !CU_add_test(s, "regression: recovery grows a file to a sector",
 			 test_bug_recovery_size) ||
+	    !CU_add_test(s, "regression: recovery keeps bytes appended after the crash",
+			 test_recovery_tail) ||
 	    !CU_add_test(s, "hint: a miss reads its whole line", test_hint_line_size) ||
 	    !CU_add_test(s, "hint: admission by class", test_hint_admission) ||
 	    !CU_add_test(s, "hint: eviction preference", test_hint_eviction) ||

@@ -52,20 +52,21 @@ struct seen {
 	int n;
 	uint64_t line[64], file_id[64], block[64];
 	uint8_t valid[64], dirty[64];
+	uint16_t tail[64];
 };
 
-static int collect(void *arg, uint64_t line, uint64_t file_id, uint64_t block, uint8_t valid,
-		   uint8_t dirty)
+static int collect(void *arg, uint64_t line, const struct hy_cache_line *l)
 {
 	struct seen *s = arg;
 
 	if (s->n >= 64)
 		return -1;
 	s->line[s->n] = line;
-	s->file_id[s->n] = file_id;
-	s->block[s->n] = block;
-	s->valid[s->n] = valid;
-	s->dirty[s->n] = dirty;
+	s->file_id[s->n] = l->file_id;
+	s->block[s->n] = l->block;
+	s->valid[s->n] = l->valid;
+	s->dirty[s->n] = l->dirty;
+	s->tail[s->n] = l->tail;
 	s->n++;
 	return 0;
 }
@@ -103,6 +104,87 @@ static int reload(const char *path, struct seen *seen, struct hy_cache_store_loa
 		rc = hy_cache_store_load(st, collect, seen, stats, why, sizeof(why));
 	hy_cache_store_close(st);
 	return rc;
+}
+
+/* The tail (format 2): through a journal record and its replay, through a
+ * checkpoint's table (bytes 20-21 of the line record), refused past a
+ * line; a format 1 store (rewritten so) loads with tail 0 and keeps its
+ * layout (the sequence at byte 20) when load() checkpoints it. */
+static void test_tail(void)
+{
+	char *tmp = hy_test_tmpdir(), *path = hy_test_path_in(tmp, "cache.store");
+	struct hy_cache_journal_record r = {.type = HY_CJ_FILL,
+					    .line = 3,
+					    .file_id = 7,
+					    .block = 2,
+					    .valid = 0x03,
+					    .dirty = 0x03,
+					    .tail = 1000};
+	struct hy_cache_store_header h;
+	struct hy_cache_store *st = NULL;
+	unsigned char rec[HY_CACHE_JOURNAL_RECORD], sb[4096], lr[32];
+	struct hy_cache_journal_record back;
+	struct seen seen;
+	int i;
+
+	/* the record's bytes */
+	hy_cache_journal_encode(&r, rec);
+	CU_ASSERT_EQUAL(le(rec + 48, 2), 1000);
+	CU_ASSERT_EQUAL(hy_cache_journal_decode(rec, &back), 0);
+	CU_ASSERT_EQUAL(back.tail, 1000);
+
+	CU_ASSERT_EQUAL_FATAL(
+		hy_cache_store_create(path, UUID_A, 8 * MIB, 4096, false, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_cache_store_open(path, UUID_A, &st, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_cache_store_load(st, NULL, NULL, NULL, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(hy_cache_store_journal_append(st, &r), 0);
+	r.tail = 4096; /* past the line */
+	r.line = 4;
+	CU_ASSERT_EQUAL(hy_cache_store_journal_append(st, &r), -EINVAL);
+	hy_cache_store_close(st);
+	st = NULL;
+	/* replayed from the journal (and checkpointed by load) */
+	CU_ASSERT_EQUAL_FATAL(reload(path, &seen, NULL), 0);
+	i = find(&seen, 3);
+	CU_ASSERT_FATAL(i >= 0);
+	CU_ASSERT_EQUAL(seen.tail[i], 1000);
+	/* from the table copy now: its line record holds it at byte 20 */
+	CU_ASSERT_EQUAL_FATAL(reload(path, &seen, NULL), 0);
+	i = find(&seen, 3);
+	CU_ASSERT_FATAL(i >= 0);
+	CU_ASSERT_EQUAL(seen.tail[i], 1000);
+	CU_ASSERT_EQUAL_FATAL(hy_cache_store_open(path, UUID_A, &st, why, sizeof(why)), 0);
+	{
+		uint64_t copy = st->active_copy ? st->copy_blocks : 0;
+
+		CU_ASSERT_EQUAL_FATAL(hy_test_pread(path, lr, sizeof(lr),
+						    (off_t)(st->header.table_offset +
+							    (copy + 1) * 4096 + 3 * 32)),
+				      0);
+	}
+	hy_cache_store_close(st);
+	st = NULL;
+	CU_ASSERT_EQUAL(le(lr + 0, 8), 7);
+	CU_ASSERT_EQUAL(le(lr + 20, 2), 1000);
+
+	/* format 1: the same store, its superblock saying 1. Its table's
+	 * record has 1000 in what format 1 reads as the sequence's low bytes
+	 * (informational): the line loads, tail 0 */
+	CU_ASSERT_EQUAL_FATAL(hy_test_pread(path, sb, sizeof(sb), 0), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_cache_store_decode(sb, &h, why, sizeof(why)), 0);
+	h.version = 1;
+	hy_cache_store_encode(&h, sb);
+	CU_ASSERT_EQUAL_FATAL(hy_test_pwrite(path, sb, sizeof(sb), 0), 0);
+	CU_ASSERT_EQUAL_FATAL(reload(path, &seen, NULL), 0);
+	i = find(&seen, 3);
+	CU_ASSERT_FATAL(i >= 0);
+	CU_ASSERT_EQUAL(seen.file_id[i], 7);
+	CU_ASSERT_EQUAL(seen.tail[i], 0);
+	CU_ASSERT_EQUAL_FATAL(hy_test_pread(path, sb, sizeof(sb), 0), 0);
+	CU_ASSERT_EQUAL(le(sb + 8, 4), 1);
+	hy_test_rmtree(tmp);
+	free(tmp);
+	free(path);
 }
 
 static void test_create_open(void)
@@ -771,6 +853,7 @@ int hy_test_add_cache_store(void)
 	    !CU_add_test(s, "create and open refuse an ext4 image", test_refuses_ext4) ||
 	    !CU_add_test(s, "lines by sector mask", test_line_io) ||
 	    !CU_add_test(s, "journal append, reopen, load", test_journal_replay) ||
+	    !CU_add_test(s, "a line's tail, and format 1", test_tail) ||
 	    !CU_add_test(s, "torn journal record cut", test_torn_record) ||
 	    !CU_add_test(s, "crash in the middle of a checkpoint", test_checkpoint_crash) ||
 	    !CU_add_test(s, "a new format forgets the old lines", test_generation) ||

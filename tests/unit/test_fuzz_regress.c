@@ -226,7 +226,7 @@ static void test_cache_superblock(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "magic"));
 	/* a newer version, before the checksum */
 	hy_cache_store_encode(&h, buf);
-	hy_ondisk_put_le32(buf + 8, 2);
+	hy_ondisk_put_le32(buf + 8, HY_CACHE_STORE_VERSION + 1);
 	CU_ASSERT_EQUAL(hy_cache_store_decode(buf, &out, why, sizeof(why)), -EPROTO);
 	/* sizes that overflow, each with a good checksum */
 	h.capacity = UINT64_MAX / 32 + 2; /* capacity * 32 wraps */
