@@ -6,6 +6,11 @@ AM_TESTS_ENVIRONMENT = HYBRIDFS=$(abs_top_builddir)/hybridfs \
 	HY_SRCDIR=$(abs_top_srcdir); export HYBRIDFS HYBRIDCTL HY_TESTBIN HY_SRCDIR;
 EXTRA_DIST += tests/integration/lib.sh
 
+# The parsers' fuzz targets, a minute each (HY_FUZZ_SECONDS), listed
+# early: the longest test, it runs beside the others under make -j.
+TESTS += tests/fuzz/check.sh
+EXTRA_DIST += tests/fuzz/check.sh
+
 # One fragment per test family, so they can grow independently.
 include tests/integration/ops.mk
 include tests/integration/difftest.mk
