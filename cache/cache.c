@@ -180,6 +180,7 @@ struct hy_cache {
 		_Atomic uint64_t ssd_bytes_written, heat_admitted, heat_refused, policy_refused;
 		_Atomic uint64_t dram_evictions, ssd_evictions, cold_dirty_home, cleaned_blocks;
 		_Atomic uint64_t bypassed, stale_files, journal_records, checkpoints;
+		_Atomic uint64_t forgotten_files;
 		_Atomic uint64_t seq_bypassed;
 		_Atomic uint64_t admit_bypassed, line_prefetched, migrations, migrate_filled;
 		_Atomic uint64_t migrate_dropped, migrate_home;
@@ -2163,6 +2164,37 @@ void hy_cache_close_file(struct hy_cache *c, const struct hy_cache_file *f)
 	cfile_put(c, cf);
 }
 
+int hy_cache_forget_file(struct hy_cache *c, uint64_t file_id)
+{
+	struct cfile *cf;
+	int rc = 0;
+
+	if (!file_id)
+		return 0;
+	cf = cfile_get(c, file_id, false);
+	if (!cf)
+		return 0;
+	pthread_rwlock_wrlock(gate(c, file_id));
+	if (atomic_load(&cf->blocks)) {
+		struct hy_cache_file f = {file_id, cf->home};
+
+		rc = settle_range(c, cf, &f, 0, UINT64_MAX, false, true);
+		if (rc < 0)
+			hy_log(LOG_WARNING,
+			       "cache: file %" PRIu64 ", removed: its blocks cannot be dropped: %s",
+			       file_id, strerror(-rc));
+		else
+			atomic_fetch_add(&c->st.forgotten_files, 1);
+	}
+	if (rc >= 0 && cf->home >= 0) {
+		c->lower.put_object(c->lower.arg, cf->home);
+		cf->home = -1;
+	}
+	pthread_rwlock_unlock(gate(c, file_id));
+	cfile_put(c, cf);
+	return rc < 0 ? rc : 0;
+}
+
 bool hy_cache_meta_begin(struct hy_cache *c, const struct hy_cache_file *f)
 {
 	struct hy_device_attr a;
@@ -2478,6 +2510,8 @@ static int64_t clean_blocks(struct hy_cache *c, struct cfile *cf, const struct d
 		rc = -ENOMEM;
 		goto out;
 	}
+	if (!atomic_load(&cf->dirty))
+		goto out; /* dropped meanwhile (a removed file: forget_file) */
 	if (cf->home < 0) {
 		hy_log(LOG_ERR, "cache: file %" PRIu64 " has dirty blocks but no way home",
 		       cf->entry.file_id);
@@ -3520,6 +3554,7 @@ void hy_cache_get_stats(struct hy_cache *c, struct hy_cache_stats *o)
 	o->pore = c->pore_snapshot;
 	pthread_mutex_unlock(&c->lines_lock);
 	o->stale_files = atomic_load(&c->st.stale_files);
+	o->forgotten_files = atomic_load(&c->st.forgotten_files);
 	o->journal_records = atomic_load(&c->st.journal_records);
 	o->checkpoints = atomic_load(&c->st.checkpoints);
 	o->recovered_blocks = c->st.recovered_blocks;

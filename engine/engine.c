@@ -1051,6 +1051,11 @@ int hy_engine_close(struct hy_engine *engine, struct hy_engine_file *file)
 	return map_close(engine, file);
 }
 
+int hy_engine_forget_file(struct hy_engine *engine, uint64_t file_id)
+{
+	return engine->cache && file_id ? hy_cache_forget_file(engine->cache, file_id) : 0;
+}
+
 bool hy_engine_has_copies(struct hy_engine *engine, uint64_t file_id)
 {
 	return map_has_copies(engine, file_id) ||

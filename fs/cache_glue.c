@@ -215,6 +215,7 @@ struct json_object *hy_fs_cache_status(struct hy_fs *fs)
 	add_u64(o, "bypassed", s.bypassed);
 	add_u64(o, "seq_bypassed", s.seq_bypassed);
 	add_u64(o, "stale_files", s.stale_files);
+	add_u64(o, "forgotten_files", s.forgotten_files);
 	add_u64(o, "admit_bypassed", s.admit_bypassed);
 	add_u64(o, "line_prefetched", s.line_prefetched);
 	add_u64(o, "migrations", s.migrations);

@@ -64,6 +64,27 @@ static void handle_untrack(struct hy_fs *fs, struct hy_fs_handle *h)
 	pthread_mutex_unlock(&fs->handles_lock);
 }
 
+/* A file whose last name went while no handle was open, or whose last
+ * handle closed after that: nobody can read it again, so the cache drops
+ * its blocks unwritten and lets go of it, and its room goes back to the
+ * disk now, as on the plain directory (issue 8, full disks). @fd: a
+ * descriptor of it, for its link count. */
+static void forget_if_gone(struct hy_fs *fs, struct hy_inode *inode, int fd)
+{
+	uint64_t file_id = atomic_load(&inode->file_id);
+	struct stat st;
+	int rc;
+
+	if (!file_id || fd < 0 || atomic_load(&inode->opens) != 0)
+		return;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 0)
+		return;
+	rc = hy_engine_forget_file(fs->engine, file_id);
+	if (rc < 0)
+		hy_log(LOG_WARNING, "file %llu, removed: the cache could not let go of it: %s",
+		       (unsigned long long)file_id, strerror(-rc));
+}
+
 /* Closes an open file handle; 0 or the negative errno of close(2) or of
  * sending the file's BOPT writes home. */
 static int file_free(struct hy_fs *fs, struct hy_file *file)
@@ -73,8 +94,10 @@ static int file_free(struct hy_fs *fs, struct hy_file *file)
 	/* when the last handle goes, the session's writes into the BOPT go
 	 * home, while the descriptor is still open (FusionCache's session
 	 * write-back) */
-	if (atomic_fetch_sub(&file->inode->opens, 1) == 1)
+	if (atomic_fetch_sub(&file->inode->opens, 1) == 1) {
 		home = hy_engine_close(fs->engine, &file->engine);
+		forget_if_gone(fs, file->inode, file->fd);
+	}
 	if (home < 0)
 		hy_log(LOG_ERR,
 		       "file %llu: its BOPT writes cannot go home at close: %s (they stay "
@@ -659,6 +682,8 @@ static int do_unlink(struct hy_fs *fs, struct hy_inode *parent, const char *name
 		return rc;
 	victim = hy_inode_pin_child(fs->inodes, parent, name);
 	rc = unlinkat(pref.dirfd, name, flags) < 0 ? -errno : 0;
+	if (rc == 0 && victim && !flags)
+		forget_if_gone(fs, victim, victim->fd);
 	hy_inode_unpin_child(fs->inodes, victim, rc == 0);
 	hy_inode_unpin(fs->inodes, &pref);
 	return rc;
@@ -714,6 +739,8 @@ static int do_rename(struct hy_fs *fs, struct hy_inode *parent, const char *name
 		rc = hy_inode_moved(fs->inodes, moved, new_parent, new_name);
 	if (rc == 0 && victim && (flags & RENAME_EXCHANGE))
 		rc = hy_inode_moved(fs->inodes, victim, parent, name);
+	if (rc == 0 && victim && !(flags & RENAME_EXCHANGE))
+		forget_if_gone(fs, victim, victim->fd);
 	hy_inode_unpin_child(fs->inodes, moved, false);
 	hy_inode_unpin_child(fs->inodes, victim, rc == 0 && !(flags & RENAME_EXCHANGE));
 	hy_inode_unpin(fs->inodes, &npref);

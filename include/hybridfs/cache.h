@@ -242,6 +242,7 @@ struct hy_cache_stats {
 	uint64_t bypassed;	  /* blocks written home because no room was free */
 	uint64_t seq_bypassed;	  /* blocks of sequential streams past the cutoff, home */
 	uint64_t stale_files;
+	uint64_t forgotten_files; /* removed files whose blocks left unwritten */
 	/* ReCA's per-process configuration (hints) */
 	uint64_t admit_bypassed;  /* blocks of requests whose class bypasses the cache */
 	uint64_t line_prefetched; /* blocks read with a miss to fill its whole line */
@@ -342,6 +343,15 @@ void hy_cache_home_synced(struct hy_cache *cache, const struct hy_cache_file *f,
 /* The last handle of the file was closed: its dirty blocks are queued for
  * the cleaner, and its lines become first choices for eviction. */
 void hy_cache_close_file(struct hy_cache *cache, const struct hy_cache_file *f);
+
+/* The file is gone: its last name was removed and no handle is open, so
+ * nobody can read its blocks again. They leave the cache without going
+ * home (their journal records freed: a recovery does not send them to a
+ * file that is gone), and the cache lets go of its way home, which gives
+ * the file's room back to the disk at once, as on the plain directory,
+ * instead of when the cleaner has written it all. 0 or a negative errno
+ * (the journal's: the blocks are dropped from memory all the same). */
+int hy_cache_forget_file(struct hy_cache *cache, uint64_t file_id);
 
 /* A metadata change through the mount (chmod, utimes...) moves the home
  * ctime: begin says whether the cached blocks are current, end with that

@@ -163,6 +163,11 @@ void hy_engine_meta_end(struct hy_engine *engine, struct hy_engine_file *file, b
 /* A handle of @file is closed: its dirty blocks go home. 0 or -errno. */
 int hy_engine_close(struct hy_engine *engine, struct hy_engine_file *file);
 
+/* The file @file_id is gone (no name, no handle): the cache drops its
+ * blocks unwritten and lets go of it (hy_cache_forget_file). Its BOPT
+ * copies stay until the map drops them as stale. 0 or -errno. */
+int hy_engine_forget_file(struct hy_engine *engine, uint64_t file_id);
+
 void hy_engine_file_init(struct hy_engine *engine, struct hy_engine_file *file, int backing_fd);
 
 /* Tells the engine @file's id, so that its relocated blocks are found. */

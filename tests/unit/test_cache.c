@@ -2243,6 +2243,60 @@ static void test_recovery_tail(void)
 	free(copy);
 }
 
+/* A removed file (hy_cache_forget_file): its dirty blocks, DRAM and
+ * fsync'd SSD ones, leave without going home, the cache lets go of its
+ * way home at once (the held object put: the disk gets the room back),
+ * and a crash after that recovers nothing of it; another file's dirty
+ * blocks stay and go home. */
+static void test_forget_file(void)
+{
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
+	char *copy = hy_test_path_in(dir, "copy");
+	unsigned char a[3 * 4096], b[4096], zero[3 * 4096] = {0};
+	struct hy_cache_file f = F(1), g = F(2);
+	struct hy_cache *c;
+	unsigned holds;
+
+	home_reset();
+	fill_pattern(a, sizeof(a), 71);
+	fill_pattern(b, sizeof(b), 72);
+	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 16, 32, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(hy_cache_write(c, &f, a, 2 * 4096, 0), 2 * 4096);
+	CU_ASSERT_EQUAL(cache_fsync(c, &f), 0); /* journaled dirty */
+	CU_ASSERT_EQUAL(hy_cache_write(c, &f, a + 2 * 4096, 4096, 2 * 4096), 4096);
+	CU_ASSERT_EQUAL(hy_cache_write(c, &g, b, sizeof(b), 0), (ssize_t)sizeof(b));
+	CU_ASSERT_EQUAL(cache_fsync(c, &g), 0);
+	CU_ASSERT(stats(c).dirty_bytes >= 4 * 4096);
+	holds = H.holds;
+	CU_ASSERT(H.holds > H.puts);
+	CU_ASSERT_EQUAL(hy_cache_forget_file(c, 1), 0);
+	CU_ASSERT_EQUAL(hy_cache_forget_file(c, 99), 0); /* never cached: nothing */
+	CU_ASSERT_EQUAL(hy_cache_forget_file(c, 0), 0);
+	CU_ASSERT_EQUAL(stats(c).dirty_bytes, 4096); /* g's */
+	CU_ASSERT_EQUAL(stats(c).forgotten_files, 1);
+	CU_ASSERT_EQUAL(H.holds, holds);
+	CU_ASSERT_EQUAL(H.holds - H.puts, 1);	/* g's way home only */
+	CU_ASSERT_EQUAL(H.f[1].size, 3 * 4096); /* extended by the writes, as a plain write does */
+	CU_ASSERT_EQUAL_FATAL(copy_file(store, copy), 0); /* a crash now */
+	CLOSE(c);
+	/* f's blocks never went home; g's did, at close */
+	CU_ASSERT(memcmp(H.f[1].data, zero, 3 * 4096) == 0);
+	CU_ASSERT(home_equals(2, b, sizeof(b)));
+	home_set(2, zero, sizeof(b));
+	H.holds = H.puts = 0;
+	c = copen(copy, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 16, 32, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(stats(c).recovered_blocks, 1); /* g's block; none of f's */
+	CU_ASSERT(memcmp(H.f[1].data, zero, 3 * 4096) == 0);
+	CU_ASSERT(home_equals(2, b, sizeof(b)));
+	CLOSE(c);
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+	free(copy);
+}
+
 /* A metadata change through the mount keeps the cached blocks; one outside
  * does not. close_file and flush. */
 static void test_meta_flush(void)
@@ -2621,6 +2675,7 @@ int hy_test_add_cache(void)
 			 test_bug_recovery_size) ||
 	    !CU_add_test(s, "regression: recovery keeps bytes appended after the crash",
 			 test_recovery_tail) ||
+	    !CU_add_test(s, "a removed file leaves the cache unwritten", test_forget_file) ||
 	    !CU_add_test(s, "hint: a miss reads its whole line", test_hint_line_size) ||
 	    !CU_add_test(s, "hint: admission by class", test_hint_admission) ||
 	    !CU_add_test(s, "hint: eviction preference", test_hint_eviction) ||
