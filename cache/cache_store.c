@@ -311,16 +311,15 @@ static int decode_line(const unsigned char *p, uint64_t line, uint64_t generatio
 		return -EUCLEAN;
 	if (p[LR_FLAGS] != LR_USED || p[19] != 0 || (p[LR_DIRTY] & ~p[LR_VALID]))
 		return -EUCLEAN;
+	if (version >= 2 && (p[LR_TAIL] | p[LR_TAIL + 1] << 8) >= HY_CACHE_LINE_SIZE)
+		return -EUCLEAN; /* before l is filled: a damaged record leaves a free line */
 	l->used = true;
 	l->file_id = hy_ondisk_get_le64(p + LR_FILE_ID);
 	l->block = hy_ondisk_get_le64(p + LR_BLOCK);
 	l->valid = p[LR_VALID];
 	l->dirty = p[LR_DIRTY];
-	if (version >= 2) {
+	if (version >= 2)
 		l->tail = (uint16_t)(p[LR_TAIL] | p[LR_TAIL + 1] << 8);
-		if (l->tail >= HY_CACHE_LINE_SIZE)
-			return -EUCLEAN;
-	}
 	return 0;
 }
 
