@@ -480,11 +480,10 @@ int main(int argc, char **argv)
 	fs.negative_timeout = opts.negative_timeout;
 	fs.writeback_cache = opts.writeback_cache && !opts.read_only;
 	if (fs.writeback_cache)
-		hy_log(LOG_WARNING,
-		       "writeback_cache=on: the kernel keeps file sizes itself, and a lookup that "
-		       "races a create of the same name can leave it a second inode whose size is "
-		       "wrong until it is forgotten (reads come back short or zero-filled); see "
-		       "docs/reliability.md");
+		hy_log(LOG_NOTICE,
+		       "writeback_cache=on: the kernel keeps file sizes and times itself, so "
+		       "changes made in the backing folder while mounted may not be seen; new "
+		       "files are made with MKNOD and OPEN (hybridfs(8))");
 
 	if (hy_options_fuse_args(&opts, &args)) {
 		fprintf(stderr, "%s: out of memory\n", program);

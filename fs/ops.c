@@ -938,8 +938,20 @@ static void hy_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 {
 	struct hy_fs *fs = fs_of(req);
 	struct fuse_entry_param e;
-	int rc = do_create(fs, req, inode_of(fs, parent), name, mode, fi, &e);
+	int rc;
 
+	/* With the kernel's write-back cache, FUSE's atomic create races a
+	 * lookup of the same new name: Linux 6.18 can end up with two inodes
+	 * for the node, the name leading to the one made from the lookup's
+	 * reply, whose size (0) the kernel then keeps (docs/reliability.md,
+	 * "The kernel's write-back cache"). Refused, the kernel stops sending
+	 * CREATE and makes files with MKNOD and OPEN, which showed no such
+	 * inode in any run: one request more per new file. */
+	if (fs->writeback_cache) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	rc = do_create(fs, req, inode_of(fs, parent), name, mode, fi, &e);
 	count_op(fs, HY_OP_CREATE);
 	if (rc)
 		fuse_reply_err(req, -rc);
