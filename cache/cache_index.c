@@ -19,13 +19,13 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "hybridfs/log.h"
 #include "hybridfs/cache_index.h"
 #include "hybridfs/file_table.h"
 
@@ -610,21 +610,6 @@ void hy_cache_index_get_stats(struct hy_cache_index *idx, struct hy_cache_index_
 	out->bytes_per_entry = out->entries ? (double)out->bytes / (double)out->entries : 0.0;
 }
 
-static int say(char *why, size_t why_size, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int say(char *why, size_t why_size, const char *fmt, ...)
-{
-	if (why && why_size) {
-		va_list ap;
-
-		va_start(ap, fmt);
-		vsnprintf(why, why_size, fmt, ap);
-		va_end(ap);
-	}
-	return -EUCLEAN;
-}
-
 /* One file's table (its lock held); marks its lines in @seen. */
 static int check_file(const struct hy_cache_index *idx, const struct idx_file *f, uint8_t *seen,
 		      uint64_t *entries, uint64_t *files, char *why, size_t why_size)
@@ -632,13 +617,14 @@ static int check_file(const struct hy_cache_index *idx, const struct idx_file *f
 	size_t i, n = 0, mask = f->cap - 1;
 
 	if (f->cap == 0)
-		return f->n || f->slots
-			       ? say(why, why_size, "file %" PRIu64 ": no table, %zu entries",
-				     f->entry.file_id, f->n)
-			       : 0;
+		return f->n || f->slots ? hy_log_why(-EUCLEAN, why, why_size,
+						     "file %" PRIu64 ": no table, %zu entries",
+						     f->entry.file_id, f->n)
+					: 0;
 	if (f->cap & mask || !fits(f->n, f->cap))
-		return say(why, why_size, "file %" PRIu64 ": %zu entries in %zu slots",
-			   f->entry.file_id, f->n, f->cap);
+		return hy_log_why(-EUCLEAN, why, why_size,
+				  "file %" PRIu64 ": %zu entries in %zu slots", f->entry.file_id,
+				  f->n, f->cap);
 	for (i = 0; i < f->cap; i++) {
 		const struct slot *s = &f->slots[i];
 		size_t j;
@@ -648,33 +634,35 @@ static int check_file(const struct hy_cache_index *idx, const struct idx_file *f
 		n++;
 		for (j = home_of(f, s->block); j != i; j = (j + 1) & mask)
 			if (!f->slots[j].used)
-				return say(why, why_size,
-					   "file %" PRIu64 " block %" PRIu64
-					   ": slot %zu is not reachable from its home",
-					   f->entry.file_id, s->block, i);
+				return hy_log_why(-EUCLEAN, why, why_size,
+						  "file %" PRIu64 " block %" PRIu64
+						  ": slot %zu is not reachable from its home",
+						  f->entry.file_id, s->block, i);
 		if (tab_find(f, s->block) != s)
-			return say(why, why_size, "file %" PRIu64 ": block %" PRIu64 " twice",
-				   f->entry.file_id, s->block);
+			return hy_log_why(-EUCLEAN, why, why_size,
+					  "file %" PRIu64 ": block %" PRIu64 " twice",
+					  f->entry.file_id, s->block);
 		if (s->dirty & ~s->valid)
-			return say(why, why_size,
-				   "file %" PRIu64 " block %" PRIu64
-				   ": dirty 0x%02x is not within valid 0x%02x",
-				   f->entry.file_id, s->block, s->dirty, s->valid);
+			return hy_log_why(-EUCLEAN, why, why_size,
+					  "file %" PRIu64 " block %" PRIu64
+					  ": dirty 0x%02x is not within valid 0x%02x",
+					  f->entry.file_id, s->block, s->dirty, s->valid);
 		if (s->line >= idx->capacity)
-			return say(why, why_size,
-				   "file %" PRIu64 " block %" PRIu64 ": line %" PRIu32
-				   " is past the capacity %" PRIu32,
-				   f->entry.file_id, s->block, s->line, idx->capacity);
+			return hy_log_why(-EUCLEAN, why, why_size,
+					  "file %" PRIu64 " block %" PRIu64 ": line %" PRIu32
+					  " is past the capacity %" PRIu32,
+					  f->entry.file_id, s->block, s->line, idx->capacity);
 		if (seen[s->line / 8] & (1u << (s->line % 8)))
-			return say(why, why_size,
-				   "line %" PRIu32 " is used twice (file %" PRIu64 " block %" PRIu64
-				   ")",
-				   s->line, f->entry.file_id, s->block);
+			return hy_log_why(-EUCLEAN, why, why_size,
+					  "line %" PRIu32 " is used twice (file %" PRIu64
+					  " block %" PRIu64 ")",
+					  s->line, f->entry.file_id, s->block);
 		seen[s->line / 8] |= (uint8_t)(1u << (s->line % 8));
 	}
 	if (n != f->n)
-		return say(why, why_size, "file %" PRIu64 ": counts %zu entries, holds %zu",
-			   f->entry.file_id, f->n, n);
+		return hy_log_why(-EUCLEAN, why, why_size,
+				  "file %" PRIu64 ": counts %zu entries, holds %zu",
+				  f->entry.file_id, f->n, n);
 	*entries += n;
 	*files += n > 0;
 	return 0;
@@ -708,9 +696,9 @@ int hy_cache_index_check(struct hy_cache_index *idx, char *why, size_t why_size)
 	want_entries = __atomic_load_n(&idx->entries, __ATOMIC_RELAXED);
 	want_files = __atomic_load_n(&idx->files, __ATOMIC_RELAXED);
 	if (entries != want_entries || files_held != want_files)
-		return say(why, why_size,
-			   "counters say %" PRIu64 " entries in %" PRIu64
-			   " files, the tables hold %" PRIu64 " in %" PRIu64,
-			   want_entries, want_files, entries, files_held);
+		return hy_log_why(-EUCLEAN, why, why_size,
+				  "counters say %" PRIu64 " entries in %" PRIu64
+				  " files, the tables hold %" PRIu64 " in %" PRIu64,
+				  want_entries, want_files, entries, files_held);
 	return 0;
 }

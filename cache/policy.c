@@ -15,11 +15,11 @@
  * demotes. Cold needs no mark: nothing is demoted out of it.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "hybridfs/log.h"
 #include "hybridfs/policy.h"
 
 #define NONE HY_POLICY_NONE
@@ -65,21 +65,6 @@ static const char *const kind_names[HY_POLICY_KINDS] = {
 	[HY_POLICY_LARC] = "larc",
 	[HY_POLICY_FREQ] = "freq",
 };
-
-static int say(int err, char *why, size_t why_size, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int say(int err, char *why, size_t why_size, const char *fmt, ...)
-{
-	if (why && why_size) {
-		va_list ap;
-
-		va_start(ap, fmt);
-		vsnprintf(why, why_size, fmt, ap);
-		va_end(ap);
-	}
-	return err;
-}
 
 /* ---- lists over index arrays ---- */
 
@@ -360,9 +345,9 @@ int hy_policy_kind_parse(const char *name, enum hy_policy_kind *out, char *why, 
 			return 0;
 		}
 	}
-	return say(-EINVAL, why, why_size,
-		   "policy: \"%s\" is not a replacement policy (lru3, lru, larc, freq)",
-		   name ? name : "");
+	return hy_log_why(-EINVAL, why, why_size,
+			  "policy: \"%s\" is not a replacement policy (lru3, lru, larc, freq)",
+			  name ? name : "");
 }
 
 /* calloc that counts what it gave */
@@ -415,23 +400,23 @@ int hy_policy_new(enum hy_policy_kind kind, uint32_t capacity, const struct hy_p
 		cfg = &defaults;
 	}
 	if ((unsigned)kind >= HY_POLICY_KINDS)
-		return say(-EINVAL, why, why_size,
-			   "policy: kind %d is not one of lru3, lru, larc, freq", (int)kind);
+		return hy_log_why(-EINVAL, why, why_size,
+				  "policy: kind %d is not one of lru3, lru, larc, freq", (int)kind);
 	if (capacity == 0)
-		return say(-EINVAL, why, why_size,
-			   "policy: capacity 0: a cache needs at least one line");
+		return hy_log_why(-EINVAL, why, why_size,
+				  "policy: capacity 0: a cache needs at least one line");
 	if (capacity > HY_POLICY_MAX_LINES)
-		return say(-EINVAL, why, why_size,
-			   "policy: capacity %u is over the limit of %u lines", capacity,
-			   HY_POLICY_MAX_LINES);
+		return hy_log_why(-EINVAL, why, why_size,
+				  "policy: capacity %u is over the limit of %u lines", capacity,
+				  HY_POLICY_MAX_LINES);
 	if (kind == HY_POLICY_LARC && capacity < 2)
-		return say(
+		return hy_log_why(
 			-EINVAL, why, why_size,
 			"policy: larc needs at least 2 lines (its ghost queue holds 0.9 x %u keys)",
 			capacity);
 	if (cfg->window < 1 || cfg->window > HY_POLICY_MAX_WINDOW)
-		return say(-EINVAL, why, why_size, "policy: window %u is out of range 1..%u",
-			   cfg->window, HY_POLICY_MAX_WINDOW);
+		return hy_log_why(-EINVAL, why, why_size, "policy: window %u is out of range 1..%u",
+				  cfg->window, HY_POLICY_MAX_WINDOW);
 
 	p = calloc(1, sizeof(*p));
 	if (!p)
@@ -469,8 +454,8 @@ int hy_policy_new(enum hy_policy_kind kind, uint32_t capacity, const struct hy_p
 
 nomem:
 	hy_policy_free(p);
-	return say(-ENOMEM, why, why_size, "policy: out of memory for %u lines of %s", capacity,
-		   kind_names[kind]);
+	return hy_log_why(-ENOMEM, why, why_size, "policy: out of memory for %u lines of %s",
+			  capacity, kind_names[kind]);
 }
 
 void hy_policy_free(struct hy_policy *p)
@@ -665,7 +650,7 @@ size_t hy_policy_order(const struct hy_policy *p, enum hy_policy_queue q, uint32
 
 /* ---- the invariant checker ---- */
 
-#define BROKEN(...) say(-EUCLEAN, why, why_size, "policy: " __VA_ARGS__)
+#define BROKEN(...) hy_log_why(-EUCLEAN, why, why_size, "policy: " __VA_ARGS__)
 
 static int check_list(const uint32_t *prev, const uint32_t *next, const struct queue *q,
 		      uint32_t limit, const char *name, char *why, size_t why_size)

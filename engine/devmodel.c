@@ -106,7 +106,6 @@
  */
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,21 +137,6 @@ struct hy_devmodel {
 	uint64_t ndirty;
 	uint64_t buffered; /* bytes in the persistent buffer */
 };
-
-static int say(char *why, size_t why_size, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int say(char *why, size_t why_size, const char *fmt, ...)
-{
-	if (why && why_size) {
-		va_list ap;
-
-		va_start(ap, fmt);
-		vsnprintf(why, why_size, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
 
 void hy_devmodel_defaults(enum hy_devmodel_kind kind, struct hy_devmodel_params *out)
 {
@@ -205,8 +189,9 @@ int hy_devmodel_kind_parse(const char *name, enum hy_devmodel_kind *out, char *w
 			*out = kinds[i];
 			return 0;
 		}
-	return say(why, why_size, "devmodel: unknown device kind \"%s\" (hdd, ssd or smr)",
-		   name ? name : "");
+	return hy_log_why(-EINVAL, why, why_size,
+			  "devmodel: unknown device kind \"%s\" (hdd, ssd or smr)",
+			  name ? name : "");
 }
 
 /* hy_devmodel_set's table of fields */
@@ -265,16 +250,16 @@ int hy_devmodel_set(struct hy_devmodel_params *p, const char *setting, char *why
 	size_t len;
 
 	if (!eq)
-		return say(why, why_size, "devmodel: \"%s\" is not name=value",
-			   setting ? setting : "");
+		return hy_log_why(-EINVAL, why, why_size, "devmodel: \"%s\" is not name=value",
+				  setting ? setting : "");
 	len = (size_t)(eq - setting);
 	value = eq + 1;
 	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
 		if (strlen(fields[i].name) == len && strncmp(fields[i].name, setting, len) == 0)
 			f = &fields[i];
 	if (!f)
-		return say(why, why_size, "devmodel: unknown parameter \"%.*s\"", (int)len,
-			   setting);
+		return hy_log_why(-EINVAL, why, why_size, "devmodel: unknown parameter \"%.*s\"",
+				  (int)len, setting);
 
 	switch (f->type) {
 	case F_KIND: {
@@ -292,10 +277,10 @@ int hy_devmodel_set(struct hy_devmodel_params *p, const char *setting, char *why
 		/* hy_units_parse_size would take a bare suffix ("K") as 0 */
 		if (value[0] < '0' || value[0] > '9' ||
 		    hy_units_parse_size(value, f->type == F_SIZE0, &v) < 0)
-			return say(why, why_size,
-				   "devmodel: \"%s=%s\": not a size in bytes (K, M, G, T "
-				   "suffixes)%s",
-				   f->name, value, f->type == F_SIZE0 ? "" : " above 0");
+			return hy_log_why(-EINVAL, why, why_size,
+					  "devmodel: \"%s=%s\": not a size in bytes (K, M, G, T "
+					  "suffixes)%s",
+					  f->name, value, f->type == F_SIZE0 ? "" : " above 0");
 		memcpy((char *)p + f->offset, &v, sizeof(v));
 		return 0;
 	}
@@ -309,13 +294,14 @@ int hy_devmodel_set(struct hy_devmodel_params *p, const char *setting, char *why
 		    (value[0] >= '0' && value[0] <= '9'))
 			v = strtod(value, &end);
 		if (end == value || errno || *end || !isfinite(v) || !(v > 0))
-			return say(why, why_size, "devmodel: \"%s=%s\": not a number above 0",
-				   f->name, value);
+			return hy_log_why(-EINVAL, why, why_size,
+					  "devmodel: \"%s=%s\": not a number above 0", f->name,
+					  value);
 		memcpy((char *)p + f->offset, &v, sizeof(v));
 		return 0;
 	}
 	}
-	return say(why, why_size, "devmodel: unknown parameter \"%s\"", f->name);
+	return hy_log_why(-EINVAL, why, why_size, "devmodel: unknown parameter \"%s\"", f->name);
 }
 
 static bool positive(double v)
@@ -326,50 +312,60 @@ static bool positive(double v)
 static int check(const struct hy_devmodel_params *p, char *why, size_t why_size)
 {
 	if (!hy_devmodel_kind_name(p->kind))
-		return say(why, why_size, "devmodel: unknown device kind %d", (int)p->kind);
+		return hy_log_why(-EINVAL, why, why_size, "devmodel: unknown device kind %d",
+				  (int)p->kind);
 	if (p->capacity < MIN_CAPACITY)
-		return say(why, why_size, "devmodel: capacity %llu is below 1 MiB",
-			   (unsigned long long)p->capacity);
+		return hy_log_why(-EINVAL, why, why_size, "devmodel: capacity %llu is below 1 MiB",
+				  (unsigned long long)p->capacity);
 	if (p->kind == HY_DEVMODEL_SSD) {
 		if (!positive(p->read_us) || !positive(p->write_us))
-			return say(why, why_size,
-				   "devmodel: read_us and write_us must be numbers above 0");
+			return hy_log_why(-EINVAL, why, why_size,
+					  "devmodel: read_us and write_us must be numbers above 0");
 		if (!positive(p->read_mb_s) || !positive(p->write_mb_s))
-			return say(why, why_size,
-				   "devmodel: read_mb_s and write_mb_s must be numbers above 0");
+			return hy_log_why(
+				-EINVAL, why, why_size,
+				"devmodel: read_mb_s and write_mb_s must be numbers above 0");
 		return 0;
 	}
 	if (!positive(p->rpm))
-		return say(why, why_size, "devmodel: rpm must be a number above 0");
+		return hy_log_why(-EINVAL, why, why_size, "devmodel: rpm must be a number above 0");
 	if (!positive(p->seek_track_ms) || !positive(p->seek_avg_ms) || !positive(p->seek_full_ms))
-		return say(why, why_size,
-			   "devmodel: seek_track_ms, seek_avg_ms and seek_full_ms must be numbers "
-			   "above 0");
+		return hy_log_why(
+			-EINVAL, why, why_size,
+			"devmodel: seek_track_ms, seek_avg_ms and seek_full_ms must be numbers "
+			"above 0");
 	if (p->seek_track_ms > p->seek_avg_ms)
-		return say(why, why_size, "devmodel: seek_track_ms %g is above seek_avg_ms %g",
-			   p->seek_track_ms, p->seek_avg_ms);
+		return hy_log_why(-EINVAL, why, why_size,
+				  "devmodel: seek_track_ms %g is above seek_avg_ms %g",
+				  p->seek_track_ms, p->seek_avg_ms);
 	if (p->seek_avg_ms > p->seek_full_ms)
-		return say(why, why_size, "devmodel: seek_avg_ms %g is above seek_full_ms %g",
-			   p->seek_avg_ms, p->seek_full_ms);
+		return hy_log_why(-EINVAL, why, why_size,
+				  "devmodel: seek_avg_ms %g is above seek_full_ms %g",
+				  p->seek_avg_ms, p->seek_full_ms);
 	if (!positive(p->media_mb_s) || !positive(p->interface_mb_s))
-		return say(why, why_size,
-			   "devmodel: media_mb_s and interface_mb_s must be numbers above 0");
+		return hy_log_why(
+			-EINVAL, why, why_size,
+			"devmodel: media_mb_s and interface_mb_s must be numbers above 0");
 	if (p->kind != HY_DEVMODEL_SMR)
 		return 0;
 	if (p->band_bytes == 0)
-		return say(why, why_size, "devmodel: band_bytes must be above 0");
+		return hy_log_why(-EINVAL, why, why_size, "devmodel: band_bytes must be above 0");
 	if (p->band_bytes > p->buffer_bytes)
-		return say(why, why_size,
-			   "devmodel: band_bytes %llu is larger than buffer_bytes %llu",
-			   (unsigned long long)p->band_bytes, (unsigned long long)p->buffer_bytes);
+		return hy_log_why(-EINVAL, why, why_size,
+				  "devmodel: band_bytes %llu is larger than buffer_bytes %llu",
+				  (unsigned long long)p->band_bytes,
+				  (unsigned long long)p->buffer_bytes);
 	if (p->band_bytes > p->capacity)
-		return say(why, why_size, "devmodel: band_bytes %llu is larger than capacity %llu",
-			   (unsigned long long)p->band_bytes, (unsigned long long)p->capacity);
+		return hy_log_why(-EINVAL, why, why_size,
+				  "devmodel: band_bytes %llu is larger than capacity %llu",
+				  (unsigned long long)p->band_bytes,
+				  (unsigned long long)p->capacity);
 	if ((p->capacity - 1) / p->band_bytes + 1 > MAX_BANDS)
-		return say(why, why_size,
-			   "devmodel: capacity / band_bytes is more than %llu bands; use larger "
-			   "bands",
-			   (unsigned long long)MAX_BANDS);
+		return hy_log_why(
+			-EINVAL, why, why_size,
+			"devmodel: capacity / band_bytes is more than %llu bands; use larger "
+			"bands",
+			(unsigned long long)MAX_BANDS);
 	return 0;
 }
 
@@ -392,8 +388,8 @@ int hy_devmodel_new(const struct hy_devmodel_params *p, struct hy_devmodel **out
 		m->dirty_map = calloc((size_t)((m->nbands + 7) / 8), 1);
 		m->dirty = calloc((size_t)m->nbands, sizeof(*m->dirty));
 		if (!m->dirty_map || !m->dirty) {
-			say(why, why_size, "devmodel: no memory for %llu bands",
-			    (unsigned long long)m->nbands);
+			hy_log_why(-EINVAL, why, why_size, "devmodel: no memory for %llu bands",
+				   (unsigned long long)m->nbands);
 			hy_devmodel_free(m);
 			return -ENOMEM;
 		}

@@ -30,10 +30,8 @@ void hy_ondisk_say(char *why, size_t why_size, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (!why || !why_size)
-		return;
 	va_start(ap, fmt);
-	vsnprintf(why, why_size, fmt, ap);
+	hy_log_vwhy(0, why, why_size, fmt, ap);
 	va_end(ap);
 }
 

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +15,7 @@
 
 #include <json-c/json.h>
 
+#include "hybridfs/log.h"
 #include "hybridfs/control.h"
 
 /* The most bytes of untrusted input a message quotes. */
@@ -33,24 +33,6 @@ static const char *const command_names[] = {
 };
 
 #define N_COMMANDS (sizeof(command_names) / sizeof(command_names[0]))
-
-/* Writes a message to @why (when there is room) and returns @err; "%m"
- * in @fmt describes @err (thread-safe, unlike strerror()). */
-static int say(int err, char *why, size_t why_size, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int say(int err, char *why, size_t why_size, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why && why_size) {
-		errno = err < 0 ? -err : err; /* for a %m in @fmt */
-		va_start(ap, fmt);
-		vsnprintf(why, why_size, fmt, ap);
-		va_end(ap);
-	}
-	return err;
-}
 
 /* The length of the longest prefix of @s (at most @max of its @len bytes)
  * that does not cut a UTF-8 sequence in two. */
@@ -159,22 +141,22 @@ static int parse_line(const char *what, const char *line, size_t len, struct jso
 
 	*out = NULL;
 	if (len >= HY_CONTROL_MAX_LINE)
-		return say(-E2BIG, why, why_size, "%s of %zu bytes is over the limit of %d", what,
-			   len + 1, HY_CONTROL_MAX_LINE);
+		return hy_log_why(-E2BIG, why, why_size, "%s of %zu bytes is over the limit of %d",
+				  what, len + 1, HY_CONTROL_MAX_LINE);
 	if (!line && len)
-		return say(-EINVAL, why, why_size, "%s is missing", what);
+		return hy_log_why(-EINVAL, why, why_size, "%s is missing", what);
 	if (len && memchr(line, '\0', len))
-		return say(-EINVAL, why, why_size, "%s contains a nul byte", what);
+		return hy_log_why(-EINVAL, why, why_size, "%s contains a nul byte", what);
 	if (!valid_utf8((const unsigned char *)line, len))
-		return say(-EINVAL, why, why_size, "%s is not valid utf-8", what);
+		return hy_log_why(-EINVAL, why, why_size, "%s is not valid utf-8", what);
 	for (end = 0; end < len && is_space(line[end]); end++)
 		;
 	if (end == len)
-		return say(-EINVAL, why, why_size, "%s is empty", what);
+		return hy_log_why(-EINVAL, why, why_size, "%s is empty", what);
 
 	tok = json_tokener_new();
 	if (!tok)
-		return say(-ENOMEM, why, why_size, "out of memory parsing the %s", what);
+		return hy_log_why(-ENOMEM, why, why_size, "out of memory parsing the %s", what);
 	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_ALLOW_TRAILING_CHARS |
 					    JSON_TOKENER_VALIDATE_UTF8);
 	obj = json_tokener_parse_ex(tok, line, (int)len);
@@ -190,38 +172,41 @@ static int parse_line(const char *what, const char *line, size_t len, struct jso
 	json_tokener_free(tok);
 
 	if (jerr == json_tokener_continue)
-		return say(-EINVAL, why, why_size, "%s is not valid json: it ends too early", what);
+		return hy_log_why(-EINVAL, why, why_size, "%s is not valid json: it ends too early",
+				  what);
 	if (jerr != json_tokener_success) {
 		json_object_put(obj);
-		return say(-EINVAL, why, why_size, "%s is not valid json: %s", what,
-			   json_tokener_error_desc(jerr));
+		return hy_log_why(-EINVAL, why, why_size, "%s is not valid json: %s", what,
+				  json_tokener_error_desc(jerr));
 	}
 	if (!json_object_is_type(obj, json_type_object)) {
 		json_object_put(obj);
-		return say(-EINVAL, why, why_size, "%s is not a json object", what);
+		return hy_log_why(-EINVAL, why, why_size, "%s is not a json object", what);
 	}
 	for (; end < len; end++) {
 		if (!is_space(line[end])) {
 			json_object_put(obj);
-			return say(-EINVAL, why, why_size,
-				   "%s has trailing characters after its object", what);
+			return hy_log_why(-EINVAL, why, why_size,
+					  "%s has trailing characters after its object", what);
 		}
 	}
 
 	if (!json_object_object_get_ex(obj, "v", &v)) {
 		json_object_put(obj);
-		return say(-EINVAL, why, why_size, "%s has no \"v\" member", what);
+		return hy_log_why(-EINVAL, why, why_size, "%s has no \"v\" member", what);
 	}
 	if (!json_object_is_type(v, json_type_int)) {
 		json_object_put(obj);
-		return say(-EINVAL, why, why_size, "%s member \"v\" is not an integer", what);
+		return hy_log_why(-EINVAL, why, why_size, "%s member \"v\" is not an integer",
+				  what);
 	}
 	version = json_object_get_int64(v);
 	if (version != HY_CONTROL_VERSION) {
 		json_object_put(obj);
-		return say(-EPROTO, why, why_size,
-			   "%s is in protocol version %" PRId64 ", this end speaks version %d",
-			   what, version, HY_CONTROL_VERSION);
+		return hy_log_why(-EPROTO, why, why_size,
+				  "%s is in protocol version %" PRId64
+				  ", this end speaks version %d",
+				  what, version, HY_CONTROL_VERSION);
 	}
 	*out = obj;
 	return 0;
@@ -241,11 +226,11 @@ int hy_control_parse_request(const char *line, size_t len, struct hy_control_req
 		return rc;
 	if (!json_object_object_get_ex(obj, "cmd", &cmd)) {
 		json_object_put(obj);
-		return say(-EINVAL, why, why_size, "request has no \"cmd\" member");
+		return hy_log_why(-EINVAL, why, why_size, "request has no \"cmd\" member");
 	}
 	if (!json_object_is_type(cmd, json_type_string)) {
 		json_object_put(obj);
-		return say(-EINVAL, why, why_size, "request member \"cmd\" is not a string");
+		return hy_log_why(-EINVAL, why, why_size, "request member \"cmd\" is not a string");
 	}
 	name = json_object_get_string(cmd);
 	name_len = (size_t)json_object_get_string_len(cmd);
@@ -260,7 +245,7 @@ int hy_control_parse_request(const char *line, size_t len, struct hy_control_req
 	}
 	quote_untrusted(quoted, name, name_len);
 	json_object_put(obj);
-	return say(-ENOSYS, why, why_size, "unknown command \"%s\"", quoted);
+	return hy_log_why(-ENOSYS, why, why_size, "unknown command \"%s\"", quoted);
 }
 
 void hy_control_request_clear(struct hy_control_request *req)
@@ -408,14 +393,14 @@ int hy_control_parse_response(const char *line, size_t len, struct json_object *
 	if (!json_object_object_get_ex(obj, "ok", &ok) ||
 	    !json_object_is_type(ok, json_type_boolean)) {
 		json_object_put(obj);
-		return say(-EINVAL, why, why_size, "response has no boolean \"ok\" member");
+		return hy_log_why(-EINVAL, why, why_size, "response has no boolean \"ok\" member");
 	}
 	if (json_object_get_boolean(ok)) {
 		if (!json_object_object_get_ex(obj, "result", &member) ||
 		    !json_object_is_type(member, json_type_object)) {
 			json_object_put(obj);
-			return say(-EINVAL, why, why_size,
-				   "response has \"ok\" true but no \"result\" object");
+			return hy_log_why(-EINVAL, why, why_size,
+					  "response has \"ok\" true but no \"result\" object");
 		}
 		*result = json_object_get(member);
 		json_object_put(obj);
@@ -424,13 +409,13 @@ int hy_control_parse_response(const char *line, size_t len, struct json_object *
 	if (!json_object_object_get_ex(obj, "error", &member) ||
 	    !json_object_is_type(member, json_type_string)) {
 		json_object_put(obj);
-		return say(-EINVAL, why, why_size,
-			   "response has \"ok\" false but no \"error\" string");
+		return hy_log_why(-EINVAL, why, why_size,
+				  "response has \"ok\" false but no \"error\" string");
 	}
 	/* an empty "error" (found by tests/fuzz/fuzz_control.c) would leave
 	 * the caller an error with no words: say that the daemon gave none */
 	if (json_object_get_string_len(member) == 0)
-		say(0, why, why_size, "the daemon gave an empty error");
+		hy_log_why(0, why, why_size, "the daemon gave an empty error");
 	else if (why && why_size)
 		copy_printable(why, why_size, json_object_get_string(member),
 			       (size_t)json_object_get_string_len(member));
@@ -501,8 +486,8 @@ static int connect_daemon(const char *state_dir, int dir_fd, int sock, int64_t d
 
 	rc = hy_control_socket_path(dir_fd, addr.sun_path, sizeof(addr.sun_path));
 	if (rc)
-		return say(rc, why, why_size, "cannot name the control socket in \"%s\"",
-			   state_dir);
+		return hy_log_why(rc, why, why_size, "cannot name the control socket in \"%s\"",
+				  state_dir);
 	/* A full listen backlog blocks connect(); SO_SNDTIMEO bounds that. */
 	if (deadline) {
 		left = remaining_ms(deadline);
@@ -520,20 +505,22 @@ static int connect_daemon(const char *state_dir, int dir_fd, int sock, int64_t d
 	switch (errno) {
 	case ENOENT:
 	case ECONNREFUSED:
-		return say(-errno, why, why_size, "no hybridfs daemon is listening in \"%s\"",
-			   state_dir);
+		return hy_log_why(-errno, why, why_size,
+				  "no hybridfs daemon is listening in \"%s\"", state_dir);
 	case EACCES:
 	case EPERM:
-		return say(-EACCES, why, why_size,
-			   "refused by the daemon in \"%s\": its socket belongs to another user",
-			   state_dir);
+		return hy_log_why(
+			-EACCES, why, why_size,
+			"refused by the daemon in \"%s\": its socket belongs to another user",
+			state_dir);
 	case EAGAIN:
-		return say(-ETIMEDOUT, why, why_size,
-			   "the daemon in \"%s\" accepts no connection (timed out)", state_dir);
+		return hy_log_why(-ETIMEDOUT, why, why_size,
+				  "the daemon in \"%s\" accepts no connection (timed out)",
+				  state_dir);
 	default:
 		rc = -errno;
-		return say(rc, why, why_size, "cannot connect to the daemon in \"%s\": %m",
-			   state_dir);
+		return hy_log_why(rc, why, why_size, "cannot connect to the daemon in \"%s\": %m",
+				  state_dir);
 	}
 }
 
@@ -546,20 +533,20 @@ static int send_all(const char *state_dir, int sock, const char *buf, size_t len
 	while (len > 0) {
 		rc = wait_for(sock, POLLOUT, deadline);
 		if (rc == -ETIMEDOUT)
-			return say(rc, why, why_size,
-				   "the daemon in \"%s\" did not take the request in time",
-				   state_dir);
+			return hy_log_why(rc, why, why_size,
+					  "the daemon in \"%s\" did not take the request in time",
+					  state_dir);
 		if (rc)
-			return say(rc, why, why_size, "cannot wait for the daemon in \"%s\": %m",
-				   state_dir);
+			return hy_log_why(rc, why, why_size,
+					  "cannot wait for the daemon in \"%s\": %m", state_dir);
 		n = send(sock, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0) {
 			if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
 				continue;
 			rc = -errno;
-			return say(rc, why, why_size,
-				   "cannot send the request to the daemon in \"%s\": %m",
-				   state_dir);
+			return hy_log_why(rc, why, why_size,
+					  "cannot send the request to the daemon in \"%s\": %m",
+					  state_dir);
 		}
 		buf += n;
 		len -= (size_t)n;
@@ -579,28 +566,29 @@ static ssize_t read_line(const char *state_dir, int sock, char *buf, int64_t dea
 
 	for (;;) {
 		if (have == HY_CONTROL_MAX_LINE)
-			return say(-E2BIG, why, why_size,
-				   "the response of the daemon in \"%s\" is over the limit of %d "
-				   "bytes",
-				   state_dir, HY_CONTROL_MAX_LINE);
+			return hy_log_why(
+				-E2BIG, why, why_size,
+				"the response of the daemon in \"%s\" is over the limit of %d "
+				"bytes",
+				state_dir, HY_CONTROL_MAX_LINE);
 		rc = wait_for(sock, POLLIN, deadline);
 		if (rc == -ETIMEDOUT)
-			return say(rc, why, why_size, "the daemon in \"%s\" did not answer in time",
-				   state_dir);
+			return hy_log_why(rc, why, why_size,
+					  "the daemon in \"%s\" did not answer in time", state_dir);
 		if (rc)
-			return say(rc, why, why_size, "cannot wait for the daemon in \"%s\": %m",
-				   state_dir);
+			return hy_log_why(rc, why, why_size,
+					  "cannot wait for the daemon in \"%s\": %m", state_dir);
 		n = recv(sock, buf + have, HY_CONTROL_MAX_LINE - have, MSG_DONTWAIT);
 		if (n < 0) {
 			if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
 				continue;
 			rc = -errno;
-			return say(rc, why, why_size,
-				   "cannot read the response of the daemon in \"%s\": %m",
-				   state_dir);
+			return hy_log_why(rc, why, why_size,
+					  "cannot read the response of the daemon in \"%s\": %m",
+					  state_dir);
 		}
 		if (n == 0)
-			return say(
+			return hy_log_why(
 				-ECONNRESET, why, why_size,
 				have ? "the daemon in \"%s\" hung up in the middle of its response"
 				     : "the daemon in \"%s\" hung up without answering",
@@ -629,32 +617,32 @@ int hy_control_call_args(const char *state_dir, enum hy_control_command command,
 
 	*result = NULL;
 	if (!state_dir || !*state_dir)
-		return say(-EINVAL, why, why_size, "no state folder given");
+		return hy_log_why(-EINVAL, why, why_size, "no state folder given");
 	if (!hy_control_command_name(command))
-		return say(-EINVAL, why, why_size, "unknown command %d", (int)command);
+		return hy_log_why(-EINVAL, why, why_size, "unknown command %d", (int)command);
 	request = hy_control_format_request_args(command, args);
 	if (!request)
-		return say(-ENOMEM, why, why_size, "out of memory");
+		return hy_log_why(-ENOMEM, why, why_size, "out of memory");
 	if (strlen(request) > HY_CONTROL_MAX_LINE) {
 		free(request);
-		return say(-E2BIG, why, why_size, "the request is over the limit of %d bytes",
-			   HY_CONTROL_MAX_LINE);
+		return hy_log_why(-E2BIG, why, why_size,
+				  "the request is over the limit of %d bytes", HY_CONTROL_MAX_LINE);
 	}
 
 	dir_fd = open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (dir_fd < 0) {
 		rc = -errno;
 		if (rc == -ENOENT)
-			say(rc, why, why_size, "no hybridfs daemon is listening in \"%s\"",
-			    state_dir);
+			hy_log_why(rc, why, why_size, "no hybridfs daemon is listening in \"%s\"",
+				   state_dir);
 		else
-			say(rc, why, why_size, "state folder \"%s\": %m", state_dir);
+			hy_log_why(rc, why, why_size, "state folder \"%s\": %m", state_dir);
 		goto out;
 	}
 	sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (sock < 0) {
 		rc = -errno;
-		say(rc, why, why_size, "cannot make a socket: %m");
+		hy_log_why(rc, why, why_size, "cannot make a socket: %m");
 		goto out;
 	}
 	rc = connect_daemon(state_dir, dir_fd, sock, deadline, why, why_size);
@@ -665,7 +653,7 @@ int hy_control_call_args(const char *state_dir, enum hy_control_command command,
 		goto out;
 	buf = malloc(HY_CONTROL_MAX_LINE);
 	if (!buf) {
-		rc = say(-ENOMEM, why, why_size, "out of memory");
+		rc = hy_log_why(-ENOMEM, why, why_size, "out of memory");
 		goto out;
 	}
 	len = read_line(state_dir, sock, buf, deadline, why, why_size);

@@ -60,3 +60,25 @@ void hy_log(int level, const char *fmt, ...)
 	hy_vlog(level, fmt, ap);
 	va_end(ap);
 }
+
+void hy_log_vwhy(int err, char *why, size_t why_size, const char *fmt, va_list ap)
+{
+	int saved = errno;
+
+	if (!why || !why_size)
+		return;
+	if (err)
+		errno = err < 0 ? -err : err;
+	vsnprintf(why, why_size, fmt, ap);
+	errno = saved; /* callers may still look at theirs */
+}
+
+int hy_log_why(int err, char *why, size_t why_size, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	hy_log_vwhy(err, why, why_size, fmt, ap);
+	va_end(ap);
+	return err;
+}

@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,26 +11,12 @@
 
 #include <fuse_lowlevel.h>
 
+#include "hybridfs/log.h"
 #include "hybridfs/options.h"
 #include "hybridfs/policy.h" /* the enum only: libhycommon does not link the cache */
 #include "hybridfs/units.h"
 
 #define HY_DEFAULT_MAX_THREADS 16
-
-static int say(char *why, size_t why_size, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int say(char *why, size_t why_size, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why && why_size) {
-		va_start(ap, fmt);
-		vsnprintf(why, why_size, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
 
 /* Options handed to the kernel as they are. */
 static const char *const kernel_flags[] = {
@@ -62,13 +47,14 @@ static int parse_seconds(const char *name, const char *value, double *out, char 
 	double v;
 
 	if (!value || !*value)
-		return say(why, why_size, "option \"%s\" needs a number of seconds", name);
+		return hy_log_why(-EINVAL, why, why_size, "option \"%s\" needs a number of seconds",
+				  name);
 	errno = 0;
 	v = strtod(value, &end);
 	if (errno || *end || !isfinite(v) || v < 0 || v > 86400.0 * 365)
-		return say(why, why_size,
-			   "option \"%s=%s\": not a number of seconds between 0 and a year", name,
-			   value);
+		return hy_log_why(-EINVAL, why, why_size,
+				  "option \"%s=%s\": not a number of seconds between 0 and a year",
+				  name, value);
 	*out = v;
 	return 0;
 }
@@ -80,12 +66,14 @@ static int parse_uint(const char *name, const char *value, unsigned min, unsigne
 	unsigned long v;
 
 	if (!value || !*value || *value == '-')
-		return say(why, why_size, "option \"%s\" needs a whole number", name);
+		return hy_log_why(-EINVAL, why, why_size, "option \"%s\" needs a whole number",
+				  name);
 	errno = 0;
 	v = strtoul(value, &end, 10);
 	if (errno || *end || v < min || v > max)
-		return say(why, why_size, "option \"%s=%s\": not a whole number from %u to %u",
-			   name, value, min, max);
+		return hy_log_why(-EINVAL, why, why_size,
+				  "option \"%s=%s\": not a whole number from %u to %u", name, value,
+				  min, max);
 	*out = (unsigned)v;
 	return 0;
 }
@@ -99,8 +87,8 @@ static int parse_duration(const char *name, const char *value, int64_t *out, cha
 	int64_t unit = 1;
 
 	if (!value || !*value || *value == '-')
-		return say(why, why_size, "option \"%s\" needs a duration (90s, 15m, 12h, 30d)",
-			   name);
+		return hy_log_why(-EINVAL, why, why_size,
+				  "option \"%s\" needs a duration (90s, 15m, 12h, 30d)", name);
 	errno = 0;
 	v = strtoll(value, &end, 10);
 	if (*end == 's')
@@ -112,9 +100,10 @@ static int parse_duration(const char *name, const char *value, int64_t *out, cha
 	else if (*end == 'd')
 		unit = 86400, end++;
 	if (errno || *end || end == value || v < 0 || v > INT64_MAX / 86400 / unit)
-		return say(why, why_size,
-			   "option \"%s=%s\": not a duration (a whole number with s, m, h or d)",
-			   name, value);
+		return hy_log_why(
+			-EINVAL, why, why_size,
+			"option \"%s=%s\": not a duration (a whole number with s, m, h or d)", name,
+			value);
 	*out = (int64_t)v * unit;
 	return 0;
 }
@@ -126,11 +115,13 @@ static int parse_count(const char *name, const char *value, int64_t *out, char *
 	long long v;
 
 	if (!value || !*value || *value == '-')
-		return say(why, why_size, "option \"%s\" needs a whole number", name);
+		return hy_log_why(-EINVAL, why, why_size, "option \"%s\" needs a whole number",
+				  name);
 	errno = 0;
 	v = strtoll(value, &end, 10);
 	if (errno || *end || v < 0)
-		return say(why, why_size, "option \"%s=%s\": not a whole number", name, value);
+		return hy_log_why(-EINVAL, why, why_size, "option \"%s=%s\": not a whole number",
+				  name, value);
 	*out = (int64_t)v;
 	return 0;
 }
@@ -139,11 +130,11 @@ static int parse_size(const char *name, const char *value, bool allow_zero, uint
 		      char *why, size_t why_size)
 {
 	if (hy_units_parse_size(value, allow_zero, out) < 0)
-		return say(why, why_size,
-			   "option \"%s%s%s\": not a size (bytes, or a whole number with K, M, G "
-			   "or T%s)",
-			   name, value ? "=" : "", value ? value : "",
-			   allow_zero ? "; 0: none" : "");
+		return hy_log_why(
+			-EINVAL, why, why_size,
+			"option \"%s%s%s\": not a size (bytes, or a whole number with K, M, G "
+			"or T%s)",
+			name, value ? "=" : "", value ? value : "", allow_zero ? "; 0: none" : "");
 	return 0;
 }
 
@@ -166,13 +157,14 @@ static int parse_number(const char *name, const char *value, double min, double 
 	double v;
 
 	if (!value || !*value)
-		return say(why, why_size, "option \"%s\" needs a number from %g to %g", name, min,
-			   max);
+		return hy_log_why(-EINVAL, why, why_size,
+				  "option \"%s\" needs a number from %g to %g", name, min, max);
 	errno = 0;
 	v = strtod(value, &end);
 	if (errno || *end || !isfinite(v) || v < min || v > max)
-		return say(why, why_size, "option \"%s=%s\": not a number from %g to %g", name,
-			   value, min, max);
+		return hy_log_why(-EINVAL, why, why_size,
+				  "option \"%s=%s\": not a number from %g to %g", name, value, min,
+				  max);
 	*out = v;
 	return 0;
 }
@@ -183,16 +175,18 @@ static int parse_place(const char *name, const char *value, char **field, char *
 		       size_t why_size)
 {
 	if (!value || !*value)
-		return say(why, why_size,
-			   "option \"%s\" needs a place: %s=PATH, UUID=..., LABEL=... or none",
-			   name, name);
+		return hy_log_why(
+			-EINVAL, why, why_size,
+			"option \"%s\" needs a place: %s=PATH, UUID=..., LABEL=... or none", name,
+			name);
 	if (value[0] != '/' && strcmp(value, "none") != 0 && strncmp(value, "UUID=", 5) != 0 &&
 	    strncmp(value, "LABEL=", 6) != 0 && strncmp(value, "PARTUUID=", 9) != 0 &&
 	    strncmp(value, "PARTLABEL=", 10) != 0)
-		return say(why, why_size,
-			   "option \"%s=%s\": give an absolute path, UUID=, LABEL=, PARTUUID=, "
-			   "PARTLABEL= or none",
-			   name, value);
+		return hy_log_why(
+			-EINVAL, why, why_size,
+			"option \"%s=%s\": give an absolute path, UUID=, LABEL=, PARTUUID=, "
+			"PARTLABEL= or none",
+			name, value);
 	return set_string(field, value);
 }
 
@@ -207,10 +201,10 @@ static int parse_cache_write(const char *value, enum hy_cache_write_policy *out,
 	else if (value && (strcmp(value, "around") == 0 || strcmp(value, "read-only") == 0))
 		*out = HY_CACHE_WRITE_AROUND;
 	else
-		return say(why, why_size,
-			   "option \"cache_write%s%s\": expected back, through, around or "
-			   "read-only",
-			   value ? "=" : "", value ? value : "");
+		return hy_log_why(-EINVAL, why, why_size,
+				  "option \"cache_write%s%s\": expected back, through, around or "
+				  "read-only",
+				  value ? "=" : "", value ? value : "");
 	return 0;
 }
 
@@ -233,8 +227,9 @@ static int parse_cache_policy(const char *value, unsigned *out, char *why, size_
 			*out = k;
 			return 0;
 		}
-	return say(why, why_size, "option \"cache_policy%s%s\": expected lru3, lru, larc or freq",
-		   value ? "=" : "", value ? value : "");
+	return hy_log_why(-EINVAL, why, why_size,
+			  "option \"cache_policy%s%s\": expected lru3, lru, larc or freq",
+			  value ? "=" : "", value ? value : "");
 }
 
 static int parse_bool(const char *name, const char *value, bool *out, char *why, size_t why_size)
@@ -248,7 +243,8 @@ static int parse_bool(const char *name, const char *value, bool *out, char *why,
 		*out = false;
 		return 0;
 	}
-	return say(why, why_size, "option \"%s=%s\": expected on or off", name, value);
+	return hy_log_why(-EINVAL, why, why_size, "option \"%s=%s\": expected on or off", name,
+			  value);
 }
 
 static int append_kernel_option(struct hy_options *opts, const char *word)
@@ -278,7 +274,8 @@ static int parse_one(struct hy_options *opts, char *word, char *why, size_t why_
 
 	if (strcmp(name, "state") == 0) {
 		if (!value || !*value)
-			return say(why, why_size, "option \"state\" needs a directory: state=DIR");
+			return hy_log_why(-EINVAL, why, why_size,
+					  "option \"state\" needs a directory: state=DIR");
 		return set_string(&opts->state_dir, value);
 	}
 	if (strcmp(name, "allow_other") == 0 && !value) {
@@ -318,8 +315,9 @@ static int parse_one(struct hy_options *opts, char *word, char *why, size_t why_
 		if (parse_size(name, value, false, &opts->bopt_size, why, why_size))
 			return -EINVAL;
 		if (opts->bopt_size < HY_OPTIONS_BOPT_MIN)
-			return say(why, why_size,
-				   "option \"bopt_size=%s\": a BOPT needs at least 1M", value);
+			return hy_log_why(-EINVAL, why, why_size,
+					  "option \"bopt_size=%s\": a BOPT needs at least 1M",
+					  value);
 		return 0;
 	}
 	if (strcmp(name, "bopt_writes") == 0)
@@ -328,9 +326,9 @@ static int parse_one(struct hy_options *opts, char *word, char *why, size_t why_
 		return parse_size(name, value, true, &opts->reorg_rate, why, why_size);
 	if (strcmp(name, "emulate") == 0) {
 		if (!value || !*value)
-			return say(why, why_size,
-				   "option \"emulate\" needs a value: hdd, ssd, smr (with "
-				   ":name=value settings) or none");
+			return hy_log_why(-EINVAL, why, why_size,
+					  "option \"emulate\" needs a value: hdd, ssd, smr (with "
+					  ":name=value settings) or none");
 		free(opts->emulate);
 		opts->emulate = strcmp(value, "none") == 0 ? NULL : strdup(value);
 		return strcmp(value, "none") == 0 || opts->emulate ? 0 : -ENOMEM;
@@ -344,9 +342,9 @@ static int parse_one(struct hy_options *opts, char *word, char *why, size_t why_
 		if (parse_size(name, value, false, &opts->cache_size, why, why_size))
 			return -EINVAL;
 		if (opts->cache_size < HY_OPTIONS_CACHE_MIN)
-			return say(why, why_size,
-				   "option \"cache_size=%s\": an SSD cache needs at least 1M",
-				   value);
+			return hy_log_why(
+				-EINVAL, why, why_size,
+				"option \"cache_size=%s\": an SSD cache needs at least 1M", value);
 		return 0;
 	}
 	if (strcmp(name, "cache_write") == 0) {
@@ -377,20 +375,21 @@ static int parse_one(struct hy_options *opts, char *word, char *why, size_t why_
 		else if (value && strcmp(value, "cmr") == 0)
 			opts->backend_smr = false;
 		else
-			return say(why, why_size,
-				   "option \"backend%s%s\": the backing disk is cmr (conventional, "
-				   "the default) or smr (shingled)",
-				   value ? "=" : "", value ? value : "");
+			return hy_log_why(
+				-EINVAL, why, why_size,
+				"option \"backend%s%s\": the backing disk is cmr (conventional, "
+				"the default) or smr (shingled)",
+				value ? "=" : "", value ? value : "");
 		return 0;
 	}
 	if (strcmp(name, "pore") == 0) {
 		enum hy_pore_rule rule;
 
 		if (!value || hy_pore_rule_parse(value, &rule) < 0)
-			return say(why, why_size,
-				   "option \"pore%s%s\": PORE's zone choice is coverage, "
-				   "popularity, balance or off",
-				   value ? "=" : "", value ? value : "");
+			return hy_log_why(-EINVAL, why, why_size,
+					  "option \"pore%s%s\": PORE's zone choice is coverage, "
+					  "popularity, balance or off",
+					  value ? "=" : "", value ? value : "");
 		opts->pore = rule;
 		opts->pore_given = true;
 		return 0;
@@ -399,8 +398,8 @@ static int parse_one(struct hy_options *opts, char *word, char *why, size_t why_
 		if (parse_size(name, value, false, &opts->pore_zone, why, why_size))
 			return -EINVAL;
 		if (opts->pore_zone < HY_PORE_MIN_ZONE || opts->pore_zone > HY_PORE_MAX_ZONE)
-			return say(why, why_size, "option \"pore_zone=%s\": zones of 1M to 1T",
-				   value);
+			return hy_log_why(-EINVAL, why, why_size,
+					  "option \"pore_zone=%s\": zones of 1M to 1T", value);
 		return 0;
 	}
 	if (strcmp(name, "pore_open") == 0) {
@@ -417,10 +416,11 @@ static int parse_one(struct hy_options *opts, char *word, char *why, size_t why_
 			copy[0] = '\0';
 		}
 		if (!*copy || parse_number(name, copy, 0.1, 100.0, &percent, NULL, 0))
-			return say(why, why_size,
-				   "option \"pore_open%s%s\": the share of the zones open, a "
-				   "percentage from 0.1%% to 100%%",
-				   value ? "=" : "", value ? value : "");
+			return hy_log_why(
+				-EINVAL, why, why_size,
+				"option \"pore_open%s%s\": the share of the zones open, a "
+				"percentage from 0.1%% to 100%%",
+				value ? "=" : "", value ? value : "");
 		opts->pore_open_permille = (unsigned)(percent * 10.0 + 0.5);
 		return 0;
 	}
@@ -428,8 +428,9 @@ static int parse_one(struct hy_options *opts, char *word, char *why, size_t why_
 		if (parse_size(name, value, false, &opts->pore_period, why, why_size))
 			return -EINVAL;
 		if (opts->pore_period < 4096)
-			return say(why, why_size,
-				   "option \"pore_period=%s\": at least one block (4K)", value);
+			return hy_log_why(-EINVAL, why, why_size,
+					  "option \"pore_period=%s\": at least one block (4K)",
+					  value);
 		return 0;
 	}
 	if (strcmp(name, "max_threads") == 0)
@@ -443,8 +444,8 @@ static int parse_one(struct hy_options *opts, char *word, char *why, size_t why_
 	if (opts->sloppy)
 		return 0;
 	if (value)
-		return say(why, why_size, "unknown option \"%s=%s\"", name, value);
-	return say(why, why_size, "unknown option \"%s\"", name);
+		return hy_log_why(-EINVAL, why, why_size, "unknown option \"%s=%s\"", name, value);
+	return hy_log_why(-EINVAL, why, why_size, "unknown option \"%s\"", name);
 }
 
 int hy_options_parse_list(struct hy_options *opts, const char *list, char *why, size_t why_size)
@@ -524,7 +525,8 @@ int hy_options_parse(int argc, char **argv, struct hy_options *opts, char *why, 
 
 		if (strcmp(arg, "-o") == 0) {
 			if (i + 1 >= argc)
-				return say(why, why_size, "option \"-o\" needs a list of options");
+				return hy_log_why(-EINVAL, why, why_size,
+						  "option \"-o\" needs a list of options");
 			rc = hy_options_parse_list(opts, argv[++i], why, why_size);
 			if (rc)
 				return rc;
@@ -551,10 +553,11 @@ int hy_options_parse(int argc, char **argv, struct hy_options *opts, char *why, 
 			/* no mtab to write; verbosity is the default */
 		} else if (opts->mount_helper && strcmp(arg, "-t") == 0) {
 			if (i + 1 >= argc)
-				return say(why, why_size, "option \"-t\" needs a type");
+				return hy_log_why(-EINVAL, why, why_size,
+						  "option \"-t\" needs a type");
 			i++;
 		} else if (arg[0] == '-' && arg[1] != '\0') {
-			return say(why, why_size, "unknown option \"%s\"", arg);
+			return hy_log_why(-EINVAL, why, why_size, "unknown option \"%s\"", arg);
 		} else if (!opts->backing) {
 			if (set_string(&opts->backing, arg))
 				return -ENOMEM;
@@ -562,17 +565,20 @@ int hy_options_parse(int argc, char **argv, struct hy_options *opts, char *why, 
 			if (set_string(&opts->mountpoint, arg))
 				return -ENOMEM;
 		} else {
-			return say(why, why_size,
-				   "unexpected argument \"%s\": give BACKING and MOUNTPOINT only",
-				   arg);
+			return hy_log_why(
+				-EINVAL, why, why_size,
+				"unexpected argument \"%s\": give BACKING and MOUNTPOINT only",
+				arg);
 		}
 	}
 	if (opts->show_help || opts->show_version)
 		return 0;
 	if (!opts->backing)
-		return say(why, why_size, "missing BACKING directory and MOUNTPOINT");
+		return hy_log_why(-EINVAL, why, why_size,
+				  "missing BACKING directory and MOUNTPOINT");
 	if (!opts->mountpoint)
-		return say(why, why_size, "missing MOUNTPOINT after \"%s\"", opts->backing);
+		return hy_log_why(-EINVAL, why, why_size, "missing MOUNTPOINT after \"%s\"",
+				  opts->backing);
 	return 0;
 }
 

@@ -18,6 +18,7 @@
 #define HYBRIDFS_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <syslog.h>
 
 enum hy_log_sink {
@@ -34,6 +35,18 @@ int hy_log_level(void);
 
 void hy_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void hy_vlog(int level, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+
+/* Refusals that carry their reason to the caller instead of the log (a
+ * parser's "why" buffer): formats @fmt into @why (nothing when @why is
+ * NULL or @why_size 0; cut to fit, always terminated) and returns @err,
+ * so that a refusal is one statement:
+ *     return hy_log_why(-EINVAL, why, why_size, "bad size \"%s\"", s);
+ * A %m in @fmt names @err (errno's own when @err is 0); errno is left as
+ * it was. */
+int hy_log_why(int err, char *why, size_t why_size, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+void hy_log_vwhy(int err, char *why, size_t why_size, const char *fmt, va_list ap)
+	__attribute__((format(printf, 4, 0)));
 
 #define hy_log_debug(...)                                                                          \
 	do {                                                                                       \
