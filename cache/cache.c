@@ -555,11 +555,11 @@ static void note_use(struct hy_cache *c, struct cfile *cf)
 		atomic_store(&cf->closed, false); /* open again */
 }
 
+static void set_tail(struct hy_cache *c, uint64_t line, uint16_t tail);
+
 /* Drops a line's block from the index and the policy: lines_lock held,
  * the block's file gate exclusive. The line is then free, not on the
  * free list. */
-static void set_tail(struct hy_cache *c, uint64_t line, uint16_t tail);
-
 static void line_forget(struct hy_cache *c, uint32_t line)
 {
 	struct line_state *ls = &c->lines[line];
@@ -720,12 +720,6 @@ static void store_refused(struct hy_cache *c, uint32_t line, int rc)
 		       strerror(-rc));
 }
 
-/* The store's line table, kept here (cache_store.h, external table), for
- * a checkpoint: every line in use with its file, block and valid sectors,
- * dirty only where its journal records say so (with its masks now: newer
- * sectors of the same block are as good). A line dirty here but never
- * journaled is saved clean: nothing was promised for it. Lines whose
- * clean or free record is written had LS_DISK_DIRTY cleared first. */
 /* Records @line's tail (0: the whole line). lines_lock held. A map that
  * cannot grow keeps the tail out: the line is then recovered whole, as
  * before tails existed (up to 511 bytes past the end of the file). */
@@ -743,6 +737,12 @@ static void set_tail(struct hy_cache *c, uint64_t line, uint16_t tail)
 	}
 }
 
+/* The store's line table, kept here (cache_store.h, external table), for
+ * a checkpoint: every line in use with its file, block and valid sectors,
+ * dirty only where its journal records say so (with its masks now: newer
+ * sectors of the same block are as good). A line dirty here but never
+ * journaled is saved clean: nothing was promised for it. Lines whose
+ * clean or free record is written had LS_DISK_DIRTY cleared first. */
 static void table_record(void *arg, uint64_t line, struct hy_cache_line *out)
 {
 	struct hy_cache *c = arg;
@@ -932,8 +932,6 @@ static int read_below(struct hy_cache *c, const struct hy_cache_file *f, uint64_
 	return 0;
 }
 
-/* Writes the sectors of @mask of @buf (block @block's line) home, clipped
- * to @size. 0 or a negative errno. */
 /* After dirty blocks went home: the home file gets back the modification
  * time @before (read before the writes) had. The data is the mount's
  * writes of earlier, which set the time then, and a utimes(2) since
@@ -953,6 +951,8 @@ static void keep_mtime(struct hy_cache *c, const struct hy_cache_file *f,
 		       f->file_id, strerror(-rc));
 }
 
+/* Writes the sectors of @mask of @buf (block @block's line) home, clipped
+ * to @size. 0 or a negative errno. */
 static int write_home(struct hy_cache *c, const struct hy_cache_file *f, uint64_t block,
 		      uint8_t mask, const unsigned char *buf, uint64_t size)
 {
