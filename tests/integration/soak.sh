@@ -24,10 +24,11 @@ PROCS=${HY_SOAK_PROCS:-32}
 # interleaving still varies; HY_SOAK_SEED draws other mixes)
 SEED=${HY_SOAK_SEED:-1}
 # The mount's default (writeback_cache=off). HY_SOAK_KERNEL_WRITEBACK=1
-# mounts with the kernel's write-back page cache on, which this test shows
-# to be unsafe on Linux 6.18: a lookup racing a create leaves the kernel a
-# second inode with a stale size, and a locked read then finds the file
-# short (docs/reliability.md, "The kernel's write-back cache").
+# mounts with the kernel's write-back page cache on: this test is what
+# showed Linux 6.18's atomic create racing a lookup into a second inode
+# with a stale size (a locked read then found the file short), before
+# hybridfs refused FUSE's CREATE with that cache on (docs/reliability.md,
+# "The kernel's write-back cache").
 KWB=writeback_cache=off
 [ "${HY_SOAK_KERNEL_WRITEBACK:-0}" = 1 ] && KWB=writeback_cache=on
 hy_setup
