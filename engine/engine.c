@@ -798,51 +798,49 @@ static int cache_lower_getattr(void *arg, const struct hy_cache_file *f, struct 
 	return hy_device_getattr(engine->backing, f->object, out);
 }
 
-/* Size and time changes of the home file: under the engine's gate, so
- * that BORG's stamp follows them (they are changes through the mount). */
-static int cache_lower_extend(void *arg, const struct hy_cache_file *f, uint64_t size)
+/* The cache's changes of a home file's size, room and time: under the
+ * engine's gate, so that BORG's stamp follows them (they are changes
+ * through the mount, and each moves the ctime). */
+enum home_change { HOME_EXTEND, HOME_RESERVE, HOME_SET_MTIME };
+
+static int change_home(struct hy_engine *engine, const struct hy_cache_file *f,
+		       enum home_change what, int64_t a, int64_t b)
 {
-	struct hy_engine *engine = arg;
 	struct hy_engine_file file;
 	bool held;
-	int rc;
+	int rc = -EINVAL;
 
 	as_engine_file(f, &file);
 	held = change_begin(engine, &file, false);
-	rc = hy_device_truncate(engine->backing, f->object, (off_t)size);
+	switch (what) {
+	case HOME_EXTEND:
+		rc = hy_device_truncate(engine->backing, f->object, (off_t)a);
+		break;
+	case HOME_RESERVE: /* room for a write-back write, the size kept */
+		rc = hy_device_allocate(engine->backing, f->object, FALLOC_FL_KEEP_SIZE, (off_t)a,
+					(off_t)b);
+		break;
+	case HOME_SET_MTIME:
+		rc = hy_device_set_mtime(engine->backing, f->object, a);
+		break;
+	}
 	change_end(engine, &file, held);
 	return rc;
 }
 
-/* Room at home for a write-back write, the size kept (a change of its
- * ctime, as extend's, under the engine's gate). */
+static int cache_lower_extend(void *arg, const struct hy_cache_file *f, uint64_t size)
+{
+	return change_home(arg, f, HOME_EXTEND, (int64_t)size, 0);
+}
+
 static int cache_lower_reserve(void *arg, const struct hy_cache_file *f, uint64_t off, uint64_t len)
 {
-	struct hy_engine *engine = arg;
-	struct hy_engine_file file;
-	bool held;
-	int rc;
-
-	as_engine_file(f, &file);
-	held = change_begin(engine, &file, false);
-	rc = hy_device_allocate(engine->backing, f->object, FALLOC_FL_KEEP_SIZE, (off_t)off,
-				(off_t)len);
-	change_end(engine, &file, held);
-	return rc;
+	return change_home(arg, f, HOME_RESERVE, (int64_t)off, (int64_t)len);
 }
 
 static int cache_lower_set_mtime(void *arg, const struct hy_cache_file *f, int64_t mtime_ns)
 {
-	struct hy_engine *engine = arg;
-	struct hy_engine_file file;
-	bool held;
-	int rc;
-
-	as_engine_file(f, &file);
-	held = change_begin(engine, &file, false);
-	rc = hy_device_set_mtime(engine->backing, f->object, mtime_ns);
-	change_end(engine, &file, held);
-	return rc;
+	return change_home(arg, f, HOME_SET_MTIME, mtime_ns, 0);
 }
 
 static int lower_fsync(struct hy_engine *engine, struct hy_engine_file *file, bool data_only);
