@@ -109,4 +109,24 @@ check_mount wt "$HY_TMP/wt.b" "$HY_TMP/wt.m"
 check_mount cache-back "$HY_TMP/cb.b" "$HY_TMP/cb.m" -o cache_write=back
 check_mount cache-back-kwb "$HY_TMP/cbw.b" "$HY_TMP/cbw.m" -o cache_write=back,writeback_cache=on
 
+# FUSE's atomic create: answered without the kernel's write-back cache,
+# refused with it, so that the kernel makes files with MKNOD and OPEN
+# (docs/reliability.md, "The kernel's write-back cache"). Either way the
+# file is made, with its mode, and O_EXCL holds.
+create_path() {
+	local name=$1 kwb=$2 want=$3 b=$HY_TMP/$1.b m=$HY_TMP/$1.m creates
+	command -v jq >/dev/null || hy_skip "jq is missing"
+	hy_mount_ready "$b" "$m" "state=$HY_TMP/$name.state,writeback_cache=$kwb"
+	(umask 022 && printf 'made\n' >"$m/new") || hy_fail "$name: creating a file failed"
+	[ "$(stat -c %a "$m/new")" = 644 ] || hy_fail "$name: mode $(stat -c %a "$m/new"), not 644"
+	(set -o noclobber && : >"$m/new") 2>/dev/null && hy_fail "$name: O_EXCL over an existing file worked"
+	creates=$(hy_status "$m" '.operations.create')
+	[ "$want" = none ] && [ "$creates" != 0 ] && hy_fail "$name: $creates CREATE requests answered"
+	[ "$want" = some ] && [ "$creates" = 0 ] && hy_fail "$name: no CREATE request answered"
+	hy_umount "$m"
+	[ "$(cat "$b/new")" = made ] || hy_fail "$name: the file at home is not what was written"
+}
+create_path create-kwb on none
+create_path create-plain off some
+
 hy_pass
