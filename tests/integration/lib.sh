@@ -79,6 +79,10 @@ hy_setup() {
 	command -v fusermount3 >/dev/null || hy_skip "fusermount3 is missing (package fuse3)"
 	HY_TMP=$(mktemp -d "${TMPDIR:-/tmp}/hybridfs-test.XXXXXX") || hy_die "mktemp failed"
 	chmod 755 "$HY_TMP"
+	# A registry of the test's own: a root `hybridctl reorganize --all` or
+	# `status` run elsewhere on the machine (another test, a user) must
+	# never reach this test's mounts, nor this test theirs (issue 16.4).
+	export HYBRIDFS_RUNTIME_DIR=$HY_TMP/run
 	trap hy_cleanup EXIT
 	trap 'exit 130' INT TERM
 }
@@ -153,6 +157,14 @@ hy_drop_foreign_mounts() {
 	findmnt -rn -t fuse.hybridfs -o TARGET 2>/dev/null | sort -r | while IFS= read -r mp; do
 		umount -l "$mp" 2>/dev/null
 	done
+}
+
+# hy_runtime_for UID: the private runtime folder for daemons and hybridctl
+# run as another user (the test's own folder is root's, mode 0700).
+hy_runtime_for() {
+	local d=$HY_TMP/run-$1
+	mkdir -p "$d" && chown "$1" "$d" && chmod 700 "$d" || hy_die "cannot make $d"
+	printf '%s' "$d"
 }
 
 # hy_need_root: some checks switch users or mount by mount(8).

@@ -42,9 +42,9 @@ as() {
 	gs=${g#*:}
 	g=${g%%:*}
 	if [ -n "$gs" ]; then
-		setpriv --reuid="$u" --regid="$g" --groups="$gs" --inh-caps=-all "$@"
+		HYBRIDFS_RUNTIME_DIR=$(hy_runtime_for "$u") setpriv --reuid="$u" --regid="$g" --groups="$gs" --inh-caps=-all "$@"
 	else
-		setpriv --reuid="$u" --regid="$g" --clear-groups --inh-caps=-all "$@"
+		HYBRIDFS_RUNTIME_DIR=$(hy_runtime_for "$u") setpriv --reuid="$u" --regid="$g" --clear-groups --inh-caps=-all "$@"
 	fi
 }
 

@@ -129,4 +129,16 @@ create_path() {
 create_path create-kwb on none
 create_path create-plain off some
 
+# Issue 16.4: a test's mounts are in its own registry, never in the
+# machine's, where a root `hybridctl reorganize --all` elsewhere would reach
+# them. Without lib.sh's private runtime folder this mount shows up there.
+hy_mount_ready "$HY_TMP/reg.b" "$HY_TMP/reg.m" "state=$HY_TMP/reg.state"
+regm=$(cd "$HY_TMP/reg.m" && pwd -P)
+hy_status "$HY_TMP/reg.m" '.pid' | grep -q '^[0-9]' || hy_fail "registry: the test's own registry does not list its mount"
+if env -u HYBRIDFS_RUNTIME_DIR "${HYBRIDCTL:-$(dirname "$HYBRIDFS")/hybridctl}" status --json 2>/dev/null |
+	jq -e --arg m "$regm" '[.mounts[]? | .mountpoint] | index($m) != null' >/dev/null; then
+	hy_fail "registry: the mount is listed in the machine's shared runtime folder"
+fi
+hy_umount "$HY_TMP/reg.m"
+
 hy_pass

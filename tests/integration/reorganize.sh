@@ -364,9 +364,8 @@ cmp -s "$HY_TMP/a5" <(dd if="$b/a" bs=4096 skip=5 count=1 status=none) ||
 cmp -s "$b/c" "$HY_TMP/c.orig" || hy_fail "c changed at home"
 
 # ---- 7. hybridctl reorganize --all ---------------------------------------
-# a registry of this test's own: --all must not reach the mounts of the
-# other tests running beside it
-export HYBRIDFS_RUNTIME_DIR=$HY_TMP/run
+# (lib.sh gives every test a registry of its own: --all must not reach
+# the mounts of the other tests running beside it)
 mount_ready "$b" "$m" "$opts"
 # --all: every mount of this user; a mount without a BOPT is passed over
 mount_ready_none() {

@@ -32,7 +32,7 @@ B=$HY_TMP/backing M=$HY_TMP/mnt S=$HY_TMP/state
 # copies uid 65534 can run (the build tree may be closed to it)
 mkdir -p "$HY_TMP/bin"
 cp "$CTLPEER" "$HYBRIDCTL" "$HY_TMP/bin/" && chmod 755 "$HY_TMP/bin"/* || hy_die "cannot copy the tools"
-nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$@"; }
+nobody() { HYBRIDFS_RUNTIME_DIR=$(hy_runtime_for 65534) setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$@"; }
 
 hy_mount_ready "$B" "$M" "state=$S,allow_other,bopt_size=4M,cache_size=4M"
 DAEMON=$HY_PID

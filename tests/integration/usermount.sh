@@ -16,7 +16,7 @@ command -v setpriv >/dev/null || hy_skip "setpriv is missing (package util-linux
 
 
 as_user() {
-	setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$@"
+	HYBRIDFS_RUNTIME_DIR=$(hy_runtime_for 65534) setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$@"
 }
 
 if [ -z "${HY_USERMOUNT_NS:-}" ] && ! as_user test -r /dev/fuse -a -w /dev/fuse; then
