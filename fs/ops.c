@@ -64,6 +64,36 @@ static void handle_untrack(struct hy_fs *fs, struct hy_fs_handle *h)
 	pthread_mutex_unlock(&fs->handles_lock);
 }
 
+/* The file id of @inode, for a path that changes the file's data or
+ * metadata without a handle of it (truncate or chmod by name, an O_TRUNC
+ * open, the removal of its last name). The entry learns the id at open;
+ * one made by a lookup after the kernel forgot the inode (FORGET frees
+ * the entry that knew it) knows none, so the file table is asked, by the
+ * file's identity: every file the cache or the BOPT holds blocks of has
+ * its row there, since only files with an id enter them. Asked here and
+ * not at every lookup, which would cost a statx and a SQLite read for
+ * each name listed. @fd: a descriptor of the file (O_PATH too). */
+static uint64_t file_id_of(struct hy_fs *fs, struct hy_inode *inode, int fd)
+{
+	uint64_t id = atomic_load(&inode->file_id), none = 0;
+	struct stat st;
+
+	if (id || !fs->profiler || inode->type != S_IFREG || fd < 0)
+		return id;
+	if (fstat(fd, &st) < 0) {
+		hy_log(LOG_WARNING, "fs: inode %llu: cannot stat it for its file id: %s",
+		       (unsigned long long)inode->ino, strerror(errno));
+		return 0;
+	}
+	if (st.st_ino != inode->ino || st.st_dev != inode->dev)
+		return 0;
+	id = hy_profiler_find_file(fs->profiler, fd, &st);
+	/* a request that learned it meanwhile learned the same id */
+	if (id && !atomic_compare_exchange_strong(&inode->file_id, &none, id))
+		id = none;
+	return id;
+}
+
 /* A file whose last name went while no handle was open, or whose last
  * handle closed after that: nobody can read it again, so the cache drops
  * its blocks unwritten and lets go of it, and its room goes back to the
@@ -71,13 +101,16 @@ static void handle_untrack(struct hy_fs *fs, struct hy_fs_handle *h)
  * descriptor of it, for its link count. */
 static void forget_if_gone(struct hy_fs *fs, struct hy_inode *inode, int fd)
 {
-	uint64_t file_id = atomic_load(&inode->file_id);
+	uint64_t file_id;
 	struct stat st;
 	int rc;
 
-	if (!file_id || fd < 0 || atomic_load(&inode->opens) != 0)
+	if (fd < 0 || atomic_load(&inode->opens) != 0)
 		return;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 0)
+		return;
+	file_id = file_id_of(fs, inode, fd);
+	if (!file_id)
 		return;
 	rc = hy_engine_forget_file(fs->engine, file_id);
 	if (rc < 0)
@@ -395,9 +428,10 @@ static int set_size(struct hy_fs *fs, struct hy_inode *inode, const struct hy_in
 	if (fd < 0)
 		return -errno;
 	hy_engine_file_init(fs->engine, &file, fd);
-	/* known once the file was opened since mount: its relocated blocks are
-	 * settled; otherwise its stamp catches the change at the next read */
-	hy_engine_file_set_id(&file, atomic_load(&inode->file_id));
+	/* with its id the truncation takes the cache's gate and the map's
+	 * path: dirty blocks past the new end are dropped, not written home
+	 * over it later */
+	hy_engine_file_set_id(&file, file_id_of(fs, inode, fd));
 	rc = hy_engine_truncate(fs->engine, &file, size);
 	close(fd);
 	return rc;
@@ -409,11 +443,11 @@ static int do_setattr(struct hy_fs *fs, struct hy_inode *inode, const struct sta
 	const int meta_bits = FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID |
 			      FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
 			      FUSE_SET_ATTR_MTIME_NOW;
-	uint64_t file_id = atomic_load(&inode->file_id);
+	uint64_t file_id = 0;
 	struct hy_engine_file meta;
 	struct hy_inode_ref ref;
 	int rc, fd = fi && fi->fh ? file_of(fi)->fd : -1, meta_fd = -1;
-	bool fresh = false;
+	bool fresh = false, gated = false;
 
 	rc = hy_inode_pin(fs->inodes, inode, false, &ref);
 	if (rc)
@@ -426,14 +460,16 @@ static int do_setattr(struct hy_fs *fs, struct hy_inode *inode, const struct sta
 			goto out;
 	}
 	/* the change moves the ctime: BOPT copies current now stay current */
-	if ((to_set & meta_bits) && hy_engine_has_copies(fs->engine, file_id)) {
+	if (to_set & meta_bits) {
 		if (fd >= 0)
 			meta_fd = fd;
 		else if (ref.self)
 			meta_fd = open(ref.path, O_PATH | O_CLOEXEC);
 		else
 			meta_fd = openat(ref.dirfd, ref.name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-		if (meta_fd >= 0) {
+		file_id = file_id_of(fs, inode, meta_fd);
+		gated = meta_fd >= 0 && hy_engine_has_copies(fs->engine, file_id);
+		if (gated) {
 			hy_engine_file_init(fs->engine, &meta, meta_fd);
 			hy_engine_file_set_id(&meta, file_id);
 			fresh = hy_engine_meta_begin(fs->engine, &meta);
@@ -476,11 +512,10 @@ static int do_setattr(struct hy_fs *fs, struct hy_inode *inode, const struct sta
 	else
 		rc = stat_ref(&ref, inode, out);
 out:
-	if (meta_fd >= 0) {
+	if (gated)
 		hy_engine_meta_end(fs->engine, &meta, fresh && rc == 0);
-		if (meta_fd != fd)
-			close(meta_fd);
-	}
+	if (meta_fd >= 0 && meta_fd != fd)
+		close(meta_fd);
 	hy_inode_unpin(fs->inodes, &ref);
 	return rc;
 }
@@ -824,6 +859,26 @@ static int file_new(struct hy_fs *fs, fuse_req_t req, struct hy_inode *inode, in
 	return 0;
 }
 
+/* file_id_of() for an open with O_TRUNC, before it truncates: through
+ * the inode's own descriptor, or one opened by its name and checked. */
+static uint64_t trunc_file_id(struct hy_fs *fs, struct hy_inode *inode,
+			      const struct hy_inode_ref *ref)
+{
+	uint64_t id = atomic_load(&inode->file_id);
+	int fd;
+
+	if (id || !fs->profiler || inode->type != S_IFREG)
+		return id;
+	if (ref->self)
+		return file_id_of(fs, inode, ref->dirfd);
+	fd = openat(ref->dirfd, ref->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return 0; /* the open that follows fails the same way */
+	id = file_id_of(fs, inode, fd);
+	close(fd);
+	return id;
+}
+
 static int do_open(struct hy_fs *fs, fuse_req_t req, struct hy_inode *inode,
 		   struct fuse_file_info *fi)
 {
@@ -844,7 +899,7 @@ static int do_open(struct hy_fs *fs, fuse_req_t req, struct hy_inode *inode,
 	if (flags & O_TRUNC)
 		rc = creds_enter(fs, req, &saved);
 	/* the cache must not write old blocks home across the truncation */
-	trunc_id = flags & O_TRUNC ? atomic_load(&inode->file_id) : 0;
+	trunc_id = flags & O_TRUNC ? trunc_file_id(fs, inode, &ref) : 0;
 	gated = rc == 0 && hy_engine_truncate_open_begin(fs->engine, trunc_id);
 	fd = -1;
 	if (rc == 0) {
