@@ -15,7 +15,9 @@
  * the *at system calls, so paths never grow towards PATH_MAX. Directories
  * keep an O_PATH descriptor in a cache bounded by `fd_cap` and evicted in
  * least-recently-used order; an evicted directory is reopened from its own
- * parent on the next use, and its identity checked. An entry whose name is
+ * parent on the next use, and its identity checked: level by level down
+ * from the nearest ancestor that still has a descriptor, in a loop, since a
+ * chain of directories can be far deeper than a path or a thread's stack. An entry whose name is
  * gone while the kernel still knows it (unlinked while open, or the name
  * moved away by rename) keeps a pinned descriptor instead, taken before
  * the unlink or rename.
