@@ -2145,6 +2145,17 @@ void hy_cache_home_synced(struct hy_cache *c, const struct hy_cache_file *f, uin
 	cfile_put(c, cf);
 }
 
+void hy_cache_home_changed(struct hy_cache *c, uint64_t file_id)
+{
+	struct cfile *cf = file_id ? cfile_get(c, file_id, false) : NULL;
+
+	/* not a change of the data the cache holds (generation stays), but
+	 * one the next fsync must sync home */
+	if (cf)
+		atomic_fetch_add(&cf->home_changes, 1);
+	cfile_put(c, cf);
+}
+
 void hy_cache_close_file(struct hy_cache *c, const struct hy_cache_file *f)
 {
 	struct cfile *cf;

@@ -571,6 +571,9 @@ static int do_setattr(struct hy_fs *fs, struct hy_inode *inode, const struct sta
 			goto out;
 	}
 	rc = fstat(meta_fd, out) < 0 ? -errno : 0;
+	/* the next fsync makes the new mode, owner or times durable too */
+	if (to_set & meta_bits)
+		hy_engine_home_changed(fs->engine, file_id);
 out:
 	if (gated)
 		hy_engine_meta_end(fs->engine, &meta, fresh && rc == 0);
@@ -1578,6 +1581,8 @@ static void hy_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 		return;
 	}
 	rc = setxattr(obj.path, name, value, size, flags) < 0 ? errno : 0;
+	if (rc == 0) /* the next fsync makes it durable */
+		hy_engine_home_changed(fs->engine, file_id_of(fs, inode_of(fs, ino), obj.fd));
 	xattr_unref(fs, &ref, &obj);
 	fuse_reply_err(req, rc);
 }
@@ -1595,6 +1600,8 @@ static void hy_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 		return;
 	}
 	rc = removexattr(obj.path, name) < 0 ? errno : 0;
+	if (rc == 0)
+		hy_engine_home_changed(fs->engine, file_id_of(fs, inode_of(fs, ino), obj.fd));
 	xattr_unref(fs, &ref, &obj);
 	fuse_reply_err(req, rc);
 }

@@ -8,7 +8,9 @@
 #   2. (11) every kind of setattr and the xattrs still act on the right
 #      object: chmod, chown, utimes, truncate by path, set/get/remove an
 #      xattr; chown -h and touch -h of a symlink change the symlink, not
-#      its target.
+#      its target;
+#   3. (6) fsync after chmod, utimes or setxattr of a write-back file
+#      fsyncs the home file (strace on the daemon).
 . "$(dirname "$0")/lib.sh"
 
 hy_need_root
@@ -71,4 +73,49 @@ mkdir "$M/d" && chmod 700 "$M/d" && touch -m -d @1200000000 "$M/d" &&
 
 hy_umount "$M"
 [ "$HY_DAEMON_STATUS" = 0 ] || hy_fail "the daemon exited with status $HY_DAEMON_STATUS"
+
+# ---- 3. (6) fsync after chmod / utimes of a write-back file --------------
+# The daemon must fsync the home file: the cache's "home needs no sync"
+# answer must count metadata changes through the mount as home changes.
+# strace on the daemon counts the fsync calls on the home file within the
+# window of one chmod (or utimes) and one fsync, once the cleaner has
+# written the block home and an fsync has caught home up (no other sync
+# of it is due then).
+if command -v strace >/dev/null; then
+	fsync_of() { perl -e 'use IO::Handle; open(my $f, "+<", $ARGV[0]) or die "$ARGV[0]: $!"; $f->sync or die "fsync: $!"' "$1"; }
+	hy_mount_ready "$B" "$M" "state=$HY_TMP/s3,cache_write=back"
+	g=$M/g
+	head -c 4096 /dev/urandom >"$g" || hy_fail "3: cannot write $g"
+	fsync_of "$g" || hy_fail "3: fsync failed"
+	hy_wait_status "$M" '.cache.dirty_bytes == 0'
+	for kind in chmod utimes xattr; do
+		fsync_of "$g" || hy_fail "3: fsync failed"
+		strace -f -qq -y -e trace=fsync,fdatasync -p "$HY_PID" -o "$HY_TMP/strace.$kind" 2>"$HY_TMP/strace.err" &
+		spid=$!
+		HY_PIDS="$HY_PIDS $spid"
+		# attached once every thread is traced (strace reports none with -qq: poll
+		# the tracer's status in /proc)
+		for _ in $(seq 1 200); do
+			n=$(grep -l "TracerPid:[[:space:]]*$spid\b" /proc/"$HY_PID"/task/*/status 2>/dev/null | wc -l)
+			[ "$n" -gt 0 ] && [ "$n" = "$(ls /proc/"$HY_PID"/task | wc -l)" ] && break
+			sleep 0.05
+		done
+		case $kind in
+		chmod) chmod 604 "$g" ;;
+		utimes) touch -m -d @1300000000 "$g" ;;
+		xattr) setfattr -n user.hy3 -v x "$g" ;;
+		esac || hy_fail "3: $kind failed"
+		fsync_of "$g" || hy_fail "3: fsync after $kind failed"
+		kill "$spid"
+		wait "$spid" 2>/dev/null
+		hy_forget_pid "$spid"
+		n=$(grep -c "/b/g>" "$HY_TMP/strace.$kind")
+		hy_log "3: $kind then fsync: $n fsync/fdatasync calls of the home file"
+		[ "$n" -gt 0 ] ||
+			hy_fail "3: fsync after $kind of a write-back file did not fsync the home file (strace: $(tr '\n' ' ' <"$HY_TMP/strace.$kind"))"
+	done
+	hy_umount "$M"
+else
+	hy_log "3: skipped: no strace"
+fi
 hy_pass
