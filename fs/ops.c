@@ -1236,6 +1236,19 @@ static void hy_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 	off_t res;
 	int rc = 0;
 
+	/* With the kernel's write-back cache, written pages may still be in
+	 * the kernel only: the home file has a hole, or no byte, where they
+	 * are (SEEK_DATA answered ENXIO on data just written), and the kernel
+	 * sends no flush before LSEEK, nor can the daemon fetch its dirty
+	 * pages. ENOSYS makes the kernel answer every later lseek itself, as
+	 * generic_file_llseek does, from the size it keeps: the whole file is
+	 * data and the one hole is at its end, which POSIX allows and which
+	 * never hides data. Without that cache every write has reached the
+	 * daemon, and the home file's holes are the truth. */
+	if (fs_of(req)->writeback_cache) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
 	/* holes are looked for in the home file: cached writes go there first */
 	if (whence == SEEK_DATA || whence == SEEK_HOLE)
 		rc = hy_engine_prepare_seek(fs_of(req)->engine, &file_of(fi)->engine);

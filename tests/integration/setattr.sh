@@ -10,7 +10,12 @@
 #      xattr; chown -h and touch -h of a symlink change the symlink, not
 #      its target;
 #   3. (6) fsync after chmod, utimes or setxattr of a write-back file
-#      fsyncs the home file (strace on the daemon).
+#      fsyncs the home file (strace on the daemon);
+#   4. (17) with writeback_cache=on, SEEK_DATA/SEEK_HOLE of writes still
+#      in the kernel's page cache answer as on a plain directory (without
+#      it, the backing file's holes are still found); chown(f, -1, -1)
+#      leaves the home file's ctime alone (the ctime the kernel shows with
+#      writeback_cache=on is its own, as on a plain directory: logged).
 . "$(dirname "$0")/lib.sh"
 
 hy_need_root
@@ -118,4 +123,54 @@ if command -v strace >/dev/null; then
 else
 	hy_log "3: skipped: no strace"
 fi
+
+# ---- 4. (17) lseek and chown -1 -1, with the kernel's write-back cache ---
+# seek FILE: writes 8 KiB through one descriptor (with writeback_cache=on
+# they stay in the kernel's page cache), then prints SEEK_DATA and
+# SEEK_HOLE from 0 and from 4096 (or the error)
+seek() {
+	perl -e 'open(my $f, "+>", $ARGV[0]) or die "$ARGV[0]: $!";
+		syswrite($f, "a" x 8192) == 8192 or die "write: $!";
+		for my $w ([3, 0], [4, 0], [3, 4096], [4, 4096]) {
+			my $r = sysseek($f, $w->[1], $w->[0]);
+			print defined $r ? ($r eq "0 but true" ? 0 : $r) : "error:$!", " ";
+		}
+		print "\n"' "$1"
+}
+# chown_nn FILE: ctime before and after chown(FILE, -1, -1), a second apart
+chown_nn() {
+	perl -e 'my @s = stat($ARGV[0]) or die "$ARGV[0]: $!"; select(undef, undef, undef, 1.1);
+		chown(-1, -1, $ARGV[0]) or die "chown: $!"; my @t = stat($ARGV[0]); print "$s[10] $t[10]\n"' "$1"
+}
+mkdir -p "$HY_TMP/native"
+want=$(seek "$HY_TMP/native/s")
+for wb in on off; do
+	hy_mount_ready "$B" "$M" "state=$HY_TMP/s4$wb,writeback_cache=$wb,cache_write=back"
+	got=$(seek "$M/s$wb")
+	[ "$got" = "$want" ] ||
+		hy_fail "4: writeback_cache=$wb: SEEK_DATA/SEEK_HOLE of fresh writes: $got, on a plain directory $want"
+	# holes the backing filesystem has are still found without the
+	# kernel's write-back cache
+	if [ "$wb" = off ]; then
+		perl -e 'open(my $f, "+>", $ARGV[0]) or die; syswrite($f, "b" x 4096);
+			sysseek($f, 1 << 20, 0); syswrite($f, "b" x 4096); my $h = sysseek($f, 0, 4);
+			print "$h\n"' "$M/holes" >"$HY_TMP/hole"
+		[ "$(cat "$HY_TMP/hole")" = 4096 ] ||
+			hy_fail "4: writeback_cache=off: SEEK_HOLE of a sparse file is $(cat "$HY_TMP/hole"), not 4096"
+	fi
+	# chown -1 -1 changes nothing at home: the daemon is asked for no
+	# owner change and makes none
+	echo x >"$M/c$wb"
+	read -r home_before _ < <(stat -c '%Z x' "$B/c$wb")
+	read -r c1 c2 < <(chown_nn "$M/c$wb")
+	home_after=$(stat -c %Z "$B/c$wb")
+	hy_log "4: writeback_cache=$wb: chown(-1, -1): ctime through the mount $c1 -> $c2, at home $home_before -> $home_after"
+	[ "$home_after" = "$home_before" ] ||
+		hy_fail "4: writeback_cache=$wb: chown(-1, -1) moved the home file's ctime ($home_before -> $home_after)"
+	[ "$wb" = on ] || [ "$c1" = "$c2" ] ||
+		hy_fail "4: writeback_cache=$wb: chown(-1, -1) moved the ctime through the mount ($c1 -> $c2)"
+	hy_umount "$M"
+done
+read -r c1 c2 < <(echo x >"$HY_TMP/native/c" && chown_nn "$HY_TMP/native/c")
+hy_log "4: on a plain directory chown(-1, -1) moves the ctime $c1 -> $c2 (Linux)"
 hy_pass
