@@ -105,7 +105,8 @@ static void forget_if_gone(struct hy_fs *fs, struct hy_inode *inode, int fd)
 	struct stat st;
 	int rc;
 
-	if (fd < 0 || atomic_load(&inode->opens) != 0)
+	/* only the cache holds blocks that would go home into a removed file */
+	if (fd < 0 || !fs->engine->cache || atomic_load(&inode->opens) != 0)
 		return;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 0)
 		return;
