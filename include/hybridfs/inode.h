@@ -78,8 +78,12 @@ struct hy_inode_table {
 
 /* How a request reaches an inode: `dirfd` and `name` for the *at calls,
  * or `name` "" with `dirfd` the inode itself (AT_EMPTY_PATH). `path` is
- * a /proc/self/fd path to the same inode for calls without an *at form
- * (xattrs, opening an O_PATH descriptor). Valid until hy_inode_unpin(). */
+ * a /proc/self/fd path to the same inode for calls without an *at form.
+ * Without `self`, the name (and a path through it) is resolved again by
+ * every call: whoever can write the backing directory may have swapped
+ * it by then, so a change is made through a descriptor opened from it and
+ * checked (fs/ops.c, struct hy_object), never through the name. Valid
+ * until hy_inode_unpin(). */
 struct hy_inode_ref {
 	int dirfd;
 	const char *name;
