@@ -10,12 +10,19 @@
  * the kernel sends a SETATTR by node, which the daemon carries out).
  * If the daemon acts on the name instead of the object it checked, the
  * chmod lands on VICTIM through the symlink. Exits 1 as soon as VICTIM's
- * mode changed, 0 after ITERATIONS without, 2 on a setup error. */
+ * mode changed, 0 after ITERATIONS without, 2 on a setup error.
+ *
+ * ITERATIONS "once": no race, the order made certain instead: FILE is
+ * opened, the names are swapped once at home, then one fchmod of FILE
+ * (the kernel still knows the inode by its node and sends the SETATTR),
+ * then the names are swapped back. The chmod must fail (ESTALE: the name
+ * leads to another inode now) or land on FILE's inode, never on VICTIM. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -45,6 +52,28 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	before = st.st_mode & 07777;
+	if (strcmp(argv[6], "once") == 0) {
+		int rc, err;
+
+		if (syscall(SYS_renameat2, dirfd, argv[3], dirfd, argv[4], RENAME_EXCHANGE) < 0) {
+			perror("hy-setattr-race: renameat2");
+			return 2;
+		}
+		rc = fchmod(fd, 0646);
+		err = errno;
+		if (syscall(SYS_renameat2, dirfd, argv[3], dirfd, argv[4], RENAME_EXCHANGE) < 0) {
+			perror("hy-setattr-race: renameat2 back");
+			return 2;
+		}
+		if (stat(argv[5], &st) < 0) {
+			perror("hy-setattr-race: stat");
+			return 2;
+		}
+		printf("fchmod after the swap: %s; %s: mode %04o -> %04o\n",
+		       rc < 0 ? strerror(err) : "done", argv[5], (unsigned)before,
+		       (unsigned)(st.st_mode & 07777));
+		return (st.st_mode & 07777) != before;
+	}
 	child = fork();
 	if (child < 0) {
 		perror("hy-setattr-race: fork");
