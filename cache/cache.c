@@ -144,6 +144,11 @@ struct hy_cache {
 
 	pthread_rwlock_t journal_gate; /* appends shared, checkpoint exclusive */
 	_Atomic uint64_t requests;     /* reads and writes served: the clock of idleness */
+	/* The largest fsync token handed out, of any file. A file's entry made
+	 * again (its blocks gone, no way home held) starts its home changes
+	 * above it: a token of the entry before, arriving late at
+	 * hy_cache_home_synced, can never equal one of the new entry's. */
+	_Atomic uint64_t tokens_issued;
 
 	struct front front;
 
@@ -198,14 +203,14 @@ static uint8_t popcount8(uint8_t m)
 
 static struct hy_file_table_entry *cfile_alloc(void *arg, uint64_t file_id)
 {
+	struct hy_cache *c = arg;
 	struct cfile *cf = calloc(1, sizeof(*cf));
 
-	(void)arg;
 	(void)file_id;
 	if (!cf)
 		return NULL;
 	cf->home = -1;
-	cf->home_changes = 1;
+	cf->home_changes = atomic_load(&c->tokens_issued) + 1;
 	cf->last_write = -1;
 	return &cf->entry;
 }
@@ -2120,9 +2125,15 @@ out:
 	/* every dirty block is durable in the store now: home needs a sync
 	 * only for what the cache changed there since the last one */
 	if (rc == 0 && token) {
+		uint64_t issued = atomic_load(&c->tokens_issued);
+
 		*token = atomic_load(&cf->home_changes);
 		if (*token == atomic_load(&cf->home_synced_at))
 			rc = 1;
+		/* before cfile_put: the entry cannot be made again before this */
+		while (issued < *token &&
+		       !atomic_compare_exchange_weak(&c->tokens_issued, &issued, *token))
+			;
 	}
 	pthread_rwlock_unlock(gate(c, f->file_id));
 	cfile_put(c, cf);
@@ -2142,6 +2153,17 @@ void hy_cache_home_synced(struct hy_cache *c, const struct hy_cache_file *f, uin
 		while (at < token && !atomic_compare_exchange_weak(&cf->home_synced_at, &at, token))
 			;
 	}
+	cfile_put(c, cf);
+}
+
+void hy_cache_home_changed(struct hy_cache *c, uint64_t file_id)
+{
+	struct cfile *cf = file_id ? cfile_get(c, file_id, false) : NULL;
+
+	/* not a change of the data the cache holds (generation stays), but
+	 * one the next fsync must sync home */
+	if (cf)
+		atomic_fetch_add(&cf->home_changes, 1);
 	cfile_put(c, cf);
 }
 

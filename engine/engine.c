@@ -1054,6 +1054,12 @@ int hy_engine_forget_file(struct hy_engine *engine, uint64_t file_id)
 	return engine->cache && file_id ? hy_cache_forget_file(engine->cache, file_id) : 0;
 }
 
+void hy_engine_home_changed(struct hy_engine *engine, uint64_t file_id)
+{
+	if (engine->cache && file_id)
+		hy_cache_home_changed(engine->cache, file_id);
+}
+
 bool hy_engine_has_copies(struct hy_engine *engine, uint64_t file_id)
 {
 	return map_has_copies(engine, file_id) ||

@@ -385,18 +385,113 @@ static void fill_self(struct hy_inode_ref *ref, struct hy_inode *inode)
 	snprintf(ref->path, sizeof(ref->path), "/proc/self/fd/%d", inode->fd);
 }
 
+/* Under table->lock: @inode's descriptor is in use by one more request. */
+static void fd_use(struct hy_inode *inode)
+{
+	inode->fd_users++;
+	lru_remove(inode);
+}
+
+/* Under table->lock: one request less uses @inode's descriptor. */
+static void fd_unuse(struct hy_inode_table *table, struct hy_inode *inode)
+{
+	inode->fd_users--;
+	if (inode->fd_users == 0)
+		lru_touch(table, inode);
+}
+
+/* Entries between the one a request needs a descriptor of and its nearest
+ * ancestor that has one, nearest first; each holds a reference (refs),
+ * which keeps it and its parent alive while the table is unlocked. */
+struct chain {
+	struct hy_inode **at;
+	size_t n, cap;
+	struct hy_inode *inline_at[32];
+};
+
+static int chain_push(struct chain *c, struct hy_inode *inode)
+{
+	if (c->n == c->cap) {
+		size_t cap = c->cap * 2;
+		struct hy_inode **at = c->at == c->inline_at ? malloc(cap * sizeof(*at))
+							     : realloc(c->at, cap * sizeof(*at));
+
+		if (!at)
+			return -ENOMEM;
+		if (c->at == c->inline_at)
+			memcpy(at, c->inline_at, c->n * sizeof(*at));
+		c->at = at;
+		c->cap = cap;
+	}
+	inode->refs++;
+	c->at[c->n++] = inode;
+	return 0;
+}
+
+/* Opens the descriptors of @c's entries, from the ancestor @base (whose
+ * descriptor the caller uses) down, one level at a time, each checked to
+ * be the inode the table knows. A loop, not a recursion: a chain of
+ * directories may be far deeper than a path (15,000 levels took 11 MB of
+ * stack that way). Returns 0 with the last entry's descriptor in use (and
+ * @base's no longer), or a negative errno with none in use. */
+static int chain_open(struct hy_inode_table *table, struct chain *c, struct hy_inode *base)
+{
+	struct close_list list = {.count = 0};
+	char name[NAME_MAX + 1];
+	int rc = 0;
+
+	for (size_t i = c->n; i-- > 0;) {
+		struct hy_inode *child = c->at[i];
+		bool opened = false;
+		int fd = -1;
+
+		pthread_mutex_lock(&table->lock);
+		if (child->fd >= 0) {
+			fd_use(child); /* another request opened it meanwhile */
+			opened = true;
+		} else if (!child->name || child->parent != base) {
+			rc = -ESTALE; /* renamed or removed since the chain was taken */
+		} else {
+			snprintf(name, sizeof(name), "%s", child->name);
+		}
+		pthread_mutex_unlock(&table->lock);
+		/* base->fd stays open: its use count keeps it out of the LRU */
+		if (rc == 0 && !opened)
+			rc = open_checked(base->fd, name, child, &fd);
+		pthread_mutex_lock(&table->lock);
+		if (rc == 0 && !opened) {
+			table->fd_reopens++;
+			if (child->fd < 0) {
+				child->fd = fd;
+				table->fds_cached++;
+			} else {
+				close_later(&list, fd);
+			}
+			fd_use(child);
+		}
+		fd_unuse(table, base);
+		evict_over_cap(table, &list);
+		pthread_mutex_unlock(&table->lock);
+		close_all(&list);
+		if (rc)
+			return rc;
+		base = child;
+	}
+	return 0;
+}
+
 int hy_inode_pin(struct hy_inode_table *table, struct hy_inode *inode, bool want_fd,
 		 struct hy_inode_ref *ref)
 {
 	struct close_list list = {.count = 0};
-	struct hy_inode_ref parent_ref;
-	struct hy_inode *parent;
-	int rc, fd;
+	struct chain c = {.n = 0, .cap = 32};
+	struct hy_inode *need, *base;
+	int rc = 0;
 
+	c.at = c.inline_at;
 	pthread_mutex_lock(&table->lock);
 	if (inode->fd >= 0) {
-		inode->fd_users++;
-		lru_remove(inode);
+		fd_use(inode);
 		fill_self(ref, inode);
 		pthread_mutex_unlock(&table->lock);
 		return 0;
@@ -405,42 +500,45 @@ int hy_inode_pin(struct hy_inode_table *table, struct hy_inode *inode, bool want
 		pthread_mutex_unlock(&table->lock);
 		return -ESTALE;
 	}
-	parent = inode->parent;
+	/* without want_fd the parent's descriptor and the name will do */
 	snprintf(ref->name_buf, sizeof(ref->name_buf), "%s", inode->name);
-	inode->refs++; /* keeps inode->parent alive while unlocked */
+	need = want_fd ? inode : inode->parent;
+	for (base = need; base->fd < 0; base = base->parent) {
+		if (!base->name || !base->parent) {
+			rc = -ESTALE;
+			break;
+		}
+		rc = chain_push(&c, base);
+		if (rc)
+			break;
+	}
+	if (rc == 0)
+		fd_use(base);
 	pthread_mutex_unlock(&table->lock);
 
-	rc = hy_inode_pin(table, parent, true, &parent_ref);
-	if (rc == 0 && !want_fd) {
-		ref->holder = parent_ref.holder;
+	if (rc == 0)
+		rc = chain_open(table, &c, base);
+	if (rc == 0 && want_fd) {
+		pthread_mutex_lock(&table->lock);
+		fill_self(ref, inode);
+		pthread_mutex_unlock(&table->lock);
+	} else if (rc == 0) {
+		ref->holder = need;
 		ref->self = false;
-		ref->dirfd = parent_ref.dirfd;
+		ref->dirfd = need->fd;
 		ref->name = ref->name_buf;
 		snprintf(ref->path, sizeof(ref->path), "/proc/self/fd/%d/%s", ref->dirfd,
 			 ref->name_buf);
-	} else if (rc == 0) {
-		rc = open_checked(parent_ref.dirfd, ref->name_buf, inode, &fd);
-		hy_inode_unpin(table, &parent_ref);
-		pthread_mutex_lock(&table->lock);
-		if (rc == 0) {
-			table->fd_reopens++;
-			if (inode->fd < 0) {
-				inode->fd = fd;
-				table->fds_cached++;
-			} else {
-				close_later(&list, fd);
-			}
-			inode->fd_users++;
-			lru_remove(inode);
-			fill_self(ref, inode);
-			evict_over_cap(table, &list);
-		}
-		pthread_mutex_unlock(&table->lock);
 	}
 	pthread_mutex_lock(&table->lock);
-	inode->refs--;
+	for (size_t i = 0; i < c.n; i++) {
+		c.at[i]->refs--;
+		maybe_free(table, c.at[i], &list);
+	}
 	pthread_mutex_unlock(&table->lock);
 	close_all(&list);
+	if (c.at != c.inline_at)
+		free(c.at);
 	return rc;
 }
 

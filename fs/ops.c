@@ -64,6 +64,36 @@ static void handle_untrack(struct hy_fs *fs, struct hy_fs_handle *h)
 	pthread_mutex_unlock(&fs->handles_lock);
 }
 
+/* The file id of @inode, for a path that changes the file's data or
+ * metadata without a handle of it (truncate or chmod by name, an O_TRUNC
+ * open, the removal of its last name). The entry learns the id at open;
+ * one made by a lookup after the kernel forgot the inode (FORGET frees
+ * the entry that knew it) knows none, so the file table is asked, by the
+ * file's identity: every file the cache or the BOPT holds blocks of has
+ * its row there, since only files with an id enter them. Asked here and
+ * not at every lookup, which would cost a statx and a SQLite read for
+ * each name listed. @fd: a descriptor of the file (O_PATH too). */
+static uint64_t file_id_of(struct hy_fs *fs, struct hy_inode *inode, int fd)
+{
+	uint64_t id = atomic_load(&inode->file_id), none = 0;
+	struct stat st;
+
+	if (id || !fs->profiler || inode->type != S_IFREG || fd < 0)
+		return id;
+	if (fstat(fd, &st) < 0) {
+		hy_log(LOG_WARNING, "fs: inode %llu: cannot stat it for its file id: %s",
+		       (unsigned long long)inode->ino, strerror(errno));
+		return 0;
+	}
+	if (st.st_ino != inode->ino || st.st_dev != inode->dev)
+		return 0;
+	id = hy_profiler_find_file(fs->profiler, fd, &st);
+	/* a request that learned it meanwhile learned the same id */
+	if (id && !atomic_compare_exchange_strong(&inode->file_id, &none, id))
+		id = none;
+	return id;
+}
+
 /* A file whose last name went while no handle was open, or whose last
  * handle closed after that: nobody can read it again, so the cache drops
  * its blocks unwritten and lets go of it, and its room goes back to the
@@ -71,13 +101,17 @@ static void handle_untrack(struct hy_fs *fs, struct hy_fs_handle *h)
  * descriptor of it, for its link count. */
 static void forget_if_gone(struct hy_fs *fs, struct hy_inode *inode, int fd)
 {
-	uint64_t file_id = atomic_load(&inode->file_id);
+	uint64_t file_id;
 	struct stat st;
 	int rc;
 
-	if (!file_id || fd < 0 || atomic_load(&inode->opens) != 0)
+	/* only the cache holds blocks that would go home into a removed file */
+	if (fd < 0 || !fs->engine->cache || atomic_load(&inode->opens) != 0)
 		return;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 0)
+		return;
+	file_id = file_id_of(fs, inode, fd);
+	if (!file_id)
 		return;
 	rc = hy_engine_forget_file(fs->engine, file_id);
 	if (rc < 0)
@@ -358,8 +392,70 @@ static void hy_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	}
 }
 
-static int set_times(const struct hy_inode_ref *ref, struct fuse_file_info *fi,
-		     const struct stat *attr, int to_set)
+/* ---- acting on a checked object ---------------------------------------- */
+
+static bool out_of_descriptors(struct hy_fs *fs, int rc);
+
+/* An inode as a change reaches it: an O_PATH descriptor whose identity
+ * was checked against the entry, and its /proc/self/fd link. A name in
+ * the backing directory can be swapped at home (renameat2 with
+ * RENAME_EXCHANGE, by anyone who can write that directory) between any
+ * check and a call that takes the name, and the daemon acts as root: a
+ * chmod by name landed on root's file through a swapped-in symlink (issue
+ * 16.11). The descriptor stays with the object, and the magic link
+ * resolves to the object it was opened on, never to a name, a symlink
+ * itself included. */
+struct hy_object {
+	int fd;
+	bool owned; /* opened here (else the inode's own, pinned) */
+	char path[32];
+};
+
+static int object_open(struct hy_fs *fs, const struct hy_inode_ref *ref,
+		       const struct hy_inode *inode, struct hy_object *obj)
+{
+	struct stat st;
+	int rc = 0;
+
+	obj->owned = false;
+	obj->fd = -1;
+	if (ref->self) {
+		obj->fd = ref->dirfd;
+	} else {
+		for (int attempt = 0; attempt < 2; attempt++) {
+			obj->fd = openat(ref->dirfd, ref->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+			rc = obj->fd < 0 ? -errno : 0;
+			if (!out_of_descriptors(fs, rc))
+				break;
+		}
+		if (rc)
+			return rc;
+		obj->owned = true;
+		if (fstat(obj->fd, &st) < 0)
+			rc = -errno;
+		else if (st.st_ino != inode->ino || st.st_dev != inode->dev)
+			rc = -ESTALE; /* the name leads elsewhere now */
+		if (rc) {
+			close(obj->fd);
+			obj->fd = -1;
+			obj->owned = false;
+			return rc;
+		}
+	}
+	snprintf(obj->path, sizeof(obj->path), "/proc/self/fd/%d", obj->fd);
+	return 0;
+}
+
+static void object_close(struct hy_object *obj)
+{
+	if (obj->owned && obj->fd >= 0)
+		close(obj->fd);
+	obj->fd = -1;
+	obj->owned = false;
+}
+
+/* @fd: the open handle's descriptor, or -1 (then @obj's link). */
+static int set_times(const struct hy_object *obj, int fd, const struct stat *attr, int to_set)
 {
 	struct timespec tv[2];
 
@@ -373,14 +469,13 @@ static int set_times(const struct hy_inode_ref *ref, struct fuse_file_info *fi,
 		tv[1].tv_nsec = UTIME_NOW;
 	else if (to_set & FUSE_SET_ATTR_MTIME)
 		tv[1] = attr->st_mtim;
-	if (fi && fi->fh)
-		return futimens(file_of(fi)->fd, tv) < 0 ? -errno : 0;
-	if (ref->self)
-		return utimensat(AT_FDCWD, ref->path, tv, 0) < 0 ? -errno : 0;
-	return utimensat(ref->dirfd, ref->name, tv, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+	if (fd >= 0)
+		return futimens(fd, tv) < 0 ? -errno : 0;
+	/* the link lands on the object, a symlink itself included */
+	return utimensat(AT_FDCWD, obj->path, tv, 0) < 0 ? -errno : 0;
 }
 
-static int set_size(struct hy_fs *fs, struct hy_inode *inode, const struct hy_inode_ref *ref,
+static int set_size(struct hy_fs *fs, struct hy_inode *inode, const struct hy_object *obj,
 		    struct fuse_file_info *fi, off_t size)
 {
 	struct hy_engine_file file;
@@ -388,16 +483,18 @@ static int set_size(struct hy_fs *fs, struct hy_inode *inode, const struct hy_in
 
 	if (fi && fi->fh)
 		return hy_engine_truncate(fs->engine, &file_of(fi)->engine, size);
-	if (ref->self)
-		fd = open(ref->path, O_WRONLY | O_CLOEXEC);
-	else
-		fd = openat(ref->dirfd, ref->name, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	/* the kernel truncates regular files only; opening anything else for
+	 * writing (a FIFO) could block */
+	if (inode->type != S_IFREG)
+		return inode->type == S_IFDIR ? -EISDIR : -EINVAL;
+	fd = open(obj->path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	hy_engine_file_init(fs->engine, &file, fd);
-	/* known once the file was opened since mount: its relocated blocks are
-	 * settled; otherwise its stamp catches the change at the next read */
-	hy_engine_file_set_id(&file, atomic_load(&inode->file_id));
+	/* with its id the truncation takes the cache's gate and the map's
+	 * path: dirty blocks past the new end are dropped, not written home
+	 * over it later */
+	hy_engine_file_set_id(&file, file_id_of(fs, inode, fd));
 	rc = hy_engine_truncate(fs->engine, &file, size);
 	close(fd);
 	return rc;
@@ -409,31 +506,36 @@ static int do_setattr(struct hy_fs *fs, struct hy_inode *inode, const struct sta
 	const int meta_bits = FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID |
 			      FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
 			      FUSE_SET_ATTR_MTIME_NOW;
-	uint64_t file_id = atomic_load(&inode->file_id);
+	uint64_t file_id = 0;
 	struct hy_engine_file meta;
+	struct hy_object obj = {.fd = -1, .owned = false};
 	struct hy_inode_ref ref;
-	int rc, fd = fi && fi->fh ? file_of(fi)->fd : -1, meta_fd = -1;
-	bool fresh = false;
+	int rc, fd = fi && fi->fh ? file_of(fi)->fd : -1, meta_fd;
+	bool fresh = false, gated = false;
 
 	rc = hy_inode_pin(fs->inodes, inode, false, &ref);
 	if (rc)
 		return rc;
+	/* every change below goes through the open handle or through this
+	 * one checked object, never through the name again */
+	if (fd < 0) {
+		rc = object_open(fs, &ref, inode, &obj);
+		if (rc)
+			goto out;
+	}
+	meta_fd = fd >= 0 ? fd : obj.fd;
 	/* The size first: the engine's truncation takes the cache's gate of
 	 * the file, which meta_begin holds until meta_end. */
 	if (to_set & FUSE_SET_ATTR_SIZE) {
-		rc = set_size(fs, inode, &ref, fi, attr->st_size);
+		rc = set_size(fs, inode, &obj, fi, attr->st_size);
 		if (rc)
 			goto out;
 	}
 	/* the change moves the ctime: BOPT copies current now stay current */
-	if ((to_set & meta_bits) && hy_engine_has_copies(fs->engine, file_id)) {
-		if (fd >= 0)
-			meta_fd = fd;
-		else if (ref.self)
-			meta_fd = open(ref.path, O_PATH | O_CLOEXEC);
-		else
-			meta_fd = openat(ref.dirfd, ref.name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-		if (meta_fd >= 0) {
+	if (to_set & meta_bits) {
+		file_id = file_id_of(fs, inode, meta_fd);
+		gated = hy_engine_has_copies(fs->engine, file_id);
+		if (gated) {
 			hy_engine_file_init(fs->engine, &meta, meta_fd);
 			hy_engine_file_set_id(&meta, file_id);
 			fresh = hy_engine_meta_begin(fs->engine, &meta);
@@ -442,10 +544,8 @@ static int do_setattr(struct hy_fs *fs, struct hy_inode *inode, const struct sta
 	if (to_set & FUSE_SET_ATTR_MODE) {
 		if (fd >= 0)
 			rc = fchmod(fd, attr->st_mode);
-		else if (ref.self)
-			rc = fchmodat(AT_FDCWD, ref.path, attr->st_mode, 0);
 		else
-			rc = fchmodat(ref.dirfd, ref.name, attr->st_mode, 0);
+			rc = fchmodat(AT_FDCWD, obj.path, attr->st_mode, 0);
 		if (rc < 0) {
 			rc = -errno;
 			goto out;
@@ -455,11 +555,11 @@ static int do_setattr(struct hy_fs *fs, struct hy_inode *inode, const struct sta
 		uid_t uid = (to_set & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1;
 		gid_t gid = (to_set & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1;
 
+		/* on the object itself: a symlink's own owner (lchown) */
 		if (fd >= 0)
 			rc = fchown(fd, uid, gid);
 		else
-			rc = fchownat(ref.dirfd, ref.name, uid, gid,
-				      AT_SYMLINK_NOFOLLOW | (ref.self ? AT_EMPTY_PATH : 0));
+			rc = fchownat(obj.fd, "", uid, gid, AT_EMPTY_PATH);
 		if (rc < 0) {
 			rc = -errno;
 			goto out;
@@ -467,20 +567,18 @@ static int do_setattr(struct hy_fs *fs, struct hy_inode *inode, const struct sta
 	}
 	if (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
 		      FUSE_SET_ATTR_MTIME_NOW)) {
-		rc = set_times(&ref, fi, attr, to_set);
+		rc = set_times(&obj, fd, attr, to_set);
 		if (rc)
 			goto out;
 	}
-	if (fd >= 0)
-		rc = fstat(fd, out) < 0 ? -errno : 0;
-	else
-		rc = stat_ref(&ref, inode, out);
+	rc = fstat(meta_fd, out) < 0 ? -errno : 0;
+	/* the next fsync makes the new mode, owner or times durable too */
+	if (to_set & meta_bits)
+		hy_engine_home_changed(fs->engine, file_id);
 out:
-	if (meta_fd >= 0) {
+	if (gated)
 		hy_engine_meta_end(fs->engine, &meta, fresh && rc == 0);
-		if (meta_fd != fd)
-			close(meta_fd);
-	}
+	object_close(&obj);
 	hy_inode_unpin(fs->inodes, &ref);
 	return rc;
 }
@@ -634,6 +732,7 @@ static int do_link(struct hy_fs *fs, struct hy_inode *inode, struct hy_inode *ne
 		   const char *new_name, struct fuse_entry_param *e)
 {
 	struct hy_inode_ref ref, pref;
+	struct hy_object obj;
 	int rc;
 
 	if (is_state_entry(fs, new_parent, new_name))
@@ -644,15 +743,18 @@ static int do_link(struct hy_fs *fs, struct hy_inode *inode, struct hy_inode *ne
 	rc = hy_inode_pin(fs->inodes, new_parent, true, &pref);
 	if (rc)
 		goto out;
+	rc = object_open(fs, &ref, inode, &obj);
+	if (rc)
+		goto unpin;
 	/* linkat(fd, "", AT_EMPTY_PATH) needs CAP_DAC_READ_SEARCH; the
-	 * /proc link with AT_SYMLINK_FOLLOW does the same without it. */
-	if (ref.self)
-		rc = linkat(AT_FDCWD, ref.path, pref.dirfd, new_name, AT_SYMLINK_FOLLOW);
-	else
-		rc = linkat(ref.dirfd, ref.name, pref.dirfd, new_name, 0);
+	 * /proc link with AT_SYMLINK_FOLLOW does the same without it, and
+	 * links the checked object, not what its name leads to by now */
+	rc = linkat(AT_FDCWD, obj.path, pref.dirfd, new_name, AT_SYMLINK_FOLLOW);
 	rc = rc < 0 ? -errno : 0;
+	object_close(&obj);
 	if (rc == 0)
 		rc = do_lookup_at(fs, new_parent, pref.dirfd, new_name, e);
+unpin:
 	hy_inode_unpin(fs->inodes, &pref);
 out:
 	hy_inode_unpin(fs->inodes, &ref);
@@ -824,6 +926,26 @@ static int file_new(struct hy_fs *fs, fuse_req_t req, struct hy_inode *inode, in
 	return 0;
 }
 
+/* file_id_of() for an open with O_TRUNC, before it truncates: through
+ * the inode's own descriptor, or one opened by its name and checked. */
+static uint64_t trunc_file_id(struct hy_fs *fs, struct hy_inode *inode,
+			      const struct hy_inode_ref *ref)
+{
+	uint64_t id = atomic_load(&inode->file_id);
+	int fd;
+
+	if (id || !fs->profiler || inode->type != S_IFREG)
+		return id;
+	if (ref->self)
+		return file_id_of(fs, inode, ref->dirfd);
+	fd = openat(ref->dirfd, ref->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return 0; /* the open that follows fails the same way */
+	id = file_id_of(fs, inode, fd);
+	close(fd);
+	return id;
+}
+
 static int do_open(struct hy_fs *fs, fuse_req_t req, struct hy_inode *inode,
 		   struct fuse_file_info *fi)
 {
@@ -844,7 +966,7 @@ static int do_open(struct hy_fs *fs, fuse_req_t req, struct hy_inode *inode,
 	if (flags & O_TRUNC)
 		rc = creds_enter(fs, req, &saved);
 	/* the cache must not write old blocks home across the truncation */
-	trunc_id = flags & O_TRUNC ? atomic_load(&inode->file_id) : 0;
+	trunc_id = flags & O_TRUNC ? trunc_file_id(fs, inode, &ref) : 0;
 	gated = rc == 0 && hy_engine_truncate_open_begin(fs->engine, trunc_id);
 	fd = -1;
 	if (rc == 0) {
@@ -1115,6 +1237,19 @@ static void hy_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 	off_t res;
 	int rc = 0;
 
+	/* With the kernel's write-back cache, written pages may still be in
+	 * the kernel only: the home file has a hole, or no byte, where they
+	 * are (SEEK_DATA answered ENXIO on data just written), and the kernel
+	 * sends no flush before LSEEK, nor can the daemon fetch its dirty
+	 * pages. ENOSYS makes the kernel answer every later lseek itself, as
+	 * generic_file_llseek does, from the size it keeps: the whole file is
+	 * data and the one hole is at its end, which POSIX allows and which
+	 * never hides data. Without that cache every write has reached the
+	 * daemon, and the home file's holes are the truth. */
+	if (fs_of(req)->writeback_cache) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
 	/* holes are looked for in the home file: cached writes go there first */
 	if (whence == SEEK_DATA || whence == SEEK_HOLE)
 		rc = hy_engine_prepare_seek(fs_of(req)->engine, &file_of(fi)->engine);
@@ -1354,23 +1489,38 @@ static void hy_statfs(fuse_req_t req, fuse_ino_t ino)
 
 /* ---- extended attributes ----------------------------------------------- */
 
-/* The xattr calls have no *at form: they go through the /proc/self/fd path
- * of the pinned descriptor. A path through the parent ("/proc/self/fd/N/name")
- * is used with the l-variants, so a symlink's own attributes are read; the
- * inode's own O_PATH descriptor is followed with the plain variants, which
- * land on the inode it was opened on, a symlink included. */
-static int xattr_ref(struct hy_fs *fs, struct hy_inode *inode, struct hy_inode_ref *ref)
+/* The xattr calls have no *at form: they go through the /proc/self/fd
+ * link of a checked object (see struct hy_object), with the plain
+ * variants, which land on the inode it was opened on, a symlink included;
+ * a path through the parent and the name would reach whatever the name
+ * leads to by then. */
+static int xattr_ref(struct hy_fs *fs, struct hy_inode *inode, struct hy_inode_ref *ref,
+		     struct hy_object *obj)
 {
-	return hy_inode_pin(fs->inodes, inode, false, ref);
+	int rc = hy_inode_pin(fs->inodes, inode, false, ref);
+
+	if (rc)
+		return rc;
+	rc = object_open(fs, ref, inode, obj);
+	if (rc)
+		hy_inode_unpin(fs->inodes, ref);
+	return rc;
+}
+
+static void xattr_unref(struct hy_fs *fs, struct hy_inode_ref *ref, struct hy_object *obj)
+{
+	object_close(obj);
+	hy_inode_unpin(fs->inodes, ref);
 }
 
 static void hy_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
 	struct hy_fs *fs = fs_of(req);
 	struct hy_inode_ref ref;
+	struct hy_object obj;
 	char *buf = NULL;
 	ssize_t n;
-	int rc = xattr_ref(fs, inode_of(fs, ino), &ref);
+	int rc = xattr_ref(fs, inode_of(fs, ino), &ref, &obj);
 
 	count_op(fs, HY_OP_XATTR);
 	if (rc) {
@@ -1380,14 +1530,14 @@ static void hy_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 	if (size) {
 		buf = malloc(size);
 		if (!buf) {
-			hy_inode_unpin(fs->inodes, &ref);
+			xattr_unref(fs, &ref, &obj);
 			fuse_reply_err(req, ENOMEM);
 			return;
 		}
 	}
-	n = ref.self ? getxattr(ref.path, name, buf, size) : lgetxattr(ref.path, name, buf, size);
+	n = getxattr(obj.path, name, buf, size);
 	rc = n < 0 ? errno : 0;
-	hy_inode_unpin(fs->inodes, &ref);
+	xattr_unref(fs, &ref, &obj);
 	if (rc)
 		fuse_reply_err(req, rc);
 	else if (size == 0)
@@ -1401,9 +1551,10 @@ static void hy_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	struct hy_fs *fs = fs_of(req);
 	struct hy_inode_ref ref;
+	struct hy_object obj;
 	char *buf = NULL;
 	ssize_t n;
-	int rc = xattr_ref(fs, inode_of(fs, ino), &ref);
+	int rc = xattr_ref(fs, inode_of(fs, ino), &ref, &obj);
 
 	count_op(fs, HY_OP_XATTR);
 	if (rc) {
@@ -1413,14 +1564,14 @@ static void hy_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	if (size) {
 		buf = malloc(size);
 		if (!buf) {
-			hy_inode_unpin(fs->inodes, &ref);
+			xattr_unref(fs, &ref, &obj);
 			fuse_reply_err(req, ENOMEM);
 			return;
 		}
 	}
-	n = ref.self ? listxattr(ref.path, buf, size) : llistxattr(ref.path, buf, size);
+	n = listxattr(obj.path, buf, size);
 	rc = n < 0 ? errno : 0;
-	hy_inode_unpin(fs->inodes, &ref);
+	xattr_unref(fs, &ref, &obj);
 	if (rc)
 		fuse_reply_err(req, rc);
 	else if (size == 0)
@@ -1435,17 +1586,18 @@ static void hy_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 {
 	struct hy_fs *fs = fs_of(req);
 	struct hy_inode_ref ref;
-	int rc = xattr_ref(fs, inode_of(fs, ino), &ref);
+	struct hy_object obj;
+	int rc = xattr_ref(fs, inode_of(fs, ino), &ref, &obj);
 
 	count_op(fs, HY_OP_XATTR);
 	if (rc) {
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	rc = ref.self ? setxattr(ref.path, name, value, size, flags)
-		      : lsetxattr(ref.path, name, value, size, flags);
-	rc = rc < 0 ? errno : 0;
-	hy_inode_unpin(fs->inodes, &ref);
+	rc = setxattr(obj.path, name, value, size, flags) < 0 ? errno : 0;
+	if (rc == 0) /* the next fsync makes it durable */
+		hy_engine_home_changed(fs->engine, file_id_of(fs, inode_of(fs, ino), obj.fd));
+	xattr_unref(fs, &ref, &obj);
 	fuse_reply_err(req, rc);
 }
 
@@ -1453,16 +1605,18 @@ static void hy_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	struct hy_fs *fs = fs_of(req);
 	struct hy_inode_ref ref;
-	int rc = xattr_ref(fs, inode_of(fs, ino), &ref);
+	struct hy_object obj;
+	int rc = xattr_ref(fs, inode_of(fs, ino), &ref, &obj);
 
 	count_op(fs, HY_OP_XATTR);
 	if (rc) {
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	rc = ref.self ? removexattr(ref.path, name) : lremovexattr(ref.path, name);
-	rc = rc < 0 ? errno : 0;
-	hy_inode_unpin(fs->inodes, &ref);
+	rc = removexattr(obj.path, name) < 0 ? errno : 0;
+	if (rc == 0)
+		hy_engine_home_changed(fs->engine, file_id_of(fs, inode_of(fs, ino), obj.fd));
+	xattr_unref(fs, &ref, &obj);
 	fuse_reply_err(req, rc);
 }
 

@@ -531,6 +531,40 @@ static uint64_t find_or_make_file(struct hy_profiler *p, const struct stat *st, 
 	return id;
 }
 
+uint64_t hy_profiler_find_file(struct hy_profiler *p, int fd, const struct stat *st)
+{
+	int64_t birth = birth_of(fd);
+	struct pending_file *pf;
+	uint64_t id = 0;
+	int rc;
+
+	/* the same order as find_or_make_file(): a row leaves the pending
+	 * list only once it is committed, so with read_lock held a file is
+	 * pending or in the database, never between the two */
+	pthread_mutex_lock(&p->read_lock);
+	pthread_mutex_lock(&p->queue_lock);
+	for (pf = p->files; pf; pf = pf->next)
+		if (pf->ino == st->st_ino && pf->dev == st->st_dev && pf->birth_ns == birth) {
+			id = pf->id;
+			break;
+		}
+	pthread_mutex_unlock(&p->queue_lock);
+	if (!id) {
+		sqlite3_bind_int64(p->select_file, 1, (int64_t)st->st_dev);
+		sqlite3_bind_int64(p->select_file, 2, (int64_t)st->st_ino);
+		sqlite3_bind_int64(p->select_file, 3, birth);
+		rc = sqlite3_step(p->select_file);
+		if (rc == SQLITE_ROW)
+			id = (uint64_t)sqlite3_column_int64(p->select_file, 0);
+		else if (rc != SQLITE_DONE)
+			hy_log(LOG_ERR, "profiler: looking up the file id of inode %llu: %s",
+			       (unsigned long long)st->st_ino, sqlite3_errmsg(p->read_db));
+		sqlite3_reset(p->select_file);
+	}
+	pthread_mutex_unlock(&p->read_lock);
+	return id;
+}
+
 int hy_profiler_open(struct hy_profiler *p, struct hy_profile_handle *handle, int fd,
 		     const struct stat *st, uint64_t known_id, const char *name, pid_t pid)
 {

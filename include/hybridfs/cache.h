@@ -333,12 +333,20 @@ int hy_cache_write_home(struct hy_cache *cache, const struct hy_cache_file *f, u
 
 /* fsync: the file's dirty blocks durable (in the store's journal, or
  * home). Returns 1 when home needs no sync for them either (nothing the
- * cache changed there since the last home sync), 0 when it does (then the
- * caller syncs home and, if that succeeded, passes *@token, set here, to
- * hy_cache_home_synced), or a negative errno. The home file's times are
- * not synced when 1 is returned: fsync then promises data and size. */
+ * cache changed there since the last home sync, and no change counted by
+ * hy_cache_home_changed), 0 when it does (then the caller syncs home and,
+ * if that succeeded, passes *@token, set here, to hy_cache_home_synced),
+ * or a negative errno. A token that arrives after the file's entry was
+ * freed and made again counts for nothing there: a new entry's changes
+ * start above every token handed out. The home file's times are not
+ * synced when 1 is returned: fsync then promises data and size. */
 int hy_cache_fsync(struct hy_cache *cache, const struct hy_cache_file *f, uint64_t *token);
 void hy_cache_home_synced(struct hy_cache *cache, const struct hy_cache_file *f, uint64_t token);
+
+/* The home file changed other than through the cache (chmod, chown,
+ * utimes, xattrs through the mount): the next fsync syncs home, which
+ * hy_cache_fsync would otherwise find needs no sync. */
+void hy_cache_home_changed(struct hy_cache *cache, uint64_t file_id);
 
 /* The last handle of the file was closed: its dirty blocks are queued for
  * the cleaner, and its lines become first choices for eviction. */

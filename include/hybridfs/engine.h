@@ -160,6 +160,12 @@ bool hy_engine_has_copies(struct hy_engine *engine, uint64_t file_id);
 bool hy_engine_meta_begin(struct hy_engine *engine, struct hy_engine_file *file);
 void hy_engine_meta_end(struct hy_engine *engine, struct hy_engine_file *file, bool fresh);
 
+/* After a change of the home file's metadata through the mount (chmod,
+ * chown, utimes, xattrs): the next fsync of @file_id syncs the home file,
+ * so the change is durable too, even when the cache holds its data
+ * durably already (hy_cache_home_changed). */
+void hy_engine_home_changed(struct hy_engine *engine, uint64_t file_id);
+
 /* A handle of @file is closed: its dirty blocks go home. 0 or -errno. */
 int hy_engine_close(struct hy_engine *engine, struct hy_engine_file *file);
 

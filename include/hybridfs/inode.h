@@ -15,7 +15,9 @@
  * the *at system calls, so paths never grow towards PATH_MAX. Directories
  * keep an O_PATH descriptor in a cache bounded by `fd_cap` and evicted in
  * least-recently-used order; an evicted directory is reopened from its own
- * parent on the next use, and its identity checked. An entry whose name is
+ * parent on the next use, and its identity checked: level by level down
+ * from the nearest ancestor that still has a descriptor, in a loop, since a
+ * chain of directories can be far deeper than a path or a thread's stack. An entry whose name is
  * gone while the kernel still knows it (unlinked while open, or the name
  * moved away by rename) keeps a pinned descriptor instead, taken before
  * the unlink or rename.
@@ -76,8 +78,12 @@ struct hy_inode_table {
 
 /* How a request reaches an inode: `dirfd` and `name` for the *at calls,
  * or `name` "" with `dirfd` the inode itself (AT_EMPTY_PATH). `path` is
- * a /proc/self/fd path to the same inode for calls without an *at form
- * (xattrs, opening an O_PATH descriptor). Valid until hy_inode_unpin(). */
+ * a /proc/self/fd path to the same inode for calls without an *at form.
+ * Without `self`, the name (and a path through it) is resolved again by
+ * every call: whoever can write the backing directory may have swapped
+ * it by then, so a change is made through a descriptor opened from it and
+ * checked (fs/ops.c, struct hy_object), never through the name. Valid
+ * until hy_inode_unpin(). */
 struct hy_inode_ref {
 	int dirfd;
 	const char *name;

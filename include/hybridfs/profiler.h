@@ -37,7 +37,8 @@
  * Retention: rows older than max_age_s, and all but the newest max_rows,
  * are pruned by the writer thread every HY_PROFILER_PRUNE_S seconds.
  *
- * Who calls it: fs/ops.c (open, create, read, write, metadata counts),
+ * Who calls it: fs/ops.c (open, create, read, write, metadata counts, the
+ * file id of an inode entry made without one),
  * fs/main.c (new, free), fs/control.c (stats, top processes, sync).
  *
  * Memory: struct hy_profiler owns its ring, its two SQLite connections
@@ -181,6 +182,14 @@ uint32_t hy_profiler_process(struct hy_profiler *profiler, pid_t pid);
 int hy_profiler_open(struct hy_profiler *profiler, struct hy_profile_handle *handle, int fd,
 		     const struct stat *st, uint64_t known_id, const char *name, pid_t pid);
 void hy_profiler_close(struct hy_profile_handle *handle);
+
+/* The id the file table holds for the file @fd (any descriptor, O_PATH
+ * too) whose backing identity is @st, or 0 when it has none; never makes
+ * one. For the paths that change a file's data without a handle of it
+ * (truncate and chmod by name, O_TRUNC, unlink), whose inode entry may
+ * have been made after the kernel forgot the one that knew the id. Takes
+ * read_lock across one indexed SQLite read. */
+uint64_t hy_profiler_find_file(struct hy_profiler *profiler, int fd, const struct stat *st);
 
 /* Before a read or write of @handle by @pid (0, or a write from the
  * write-back cache: the opener) is served: counts it, classifies it in

@@ -60,7 +60,7 @@ check_mount() {
 	if ! run_bounded "$optest" "$m/work" >"$HY_TMP/$name.out" 2>"$HY_TMP/$name.err"; then
 		hy_fail "$name: hy-optest did not finish on the mount: $(cat "$HY_TMP/$name.err")"
 	fi
-	if ! diff -u "$HY_TMP/plain.out" "$HY_TMP/$name.out" >"$HY_TMP/$name.diff"; then
+	if ! diff -u "$HY_TMP/${REF:-plain}.out" "$HY_TMP/$name.out" >"$HY_TMP/$name.diff"; then
 		hy_fail "$name: the mount differs from the plain directory (- plain, + mount):"
 		cat "$HY_TMP/$name.diff" >&2
 	fi
@@ -100,14 +100,34 @@ check_mount() {
 	fi
 }
 
+# With the kernel's write-back cache the kernel answers SEEK_DATA and
+# SEEK_HOLE itself (the daemon cannot see pages not yet written back: issue
+# 16.17): the whole file is data, its one hole at its end, as
+# generic_file_llseek answers for the 3 MiB sk_file. Every other line is
+# the plain directory's.
+sed -e 's/^seek\.hole_0 .*/seek.hole_0 3145728/' \
+	-e 's/^seek\.data_4k .*/seek.data_4k 4096/' \
+	-e 's/^seek\.hole_1m .*/seek.hole_1m 3145728/' \
+	-e 's/^seek\.data_after_last .*/seek.data_after_last 1052672/' \
+	-e 's/^seek\.hole_2m .*/seek.hole_2m 3145728/' \
+	-e 's/^seek\.reopen\.hole_0 .*/seek.reopen.hole_0 3145728/' \
+	-e 's/^seek\.reopen\.data_4k .*/seek.reopen.data_4k 4096/' \
+	"$HY_TMP/plain.out" >"$HY_TMP/plain-kwb.out" || hy_die "making the kwb reference"
+cmp -s "$HY_TMP/plain.out" "$HY_TMP/plain-kwb.out" &&
+	hy_fail "the plain directory found no holes in sk_file: the kwb reference means nothing"
+
 # The kernel's write-back cache on (the kernel places O_APPEND writes and
 # fills partial pages), then the default, write-through, where the daemon
 # does both: two different paths for the same steps.
+REF=plain-kwb
 check_mount kwb "$HY_TMP/b" "$HY_TMP/m" -o writeback_cache=on
+REF=plain
 check_mount wt "$HY_TMP/wt.b" "$HY_TMP/wt.m"
 # the cache in write-back (the default store makes write-through the default)
 check_mount cache-back "$HY_TMP/cb.b" "$HY_TMP/cb.m" -o cache_write=back
+REF=plain-kwb
 check_mount cache-back-kwb "$HY_TMP/cbw.b" "$HY_TMP/cbw.m" -o cache_write=back,writeback_cache=on
+REF=plain
 
 # FUSE's atomic create: answered without the kernel's write-back cache,
 # refused with it, so that the kernel makes files with MKNOD and OPEN

@@ -1302,6 +1302,69 @@ static void test_stale(void)
 	free(store);
 }
 
+/* An fsync's "home synced" token arriving late, after the file's entry
+ * was freed (its blocks evicted, no way home held) and made again by a
+ * later write: it must not make the new entry's home look synced when it
+ * is not (issue 16, the suspected finding). Every fsync after a
+ * write-through write must ask for a home sync. */
+static void test_fsync_token_recreated_entry(void)
+{
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
+	static unsigned char ref[64 * BLK], other[64 * BLK];
+	struct hy_cache_file f1 = F(1);
+	uint64_t token = 0, late;
+	struct hy_cache *c;
+	int skipped = -1;
+
+	home_reset();
+	fill_pattern(ref, sizeof(ref), 150);
+	fill_pattern(other, sizeof(other), 151);
+	home_set(1, ref, sizeof(ref));
+	home_set(2, other, sizeof(other));
+	c = copen(store, HY_CACHE_WRITE_THROUGH, HY_POLICY_LRU3, 0, 32, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	/* many home changes on the first entry, then an fsync whose home sync
+	 * is slow: its token is not back yet */
+	for (int i = 0; i < 40; i++)
+		CU_ASSERT_EQUAL(
+			hy_cache_write(c, &f1, ref + (i % 8) * BLK, BLK, (off_t)((i % 8) * BLK)),
+			BLK);
+	CU_ASSERT_EQUAL(hy_cache_fsync(c, &f1, &late), 0);
+	/* meanwhile another file's reads evict the first one's lines: with no
+	 * block and no way home held, its entry is freed */
+	for (int round = 0; round < 2; round++)
+		CU_ASSERT(read_equals(c, 2, other, sizeof(other), 0, sizeof(other)));
+	CU_ASSERT_FATAL(!hy_cache_has_blocks(c, 1));
+	/* a write makes the entry again; then the late token arrives */
+	CU_ASSERT_EQUAL(hy_cache_write(c, &f1, ref, BLK, 0), BLK);
+	hy_cache_home_synced(c, &f1, late);
+	for (int i = 0; i < 80 && skipped < 0; i++) {
+		int rc;
+
+		CU_ASSERT_EQUAL(
+			hy_cache_write(c, &f1, ref + (i % 8) * BLK, BLK, (off_t)((i % 8) * BLK)),
+			BLK);
+		rc = hy_cache_fsync(c, &f1, &token);
+		if (rc == 1)
+			skipped = i;
+		else if (rc == 0)
+			hy_cache_home_synced(c, &f1, token);
+		else
+			CU_FAIL("fsync failed");
+	}
+	if (skipped >= 0)
+		fprintf(stderr,
+			"\nfsync after write-through write %d of the new entry said home needs "
+			"no sync (late token %llu)\n",
+			skipped, (unsigned long long)late);
+	CU_ASSERT_EQUAL(skipped, -1);
+	CHECK(c);
+	CLOSE(c);
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
 /* ---- 10. truncation between change_begin and change_end ------------------ */
 
 static void test_truncate(void)
@@ -2685,7 +2748,9 @@ int hy_test_add_cache(void)
 	    !CU_add_test(s, "PORE: zones and the three rules", test_pore_rules) ||
 	    !CU_add_test(s, "PORE: the cleaner writes open zones only", test_pore_cleaner) ||
 	    !CU_add_test(s, "PORE: cold dirty blocks wait in the store", test_pore_front) ||
-	    !CU_add_test(s, "randomized against a reference", test_randomized))
+	    !CU_add_test(s, "randomized against a reference", test_randomized) ||
+	    !CU_add_test(s, "a late fsync token on a recreated entry",
+			 test_fsync_token_recreated_entry))
 		return -1;
 	return 0;
 }

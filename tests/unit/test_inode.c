@@ -3,6 +3,7 @@
  * bookkeeping. Runs on a plain temporary directory: no mount needed. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -266,6 +267,96 @@ static void test_parent_outlives_forget(void)
 	fixture_down(&f);
 }
 
+/* A chain deeper than a path (issue 16.7), reached on a small stack. */
+#define DEEP_LEVELS 3000
+
+struct deep_pin {
+	struct fixture *f;
+	struct hy_inode *inode;
+	int rc;
+	ino_t ino;
+};
+
+static void *deep_pin_main(void *arg)
+{
+	struct deep_pin *d = arg;
+	struct hy_inode_ref ref;
+	struct stat st;
+
+	d->rc = hy_inode_pin(d->f->table, d->inode, true, &ref);
+	if (d->rc == 0) {
+		d->ino = fstat(ref.dirfd, &st) == 0 ? st.st_ino : 0;
+		hy_inode_unpin(d->f->table, &ref);
+	}
+	return NULL;
+}
+
+/* Removes the chain "deep/d/d/..." under @root_fd one level a time: the
+ * second level moves up beside the first, which is then empty. */
+static void deep_remove(int root_fd)
+{
+	for (;;) {
+		int top = openat(root_fd, "deep", O_RDONLY | O_DIRECTORY);
+		bool more;
+
+		if (top < 0)
+			return;
+		more = renameat(top, "d", root_fd, "deep.next") == 0;
+		close(top);
+		CU_ASSERT_EQUAL_FATAL(unlinkat(root_fd, "deep", AT_REMOVEDIR), 0);
+		if (!more || renameat(root_fd, "deep.next", root_fd, "deep") != 0)
+			return;
+	}
+}
+
+/* Every descriptor of a 3,000-level chain given back, the deepest level
+ * is pinned from a thread with a 128 KiB stack: it is reopened level by
+ * level from the root, in a loop (recursion needed ~750 bytes a level). */
+static void test_deep_chain_small_stack(void)
+{
+	struct fixture f;
+	struct hy_inode *parent;
+	struct deep_pin d = {.rc = -1};
+	pthread_attr_t attr;
+	pthread_t thread;
+	int root_fd, fd;
+
+	fixture_up(&f, 16);
+	root_fd = open(f.tmp, O_PATH | O_DIRECTORY);
+	CU_ASSERT_FATAL(root_fd >= 0);
+	CU_ASSERT_EQUAL_FATAL(mkdirat(root_fd, "deep", 0755), 0);
+	fd = openat(root_fd, "deep", O_PATH | O_DIRECTORY);
+	parent = lookup(&f, f.table->root, "deep");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(parent);
+	for (int i = 0; i < DEEP_LEVELS; i++) {
+		int next;
+
+		CU_ASSERT_EQUAL_FATAL(mkdirat(fd, "d", 0755), 0);
+		next = openat(fd, "d", O_PATH | O_DIRECTORY);
+		CU_ASSERT_FATAL(next >= 0);
+		close(fd);
+		fd = next;
+		parent = lookup(&f, parent, "d");
+		CU_ASSERT_PTR_NOT_NULL_FATAL(parent);
+	}
+	close(fd);
+	hy_inode_shed(f.table, SIZE_MAX);
+	CU_ASSERT_EQUAL(f.table->fds_cached, 0);
+	d.f = &f;
+	d.inode = parent;
+	pthread_attr_init(&attr);
+	CU_ASSERT_EQUAL_FATAL(pthread_attr_setstacksize(&attr, 128 * 1024), 0);
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&thread, &attr, deep_pin_main, &d), 0);
+	pthread_join(thread, NULL);
+	pthread_attr_destroy(&attr);
+	CU_ASSERT_EQUAL(d.rc, 0);
+	CU_ASSERT_EQUAL(d.ino, parent->ino);
+	CU_ASSERT(f.table->fds_cached <= f.table->fd_cap);
+	deep_remove(root_fd);
+	close(root_fd);
+	fixture_down(&f);
+}
+
 int hy_test_add_inode(void)
 {
 	CU_pSuite s = CU_add_suite("inode", NULL, NULL);
@@ -276,7 +367,8 @@ int hy_test_add_inode(void)
 	    !CU_add_test(s, "stale name detected", test_stale_name) ||
 	    !CU_add_test(s, "unlinked entry stays reachable", test_unlink_keeps_reachable) ||
 	    !CU_add_test(s, "rename moves the name", test_rename_moves_name) ||
-	    !CU_add_test(s, "parent outlives forget", test_parent_outlives_forget))
+	    !CU_add_test(s, "parent outlives forget", test_parent_outlives_forget) ||
+	    !CU_add_test(s, "deep chain on a small stack", test_deep_chain_small_stack))
 		return -1;
 	return 0;
 }

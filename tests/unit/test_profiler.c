@@ -407,6 +407,59 @@ static void test_file_ids(void)
 	fixture_done(&f);
 }
 
+/* hy_profiler_find_file: the id of a file already known, pending or
+ * committed, and after a restart; 0 for one never opened, for which it
+ * makes no row (issue 16.3: an inode entry made after a FORGET). */
+static void test_find_file(void)
+{
+	struct fixture f;
+	struct hy_profile_handle h;
+	struct hy_profiler_config c;
+	struct stat sa, sb;
+	uint64_t id_a;
+	int fa, fb;
+
+	CU_ASSERT_TRUE_FATAL(fixture_init(&f, 1024, 0, 0));
+	fa = make_file(f.tmp, "a", 4096, false);
+	fb = make_file(f.tmp, "b", 4096, false);
+	CU_ASSERT_TRUE_FATAL(fa >= 0 && fb >= 0);
+	CU_ASSERT_EQUAL_FATAL(fstat(fa, &sa), 0);
+	CU_ASSERT_EQUAL_FATAL(fstat(fb, &sb), 0);
+	CU_ASSERT_EQUAL(hy_profiler_find_file(f.p, fa, &sa), 0);
+	CU_ASSERT_EQUAL(open_handle(f.p, &h, fa, 0, "/a", getpid()), 0);
+	id_a = h.file_id;
+	CU_ASSERT_NOT_EQUAL(id_a, 0);
+	hy_profiler_close(&h);
+	/* pending (or committed already, if the writer was quick) */
+	CU_ASSERT_EQUAL(hy_profiler_find_file(f.p, fa, &sa), id_a);
+	CU_ASSERT_EQUAL(hy_profiler_find_file(f.p, fb, &sb), 0);
+	CU_ASSERT_EQUAL(hy_profiler_sync(f.p), 0);
+	CU_ASSERT_EQUAL(hy_profiler_find_file(f.p, fa, &sa), id_a);
+	CU_ASSERT_EQUAL(hy_profiler_find_file(f.p, fb, &sb), 0);
+	CU_ASSERT_EQUAL(q_int(f.db, "SELECT count(*) FROM files"), 1);
+	/* through an O_PATH descriptor too (the daemon's objects) */
+	{
+		int opath = openat(AT_FDCWD, f.tmp, O_PATH | O_DIRECTORY);
+		int fd = opath >= 0 ? openat(opath, "a", O_PATH) : -1;
+
+		CU_ASSERT_TRUE(fd >= 0);
+		CU_ASSERT_EQUAL(hy_profiler_find_file(f.p, fd, &sa), id_a);
+		if (fd >= 0)
+			close(fd);
+		if (opath >= 0)
+			close(opath);
+	}
+	/* a restart keeps it */
+	hy_profiler_free(f.p);
+	c = config_of(&f, 1024, 0, 0);
+	CU_ASSERT_EQUAL_FATAL(hy_profiler_new(&c, &f.p, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(hy_profiler_find_file(f.p, fa, &sa), id_a);
+	CU_ASSERT_EQUAL(hy_profiler_find_file(f.p, fb, &sb), 0);
+	close(fa);
+	close(fb);
+	fixture_done(&f);
+}
+
 static void test_no_pid_is_opener(void)
 {
 	struct fixture f;
@@ -929,6 +982,7 @@ int hy_test_add_profiler(void)
 
 	if (!s || !CU_add_test(s, "records, process and file rows", test_records_logged) ||
 	    !CU_add_test(s, "file ids: pending, committed, after restart", test_file_ids) ||
+	    !CU_add_test(s, "file ids found by identity, none made", test_find_file) ||
 	    !CU_add_test(s, "no pid: the opener", test_no_pid_is_opener) ||
 	    !CU_add_test(s, "metadata counts and top", test_counts_and_top) ||
 	    !CU_add_test(s, "colliding pids keep their processes", test_colliding_pids) ||
