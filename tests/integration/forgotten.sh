@@ -1,5 +1,5 @@
 #!/bin/bash
-# identity.sh - every path that changes a file's data knows the file's id,
+# forgotten.sh - every path that changes a file's data knows the file's id,
 # however its inode entry was made (issue 16, finding 3). The kernel forgets
 # an inode it no longer uses (drop_caches here), and the daemon frees the
 # entry that held the id; the next request on the file makes a new entry
