@@ -19,6 +19,7 @@
 #include "hybridfs/classify.h"
 #include "hybridfs/profiler.h"
 #include "hybridfs/ring.h"
+#include "hybridfs/state.h"
 #include "hybridfs/workload_policy.h"
 
 #define BATCH		    4096   /* records popped at a time */
@@ -134,7 +135,14 @@ struct hy_profiler {
 	bool prune_requested;  /* hy_profiler_prune() waits for it to clear */
 	uint64_t committed;    /* ring records popped and committed */
 	uint64_t rows_queued;  /* pending process and file rows ever queued */
-	uint64_t rows_written; /* ... of which committed (or given up on) */
+	uint64_t rows_written; /* ... of which committed (a prefix: every
+				* transaction carries every row still pending) */
+	uint64_t rows_failed;  /* rows_queued as the last failed transaction saw it */
+	int rows_error;	       /* ... and why it failed, a negative errno */
+	uint64_t files_queued; /* the same for file rows alone (recovery needs them) */
+	uint64_t files_written, files_failed;
+	uint64_t flushes_started, flushes_done; /* transactions begun and ended */
+	bool last_failed;			/* the last transaction did not commit */
 	uint64_t written, pruned, batches, errors, processes_seen, files_seen;
 
 	/* the writer thread's own */
@@ -145,6 +153,16 @@ struct hy_profiler {
 	int64_t pruned_at_ns;
 	bool commit_failing;  /* the last commit failed */
 	uint64_t commit_lost; /* records rolled back since commits began to fail */
+
+	/* Durability of the file rows, for hy_profiler_sync_ids(): the
+	 * connection commits with synchronous=NORMAL (the WAL is not synced
+	 * at a commit); files_durable is the files_written that the last
+	 * explicit sync of the WAL covered. durable_lock serializes those
+	 * syncs (and is held across one fdatasync, never with queue_lock). */
+	pthread_mutex_t durable_lock;
+	uint64_t files_durable;
+	char *wal_path, *db_path;
+	bool dir_synced;
 };
 
 static int64_t clock_ns(clockid_t clock)
@@ -525,6 +543,7 @@ static uint64_t find_or_make_file(struct hy_profiler *p, const struct stat *st, 
 		p->files = pf;
 		p->files_seen++;
 		p->rows_queued++;
+		p->files_queued++;
 		pthread_mutex_unlock(&p->queue_lock);
 	}
 	pthread_mutex_unlock(&p->read_lock);
@@ -771,14 +790,20 @@ static void insert_records(struct hy_profiler *p, const struct hy_profile_record
 }
 
 /* One transaction: the pending process and file rows, then everything in
- * the ring (up to MAX_PER_TRANSACTION records). */
+ * the ring (up to MAX_PER_TRANSACTION records). Rows leave the pending
+ * lists only once a commit that carries them has worked: a transaction that
+ * fails (the state folder's disk full) leaves them for the next one, which
+ * carries every row still pending, so the rows committed are always all
+ * those queued before some moment (rows_written, files_written). */
 static void flush_once(struct hy_profiler *p, struct hy_profile_record *buf)
 {
-	struct pending_process *procs;
+	struct pending_process *procs, *pp;
 	struct pending_file *pf;
 	size_t n, total = 0;
-	uint64_t popped, rows, written_before = p->written, lost = 0;
-	bool commit_failed = false;
+	uint64_t popped, rows, files, written_before = p->written, lost = 0;
+	bool commit_failed = false, rows_ok = true;
+	size_t carried = 0; /* rows inserted */
+	int why = 0;
 
 	pthread_mutex_lock(&p->queue_lock);
 	procs = p->processes;
@@ -786,29 +811,37 @@ static void flush_once(struct hy_profiler *p, struct hy_profile_record *buf)
 	for (pf = p->files; pf; pf = pf->next)
 		pf->in_flight = true;
 	rows = p->rows_queued; /* every row queued so far is in this transaction */
+	files = p->files_queued;
+	p->flushes_started++;
 	pthread_mutex_unlock(&p->queue_lock);
 
 	if (sqlite3_exec(p->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
-		hy_log(LOG_ERR, "profiler: begin: %s", sqlite3_errmsg(p->db));
+		/* nothing is inserted outside a transaction: the rows wait,
+		 * the records stay in the ring */
+		why = hy_state_errno(sqlite3_errcode(p->db));
+		if (!p->commit_failing)
+			hy_log(LOG_ERR, "profiler: begin: %s", sqlite3_errmsg(p->db));
+		p->commit_failing = true;
 		p->errors++;
+		commit_failed = true;
+		goto done;
 	}
-	while (procs) {
-		struct pending_process *next = procs->next;
+	for (pp = procs; pp; pp = pp->next) {
 		sqlite3_stmt *st = p->insert_process;
 
-		sqlite3_bind_int64(st, 1, procs->id);
-		sqlite3_bind_int64(st, 2, procs->pid);
-		sqlite3_bind_text(st, 3, procs->comm, -1, SQLITE_STATIC);
-		if (procs->exe)
-			sqlite3_bind_text(st, 4, procs->exe, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 1, pp->id);
+		sqlite3_bind_int64(st, 2, pp->pid);
+		sqlite3_bind_text(st, 3, pp->comm, -1, SQLITE_STATIC);
+		if (pp->exe)
+			sqlite3_bind_text(st, 4, pp->exe, -1, SQLITE_STATIC);
 		else
 			sqlite3_bind_null(st, 4);
-		sqlite3_bind_int64(st, 5, procs->seen_ns);
-		if (step_done(p->db, st))
+		sqlite3_bind_int64(st, 5, pp->seen_ns);
+		if (step_done(p->db, st)) {
 			p->errors++;
-		free(procs->exe);
-		free(procs);
-		procs = next;
+			rows_ok = false;
+		}
+		carried++;
 	}
 	/* the in-flight files stay listed (and findable) until the commit */
 	pthread_mutex_lock(&p->queue_lock);
@@ -828,8 +861,20 @@ static void flush_once(struct hy_profiler *p, struct hy_profile_record *buf)
 		else
 			sqlite3_bind_null(st, 5);
 		sqlite3_bind_int64(st, 6, pf->seen_ns);
-		if (step_done(p->db, st))
+		if (step_done(p->db, st)) {
 			p->errors++;
+			rows_ok = false;
+		}
+		carried++;
+	}
+	if (!rows_ok) {
+		why = hy_state_errno(sqlite3_errcode(p->db));
+		/* SQLite may have rolled the whole transaction back (a full
+		 * disk): the records would then be committed one by one */
+		if (sqlite3_get_autocommit(p->db)) {
+			commit_failed = true;
+			goto done;
+		}
 	}
 	while (total < MAX_PER_TRANSACTION && (n = hy_ring_pop(p->ring, buf, BATCH)) > 0) {
 		classify_mount(p, buf, n);
@@ -842,16 +887,20 @@ static void flush_once(struct hy_profiler *p, struct hy_profile_record *buf)
 	 * works again (issue 8: a full state disk must not flood the log). */
 	if (sqlite3_exec(p->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
 		commit_failed = true;
+		why = hy_state_errno(sqlite3_errcode(p->db));
 		lost = p->written - written_before;
 		if (!p->commit_failing)
 			hy_log(LOG_ERR,
 			       "profiler: commit: %s; the access log loses records until a "
-			       "commit works again (counted as errors)",
+			       "commit works again (counted as errors), file and process rows "
+			       "wait for it",
 			       sqlite3_errmsg(p->db));
 		p->commit_failing = true;
 		p->commit_lost += lost;
-		sqlite3_exec(p->db, "ROLLBACK", NULL, NULL, NULL);
-	} else if (p->commit_failing && p->written > written_before) {
+		if (sqlite3_exec(p->db, "ROLLBACK", NULL, NULL, NULL) != SQLITE_OK &&
+		    sqlite3_get_autocommit(p->db) == 0)
+			hy_log(LOG_ERR, "profiler: rollback: %s", sqlite3_errmsg(p->db));
+	} else if (p->commit_failing && (p->written > written_before || carried)) {
 		/* (an empty transaction commits even on a full disk) */
 		hy_log(LOG_NOTICE, "profiler: commits work again; %" PRIu64 " records were lost",
 		       p->commit_lost);
@@ -859,20 +908,44 @@ static void flush_once(struct hy_profiler *p, struct hy_profile_record *buf)
 		p->commit_lost = 0;
 	}
 	p->batches++;
+done:
+	if (why == 0 && (commit_failed || !rows_ok))
+		why = -EIO;
 
 	pthread_mutex_lock(&p->queue_lock);
 	p->written -= lost;
 	if (commit_failed)
 		p->errors += lost ? lost : 1;
-	for (struct pending_file **pp = &p->files; *pp;) {
-		pf = *pp;
-		if (pf->in_flight) {
-			*pp = pf->next;
-			free(pf->name);
-			free(pf);
-		} else {
-			pp = &pf->next;
+	if (commit_failed || !rows_ok) {
+		/* retried by the next transaction (INSERT OR REPLACE / OR
+		 * IGNORE: a row that did get in is not doubled) */
+		for (pf = p->files; pf; pf = pf->next)
+			pf->in_flight = false;
+		if (procs) {
+			for (pp = procs; pp->next; pp = pp->next)
+				;
+			pp->next = p->processes;
+			p->processes = procs;
+			procs = NULL;
 		}
+		p->rows_failed = rows;
+		p->files_failed = files;
+		p->rows_error = why;
+		p->last_failed = true;
+	} else {
+		p->last_failed = false;
+		for (struct pending_file **link = &p->files; *link;) {
+			pf = *link;
+			if (pf->in_flight) {
+				*link = pf->next;
+				free(pf->name);
+				free(pf);
+			} else {
+				link = &pf->next;
+			}
+		}
+		p->rows_written = rows;
+		p->files_written = files;
 	}
 	{
 		struct hy_ring_stats rs;
@@ -881,9 +954,15 @@ static void flush_once(struct hy_profiler *p, struct hy_profile_record *buf)
 		popped = rs.popped;
 	}
 	p->committed = popped;
-	p->rows_written = rows;
+	p->flushes_done++;
 	pthread_cond_broadcast(&p->sync_cond);
 	pthread_mutex_unlock(&p->queue_lock);
+	while (procs) {
+		pp = procs->next;
+		free(procs->exe);
+		free(procs);
+		procs = pp;
+	}
 }
 
 static void prune(struct hy_profiler *p, bool now_please)
@@ -950,9 +1029,10 @@ static void *writer_main(void *arg)
 		{
 			struct hy_ring_stats rs;
 
-			/* a transaction stopped at its cap: go on at once */
+			/* a transaction stopped at its cap: go on at once (not
+			 * after a failure: the next try waits for the tick) */
 			hy_ring_get_stats(p->ring, &rs);
-			if (rs.queued)
+			if (rs.queued && !p->last_failed)
 				p->wake = true;
 		}
 		if (stopping) {
@@ -961,6 +1041,25 @@ static void *writer_main(void *arg)
 			hy_ring_get_stats(p->ring, &rs);
 			if (rs.queued == 0 && !p->processes && !p->files)
 				break;
+			if (p->last_failed) {
+				/* the last try, made after the stop was asked for,
+				 * failed too: the rows are lost (a file gets a new
+				 * id at the next mount; the cache has sent its
+				 * dirty blocks home by now) */
+				size_t nfiles = 0, nprocs = 0;
+
+				for (struct pending_file *pf = p->files; pf; pf = pf->next)
+					nfiles++;
+				for (struct pending_process *pp = p->processes; pp; pp = pp->next)
+					nprocs++;
+				if (nfiles || nprocs)
+					hy_log(LOG_ERR,
+					       "profiler: stopping with %zu file and %zu process "
+					       "rows that could not be written to the database "
+					       "(%s): they are lost",
+					       nfiles, nprocs, strerror(-p->rows_error));
+				break;
+			}
 		}
 	}
 	pthread_mutex_unlock(&p->queue_lock);
@@ -1012,6 +1111,7 @@ int hy_profiler_new(const struct hy_profiler_config *config, struct hy_profiler 
 	pthread_mutex_init(&p->mount_lock, NULL);
 	p->mount_history_ok = hy_classify_init(&p->mount_history, NULL) == 0;
 	pthread_mutex_init(&p->queue_lock, NULL);
+	pthread_mutex_init(&p->durable_lock, NULL);
 	pthread_cond_init(&p->writer_cond, NULL);
 	pthread_cond_init(&p->sync_cond, NULL);
 	p->max_age_s = config->max_age_s;
@@ -1025,13 +1125,23 @@ int hy_profiler_new(const struct hy_profiler_config *config, struct hy_profiler 
 			 config->ring_capacity);
 		goto fail;
 	}
+	p->db_path = strdup(config->db_path);
+	if (!p->db_path || asprintf(&p->wal_path, "%s-wal", config->db_path) < 0) {
+		p->wal_path = NULL;
+		snprintf(why, why_size, "profiler: out of memory");
+		rc = -ENOMEM;
+		goto fail;
+	}
 	rc = open_db(config->db_path, SQLITE_OPEN_READWRITE, &p->db, why, why_size);
 	if (rc == 0)
 		rc = open_db(config->db_path, SQLITE_OPEN_READONLY, &p->read_db, why, why_size);
 	if (rc)
 		goto fail;
 	/* WAL with synchronous=NORMAL: a commit does not wait for the disk; a
-	 * crash may lose the newest log rows, never corrupt the database */
+	 * crash may lose the newest log rows, never corrupt the database. The
+	 * file rows that recovery needs are made durable on demand, by
+	 * hy_profiler_sync_ids() (one sync of the WAL per batch of new files
+	 * that are fsync'd, not one per commit nor per fsync) */
 	if (sqlite3_exec(p->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL) != SQLITE_OK)
 		hy_log(LOG_WARNING, "profiler: synchronous=NORMAL: %s", sqlite3_errmsg(p->db));
 	procs = max_id(p->db, "SELECT coalesce(max(id), 0) FROM processes");
@@ -1134,6 +1244,9 @@ void hy_profiler_free(struct hy_profiler *p)
 		pthread_mutex_destroy(&p->stripes[i]);
 	pthread_mutex_destroy(&p->read_lock);
 	pthread_mutex_destroy(&p->queue_lock);
+	pthread_mutex_destroy(&p->durable_lock);
+	free(p->wal_path);
+	free(p->db_path);
 	pthread_cond_destroy(&p->writer_cond);
 	pthread_cond_destroy(&p->sync_cond);
 	free(p);
@@ -1142,7 +1255,7 @@ void hy_profiler_free(struct hy_profiler *p)
 int hy_profiler_sync(struct hy_profiler *p)
 {
 	struct hy_ring_stats rs;
-	uint64_t rows;
+	uint64_t rows, first;
 	int rc = 0;
 
 	hy_ring_get_stats(p->ring, &rs);
@@ -1150,13 +1263,111 @@ int hy_profiler_sync(struct hy_profiler *p)
 	p->wake = true;
 	pthread_cond_signal(&p->writer_cond);
 	/* pushed counts accepted records only: dropped ones are not waited for;
-	 * the process and file rows queued so far are waited for too */
+	 * the process and file rows queued so far are waited for too. The
+	 * first transaction to begin after this point carries all of them:
+	 * if it fails, so does the sync (its rows are retried later). */
 	rows = p->rows_queued;
-	while ((p->committed < rs.pushed || p->rows_written < rows) && !p->failed)
+	first = p->flushes_started + 1;
+	for (;;) {
+		if (p->failed) {
+			rc = -EIO;
+			break;
+		}
+		if (p->committed >= rs.pushed && p->rows_written >= rows)
+			break;
+		if (p->flushes_done >= first && p->last_failed) {
+			rc = p->rows_error ? p->rows_error : -EIO;
+			break;
+		}
 		pthread_cond_wait(&p->sync_cond, &p->queue_lock);
-	if (p->failed)
-		rc = -EIO;
+	}
 	pthread_mutex_unlock(&p->queue_lock);
+	return rc;
+}
+
+/* fdatasync of the WAL, where the commits are (synchronous=NORMAL leaves
+ * them in the page cache); the database file itself when there is no WAL
+ * (a checkpoint has synced it). The folder once, for the WAL's name.
+ * durable_lock held. */
+static int sync_wal(struct hy_profiler *p)
+{
+	const char *path = p->wal_path;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
+
+	if (fd < 0 && errno == ENOENT) {
+		path = p->db_path;
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
+	if (fd < 0) {
+		rc = -errno;
+		hy_log(LOG_ERR, "profiler: \"%s\": cannot open it to sync it: %s", path,
+		       strerror(-rc));
+		return rc;
+	}
+	if (fdatasync(fd) < 0) {
+		rc = -errno;
+		hy_log(LOG_ERR, "profiler: \"%s\": sync: %s", path, strerror(-rc));
+	}
+	close(fd);
+	if (rc == 0 && !p->dir_synced) {
+		char dir[4096];
+		const char *slash = strrchr(p->db_path, '/');
+
+		snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - p->db_path) : 1,
+			 slash ? p->db_path : ".");
+		fd = open(dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0 || fsync(fd) < 0) {
+			rc = -errno;
+			hy_log(LOG_ERR, "profiler: state folder \"%s\": sync: %s", dir,
+			       strerror(-rc));
+		} else {
+			p->dir_synced = true;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	return rc;
+}
+
+int hy_profiler_sync_ids(struct hy_profiler *p)
+{
+	uint64_t files, first, written;
+	int rc = 0;
+
+	pthread_mutex_lock(&p->queue_lock);
+	files = p->files_queued;
+	first = p->flushes_started + 1;
+	if (p->files_written < files) {
+		p->wake = true;
+		pthread_cond_signal(&p->writer_cond);
+	}
+	for (;;) {
+		if (p->failed) {
+			rc = -EIO;
+			break;
+		}
+		if (p->files_written >= files)
+			break;
+		if (p->flushes_done >= first && p->last_failed) {
+			rc = p->rows_error ? p->rows_error : -EIO;
+			break;
+		}
+		pthread_cond_wait(&p->sync_cond, &p->queue_lock);
+	}
+	written = p->files_written;
+	pthread_mutex_unlock(&p->queue_lock);
+	if (rc)
+		return rc;
+	/* one sync covers every file row committed before it: the fsyncs of
+	 * a batch of new files share it, and an fsync that finds its file's
+	 * row durable already makes none */
+	pthread_mutex_lock(&p->durable_lock);
+	if (p->files_durable < files) {
+		rc = sync_wal(p);
+		if (rc == 0)
+			p->files_durable = written;
+	}
+	pthread_mutex_unlock(&p->durable_lock);
 	return rc;
 }
 

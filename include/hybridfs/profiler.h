@@ -50,8 +50,10 @@
  * profiler->queue_lock protects the pending process and file rows and the
  * sync state; profiler->read_lock serializes the read connection and the
  * making of file ids (so that one file never gets two), and is held across
- * one indexed SQLite read at open, never in read or write. Order:
- * read_lock before queue_lock.
+ * one indexed SQLite read at open, never in read or write;
+ * profiler->durable_lock (a leaf, never with queue_lock) serializes the
+ * syncs of the WAL in hy_profiler_sync_ids(). Order: read_lock before
+ * queue_lock.
  */
 #ifndef HYBRIDFS_PROFILER_H
 #define HYBRIDFS_PROFILER_H
@@ -214,8 +216,23 @@ int hy_profiler_set_policy(struct hy_profiler *profiler,
 bool hy_profiler_get_policy(struct hy_profiler *profiler, struct hy_workload_policy_table *out);
 
 /* Waits until every record pushed before the call is committed (or was
- * dropped). Returns 0, or -EIO when the writer has failed. */
+ * dropped), and every process and file row queued before it. Returns 0;
+ * or the negative errno (-ENOSPC: the state folder's disk is full) of
+ * the first transaction begun after the call when it failed (its rows
+ * stay queued and are retried by the next one; its records are lost and
+ * counted as errors); -EIO when the writer has failed. Not a promise of
+ * durability: commits do not wait for the disk. */
 int hy_profiler_sync(struct hy_profiler *profiler);
+
+/* For the cache's fsync (cache.h, ids_durable): waits until every file row
+ * queued before the call is committed and durable (the WAL synced once
+ * for every row committed so far; nothing is synced when they were made
+ * durable already), so that after a crash the rows name the files that
+ * recovery finds in the store's journal. Does not wait for the access
+ * log's records. Returns 0, a negative errno as hy_profiler_sync() (the
+ * rows stay queued), or the errno of the sync. Takes queue_lock (not
+ * across I/O) and durable_lock, a leaf, across one fdatasync. */
+int hy_profiler_sync_ids(struct hy_profiler *profiler);
 
 /* Runs the retention rules now, after a sync (they also run on their own
  * every HY_PROFILER_PRUNE_S seconds). Returns 0 or -EIO. */

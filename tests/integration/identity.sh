@@ -1,0 +1,180 @@
+#!/bin/bash
+# identity.sh - file identity and the state database (issue 16, part a).
+# Each case is a function; HY_IDENTITY_CASES picks some (default: all).
+#   statefull  the state folder's disk full while mounted, the SSD cache in
+#              write-back on a named store: new files written and fsync'd
+#              (fsync must say 0), kill -9, remount with room: the files
+#              hold what was fsync'd (their rows never reached the
+#              database, so the data went home); the control socket's
+#              sync reports the failed commit; a row queued while the disk was full is
+#              in the files table once there is room again (retried)
+#   durable    a new file's row is durable when its fsync returns: the
+#              daemon syncs the WAL (strace) before the kill that follows
+#              the fsync, and the row is in the database after the kill
+. "$(dirname "$0")/lib.sh"
+
+hy_need_root
+TESTBIN=${HY_TESTBIN:-$(dirname "$0")}
+CRASH=$TESTBIN/hy-crash
+HYBRIDCTL=${HYBRIDCTL:-$(dirname "$HYBRIDFS")/hybridctl}
+CTLPEER=$TESTBIN/hy-ctlpeer
+[ -x "$CRASH" ] || hy_die "no $CRASH (run make check)"
+[ -x "$CTLPEER" ] || hy_die "no $CTLPEER (run make check)"
+command -v jq >/dev/null || hy_skip "jq is missing"
+command -v sqlite3 >/dev/null || hy_skip "sqlite3 is missing"
+CASES=${HY_IDENTITY_CASES:-"statefull durable"}
+hy_setup
+
+# ---- tmpfs mounts, undone by the trap (after the FUSE mounts) ----------
+ID_TMPFS=""
+id_cleanup() {
+	local rc=$? mnt
+	for mnt in $HY_MOUNTS; do
+		hy_is_mounted "$mnt" && { fusermount3 -u -z "$mnt" 2>/dev/null || umount -l "$mnt"; }
+	done
+	for mnt in $ID_TMPFS; do
+		mountpoint -q "$mnt" && umount -l "$mnt"
+	done
+	(exit "$rc")
+	hy_cleanup
+}
+trap id_cleanup EXIT
+tmpfs() {
+	mkdir -p "$1"
+	mount -t tmpfs -o "size=$2,mode=0755" tmpfs "$1" || hy_die "cannot mount a tmpfs on $1"
+	ID_TMPFS="$1 $ID_TMPFS"
+}
+
+# wait_log PATTERN: polls the daemon log (bound 60 s, not a timing
+# assumption: it ends as soon as the line is there)
+wait_log() {
+	local _
+	for _ in $(seq 1 1200); do
+		grep -q "$1" "$HY_TMP/daemon.log" && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# ctl_sync STATE_DIR: the control socket's sync (the profiler's rows and
+# records committed); prints the answer, true when it says "ok":true
+ctl_sync() {
+	local out
+	out=$("$CTLPEER" "$1" line '{"v":1,"cmd":"sync"}' 2>&1)
+	printf '%s\n' "$out"
+	jq -e '.ok == true' <<<"$out" >/dev/null 2>&1
+}
+
+# sql DB QUERY
+sql() {
+	sqlite3 -batch -noheader "$1" "$2"
+}
+
+statefull() {
+	local t=$HY_TMP/t1 b=$HY_TMP/b1 m=$HY_TMP/m1 i
+	local opts="state=$HY_TMP/t1/s,cache=$HY_TMP/store1,cache_size=8M,cache_write=back"
+	tmpfs "$t" 3M
+	mkdir -p "$HY_TMP/once1"
+	hy_mount_ready "$b" "$m" "$opts"
+	# fill the state folder's disk; new files' rows (and their records)
+	# then cannot be committed
+	head -c 8M /dev/zero >"$t/fill" 2>/dev/null
+	for i in $(seq 1 200); do
+		printf 'pre %d\n' "$i" >"$m/pre$i" || hy_fail "statefull: writing pre$i failed"
+		grep -q "profiler: commit:" "$HY_TMP/daemon.log" && break
+	done
+	wait_log "profiler: commit:" || hy_die "statefull: the state folder filled, but no commit failed"
+	# the sync tells the truth: rows are not in the database
+	ctl_sync "$t/s" >"$HY_TMP/sync1.out" &&
+		hy_fail "statefull: the control socket's sync succeeded while the profiler's commits fail: $(cat "$HY_TMP/sync1.out")"
+	# new files, written and fsync'd (fsync must succeed: home can take
+	# them), and kill -9 at once
+	"$CRASH" once --seed 11 --files 3 --kill "$HY_PID" "$m" "$HY_TMP/once1" >"$HY_TMP/once1.out" 2>&1 ||
+		hy_fail "statefull: hy-crash once failed (an fsync failed?): $(cat "$HY_TMP/once1.out")"
+	hy_kill9 "$m"
+	rm -f "$t/fill"
+	: >>"$HY_TMP/daemon.log"
+	local before
+	before=$(wc -l <"$HY_TMP/daemon.log")
+	hy_mount_ready "$b" "$m" "$opts"
+	for i in 0 1 2; do
+		cmp -s "$HY_TMP/once1/n$i.synced" "$m/n$i" ||
+			hy_fail "statefull: new file n$i, fsync'd while the state disk was full, lost its data after kill -9" \
+				"(the daemon said: $(tail -n +"$before" "$HY_TMP/daemon.log" | grep -E 'gone|crash left|dirty' | head -n 4 | tr '\n' ' '))"
+	done
+	tail -n +"$before" "$HY_TMP/daemon.log" | grep -q "is gone" &&
+		hy_fail "statefull: recovery found dirty lines of a file it cannot find: $(tail -n +"$before" "$HY_TMP/daemon.log" | grep 'is gone' | head -n 2)"
+
+	# retried rows: a file opened while the disk is full has its row in
+	# the files table once there is room (and the sync says so)
+	head -c 8M /dev/zero >"$t/fill" 2>/dev/null
+	before=$(grep -c "profiler: commit:" "$HY_TMP/daemon.log")
+	for i in $(seq 1 200); do
+		printf 'late %d\n' "$i" >"$m/late$i" || hy_fail "statefull: writing late$i failed"
+		[ "$(grep -c "profiler: commit:" "$HY_TMP/daemon.log")" -gt "$before" ] && break
+	done
+	[ "$(grep -c "profiler: commit:" "$HY_TMP/daemon.log")" -gt "$before" ] ||
+		hy_die "statefull: the state folder filled again, but no commit failed"
+	dd if=/dev/urandom of="$m/late" bs=4k count=4 conv=fsync status=none ||
+		hy_fail "statefull: fsync of a new file with the state disk full failed"
+	rm -f "$t/fill"
+	ctl_sync "$t/s" >"$HY_TMP/sync2.out" ||
+		hy_fail "statefull: the control socket's sync failed with room again: $(cat "$HY_TMP/sync2.out")"
+	n=$(sql "$t/s/hybridfs.db" "SELECT count(*) FROM files WHERE path = 'late'")
+	[ "$n" = 1 ] || hy_fail "statefull: the row of 'late', queued while the state disk was full, is not in the files table after room was made ($n rows)"
+	hy_umount "$m"
+	[ "${HY_DAEMON_STATUS:-0}" = 0 ] || hy_fail "statefull: the daemon exited with status $HY_DAEMON_STATUS"
+	for i in 0 1 2; do
+		cmp -s "$HY_TMP/once1/n$i.synced" "$b/n$i" || hy_fail "statefull: n$i differs at home after unmount"
+	done
+	umount "$t" || hy_fail "statefull: cannot unmount the tmpfs"
+}
+
+# all_traced PID: every thread of PID has a tracer
+all_traced() {
+	local s
+	for s in /proc/"$1"/task/*/status; do
+		awk '/^TracerPid:/ { exit $2 == 0 }' "$s" || return 1
+	done
+	return 0
+}
+
+durable() {
+	local b=$HY_TMP/b2 m=$HY_TMP/m2 db=$HY_TMP/state2/hybridfs.db i st
+	command -v strace >/dev/null || { hy_log "durable: skipped: no strace"; return 0; }
+	mkdir -p "$HY_TMP/once2"
+	hy_mount_ready "$b" "$m" "state=$HY_TMP/state2,cache=$HY_TMP/store2,cache_size=8M,cache_write=back"
+	strace -f -qq -p "$HY_PID" -e trace=fsync,fdatasync -y -o "$HY_TMP/strace2.out" 2>"$HY_TMP/strace2.err" &
+	st=$!
+	HY_PIDS="$HY_PIDS $st"
+	for i in $(seq 1 1200); do
+		all_traced "$HY_PID" && break
+		sleep 0.05
+	done
+	all_traced "$HY_PID" || hy_die "durable: strace did not attach: $(cat "$HY_TMP/strace2.err")"
+	"$CRASH" once --seed 12 --files 3 --kill "$HY_PID" "$m" "$HY_TMP/once2" >"$HY_TMP/once2.out" 2>&1 ||
+		hy_fail "durable: hy-crash once failed: $(cat "$HY_TMP/once2.out")"
+	hy_kill9 "$m"
+	wait "$st" 2>/dev/null
+	hy_forget_pid "$st"
+	# the daemon's syncs up to its death: the WAL (where the file rows are
+	# committed) among them, before the kill that came right after fsync
+	grep -Eq '^[0-9]+ +f(data)?sync\([0-9]+<[^>]*hybridfs\.db-wal>\) += 0' "$HY_TMP/strace2.out" ||
+		hy_fail "durable: no sync of the state database's WAL before the kill right after fsync" \
+			"(the daemon's syncs: $(sed -E 's/^[0-9]+ +//' "$HY_TMP/strace2.out" | sort | uniq -c | tr -s ' \n' ' '))"
+	for i in 0 1 2; do
+		n=$(sql "$db" "SELECT count(*) FROM files WHERE path = 'n$i'")
+		[ "$n" = 1 ] || hy_fail "durable: n$i's row is not in the database after kill -9 ($n rows)"
+	done
+	hy_mount_ready "$b" "$m" "state=$HY_TMP/state2,cache=$HY_TMP/store2,cache_size=8M,cache_write=back"
+	for i in 0 1 2; do
+		cmp -s "$HY_TMP/once2/n$i.synced" "$m/n$i" || hy_fail "durable: n$i lost its data after kill -9"
+	done
+	hy_umount "$m"
+}
+
+for c in $CASES; do
+	hy_log "case $c"
+	"$c"
+done
+hy_pass
