@@ -83,6 +83,8 @@ static void forget_if_gone(struct hy_fs *fs, struct hy_inode *inode, int fd)
 	if (rc < 0)
 		hy_log(LOG_WARNING, "file %llu, removed: the cache could not let go of it: %s",
 		       (unsigned long long)file_id, strerror(-rc));
+	else if (fs->profiler)
+		hy_profiler_file_gone(fs->profiler, file_id); /* its row can go */
 }
 
 /* Closes an open file handle; 0 or the negative errno of close(2) or of

@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <linux/fiemap.h>
 #include <linux/fs.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,7 @@ struct process_slot {
 	uint32_t process_id;
 	char comm[16];
 	int64_t checked_ns; /* CLOCK_MONOTONIC */
+	bool dead_once;	    /* the last prune found its pid gone */
 	uint64_t reads, writes, bytes_read, bytes_written, meta[HY_META_COUNT];
 	/* ReCA for this process: its history of the last requests and its
 	 * workload category (made at its first read or write, about 22 KiB),
@@ -87,6 +89,28 @@ struct pending_file {
 	bool in_flight; /* being inserted by the writer now */
 };
 
+/* A file whose last name went with no handle open (hy_profiler_file_gone),
+ * to be marked in its row. */
+struct gone_file {
+	struct gone_file *next;
+	uint64_t id;
+	int64_t ns;
+};
+
+/* Processes of this mount found dead at two prunes in a row: each with
+ * access_log's last rowid once all its records were in (the ring empty),
+ * INT64_MIN for one that made no request; its row goes once the log's
+ * oldest row is past that. */
+struct dead_process {
+	uint32_t id;
+	int64_t last_rowid;
+};
+
+struct dead_processes {
+	struct dead_process *v;
+	size_t n, cap;
+};
+
 struct policy_snapshot {
 	struct policy_snapshot *older;
 	struct hy_workload_policy_table table;
@@ -131,6 +155,7 @@ struct hy_profiler {
 	pthread_cond_t writer_cond, sync_cond;
 	struct pending_process *processes;
 	struct pending_file *files;
+	struct gone_file *gone; /* marks still to be written */
 	bool stopping, wake, failed;
 	bool prune_requested;  /* hy_profiler_prune() waits for it to clear */
 	uint64_t committed;    /* ring records popped and committed */
@@ -150,6 +175,16 @@ struct hy_profiler {
 	bool writer_started;
 	sqlite3 *db;
 	sqlite3_stmt *insert_record, *insert_process, *insert_file, *prune_age, *prune_rows;
+	sqlite3_stmt *mark_gone, *log_min, *log_max, *prune_files, *prune_process,
+		*prune_old_processes;
+	/* processes rows: those of earlier mounts (ids below first_process_id)
+	 * once the log has nothing left from before this mount (start_rowid);
+	 * this mount's dead ones through @dead */
+	uint32_t first_process_id;
+	int64_t start_rowid;
+	bool old_processes_pruned;
+	struct dead_processes dead;
+	uint64_t rows_pruned; /* files and processes rows */
 	int64_t pruned_at_ns;
 	bool commit_failing;  /* the last commit failed */
 	uint64_t commit_lost; /* records rolled back since commits began to fail */
@@ -567,6 +602,27 @@ void hy_profiler_close(struct hy_profile_handle *handle)
 	pthread_mutex_destroy(&handle->lock);
 }
 
+void hy_profiler_file_gone(struct hy_profiler *p, uint64_t file_id)
+{
+	struct gone_file *g;
+
+	if (!p || !file_id)
+		return;
+	g = malloc(sizeof(*g));
+	if (!g) {
+		/* the row stays: it costs a row, never data */
+		hy_log(LOG_WARNING,
+		       "profiler: file %" PRIu64 " is gone, but out of memory to say so", file_id);
+		return;
+	}
+	g->id = file_id;
+	g->ns = clock_ns(CLOCK_REALTIME);
+	pthread_mutex_lock(&p->queue_lock);
+	g->next = p->gone;
+	p->gone = g;
+	pthread_mutex_unlock(&p->queue_lock);
+}
+
 /* ---- physical addresses ------------------------------------------------ */
 
 static void fiemap_refresh(struct hy_profile_handle *h, int fd, uint64_t offset)
@@ -799,7 +855,9 @@ static void flush_once(struct hy_profiler *p, struct hy_profile_record *buf)
 {
 	struct pending_process *procs, *pp;
 	struct pending_file *pf;
-	size_t n, total = 0;
+	struct gone_file *gone, *g;
+	bool drained = false;
+	size_t n = 0, total = 0;
 	uint64_t popped, rows, files, written_before = p->written, lost = 0;
 	bool commit_failed = false, rows_ok = true;
 	size_t carried = 0; /* rows inserted */
@@ -808,6 +866,8 @@ static void flush_once(struct hy_profiler *p, struct hy_profile_record *buf)
 	pthread_mutex_lock(&p->queue_lock);
 	procs = p->processes;
 	p->processes = NULL;
+	gone = p->gone;
+	p->gone = NULL;
 	for (pf = p->files; pf; pf = pf->next)
 		pf->in_flight = true;
 	rows = p->rows_queued; /* every row queued so far is in this transaction */
@@ -880,6 +940,18 @@ static void flush_once(struct hy_profiler *p, struct hy_profile_record *buf)
 		classify_mount(p, buf, n);
 		insert_records(p, buf, n);
 		total += n;
+	}
+	drained = n == 0;
+	/* A gone file's records were all pushed before it was said gone: once
+	 * the ring has been emptied in this transaction they are all in, at or
+	 * below the rowid its mark keeps (else the mark waits) */
+	if (drained) {
+		for (g = gone; g; g = g->next) {
+			sqlite3_bind_int64(p->mark_gone, 1, (int64_t)g->id);
+			sqlite3_bind_int64(p->mark_gone, 2, g->ns);
+			if (step_done(p->db, p->mark_gone))
+				drained = false; /* kept for the next transaction */
+		}
 	}
 	/* A commit that fails (the state folder's disk is full, typically)
 	 * rolls the records back: they are counted as errors, not as written,
@@ -955,6 +1027,13 @@ done:
 	}
 	p->committed = popped;
 	p->flushes_done++;
+	if (gone && (commit_failed || !drained)) {
+		for (g = gone; g->next; g = g->next)
+			;
+		g->next = p->gone;
+		p->gone = gone;
+		gone = NULL;
+	}
 	pthread_cond_broadcast(&p->sync_cond);
 	pthread_mutex_unlock(&p->queue_lock);
 	while (procs) {
@@ -962,6 +1041,115 @@ done:
 		free(procs->exe);
 		free(procs);
 		procs = pp;
+	}
+	while (gone) {
+		g = gone->next;
+		free(gone);
+		gone = g;
+	}
+}
+
+static int64_t one_int(sqlite3 *db, sqlite3_stmt *st, int64_t otherwise)
+{
+	int64_t v = otherwise;
+	int rc = sqlite3_step(st);
+
+	if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+		v = sqlite3_column_int64(st, 0);
+	else if (rc != SQLITE_ROW)
+		hy_log(LOG_ERR, "profiler: prune: %s", sqlite3_errmsg(db));
+	sqlite3_reset(st);
+	return v;
+}
+
+/* Slots of processes whose pid was gone at this prune and the last one are
+ * emptied, and their ids listed in p->dead with the log's last rowid: ten
+ * seconds dead, every record they pushed is in the ring or in the log, and
+ * with the ring empty, in the log. A pid in use again keeps its slot (its
+ * name is checked at its next request). */
+static void find_dead(struct hy_profiler *p, int64_t last_rowid)
+{
+	struct hy_ring_stats rs;
+	bool settled;
+
+	hy_ring_get_stats(p->ring, &rs);
+	settled = rs.queued == 0;
+	for (size_t b = 0; b < HY_PROFILER_PROCESSES; b++) {
+		pthread_mutex_t *lock = &p->stripes[b % HY_PROFILER_STRIPES];
+
+		pthread_mutex_lock(lock);
+		for (int w = 0; w < HY_PROFILER_WAYS; w++) {
+			struct process_slot *slot = &p->slots[b][w];
+			struct dead_processes *d = &p->dead;
+
+			if (slot->pid <= 0)
+				continue;
+			if (kill(slot->pid, 0) == 0 || errno != ESRCH) {
+				slot->dead_once = false;
+				continue;
+			}
+			if (!slot->dead_once || !settled) {
+				slot->dead_once = true;
+				continue;
+			}
+			if (d->n == d->cap) {
+				size_t cap = d->cap ? d->cap * 2 : 64;
+				struct dead_process *v = realloc(d->v, cap * sizeof(*v));
+
+				if (!v)
+					continue; /* its row stays: a row, never data */
+				d->v = v;
+				d->cap = cap;
+			}
+			/* one that never read nor wrote has no log rows at all */
+			d->v[d->n++] = (struct dead_process){
+				slot->process_id,
+				slot->reads || slot->writes ? last_rowid : INT64_MIN};
+			slot_clear(slot);
+		}
+		pthread_mutex_unlock(lock);
+	}
+}
+
+/* Rows of files and processes that nothing refers to any more (issue 16):
+ * a file seen gone (its last name went with no handle open) with no log
+ * rows left (its mark's rowid below the log's oldest), no indirection map
+ * entry, no vertex of the master graph and no range of a kept plan; a
+ * process that is not running with no log rows left. The cache drops a
+ * gone file's blocks when it is said gone (hy_engine_forget_file), before
+ * the mark. The row with the highest id is always kept: ids are never
+ * given twice (the next id at open is the highest + 1). */
+static void prune_rows(struct hy_profiler *p)
+{
+	int64_t oldest = one_int(p->db, p->log_min, INT64_MAX);
+	int64_t last = one_int(p->db, p->log_max, 0);
+	struct dead_processes *d = &p->dead;
+
+	sqlite3_bind_int64(p->prune_files, 1, oldest);
+	if (step_done(p->db, p->prune_files) == 0)
+		p->rows_pruned += (uint64_t)sqlite3_changes(p->db);
+	find_dead(p, last);
+	{
+		size_t kept = 0;
+
+		for (size_t i = 0; i < d->n; i++) {
+			if (d->v[i].last_rowid < oldest) {
+				sqlite3_bind_int64(p->prune_process, 1, d->v[i].id);
+				if (step_done(p->db, p->prune_process) == 0) {
+					p->rows_pruned += (uint64_t)sqlite3_changes(p->db);
+					continue;
+				}
+			}
+			d->v[kept++] = d->v[i];
+		}
+		d->n = kept;
+	}
+	if (!p->old_processes_pruned && p->start_rowid < oldest) {
+		sqlite3_bind_int64(p->prune_old_processes, 1, p->first_process_id);
+		if (step_done(p->db, p->prune_old_processes) == 0) {
+			p->rows_pruned += (uint64_t)sqlite3_changes(p->db);
+			p->old_processes_pruned = true;
+		}
 	}
 }
 
@@ -983,6 +1171,7 @@ static void prune(struct hy_profiler *p, bool now_please)
 		if (step_done(p->db, p->prune_rows) == 0)
 			p->pruned += (uint64_t)sqlite3_changes(p->db);
 	}
+	prune_rows(p);
 }
 
 static void *writer_main(void *arg)
@@ -1153,6 +1342,8 @@ int hy_profiler_new(const struct hy_profiler_config *config, struct hy_profiler 
 		goto fail;
 	}
 	atomic_store(&p->next_process_id, (uint32_t)procs + 1);
+	p->first_process_id = (uint32_t)procs + 1;
+	p->start_rowid = max_id(p->db, "SELECT coalesce(max(rowid), 0) FROM access_log");
 	atomic_store(&p->next_file_id, (uint64_t)files + 1);
 	if (prepare(p->db,
 		    "INSERT INTO access_log (ts_ns, process_id, file_id, offset, length, mode,"
@@ -1171,6 +1362,25 @@ int hy_profiler_new(const struct hy_profiler_config *config, struct hy_profiler 
 		    "DELETE FROM access_log WHERE rowid <= (SELECT max(rowid) FROM access_log) - "
 		    "?1",
 		    &p->prune_rows) ||
+	    prepare(p->db,
+		    "UPDATE files SET gone_ns = ?2,"
+		    " gone_rowid = (SELECT coalesce(max(rowid), 0) FROM access_log) WHERE id = ?1",
+		    &p->mark_gone) ||
+	    prepare(p->db, "SELECT min(rowid) FROM access_log", &p->log_min) ||
+	    prepare(p->db, "SELECT max(rowid) FROM access_log", &p->log_max) ||
+	    prepare(p->db,
+		    "DELETE FROM files WHERE gone_rowid IS NOT NULL AND gone_rowid < ?1"
+		    " AND id < (SELECT max(id) FROM files)"
+		    " AND NOT EXISTS (SELECT 1 FROM bopt_map m WHERE m.file_id = files.id)"
+		    " AND NOT EXISTS (SELECT 1 FROM graph_vertices g WHERE g.file_id = files.id)"
+		    " AND id NOT IN (SELECT file_id FROM bopt_plan_ranges)",
+		    &p->prune_files) ||
+	    prepare(p->db,
+		    "DELETE FROM processes WHERE id = ?1 AND id < (SELECT max(id) FROM processes)",
+		    &p->prune_process) ||
+	    prepare(p->db,
+		    "DELETE FROM processes WHERE id < ?1 AND id < (SELECT max(id) FROM processes)",
+		    &p->prune_old_processes) ||
 	    prepare(p->read_db,
 		    "SELECT id FROM files WHERE dev = ?1 AND ino = ?2 AND birth_ns = ?3",
 		    &p->select_file)) {
@@ -1210,6 +1420,12 @@ void hy_profiler_free(struct hy_profiler *p)
 	sqlite3_finalize(p->insert_file);
 	sqlite3_finalize(p->prune_age);
 	sqlite3_finalize(p->prune_rows);
+	sqlite3_finalize(p->mark_gone);
+	sqlite3_finalize(p->log_min);
+	sqlite3_finalize(p->log_max);
+	sqlite3_finalize(p->prune_files);
+	sqlite3_finalize(p->prune_process);
+	sqlite3_finalize(p->prune_old_processes);
 	sqlite3_finalize(p->select_file);
 	if (p->db && sqlite3_close(p->db) != SQLITE_OK)
 		hy_log(LOG_ERR, "profiler: closing the database: %s", sqlite3_errmsg(p->db));
@@ -1229,6 +1445,13 @@ void hy_profiler_free(struct hy_profiler *p)
 		free(p->files);
 		p->files = next;
 	}
+	while (p->gone) {
+		struct gone_file *next = p->gone->next;
+
+		free(p->gone);
+		p->gone = next;
+	}
+	free(p->dead.v);
 	hy_ring_free(p->ring);
 	for (size_t b = 0; b < HY_PROFILER_PROCESSES; b++)
 		for (int w = 0; w < HY_PROFILER_WAYS; w++)

@@ -62,6 +62,10 @@ static const char *const migrations[HY_STATE_SCHEMA_VERSION] = {
 	" heat REAL NOT NULL, PRIMARY KEY (generation, bopt_block)) WITHOUT ROWID;",
 	/* 5 -> 6: the policy table's settings that differ from the defaults */
 	"CREATE TABLE workload_policy (name TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);",
+	/* 6 -> 7: files seen gone, so that their rows can be pruned */
+	"ALTER TABLE files ADD COLUMN gone_ns INTEGER;"
+	"ALTER TABLE files ADD COLUMN gone_rowid INTEGER;"
+	"CREATE INDEX files_gone ON files (gone_rowid) WHERE gone_rowid IS NOT NULL;",
 };
 
 int hy_state_errno(int sqlite_code)

@@ -35,9 +35,16 @@
  * handle, as are requests with no pid.
  *
  * Retention: rows older than max_age_s, and all but the newest max_rows,
- * are pruned by the writer thread every HY_PROFILER_PRUNE_S seconds.
+ * are pruned by the writer thread every HY_PROFILER_PRUNE_S seconds. So
+ * are the rows of files and processes that nothing refers to any more: a
+ * file said gone (hy_profiler_file_gone) once the log has no row of it
+ * left and neither the indirection map, the master graph nor a plan names
+ * it; a process not running (its pid gone at two prunes in a row) once the
+ * log has no row of it left. The row with the highest id always stays, so
+ * that no id is ever given twice.
  *
- * Who calls it: fs/ops.c (open, create, read, write, metadata counts),
+ * Who calls it: fs/ops.c (open, create, read, write, metadata counts,
+ * files gone),
  * fs/main.c (new, free), fs/control.c (stats, top processes, sync).
  *
  * Memory: struct hy_profiler owns its ring, its two SQLite connections
@@ -183,6 +190,12 @@ uint32_t hy_profiler_process(struct hy_profiler *profiler, pid_t pid);
 int hy_profiler_open(struct hy_profiler *profiler, struct hy_profile_handle *handle, int fd,
 		     const struct stat *st, uint64_t known_id, const char *name, pid_t pid);
 void hy_profiler_close(struct hy_profile_handle *handle);
+
+/* @file_id's file is gone: its last name went while no handle was open
+ * (fs/ops.c, after the cache has let go of it), so that nothing can reach
+ * it through the mount again. Its row is marked (by the writer thread) and
+ * pruned once nothing refers to it. Never blocks on I/O; 0 is ignored. */
+void hy_profiler_file_gone(struct hy_profiler *profiler, uint64_t file_id);
 
 /* Before a read or write of @handle by @pid (0, or a write from the
  * write-back cache: the opener) is served: counts it, classifies it in

@@ -9,9 +9,9 @@
  * mode, and brings its schema to the current version through forward
  * migrations keyed by PRAGMA user_version.
  *
- * Schema, version 6 (1 had mount_info only; 2 added the access log; 3 the
+ * Schema, version 7 (1 had mount_info only; 2 added the access log; 3 the
  * master access graph; 4 the indirection map; 5 its stamps, checkpoints
- * and plans; 6 the workload policy table):
+ * and plans; 6 the workload policy table; 7 files' gone marks):
  *
  *   table        column         type     meaning
  *   -----------  -------------  -------  -----------------------------------
@@ -29,6 +29,12 @@
  *                                        a reused inode number is a new file
  *                path           TEXT     where it was first seen (a hint)
  *                first_seen_ns  INT
+ *                gone_ns        INT      when its last name went with no
+ *                                        handle open (NULL: not seen gone)
+ *                gone_rowid     INT      access_log's last rowid then (indexed):
+ *                                        its log rows are all at or below it,
+ *                                        so once the log's oldest row is past
+ *                                        it the row can go (profiler.h)
  *   access_log   ts_ns          INT      CLOCK_REALTIME, ns (indexed)
  *                process_id     INT      processes.id
  *                file_id        INT      files.id
@@ -97,7 +103,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HY_STATE_SCHEMA_VERSION 6
+#define HY_STATE_SCHEMA_VERSION 7
 #define HY_STATE_DB_NAME	"hybridfs.db"
 
 struct sqlite3;

@@ -22,7 +22,7 @@ CTLPEER=$TESTBIN/hy-ctlpeer
 [ -x "$CTLPEER" ] || hy_die "no $CTLPEER (run make check)"
 command -v jq >/dev/null || hy_skip "jq is missing"
 command -v sqlite3 >/dev/null || hy_skip "sqlite3 is missing"
-CASES=${HY_IDENTITY_CASES:-"statefull durable"}
+CASES=${HY_IDENTITY_CASES:-"statefull durable prune"}
 hy_setup
 
 # ---- tmpfs mounts, undone by the trap (after the FUSE mounts) ----------
@@ -170,6 +170,48 @@ durable() {
 	for i in 0 1 2; do
 		cmp -s "$HY_TMP/once2/n$i.synced" "$m/n$i" || hy_fail "durable: n$i lost its data after kill -9"
 	done
+	hy_umount "$m"
+}
+
+# count DB TABLE
+count() {
+	sql "$1" "SELECT count(*) FROM $2"
+}
+
+prune() {
+	local b=$HY_TMP/b3 m=$HY_TMP/m3 db=$HY_TMP/state3/hybridfs.db i nf np ids
+	local opts="state=$HY_TMP/state3,profile_max_rows=20"
+	head -c 20K /dev/urandom >"$HY_TMP/src3"
+	hy_mount_ready "$b" "$m" "$opts"
+	for i in 1 2 3; do cp "$HY_TMP/src3" "$m/keep$i" || hy_fail "prune: cp keep$i failed"; done
+	for i in $(seq 1 300); do
+		cp "$HY_TMP/src3" "$m/c$i" && rm "$m/c$i" || { hy_fail "prune: cycle $i failed"; break; }
+	done
+	for i in 1 2 3; do cat "$m/keep$i" >/dev/null; done
+	ctl_sync "$HY_TMP/state3" >/dev/null || hy_fail "prune: sync failed"
+	ids=$(sql "$db" "SELECT group_concat(id) FROM (SELECT id FROM files WHERE path LIKE 'keep%' ORDER BY path)")
+	# the writer prunes every 10 s; polled, the bound only catches a hang.
+	# The log moves on meanwhile (a row a round, by this shell), so that
+	# the rows of the cycles' processes that read or wrote leave it.
+	for i in $(seq 1 1800); do
+		nf=$(count "$db" files) np=$(count "$db" processes)
+		[ "$nf" -le 30 ] && [ "$np" -le 30 ] && break
+		printf '%d\n' "$i" >"$m/tick"
+		sleep 0.05
+	done
+	[ "$nf" -le 30 ] || hy_fail "prune: after 300 create/delete cycles the files table still has $nf rows (3 files left)"
+	[ "$np" -le 30 ] || hy_fail "prune: after 300 create/delete cycles the processes table still has $np rows"
+	hy_log "prune: files $nf rows, processes $np rows after 300 cycles"
+	[ "$(sql "$db" "SELECT group_concat(id) FROM (SELECT id FROM files WHERE path LIKE 'keep%' ORDER BY path)")" = "$ids" ] ||
+		hy_fail "prune: the kept files' rows changed: $ids before"
+	hy_umount "$m"
+	# and across a remount: the same ids, the data intact
+	hy_mount_ready "$b" "$m" "$opts"
+	for i in 1 2 3; do cmp -s "$HY_TMP/src3" "$m/keep$i" || hy_fail "prune: keep$i differs"; done
+	ctl_sync "$HY_TMP/state3" >/dev/null || hy_fail "prune: sync failed"
+	[ "$(count "$db" files)" -le 30 ] || hy_fail "prune: the remount made rows again: $(count "$db" files)"
+	[ "$(sql "$db" "SELECT group_concat(id) FROM (SELECT id FROM files WHERE path LIKE 'keep%' ORDER BY path)")" = "$ids" ] ||
+		hy_fail "prune: the kept files' ids changed across the remount"
 	hy_umount "$m"
 }
 
