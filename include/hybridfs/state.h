@@ -9,9 +9,10 @@
  * mode, and brings its schema to the current version through forward
  * migrations keyed by PRAGMA user_version.
  *
- * Schema, version 7 (1 had mount_info only; 2 added the access log; 3 the
+ * Schema, version 8 (1 had mount_info only; 2 added the access log; 3 the
  * master access graph; 4 the indirection map; 5 its stamps, checkpoints
- * and plans; 6 the workload policy table; 7 files' gone marks):
+ * and plans; 6 the workload policy table; 7 files' gone marks; 8 the
+ * volumes):
  *
  *   table        column         type     meaning
  *   -----------  -------------  -------  -----------------------------------
@@ -24,7 +25,9 @@
  *                first_seen_ns  INT      CLOCK_REALTIME, ns
  *   files        id             INT PK   hybridfs's file id: stable across
  *                                        renames and remounts
- *                dev, ino       INT      the backing inode ...
+ *                dev, ino       INT      the backing inode (dev: today's
+ *                                        number of its filesystem, see
+ *                                        volumes) ...
  *                birth_ns       INT      ... and its birth time (statx), so
  *                                        a reused inode number is a new file
  *                path           TEXT     where it was first seen (a hint)
@@ -79,6 +82,15 @@
  *   bopt_plan_ranges generation, bopt_block INT PK  the plan, in BOPT order
  *                file_id, block, nblocks INT  the range
  *                heat           REAL     its vertex's weight
+ *   volumes      dev            INT PK   the device number (st_dev) the
+ *                                        filesystem had when last the backing
+ *                                        one; negative: set aside (another
+ *                                        filesystem has that number now)
+ *                uuid           TEXT     its UUID (FS_IOC_GETFSUUID), hex,
+ *                                        unique; at mount, when the backing
+ *                                        filesystem's number has changed,
+ *                                        files.dev follows it (state.c)
+ *                seen_ns        INT      CLOCK_REALTIME, ns
  *   workload_policy name         TEXT PK  "CATEGORY.KEY" (workload_policy.h),
  *                                        only the settings that differ from
  *                                        the defaults
@@ -103,7 +115,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HY_STATE_SCHEMA_VERSION 7
+#define HY_STATE_SCHEMA_VERSION 8
 #define HY_STATE_DB_NAME	"hybridfs.db"
 
 struct sqlite3;

@@ -22,7 +22,7 @@ CTLPEER=$TESTBIN/hy-ctlpeer
 [ -x "$CTLPEER" ] || hy_die "no $CTLPEER (run make check)"
 command -v jq >/dev/null || hy_skip "jq is missing"
 command -v sqlite3 >/dev/null || hy_skip "sqlite3 is missing"
-CASES=${HY_IDENTITY_CASES:-"statefull durable prune"}
+CASES=${HY_IDENTITY_CASES:-"statefull durable prune renumber"}
 hy_setup
 
 # ---- tmpfs mounts, undone by the trap (after the FUSE mounts) ----------
@@ -213,6 +213,40 @@ prune() {
 	[ "$(sql "$db" "SELECT group_concat(id) FROM (SELECT id FROM files WHERE path LIKE 'keep%' ORDER BY path)")" = "$ids" ] ||
 		hy_fail "prune: the kept files' ids changed across the remount"
 	hy_umount "$m"
+}
+
+renumber() {
+	local b=$HY_TMP/b4 m=$HY_TMP/m4 db=$HY_TMP/state4/hybridfs.db i before ids
+	local opts="state=$HY_TMP/state4,cache=$HY_TMP/store4,cache_size=8M,cache_write=back"
+	tmpfs "$b" 32M
+	mkdir -p "$HY_TMP/once4"
+	hy_mount_ready "$b" "$m" "$opts"
+	"$CRASH" once --seed 14 --files 3 --kill "$HY_PID" "$m" "$HY_TMP/once4" >"$HY_TMP/once4.out" 2>&1 ||
+		hy_fail "renumber: hy-crash once failed: $(cat "$HY_TMP/once4.out")"
+	hy_kill9 "$m"
+	ids=$(sql "$db" "SELECT group_concat(id) FROM (SELECT id FROM files WHERE path LIKE 'n%' ORDER BY path)")
+	# the disk had another number when the rows were written (a reboot
+	# gave it a new one since): every device number the database holds
+	# moves by 7
+	sql "$db" "UPDATE files SET dev = dev + 7" || hy_die "renumber: cannot edit the files table"
+	sql "$db" "UPDATE volumes SET dev = dev + 7" 2>/dev/null
+	before=$(wc -l <"$HY_TMP/daemon.log")
+	hy_mount_ready "$b" "$m" "$opts"
+	for i in 0 1 2; do
+		cmp -s "$HY_TMP/once4/n$i.synced" "$m/n$i" ||
+			hy_fail "renumber: n$i, fsync'd before kill -9, lost its data after the disk was renumbered" \
+				"(the daemon said: $(tail -n +"$before" "$HY_TMP/daemon.log" | grep -E 'gone|crash left|follow' | head -n 4 | tr '\n' ' '))"
+	done
+	tail -n +"$before" "$HY_TMP/daemon.log" | grep -q "is gone" &&
+		hy_fail "renumber: recovery took the renumbered disk's files for gone"
+	ctl_sync "$HY_TMP/state4" >/dev/null || hy_fail "renumber: sync failed"
+	[ "$(sql "$db" "SELECT group_concat(id) FROM (SELECT id FROM files WHERE path LIKE 'n%' ORDER BY path)")" = "$ids" ] ||
+		hy_fail "renumber: the files got new ids: $ids before, $(sql "$db" "SELECT group_concat(id) FROM files WHERE path LIKE 'n%'") now"
+	hy_umount "$m"
+	for i in 0 1 2; do
+		cmp -s "$HY_TMP/once4/n$i.synced" "$b/n$i" || hy_fail "renumber: n$i differs at home after unmount"
+	done
+	umount "$b" || hy_fail "renumber: cannot unmount the tmpfs"
 }
 
 for c in $CASES; do
