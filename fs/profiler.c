@@ -198,6 +198,7 @@ struct hy_profiler {
 	uint64_t files_durable;
 	char *wal_path, *db_path;
 	bool dir_synced;
+	char *backing; /* the backing directory (mount_info), for relative paths */
 };
 
 static int64_t clock_ns(clockid_t clock)
@@ -541,11 +542,35 @@ static int64_t birth_of(int fd)
 	return (int64_t)stx.stx_btime.tv_sec * 1000000000LL + stx.stx_btime.tv_nsec;
 }
 
+/* What a new file's row keeps as its path: where @fd is relative to the
+ * backing directory (what /proc says of the descriptor, the moment the id
+ * is made), so that BORG can find the file again without a walk of the
+ * tree; @name alone when that cannot be told (another filesystem's view,
+ * the file already removed). NULL when out of memory or without a name. */
+static char *relative_path(const struct hy_profiler *p, int fd, const char *name)
+{
+	char link[64], target[4096];
+	size_t len = p->backing ? strlen(p->backing) : 0;
+	ssize_t n = -1;
+
+	if (len && fd >= 0) {
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		n = readlink(link, target, sizeof(target) - 1);
+	}
+	if (n > (ssize_t)len + 1 && strncmp(target, p->backing, len) == 0 && target[len] == '/') {
+		target[n] = '\0';
+		if (!(n > 10 && strcmp(target + n - 10, " (deleted)") == 0))
+			return strdup(target + len + 1);
+	}
+	return name ? strdup(name) : NULL;
+}
+
 /* Serialized by read_lock: a row leaves the pending list only once it is
  * committed, so a file not pending is in the database, and two opens can
- * never make two ids for one file. */
+ * never make two ids for one file. (A new id's path is read from /proc
+ * under it: one readlink, once per file.) */
 static uint64_t find_or_make_file(struct hy_profiler *p, const struct stat *st, int64_t birth,
-				  const char *name)
+				  int fd, const char *name)
 {
 	struct pending_file *pf;
 	uint64_t id = 0;
@@ -570,7 +595,7 @@ static uint64_t find_or_make_file(struct hy_profiler *p, const struct stat *st, 
 		pf->dev = st->st_dev;
 		pf->ino = st->st_ino;
 		pf->birth_ns = birth;
-		pf->name = name ? strdup(name) : NULL;
+		pf->name = relative_path(p, fd, name);
 		pf->seen_ns = clock_ns(CLOCK_REALTIME);
 		pthread_mutex_lock(&p->queue_lock);
 		pf->id = id = atomic_fetch_add(&p->next_file_id, 1);
@@ -593,7 +618,7 @@ int hy_profiler_open(struct hy_profiler *p, struct hy_profile_handle *handle, in
 	handle->fiemap_at_ns = INT64_MIN / 2;
 	handle->opener = process_touch(p, pid, -1, 0, -1, NULL);
 	handle->opener_pid = pid;
-	handle->file_id = known_id ? known_id : find_or_make_file(p, st, birth_of(fd), name);
+	handle->file_id = known_id ? known_id : find_or_make_file(p, st, birth_of(fd), fd, name);
 	return handle->file_id ? 0 : -ENOMEM;
 }
 
@@ -1345,6 +1370,17 @@ int hy_profiler_new(const struct hy_profiler_config *config, struct hy_profiler 
 	p->first_process_id = (uint32_t)procs + 1;
 	p->start_rowid = max_id(p->db, "SELECT coalesce(max(rowid), 0) FROM access_log");
 	atomic_store(&p->next_file_id, (uint64_t)files + 1);
+	{
+		sqlite3_stmt *q;
+
+		if (sqlite3_prepare_v2(p->db, "SELECT value FROM mount_info WHERE key = 'backing'",
+				       -1, &q, NULL) == SQLITE_OK) {
+			if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0))
+				p->backing =
+					realpath((const char *)sqlite3_column_text(q, 0), NULL);
+			sqlite3_finalize(q);
+		}
+	}
 	if (prepare(p->db,
 		    "INSERT INTO access_log (ts_ns, process_id, file_id, offset, length, mode,"
 		    " class, phys_block) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -1470,6 +1506,7 @@ void hy_profiler_free(struct hy_profiler *p)
 	pthread_mutex_destroy(&p->durable_lock);
 	free(p->wal_path);
 	free(p->db_path);
+	free(p->backing);
 	pthread_cond_destroy(&p->writer_cond);
 	pthread_cond_destroy(&p->sync_cond);
 	free(p);

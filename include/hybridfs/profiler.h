@@ -184,8 +184,10 @@ uint32_t hy_profiler_process(struct hy_profiler *profiler, pid_t pid);
 
 /* Sets up @handle for a file opened as @fd whose backing identity is @st,
  * by @pid; @known_id is the inode's cached file id or 0, and the id used is
- * returned in handle->file_id (for the caller to cache). @name is the
- * file's name, stored as a hint for a new id. Returns 0 or a negative
+ * returned in handle->file_id (for the caller to cache). A new id's row
+ * keeps the file's path relative to the backing directory (what /proc says
+ * of @fd), or @name, the file's name, when that cannot be told; BORG finds
+ * the file there first (borg.h). Returns 0 or a negative
  * errno; on error the handle still works, with file id 0. */
 int hy_profiler_open(struct hy_profiler *profiler, struct hy_profile_handle *handle, int fd,
 		     const struct stat *st, uint64_t known_id, const char *name, pid_t pid);

@@ -30,7 +30,11 @@
  *                                        volumes) ...
  *                birth_ns       INT      ... and its birth time (statx), so
  *                                        a reused inode number is a new file
- *                path           TEXT     where it was first seen (a hint)
+ *                path           TEXT     where it is, relative to the backing
+ *                                        directory: as the profiler saw it at
+ *                                        the id's making, or a walk since (a
+ *                                        hint: BORG checks dev, ino, birth);
+ *                                        a name alone in older rows
  *                first_seen_ns  INT
  *                gone_ns        INT      when its last name went with no
  *                                        handle open (NULL: not seen gone)

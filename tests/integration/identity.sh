@@ -18,11 +18,12 @@ TESTBIN=${HY_TESTBIN:-$(dirname "$0")}
 CRASH=$TESTBIN/hy-crash
 HYBRIDCTL=${HYBRIDCTL:-$(dirname "$HYBRIDFS")/hybridctl}
 CTLPEER=$TESTBIN/hy-ctlpeer
+IOGEN=$TESTBIN/hy-iogen
 [ -x "$CRASH" ] || hy_die "no $CRASH (run make check)"
 [ -x "$CTLPEER" ] || hy_die "no $CTLPEER (run make check)"
 command -v jq >/dev/null || hy_skip "jq is missing"
 command -v sqlite3 >/dev/null || hy_skip "sqlite3 is missing"
-CASES=${HY_IDENTITY_CASES:-"statefull durable prune renumber"}
+CASES=${HY_IDENTITY_CASES:-"statefull durable prune renumber findfiles"}
 hy_setup
 
 # ---- tmpfs mounts, undone by the trap (after the FUSE mounts) ----------
@@ -247,6 +248,100 @@ renumber() {
 		cmp -s "$HY_TMP/once4/n$i.synced" "$b/n$i" || hy_fail "renumber: n$i differs at home after unmount"
 	done
 	umount "$b" || hy_fail "renumber: cannot unmount the tmpfs"
+}
+
+# getdents_during PID FILE COMMAND...: runs COMMAND with strace counting
+# the getdents64 calls of PID's threads; prints the count
+getdents_during() {
+	local pid=$1 out=$2 st i
+	shift 2
+	strace -f -qq -p "$pid" -e trace=getdents64 -o "$out" 2>"$out.err" &
+	st=$!
+	HY_PIDS="$HY_PIDS $st"
+	for i in $(seq 1 1200); do
+		all_traced "$pid" && break
+		sleep 0.05
+	done
+	all_traced "$pid" || hy_die "strace did not attach: $(cat "$out.err")"
+	"$@" >"$out.cmd" 2>&1 || hy_fail "$* failed: $(cat "$out.cmd")"
+	kill -INT "$st" 2>/dev/null
+	wait "$st" 2>/dev/null
+	hy_forget_pid "$st"
+	grep -c 'getdents64(' "$out"
+}
+
+findfiles() {
+	local b=$HY_TMP/b5 m=$HY_TMP/m5 i k n specs before after
+	local opts="writeback_cache=off,cache=none,state=$HY_TMP/state5,bopt_size=4M,reorg_rate=0"
+	command -v strace >/dev/null || { hy_log "findfiles: skipped: no strace"; return 0; }
+	[ -x "$IOGEN" ] || hy_die "no $IOGEN (run make check)"
+	local dirs=${HY_FINDFILES_DIRS:-400} t0 t1
+	mkdir -p "$b/deep/er" "$b/t"
+	(cd "$b/t" && seq -f 'd%g' 1 "$dirs" | xargs mkdir && seq -f 'd%g/x' 1 "$dirs" | xargs touch &&
+		seq -f 'd%g/y' 1 "$dirs" | xargs touch) || hy_die "findfiles: cannot make the tree"
+	mkdir -p "$b/t/d7"
+	head -c 1M /dev/urandom >"$b/deep/er/hot"
+	head -c 1M /dev/urandom >"$b/deep/er/moved"
+	cp "$b/deep/er/hot" "$HY_TMP/hot5.ref"
+	cp "$b/deep/er/moved" "$HY_TMP/moved5.ref"
+	hy_mount_ready "$b" "$m" "$opts"
+	specs=$(for k in $(seq 0 255); do printf 'r:%d:4096 ' $(((k * 97) % 256 * 4096)); done)
+	for _ in 1 2 3; do
+		# shellcheck disable=SC2086
+		"$IOGEN" reader "$m/deep/er/hot" $specs || hy_die "findfiles: reading hot failed"
+		# shellcheck disable=SC2086
+		"$IOGEN" reader "$m/deep/er/moved" $specs || hy_die "findfiles: reading moved failed"
+	done
+	"$HYBRIDCTL" reorganize "$m" --gap 3600 >"$HY_TMP/reorg5.out" 2>&1 ||
+		hy_fail "findfiles: reorganize failed: $(cat "$HY_TMP/reorg5.out")"
+	[ "$(hy_status "$m" .bopt.map_blocks)" -gt 0 ] || hy_die "findfiles: nothing was relocated"
+	# writes over relocated blocks: they go into the BOPT, dirty, and stay
+	# there while a handle of the file is open (the last close sends a
+	# session's BOPT writes home)
+	exec 7<"$m/deep/er/hot" 8<"$m/deep/er/moved"
+	for k in $(seq 0 17 255); do
+		head -c 4096 /dev/urandom >"$HY_TMP/chunk5"
+		for f in hot moved; do
+			dd if="$HY_TMP/chunk5" of="$m/deep/er/$f" bs=4096 seek=$(((k * 97) % 256)) conv=notrunc status=none ||
+				hy_fail "findfiles: write to $f failed"
+			dd if="$HY_TMP/chunk5" of="$HY_TMP/${f}5.ref" bs=4096 seek=$(((k * 97) % 256)) conv=notrunc status=none
+		done
+	done
+	[ "$(hy_status "$m" .bopt.dirty_blocks)" -gt 0 ] || hy_die "findfiles: no block is dirty in the BOPT"
+	# the flush of hot alone: moved is renamed away and back after, so
+	# here both are where their rows say
+	t0=$(date +%s%N)
+	n=$(getdents_during "$HY_PID" "$HY_TMP/strace5a" "$HYBRIDCTL" flush "$m")
+	t1=$(date +%s%N)
+	hy_log "findfiles: the flush read folders $n times (getdents64), a tree of $dirs folders ($(((t1 - t0) / 1000000)) ms under strace)"
+	[ "$n" -le 4 ] || hy_fail "findfiles: the flush walked the tree: $n getdents64 calls for files the files table knows the paths of"
+	[ "$(hy_status "$m" .bopt.dirty_blocks)" = 0 ] || hy_fail "findfiles: blocks are still dirty in the BOPT after the flush"
+	cmp -s "$b/deep/er/hot" "$HY_TMP/hot5.ref" || hy_fail "findfiles: hot at home differs after the flush"
+	cmp -s "$b/deep/er/moved" "$HY_TMP/moved5.ref" || hy_fail "findfiles: moved at home differs after the flush"
+	# a file renamed behind the mount: its remembered path is wrong, the
+	# walk finds it
+	for k in $(seq 3 17 255); do
+		head -c 4096 /dev/urandom >"$HY_TMP/chunk5"
+		dd if="$HY_TMP/chunk5" of="$m/deep/er/moved" bs=4096 seek=$(((k * 97) % 256)) conv=notrunc status=none ||
+			hy_fail "findfiles: write to moved failed"
+		dd if="$HY_TMP/chunk5" of="$HY_TMP/moved5.ref" bs=4096 seek=$(((k * 97) % 256)) conv=notrunc status=none
+	done
+	if [ "$(hy_status "$m" .bopt.dirty_blocks)" -gt 0 ]; then
+		mv "$b/deep/er/moved" "$b/t/d7/moved"
+		t0=$(date +%s%N)
+		"$HYBRIDCTL" flush "$m" >"$HY_TMP/flush5.out" 2>&1 || hy_fail "findfiles: flush after a rename failed: $(cat "$HY_TMP/flush5.out")"
+		t1=$(date +%s%N)
+		hy_log "findfiles: a flush that must walk (a renamed file): $(((t1 - t0) / 1000000)) ms"
+		[ "$(hy_status "$m" .bopt.dirty_blocks)" = 0 ] || hy_fail "findfiles: the renamed file's blocks are still dirty"
+		cmp -s "$b/t/d7/moved" "$HY_TMP/moved5.ref" || hy_fail "findfiles: the renamed file at home differs"
+		# the walk taught its row the new path: no walk the next time
+		p=$(sql "$HY_TMP/state5/hybridfs.db" "SELECT path FROM files WHERE path LIKE '%moved'")
+		[ "$p" = t/d7/moved ] || hy_fail "findfiles: the renamed file's row did not learn its new path: '$p'"
+	else
+		hy_fail "findfiles: the second writes left nothing dirty in the BOPT"
+	fi
+	exec 7<&- 8<&-
+	hy_umount "$m"
 }
 
 for c in $CASES; do
