@@ -129,6 +129,7 @@ struct hy_cache {
 	struct hy_policy *policy;
 	struct hy_file_table *files;
 	uint32_t capacity;
+	atomic_bool ids_failing; /* ids_durable failed last: said once, not per fsync */
 
 	pthread_rwlock_t gates[HY_CACHE_GATES];
 
@@ -2087,16 +2088,41 @@ static int fsync_file(struct hy_cache *c, const struct hy_cache_file *f, uint64_
 		}
 		pthread_mutex_unlock(&c->lines_lock);
 	}
-	/* recovery finds the file by its id: that must outlive a crash too */
+	/* recovery finds the file by its id: that must outlive a crash too.
+	 * When it cannot (the state database cannot take the file's row: its
+	 * disk is full), a journal record would name a file recovery cannot
+	 * find: the dirty blocks go home instead, as many blocks do, and the
+	 * caller's sync of home makes them durable there */
 	if (nrecs && !cf->id_durable && c->cfg.ids_durable) {
-		rc = c->cfg.ids_durable(c->cfg.ids_durable_arg);
-		if (rc < 0) {
-			hy_log(LOG_ERR,
-			       "cache: file %" PRIu64 ": its id cannot be made durable: %s",
-			       f->file_id, strerror(-rc));
-			goto out;
+		int why = c->cfg.ids_durable(c->cfg.ids_durable_arg);
+
+		if (why < 0) {
+			if (!atomic_exchange(&c->ids_failing, true))
+				hy_log(LOG_WARNING,
+				       "cache: file %" PRIu64 ": its id cannot be made durable "
+				       "(%s): fsync sends dirty blocks home instead of "
+				       "journaling them until ids can be made durable again",
+				       f->file_id, strerror(-why));
+			pthread_mutex_lock(&c->lines_lock);
+			for (size_t i = 0; i < nrecs; i++)
+				c->lines[recs[i].line].flags &= (uint8_t)~LS_JOURNALED;
+			pthread_mutex_unlock(&c->lines_lock);
+			nrecs = 0;
+			rc = settle_range(c, cf, f, 0, UINT64_MAX, true, false);
+			if (rc < 0) {
+				hy_log(LOG_ERR,
+				       "cache: file %" PRIu64 ": its id cannot be made durable "
+				       "(%s) and its dirty blocks cannot go home: %s",
+				       f->file_id, strerror(-why), strerror(-rc));
+				goto out;
+			}
+			pending_clear(cf);
+		} else {
+			if (atomic_exchange(&c->ids_failing, false))
+				hy_log(LOG_NOTICE, "cache: file ids can be made durable again; "
+						   "fsync journals dirty blocks again");
+			cf->id_durable = true;
 		}
-		cf->id_durable = true;
 	}
 	/* the data first, then the records that name it */
 	if (nrecs) {

@@ -43,12 +43,15 @@ static int open_homes(void *arg, const uint64_t *ids, size_t n, int64_t *objects
 }
 
 /* The files table gets a file's row from the profiler's writer thread,
- * within 50 ms: a journaled dirty line must not outlive its file's row. */
+ * within 50 ms: a journaled dirty line must not outlive its file's row,
+ * so the row must be committed and on the disk before the journal names
+ * it. A failure (the state folder's disk full) is the cache's to handle:
+ * it sends the file's dirty blocks home instead. */
 static int ids_durable(void *arg)
 {
 	struct hy_fs *fs = arg;
 
-	return hy_profiler_sync(fs->profiler);
+	return hy_profiler_sync_ids(fs->profiler);
 }
 
 int hy_fs_open_cache(struct hy_fs *fs, const struct hy_options *opts)

@@ -102,9 +102,12 @@ static char *answer(struct hy_control_server *srv, const char *line, size_t len)
 	case HY_CONTROL_SYNC:
 		/* with the profiler off there is nothing to wait for */
 		rc = srv->handlers.sync ? srv->handlers.sync(srv->handlers.ctx) : -ENOSYS;
-		if (rc && rc != -ENOSYS)
-			out = hy_control_format_error("the profiler's writer has failed");
-		else
+		if (rc && rc != -ENOSYS) {
+			snprintf(why, sizeof(why),
+				 "the profiler cannot commit to the state database: %s",
+				 strerror(-rc));
+			out = hy_control_format_error(why);
+		} else
 			out = hy_control_format_result(json_object_new_object());
 		break;
 	case HY_CONTROL_STATUS:

@@ -105,18 +105,24 @@ static void forget_if_gone(struct hy_fs *fs, struct hy_inode *inode, int fd)
 	struct stat st;
 	int rc;
 
-	/* only the cache holds blocks that would go home into a removed file */
-	if (fd < 0 || !fs->engine->cache || atomic_load(&inode->opens) != 0)
+	if (fd < 0 || atomic_load(&inode->opens) != 0 || (!fs->engine->cache && !fs->profiler))
 		return;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 0)
 		return;
-	file_id = file_id_of(fs, inode, fd);
+	/* Only the cache holds blocks that would go home into a removed file:
+	 * it must know the id however the entry was made. Without a cache the
+	 * id serves the profiler's pruning alone, and the entry's own (a file
+	 * made or opened through the mount) is enough: no database read per
+	 * unlink. */
+	file_id = fs->engine->cache ? file_id_of(fs, inode, fd) : atomic_load(&inode->file_id);
 	if (!file_id)
 		return;
-	rc = hy_engine_forget_file(fs->engine, file_id);
+	rc = fs->engine->cache ? hy_engine_forget_file(fs->engine, file_id) : 0;
 	if (rc < 0)
 		hy_log(LOG_WARNING, "file %llu, removed: the cache could not let go of it: %s",
 		       (unsigned long long)file_id, strerror(-rc));
+	else if (fs->profiler)
+		hy_profiler_file_gone(fs->profiler, file_id); /* its row can go */
 }
 
 /* Closes an open file handle; 0 or the negative errno of close(2) or of

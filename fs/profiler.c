@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <linux/fiemap.h>
 #include <linux/fs.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "hybridfs/classify.h"
 #include "hybridfs/profiler.h"
 #include "hybridfs/ring.h"
+#include "hybridfs/state.h"
 #include "hybridfs/workload_policy.h"
 
 #define BATCH		    4096   /* records popped at a time */
@@ -33,6 +35,7 @@ struct process_slot {
 	uint32_t process_id;
 	char comm[16];
 	int64_t checked_ns; /* CLOCK_MONOTONIC */
+	bool dead_once;	    /* the last prune found its pid gone */
 	uint64_t reads, writes, bytes_read, bytes_written, meta[HY_META_COUNT];
 	/* ReCA for this process: its history of the last requests and its
 	 * workload category (made at its first read or write, about 22 KiB),
@@ -86,6 +89,28 @@ struct pending_file {
 	bool in_flight; /* being inserted by the writer now */
 };
 
+/* A file whose last name went with no handle open (hy_profiler_file_gone),
+ * to be marked in its row. */
+struct gone_file {
+	struct gone_file *next;
+	uint64_t id;
+	int64_t ns;
+};
+
+/* Processes of this mount found dead at two prunes in a row: each with
+ * access_log's last rowid once all its records were in (the ring empty),
+ * INT64_MIN for one that made no request; its row goes once the log's
+ * oldest row is past that. */
+struct dead_process {
+	uint32_t id;
+	int64_t last_rowid;
+};
+
+struct dead_processes {
+	struct dead_process *v;
+	size_t n, cap;
+};
+
 struct policy_snapshot {
 	struct policy_snapshot *older;
 	struct hy_workload_policy_table table;
@@ -130,11 +155,19 @@ struct hy_profiler {
 	pthread_cond_t writer_cond, sync_cond;
 	struct pending_process *processes;
 	struct pending_file *files;
+	struct gone_file *gone; /* marks still to be written */
 	bool stopping, wake, failed;
 	bool prune_requested;  /* hy_profiler_prune() waits for it to clear */
 	uint64_t committed;    /* ring records popped and committed */
 	uint64_t rows_queued;  /* pending process and file rows ever queued */
-	uint64_t rows_written; /* ... of which committed (or given up on) */
+	uint64_t rows_written; /* ... of which committed (a prefix: every
+				* transaction carries every row still pending) */
+	uint64_t rows_failed;  /* rows_queued as the last failed transaction saw it */
+	int rows_error;	       /* ... and why it failed, a negative errno */
+	uint64_t files_queued; /* the same for file rows alone (recovery needs them) */
+	uint64_t files_written, files_failed;
+	uint64_t flushes_started, flushes_done; /* transactions begun and ended */
+	bool last_failed;			/* the last transaction did not commit */
 	uint64_t written, pruned, batches, errors, processes_seen, files_seen;
 
 	/* the writer thread's own */
@@ -142,9 +175,30 @@ struct hy_profiler {
 	bool writer_started;
 	sqlite3 *db;
 	sqlite3_stmt *insert_record, *insert_process, *insert_file, *prune_age, *prune_rows;
+	sqlite3_stmt *mark_gone, *log_min, *log_max, *prune_files, *prune_process,
+		*prune_old_processes;
+	/* processes rows: those of earlier mounts (ids below first_process_id)
+	 * once the log has nothing left from before this mount (start_rowid);
+	 * this mount's dead ones through @dead */
+	uint32_t first_process_id;
+	int64_t start_rowid;
+	bool old_processes_pruned;
+	struct dead_processes dead;
+	uint64_t rows_pruned; /* files and processes rows */
 	int64_t pruned_at_ns;
 	bool commit_failing;  /* the last commit failed */
 	uint64_t commit_lost; /* records rolled back since commits began to fail */
+
+	/* Durability of the file rows, for hy_profiler_sync_ids(): the
+	 * connection commits with synchronous=NORMAL (the WAL is not synced
+	 * at a commit); files_durable is the files_written that the last
+	 * explicit sync of the WAL covered. durable_lock serializes those
+	 * syncs (and is held across one fdatasync, never with queue_lock). */
+	pthread_mutex_t durable_lock;
+	uint64_t files_durable;
+	char *wal_path, *db_path;
+	bool dir_synced;
+	char *backing; /* the backing directory (mount_info), for relative paths */
 };
 
 static int64_t clock_ns(clockid_t clock)
@@ -488,11 +542,35 @@ static int64_t birth_of(int fd)
 	return (int64_t)stx.stx_btime.tv_sec * 1000000000LL + stx.stx_btime.tv_nsec;
 }
 
+/* What a new file's row keeps as its path: where @fd is relative to the
+ * backing directory (what /proc says of the descriptor, the moment the id
+ * is made), so that BORG can find the file again without a walk of the
+ * tree; @name alone when that cannot be told (another filesystem's view,
+ * the file already removed). NULL when out of memory or without a name. */
+static char *relative_path(const struct hy_profiler *p, int fd, const char *name)
+{
+	char link[64], target[4096];
+	size_t len = p->backing ? strlen(p->backing) : 0;
+	ssize_t n = -1;
+
+	if (len && fd >= 0) {
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		n = readlink(link, target, sizeof(target) - 1);
+	}
+	if (n > (ssize_t)len + 1 && strncmp(target, p->backing, len) == 0 && target[len] == '/') {
+		target[n] = '\0';
+		if (!(n > 10 && strcmp(target + n - 10, " (deleted)") == 0))
+			return strdup(target + len + 1);
+	}
+	return name ? strdup(name) : NULL;
+}
+
 /* Serialized by read_lock: a row leaves the pending list only once it is
  * committed, so a file not pending is in the database, and two opens can
- * never make two ids for one file. */
+ * never make two ids for one file. (A new id's path is read from /proc
+ * under it: one readlink, once per file.) */
 static uint64_t find_or_make_file(struct hy_profiler *p, const struct stat *st, int64_t birth,
-				  const char *name)
+				  int fd, const char *name)
 {
 	struct pending_file *pf;
 	uint64_t id = 0;
@@ -517,7 +595,7 @@ static uint64_t find_or_make_file(struct hy_profiler *p, const struct stat *st, 
 		pf->dev = st->st_dev;
 		pf->ino = st->st_ino;
 		pf->birth_ns = birth;
-		pf->name = name ? strdup(name) : NULL;
+		pf->name = relative_path(p, fd, name);
 		pf->seen_ns = clock_ns(CLOCK_REALTIME);
 		pthread_mutex_lock(&p->queue_lock);
 		pf->id = id = atomic_fetch_add(&p->next_file_id, 1);
@@ -525,6 +603,7 @@ static uint64_t find_or_make_file(struct hy_profiler *p, const struct stat *st, 
 		p->files = pf;
 		p->files_seen++;
 		p->rows_queued++;
+		p->files_queued++;
 		pthread_mutex_unlock(&p->queue_lock);
 	}
 	pthread_mutex_unlock(&p->read_lock);
@@ -573,13 +652,34 @@ int hy_profiler_open(struct hy_profiler *p, struct hy_profile_handle *handle, in
 	handle->fiemap_at_ns = INT64_MIN / 2;
 	handle->opener = process_touch(p, pid, -1, 0, -1, NULL);
 	handle->opener_pid = pid;
-	handle->file_id = known_id ? known_id : find_or_make_file(p, st, birth_of(fd), name);
+	handle->file_id = known_id ? known_id : find_or_make_file(p, st, birth_of(fd), fd, name);
 	return handle->file_id ? 0 : -ENOMEM;
 }
 
 void hy_profiler_close(struct hy_profile_handle *handle)
 {
 	pthread_mutex_destroy(&handle->lock);
+}
+
+void hy_profiler_file_gone(struct hy_profiler *p, uint64_t file_id)
+{
+	struct gone_file *g;
+
+	if (!p || !file_id)
+		return;
+	g = malloc(sizeof(*g));
+	if (!g) {
+		/* the row stays: it costs a row, never data */
+		hy_log(LOG_WARNING,
+		       "profiler: file %" PRIu64 " is gone, but out of memory to say so", file_id);
+		return;
+	}
+	g->id = file_id;
+	g->ns = clock_ns(CLOCK_REALTIME);
+	pthread_mutex_lock(&p->queue_lock);
+	g->next = p->gone;
+	p->gone = g;
+	pthread_mutex_unlock(&p->queue_lock);
 }
 
 /* ---- physical addresses ------------------------------------------------ */
@@ -805,44 +905,62 @@ static void insert_records(struct hy_profiler *p, const struct hy_profile_record
 }
 
 /* One transaction: the pending process and file rows, then everything in
- * the ring (up to MAX_PER_TRANSACTION records). */
+ * the ring (up to MAX_PER_TRANSACTION records). Rows leave the pending
+ * lists only once a commit that carries them has worked: a transaction that
+ * fails (the state folder's disk full) leaves them for the next one, which
+ * carries every row still pending, so the rows committed are always all
+ * those queued before some moment (rows_written, files_written). */
 static void flush_once(struct hy_profiler *p, struct hy_profile_record *buf)
 {
-	struct pending_process *procs;
+	struct pending_process *procs, *pp;
 	struct pending_file *pf;
-	size_t n, total = 0;
-	uint64_t popped, rows, written_before = p->written, lost = 0;
-	bool commit_failed = false;
+	struct gone_file *gone, *g;
+	bool drained = false;
+	size_t n = 0, total = 0;
+	uint64_t popped, rows, files, written_before = p->written, lost = 0;
+	bool commit_failed = false, rows_ok = true;
+	size_t carried = 0; /* rows inserted */
+	int why = 0;
 
 	pthread_mutex_lock(&p->queue_lock);
 	procs = p->processes;
 	p->processes = NULL;
+	gone = p->gone;
+	p->gone = NULL;
 	for (pf = p->files; pf; pf = pf->next)
 		pf->in_flight = true;
 	rows = p->rows_queued; /* every row queued so far is in this transaction */
+	files = p->files_queued;
+	p->flushes_started++;
 	pthread_mutex_unlock(&p->queue_lock);
 
 	if (sqlite3_exec(p->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
-		hy_log(LOG_ERR, "profiler: begin: %s", sqlite3_errmsg(p->db));
+		/* nothing is inserted outside a transaction: the rows wait,
+		 * the records stay in the ring */
+		why = hy_state_errno(sqlite3_errcode(p->db));
+		if (!p->commit_failing)
+			hy_log(LOG_ERR, "profiler: begin: %s", sqlite3_errmsg(p->db));
+		p->commit_failing = true;
 		p->errors++;
+		commit_failed = true;
+		goto done;
 	}
-	while (procs) {
-		struct pending_process *next = procs->next;
+	for (pp = procs; pp; pp = pp->next) {
 		sqlite3_stmt *st = p->insert_process;
 
-		sqlite3_bind_int64(st, 1, procs->id);
-		sqlite3_bind_int64(st, 2, procs->pid);
-		sqlite3_bind_text(st, 3, procs->comm, -1, SQLITE_STATIC);
-		if (procs->exe)
-			sqlite3_bind_text(st, 4, procs->exe, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 1, pp->id);
+		sqlite3_bind_int64(st, 2, pp->pid);
+		sqlite3_bind_text(st, 3, pp->comm, -1, SQLITE_STATIC);
+		if (pp->exe)
+			sqlite3_bind_text(st, 4, pp->exe, -1, SQLITE_STATIC);
 		else
 			sqlite3_bind_null(st, 4);
-		sqlite3_bind_int64(st, 5, procs->seen_ns);
-		if (step_done(p->db, st))
+		sqlite3_bind_int64(st, 5, pp->seen_ns);
+		if (step_done(p->db, st)) {
 			p->errors++;
-		free(procs->exe);
-		free(procs);
-		procs = next;
+			rows_ok = false;
+		}
+		carried++;
 	}
 	/* the in-flight files stay listed (and findable) until the commit */
 	pthread_mutex_lock(&p->queue_lock);
@@ -862,13 +980,37 @@ static void flush_once(struct hy_profiler *p, struct hy_profile_record *buf)
 		else
 			sqlite3_bind_null(st, 5);
 		sqlite3_bind_int64(st, 6, pf->seen_ns);
-		if (step_done(p->db, st))
+		if (step_done(p->db, st)) {
 			p->errors++;
+			rows_ok = false;
+		}
+		carried++;
+	}
+	if (!rows_ok) {
+		why = hy_state_errno(sqlite3_errcode(p->db));
+		/* SQLite may have rolled the whole transaction back (a full
+		 * disk): the records would then be committed one by one */
+		if (sqlite3_get_autocommit(p->db)) {
+			commit_failed = true;
+			goto done;
+		}
 	}
 	while (total < MAX_PER_TRANSACTION && (n = hy_ring_pop(p->ring, buf, BATCH)) > 0) {
 		classify_mount(p, buf, n);
 		insert_records(p, buf, n);
 		total += n;
+	}
+	drained = n == 0;
+	/* A gone file's records were all pushed before it was said gone: once
+	 * the ring has been emptied in this transaction they are all in, at or
+	 * below the rowid its mark keeps (else the mark waits) */
+	if (drained) {
+		for (g = gone; g; g = g->next) {
+			sqlite3_bind_int64(p->mark_gone, 1, (int64_t)g->id);
+			sqlite3_bind_int64(p->mark_gone, 2, g->ns);
+			if (step_done(p->db, p->mark_gone))
+				drained = false; /* kept for the next transaction */
+		}
 	}
 	/* A commit that fails (the state folder's disk is full, typically)
 	 * rolls the records back: they are counted as errors, not as written,
@@ -876,16 +1018,20 @@ static void flush_once(struct hy_profiler *p, struct hy_profile_record *buf)
 	 * works again (issue 8: a full state disk must not flood the log). */
 	if (sqlite3_exec(p->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
 		commit_failed = true;
+		why = hy_state_errno(sqlite3_errcode(p->db));
 		lost = p->written - written_before;
 		if (!p->commit_failing)
 			hy_log(LOG_ERR,
 			       "profiler: commit: %s; the access log loses records until a "
-			       "commit works again (counted as errors)",
+			       "commit works again (counted as errors), file and process rows "
+			       "wait for it",
 			       sqlite3_errmsg(p->db));
 		p->commit_failing = true;
 		p->commit_lost += lost;
-		sqlite3_exec(p->db, "ROLLBACK", NULL, NULL, NULL);
-	} else if (p->commit_failing && p->written > written_before) {
+		if (sqlite3_exec(p->db, "ROLLBACK", NULL, NULL, NULL) != SQLITE_OK &&
+		    sqlite3_get_autocommit(p->db) == 0)
+			hy_log(LOG_ERR, "profiler: rollback: %s", sqlite3_errmsg(p->db));
+	} else if (p->commit_failing && (p->written > written_before || carried)) {
 		/* (an empty transaction commits even on a full disk) */
 		hy_log(LOG_NOTICE, "profiler: commits work again; %" PRIu64 " records were lost",
 		       p->commit_lost);
@@ -893,20 +1039,44 @@ static void flush_once(struct hy_profiler *p, struct hy_profile_record *buf)
 		p->commit_lost = 0;
 	}
 	p->batches++;
+done:
+	if (why == 0 && (commit_failed || !rows_ok))
+		why = -EIO;
 
 	pthread_mutex_lock(&p->queue_lock);
 	p->written -= lost;
 	if (commit_failed)
 		p->errors += lost ? lost : 1;
-	for (struct pending_file **pp = &p->files; *pp;) {
-		pf = *pp;
-		if (pf->in_flight) {
-			*pp = pf->next;
-			free(pf->name);
-			free(pf);
-		} else {
-			pp = &pf->next;
+	if (commit_failed || !rows_ok) {
+		/* retried by the next transaction (INSERT OR REPLACE / OR
+		 * IGNORE: a row that did get in is not doubled) */
+		for (pf = p->files; pf; pf = pf->next)
+			pf->in_flight = false;
+		if (procs) {
+			for (pp = procs; pp->next; pp = pp->next)
+				;
+			pp->next = p->processes;
+			p->processes = procs;
+			procs = NULL;
 		}
+		p->rows_failed = rows;
+		p->files_failed = files;
+		p->rows_error = why;
+		p->last_failed = true;
+	} else {
+		p->last_failed = false;
+		for (struct pending_file **link = &p->files; *link;) {
+			pf = *link;
+			if (pf->in_flight) {
+				*link = pf->next;
+				free(pf->name);
+				free(pf);
+			} else {
+				link = &pf->next;
+			}
+		}
+		p->rows_written = rows;
+		p->files_written = files;
 	}
 	{
 		struct hy_ring_stats rs;
@@ -915,9 +1085,131 @@ static void flush_once(struct hy_profiler *p, struct hy_profile_record *buf)
 		popped = rs.popped;
 	}
 	p->committed = popped;
-	p->rows_written = rows;
+	p->flushes_done++;
+	if (gone && (commit_failed || !drained)) {
+		for (g = gone; g->next; g = g->next)
+			;
+		g->next = p->gone;
+		p->gone = gone;
+		gone = NULL;
+	}
 	pthread_cond_broadcast(&p->sync_cond);
 	pthread_mutex_unlock(&p->queue_lock);
+	while (procs) {
+		pp = procs->next;
+		free(procs->exe);
+		free(procs);
+		procs = pp;
+	}
+	while (gone) {
+		g = gone->next;
+		free(gone);
+		gone = g;
+	}
+}
+
+static int64_t one_int(sqlite3 *db, sqlite3_stmt *st, int64_t otherwise)
+{
+	int64_t v = otherwise;
+	int rc = sqlite3_step(st);
+
+	if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+		v = sqlite3_column_int64(st, 0);
+	else if (rc != SQLITE_ROW)
+		hy_log(LOG_ERR, "profiler: prune: %s", sqlite3_errmsg(db));
+	sqlite3_reset(st);
+	return v;
+}
+
+/* Slots of processes whose pid was gone at this prune and the last one are
+ * emptied, and their ids listed in p->dead with the log's last rowid: ten
+ * seconds dead, every record they pushed is in the ring or in the log, and
+ * with the ring empty, in the log. A pid in use again keeps its slot (its
+ * name is checked at its next request). */
+static void find_dead(struct hy_profiler *p, int64_t last_rowid)
+{
+	struct hy_ring_stats rs;
+	bool settled;
+
+	hy_ring_get_stats(p->ring, &rs);
+	settled = rs.queued == 0;
+	for (size_t b = 0; b < HY_PROFILER_PROCESSES; b++) {
+		pthread_mutex_t *lock = &p->stripes[b % HY_PROFILER_STRIPES];
+
+		pthread_mutex_lock(lock);
+		for (int w = 0; w < HY_PROFILER_WAYS; w++) {
+			struct process_slot *slot = &p->slots[b][w];
+			struct dead_processes *d = &p->dead;
+
+			if (slot->pid <= 0)
+				continue;
+			if (kill(slot->pid, 0) == 0 || errno != ESRCH) {
+				slot->dead_once = false;
+				continue;
+			}
+			if (!slot->dead_once || !settled) {
+				slot->dead_once = true;
+				continue;
+			}
+			if (d->n == d->cap) {
+				size_t cap = d->cap ? d->cap * 2 : 64;
+				struct dead_process *v = realloc(d->v, cap * sizeof(*v));
+
+				if (!v)
+					continue; /* its row stays: a row, never data */
+				d->v = v;
+				d->cap = cap;
+			}
+			/* one that never read nor wrote has no log rows at all */
+			d->v[d->n++] = (struct dead_process){
+				slot->process_id,
+				slot->reads || slot->writes ? last_rowid : INT64_MIN};
+			slot_clear(slot);
+		}
+		pthread_mutex_unlock(lock);
+	}
+}
+
+/* Rows of files and processes that nothing refers to any more (issue 16):
+ * a file seen gone (its last name went with no handle open) with no log
+ * rows left (its mark's rowid below the log's oldest), no indirection map
+ * entry, no vertex of the master graph and no range of a kept plan; a
+ * process that is not running with no log rows left. The cache drops a
+ * gone file's blocks when it is said gone (hy_engine_forget_file), before
+ * the mark. The row with the highest id is always kept: ids are never
+ * given twice (the next id at open is the highest + 1). */
+static void prune_rows(struct hy_profiler *p)
+{
+	int64_t oldest = one_int(p->db, p->log_min, INT64_MAX);
+	int64_t last = one_int(p->db, p->log_max, 0);
+	struct dead_processes *d = &p->dead;
+
+	sqlite3_bind_int64(p->prune_files, 1, oldest);
+	if (step_done(p->db, p->prune_files) == 0)
+		p->rows_pruned += (uint64_t)sqlite3_changes(p->db);
+	find_dead(p, last);
+	{
+		size_t kept = 0;
+
+		for (size_t i = 0; i < d->n; i++) {
+			if (d->v[i].last_rowid < oldest) {
+				sqlite3_bind_int64(p->prune_process, 1, d->v[i].id);
+				if (step_done(p->db, p->prune_process) == 0) {
+					p->rows_pruned += (uint64_t)sqlite3_changes(p->db);
+					continue;
+				}
+			}
+			d->v[kept++] = d->v[i];
+		}
+		d->n = kept;
+	}
+	if (!p->old_processes_pruned && p->start_rowid < oldest) {
+		sqlite3_bind_int64(p->prune_old_processes, 1, p->first_process_id);
+		if (step_done(p->db, p->prune_old_processes) == 0) {
+			p->rows_pruned += (uint64_t)sqlite3_changes(p->db);
+			p->old_processes_pruned = true;
+		}
+	}
 }
 
 static void prune(struct hy_profiler *p, bool now_please)
@@ -938,6 +1230,7 @@ static void prune(struct hy_profiler *p, bool now_please)
 		if (step_done(p->db, p->prune_rows) == 0)
 			p->pruned += (uint64_t)sqlite3_changes(p->db);
 	}
+	prune_rows(p);
 }
 
 static void *writer_main(void *arg)
@@ -984,9 +1277,10 @@ static void *writer_main(void *arg)
 		{
 			struct hy_ring_stats rs;
 
-			/* a transaction stopped at its cap: go on at once */
+			/* a transaction stopped at its cap: go on at once (not
+			 * after a failure: the next try waits for the tick) */
 			hy_ring_get_stats(p->ring, &rs);
-			if (rs.queued)
+			if (rs.queued && !p->last_failed)
 				p->wake = true;
 		}
 		if (stopping) {
@@ -995,6 +1289,25 @@ static void *writer_main(void *arg)
 			hy_ring_get_stats(p->ring, &rs);
 			if (rs.queued == 0 && !p->processes && !p->files)
 				break;
+			if (p->last_failed) {
+				/* the last try, made after the stop was asked for,
+				 * failed too: the rows are lost (a file gets a new
+				 * id at the next mount; the cache has sent its
+				 * dirty blocks home by now) */
+				size_t nfiles = 0, nprocs = 0;
+
+				for (struct pending_file *pf = p->files; pf; pf = pf->next)
+					nfiles++;
+				for (struct pending_process *pp = p->processes; pp; pp = pp->next)
+					nprocs++;
+				if (nfiles || nprocs)
+					hy_log(LOG_ERR,
+					       "profiler: stopping with %zu file and %zu process "
+					       "rows that could not be written to the database "
+					       "(%s): they are lost",
+					       nfiles, nprocs, strerror(-p->rows_error));
+				break;
+			}
 		}
 	}
 	pthread_mutex_unlock(&p->queue_lock);
@@ -1046,6 +1359,7 @@ int hy_profiler_new(const struct hy_profiler_config *config, struct hy_profiler 
 	pthread_mutex_init(&p->mount_lock, NULL);
 	p->mount_history_ok = hy_classify_init(&p->mount_history, NULL) == 0;
 	pthread_mutex_init(&p->queue_lock, NULL);
+	pthread_mutex_init(&p->durable_lock, NULL);
 	pthread_cond_init(&p->writer_cond, NULL);
 	pthread_cond_init(&p->sync_cond, NULL);
 	p->max_age_s = config->max_age_s;
@@ -1059,13 +1373,23 @@ int hy_profiler_new(const struct hy_profiler_config *config, struct hy_profiler 
 			 config->ring_capacity);
 		goto fail;
 	}
+	p->db_path = strdup(config->db_path);
+	if (!p->db_path || asprintf(&p->wal_path, "%s-wal", config->db_path) < 0) {
+		p->wal_path = NULL;
+		snprintf(why, why_size, "profiler: out of memory");
+		rc = -ENOMEM;
+		goto fail;
+	}
 	rc = open_db(config->db_path, SQLITE_OPEN_READWRITE, &p->db, why, why_size);
 	if (rc == 0)
 		rc = open_db(config->db_path, SQLITE_OPEN_READONLY, &p->read_db, why, why_size);
 	if (rc)
 		goto fail;
 	/* WAL with synchronous=NORMAL: a commit does not wait for the disk; a
-	 * crash may lose the newest log rows, never corrupt the database */
+	 * crash may lose the newest log rows, never corrupt the database. The
+	 * file rows that recovery needs are made durable on demand, by
+	 * hy_profiler_sync_ids() (one sync of the WAL per batch of new files
+	 * that are fsync'd, not one per commit nor per fsync) */
 	if (sqlite3_exec(p->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL) != SQLITE_OK)
 		hy_log(LOG_WARNING, "profiler: synchronous=NORMAL: %s", sqlite3_errmsg(p->db));
 	procs = max_id(p->db, "SELECT coalesce(max(id), 0) FROM processes");
@@ -1077,7 +1401,20 @@ int hy_profiler_new(const struct hy_profiler_config *config, struct hy_profiler 
 		goto fail;
 	}
 	atomic_store(&p->next_process_id, (uint32_t)procs + 1);
+	p->first_process_id = (uint32_t)procs + 1;
+	p->start_rowid = max_id(p->db, "SELECT coalesce(max(rowid), 0) FROM access_log");
 	atomic_store(&p->next_file_id, (uint64_t)files + 1);
+	{
+		sqlite3_stmt *q;
+
+		if (sqlite3_prepare_v2(p->db, "SELECT value FROM mount_info WHERE key = 'backing'",
+				       -1, &q, NULL) == SQLITE_OK) {
+			if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0))
+				p->backing =
+					realpath((const char *)sqlite3_column_text(q, 0), NULL);
+			sqlite3_finalize(q);
+		}
+	}
 	if (prepare(p->db,
 		    "INSERT INTO access_log (ts_ns, process_id, file_id, offset, length, mode,"
 		    " class, phys_block) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -1095,6 +1432,25 @@ int hy_profiler_new(const struct hy_profiler_config *config, struct hy_profiler 
 		    "DELETE FROM access_log WHERE rowid <= (SELECT max(rowid) FROM access_log) - "
 		    "?1",
 		    &p->prune_rows) ||
+	    prepare(p->db,
+		    "UPDATE files SET gone_ns = ?2,"
+		    " gone_rowid = (SELECT coalesce(max(rowid), 0) FROM access_log) WHERE id = ?1",
+		    &p->mark_gone) ||
+	    prepare(p->db, "SELECT min(rowid) FROM access_log", &p->log_min) ||
+	    prepare(p->db, "SELECT max(rowid) FROM access_log", &p->log_max) ||
+	    prepare(p->db,
+		    "DELETE FROM files WHERE gone_rowid IS NOT NULL AND gone_rowid < ?1"
+		    " AND id < (SELECT max(id) FROM files)"
+		    " AND NOT EXISTS (SELECT 1 FROM bopt_map m WHERE m.file_id = files.id)"
+		    " AND NOT EXISTS (SELECT 1 FROM graph_vertices g WHERE g.file_id = files.id)"
+		    " AND id NOT IN (SELECT file_id FROM bopt_plan_ranges)",
+		    &p->prune_files) ||
+	    prepare(p->db,
+		    "DELETE FROM processes WHERE id = ?1 AND id < (SELECT max(id) FROM processes)",
+		    &p->prune_process) ||
+	    prepare(p->db,
+		    "DELETE FROM processes WHERE id < ?1 AND id < (SELECT max(id) FROM processes)",
+		    &p->prune_old_processes) ||
 	    prepare(p->read_db,
 		    "SELECT id FROM files WHERE dev = ?1 AND ino = ?2 AND birth_ns = ?3",
 		    &p->select_file)) {
@@ -1134,6 +1490,12 @@ void hy_profiler_free(struct hy_profiler *p)
 	sqlite3_finalize(p->insert_file);
 	sqlite3_finalize(p->prune_age);
 	sqlite3_finalize(p->prune_rows);
+	sqlite3_finalize(p->mark_gone);
+	sqlite3_finalize(p->log_min);
+	sqlite3_finalize(p->log_max);
+	sqlite3_finalize(p->prune_files);
+	sqlite3_finalize(p->prune_process);
+	sqlite3_finalize(p->prune_old_processes);
 	sqlite3_finalize(p->select_file);
 	if (p->db && sqlite3_close(p->db) != SQLITE_OK)
 		hy_log(LOG_ERR, "profiler: closing the database: %s", sqlite3_errmsg(p->db));
@@ -1153,6 +1515,13 @@ void hy_profiler_free(struct hy_profiler *p)
 		free(p->files);
 		p->files = next;
 	}
+	while (p->gone) {
+		struct gone_file *next = p->gone->next;
+
+		free(p->gone);
+		p->gone = next;
+	}
+	free(p->dead.v);
 	hy_ring_free(p->ring);
 	for (size_t b = 0; b < HY_PROFILER_PROCESSES; b++)
 		for (int w = 0; w < HY_PROFILER_WAYS; w++)
@@ -1168,6 +1537,10 @@ void hy_profiler_free(struct hy_profiler *p)
 		pthread_mutex_destroy(&p->stripes[i]);
 	pthread_mutex_destroy(&p->read_lock);
 	pthread_mutex_destroy(&p->queue_lock);
+	pthread_mutex_destroy(&p->durable_lock);
+	free(p->wal_path);
+	free(p->db_path);
+	free(p->backing);
 	pthread_cond_destroy(&p->writer_cond);
 	pthread_cond_destroy(&p->sync_cond);
 	free(p);
@@ -1176,7 +1549,7 @@ void hy_profiler_free(struct hy_profiler *p)
 int hy_profiler_sync(struct hy_profiler *p)
 {
 	struct hy_ring_stats rs;
-	uint64_t rows;
+	uint64_t rows, first;
 	int rc = 0;
 
 	hy_ring_get_stats(p->ring, &rs);
@@ -1184,13 +1557,111 @@ int hy_profiler_sync(struct hy_profiler *p)
 	p->wake = true;
 	pthread_cond_signal(&p->writer_cond);
 	/* pushed counts accepted records only: dropped ones are not waited for;
-	 * the process and file rows queued so far are waited for too */
+	 * the process and file rows queued so far are waited for too. The
+	 * first transaction to begin after this point carries all of them:
+	 * if it fails, so does the sync (its rows are retried later). */
 	rows = p->rows_queued;
-	while ((p->committed < rs.pushed || p->rows_written < rows) && !p->failed)
+	first = p->flushes_started + 1;
+	for (;;) {
+		if (p->failed) {
+			rc = -EIO;
+			break;
+		}
+		if (p->committed >= rs.pushed && p->rows_written >= rows)
+			break;
+		if (p->flushes_done >= first && p->last_failed) {
+			rc = p->rows_error ? p->rows_error : -EIO;
+			break;
+		}
 		pthread_cond_wait(&p->sync_cond, &p->queue_lock);
-	if (p->failed)
-		rc = -EIO;
+	}
 	pthread_mutex_unlock(&p->queue_lock);
+	return rc;
+}
+
+/* fdatasync of the WAL, where the commits are (synchronous=NORMAL leaves
+ * them in the page cache); the database file itself when there is no WAL
+ * (a checkpoint has synced it). The folder once, for the WAL's name.
+ * durable_lock held. */
+static int sync_wal(struct hy_profiler *p)
+{
+	const char *path = p->wal_path;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
+
+	if (fd < 0 && errno == ENOENT) {
+		path = p->db_path;
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
+	if (fd < 0) {
+		rc = -errno;
+		hy_log(LOG_ERR, "profiler: \"%s\": cannot open it to sync it: %s", path,
+		       strerror(-rc));
+		return rc;
+	}
+	if (fdatasync(fd) < 0) {
+		rc = -errno;
+		hy_log(LOG_ERR, "profiler: \"%s\": sync: %s", path, strerror(-rc));
+	}
+	close(fd);
+	if (rc == 0 && !p->dir_synced) {
+		char dir[4096];
+		const char *slash = strrchr(p->db_path, '/');
+
+		snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - p->db_path) : 1,
+			 slash ? p->db_path : ".");
+		fd = open(dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0 || fsync(fd) < 0) {
+			rc = -errno;
+			hy_log(LOG_ERR, "profiler: state folder \"%s\": sync: %s", dir,
+			       strerror(-rc));
+		} else {
+			p->dir_synced = true;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	return rc;
+}
+
+int hy_profiler_sync_ids(struct hy_profiler *p)
+{
+	uint64_t files, first, written;
+	int rc = 0;
+
+	pthread_mutex_lock(&p->queue_lock);
+	files = p->files_queued;
+	first = p->flushes_started + 1;
+	if (p->files_written < files) {
+		p->wake = true;
+		pthread_cond_signal(&p->writer_cond);
+	}
+	for (;;) {
+		if (p->failed) {
+			rc = -EIO;
+			break;
+		}
+		if (p->files_written >= files)
+			break;
+		if (p->flushes_done >= first && p->last_failed) {
+			rc = p->rows_error ? p->rows_error : -EIO;
+			break;
+		}
+		pthread_cond_wait(&p->sync_cond, &p->queue_lock);
+	}
+	written = p->files_written;
+	pthread_mutex_unlock(&p->queue_lock);
+	if (rc)
+		return rc;
+	/* one sync covers every file row committed before it: the fsyncs of
+	 * a batch of new files share it, and an fsync that finds its file's
+	 * row durable already makes none */
+	pthread_mutex_lock(&p->durable_lock);
+	if (p->files_durable < files) {
+		rc = sync_wal(p);
+		if (rc == 0)
+			p->files_durable = written;
+	}
+	pthread_mutex_unlock(&p->durable_lock);
 	return rc;
 }
 

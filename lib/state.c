@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,6 +64,13 @@ static const char *const migrations[HY_STATE_SCHEMA_VERSION] = {
 	" heat REAL NOT NULL, PRIMARY KEY (generation, bopt_block)) WITHOUT ROWID;",
 	/* 5 -> 6: the policy table's settings that differ from the defaults */
 	"CREATE TABLE workload_policy (name TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);",
+	/* 6 -> 7: files seen gone, so that their rows can be pruned */
+	"ALTER TABLE files ADD COLUMN gone_ns INTEGER;"
+	"ALTER TABLE files ADD COLUMN gone_rowid INTEGER;"
+	"CREATE INDEX files_gone ON files (gone_rowid) WHERE gone_rowid IS NOT NULL;",
+	/* 7 -> 8: the filesystems' UUIDs, so that files follow a renumbered disk */
+	"CREATE TABLE volumes (dev INTEGER PRIMARY KEY, uuid TEXT NOT NULL UNIQUE,"
+	" seen_ns INTEGER NOT NULL);",
 };
 
 int hy_state_errno(int sqlite_code)
@@ -143,6 +152,157 @@ int hy_state_get_info(struct hy_state *state, const char *key, char *buf, size_t
 		rc = rc == SQLITE_DONE ? -ENOENT : -EIO;
 	}
 	sqlite3_finalize(stmt);
+	return rc;
+}
+
+/* <linux/fs.h> from before Linux 6.5 lacks it; the kernel's ABI is fixed */
+#ifndef FS_IOC_GETFSUUID
+struct fsuuid2 {
+	uint8_t len;
+	uint8_t uuid[16];
+};
+#define FS_IOC_GETFSUUID _IOR(0x15, 0, struct fsuuid2)
+#endif
+
+/* The device number of the filesystem @path is on, and its UUID (the
+ * superblock's: ext4, xfs and btrfs keep it on the disk, tmpfs makes one
+ * per mount), which a renumbering of the disk does not change. 0, or a
+ * negative errno (-ENODATA: the filesystem has none, or the kernel cannot
+ * say, before 6.5; an all-zero UUID is none). */
+static int volume_of(const char *path, uint64_t *dev, char uuid[40])
+{
+	struct fsuuid2 u = {.len = sizeof(u.uuid)};
+	struct stat st;
+	bool zero = true;
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || ioctl(fd, FS_IOC_GETFSUUID, &u) < 0)
+		rc = errno == ENOTTY || errno == EINVAL || errno == EOPNOTSUPP ? -ENODATA : -errno;
+	close(fd);
+	if (rc)
+		return rc;
+	for (unsigned i = 0; i < u.len && i < sizeof(u.uuid); i++)
+		zero = zero && u.uuid[i] == 0;
+	if (u.len == 0 || u.len > sizeof(u.uuid) || zero)
+		return -ENODATA;
+	*dev = (uint64_t)st.st_dev;
+	for (unsigned i = 0; i < u.len; i++)
+		snprintf(uuid + 2 * i, 3, "%02x", u.uuid[i]);
+	return 0;
+}
+
+static int64_t one_int(sqlite3 *db, const char *sql, const char *text, int64_t a, int64_t otherwise)
+{
+	sqlite3_stmt *stmt;
+	int64_t v = otherwise;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &stmt, NULL) != SQLITE_OK)
+		return otherwise;
+	if (text)
+		sqlite3_bind_text(stmt, 1, text, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(stmt, 2, a);
+	if (sqlite3_step(stmt) == SQLITE_ROW && sqlite3_column_type(stmt, 0) != SQLITE_NULL)
+		v = sqlite3_column_int64(stmt, 0);
+	sqlite3_finalize(stmt);
+	return v;
+}
+
+static int exec2(sqlite3 *db, const char *sql, const char *text, int64_t a, int64_t b)
+{
+	sqlite3_stmt *stmt;
+	int rc;
+
+	rc = sqlite3_prepare_v2(db, sql, -1, &stmt, NULL);
+	if (rc != SQLITE_OK)
+		return rc;
+	if (text)
+		sqlite3_bind_text(stmt, 1, text, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(stmt, 2, a);
+	sqlite3_bind_int64(stmt, 3, b);
+	rc = sqlite3_step(stmt);
+	sqlite3_finalize(stmt);
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* Files are known by (dev, ino, birth), and st_dev is only the number the
+ * kernel gave the disk at this boot: a disk numbered otherwise after a
+ * reboot would have its files taken for gone (their dirty cache lines
+ * and BOPT blocks with them). The backing filesystem's UUID is kept with
+ * the number it had (table volumes); when the number has changed, the
+ * rows of its files follow it here, at mount, before anyone looks a file
+ * up, so every lookup (the profiler's, BORG's, the cache's recovery)
+ * compares today's numbers. Another volume's rows that held today's
+ * number are set aside under a negative number (no st_dev is) until that
+ * volume is the backing one again. A filesystem without a UUID keeps the
+ * behaviour of before: its rows are compared by number. */
+static int follow_volume(struct hy_state *state, const char *backing, char *why, size_t why_size)
+{
+	char uuid[40];
+	uint64_t dev;
+	int64_t old, other = 0, park;
+	int rc = volume_of(backing, &dev, uuid);
+
+	if (rc < 0) {
+		/* no UUID, or no backing directory to ask (the daemon checks
+		 * it; the tests name none): rows are compared by number */
+		if (rc != -ENODATA && rc != -ENOENT)
+			hy_log(LOG_WARNING,
+			       "state: backing directory \"%s\": its filesystem's UUID: %s; files "
+			       "are known by its device number only",
+			       backing, strerror(-rc));
+		return 0;
+	}
+	old = one_int(state->db, "SELECT dev FROM volumes WHERE uuid = ?1", uuid, 0, INT64_MIN);
+	if (old == (int64_t)dev)
+		return 0;
+	if (sqlite3_exec(state->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+		return db_error(state, "cannot record the backing filesystem", why, why_size);
+	other = one_int(state->db, "SELECT count(*) FROM volumes WHERE dev = ?2", NULL,
+			(int64_t)dev, 0);
+	if (other > 0) {
+		park = one_int(state->db, "SELECT min(dev) FROM volumes WHERE dev < 0", NULL, 0,
+			       0) -
+		       1;
+		if (exec2(state->db, "UPDATE files SET dev = ?3 WHERE dev = ?2", NULL, (int64_t)dev,
+			  park) != SQLITE_OK ||
+		    exec2(state->db, "UPDATE volumes SET dev = ?3 WHERE dev = ?2", NULL,
+			  (int64_t)dev, park) != SQLITE_OK)
+			goto fail;
+		hy_log(LOG_NOTICE,
+		       "state: device %u:%u was another filesystem's when last seen; its files' "
+		       "rows are set aside until it is the backing one again",
+		       major((dev_t)dev), minor((dev_t)dev));
+	}
+	if (old != INT64_MIN) {
+		if (exec2(state->db, "UPDATE files SET dev = ?2 WHERE dev = ?3", NULL, (int64_t)dev,
+			  old) != SQLITE_OK)
+			goto fail;
+		hy_log(LOG_NOTICE,
+		       "state: the backing filesystem (UUID %s) was device %u:%u, is %u:%u now: "
+		       "%d files follow it",
+		       uuid, old >= 0 ? major((dev_t)old) : 0, old >= 0 ? minor((dev_t)old) : 0,
+		       major((dev_t)dev), minor((dev_t)dev), sqlite3_changes(state->db));
+		rc = exec2(state->db, "UPDATE volumes SET dev = ?2, seen_ns = ?3 WHERE uuid = ?1",
+			   uuid, (int64_t)dev, (int64_t)time(NULL) * 1000000000LL);
+	} else {
+		rc = exec2(state->db,
+			   "INSERT INTO volumes (uuid, dev, seen_ns) VALUES (?1, ?2, ?3)", uuid,
+			   (int64_t)dev, (int64_t)time(NULL) * 1000000000LL);
+	}
+	if (rc != SQLITE_OK || sqlite3_exec(state->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+		goto fail;
+	return 0;
+fail:
+	rc = db_error(state, "cannot record the backing filesystem's UUID", why, why_size);
+	sqlite3_exec(state->db, "ROLLBACK", NULL, NULL, NULL);
+	if (old == INT64_MIN && other == 0) {
+		/* a first sight only: nothing to follow yet, the mount goes on
+		 * (a full state disk: fulldisk.sh) and records it next time */
+		hy_log(LOG_WARNING, "%s", why);
+		return 0;
+	}
 	return rc;
 }
 
@@ -366,6 +526,11 @@ int hy_state_open(const char *dir, const char *backing, bool read_only, struct h
 		goto fail;
 	}
 	state->created = strtoll(created, NULL, 10);
+	if (!read_only && backing && backing[0]) {
+		rc = follow_volume(state, backing, why, why_size);
+		if (rc)
+			goto fail;
+	}
 	if (!read_only && backing &&
 	    hy_state_get_info(state, "backing", stored, sizeof(stored)) == 0 &&
 	    strcmp(stored, backing) != 0) {

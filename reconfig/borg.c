@@ -645,13 +645,15 @@ struct wanted {
 	uint64_t file_id;
 	uint64_t dev, ino;
 	int64_t birth_ns;
-	char *path; /* relative to the backing directory, once found */
-	int fd;	    /* open for the copy, or -1 */
+	char *path;  /* relative to the backing directory, once found */
+	bool walked; /* found by the walk: its row's path is out of date */
+	int fd;	     /* open for the copy, or -1 */
 };
 
 struct search {
 	struct wanted *w; /* sorted by (dev, ino) */
 	size_t n, found;
+	size_t by_path, walked; /* found by their remembered path; entries a walk visited */
 	size_t backing_len;
 	dev_t state_dev;
 	ino_t state_ino;
@@ -677,6 +679,7 @@ static int visit(const char *path, const struct stat *st, int type, struct FTW *
 	struct wanted key, *hit;
 
 	(void)ftw;
+	s->walked++;
 	if (type == FTW_D && s->have_state && st->st_dev == s->state_dev &&
 	    st->st_ino == s->state_ino)
 		return FTW_SKIP_SUBTREE; /* the state folder: the BOPT, the database */
@@ -688,6 +691,7 @@ static int visit(const char *path, const struct stat *st, int type, struct FTW *
 	if (!hit || hit->path)
 		return FTW_CONTINUE;
 	hit->path = strdup(path + s->backing_len + 1);
+	hit->walked = hit->path != NULL;
 	if (hit->path && ++s->found == s->n)
 		return FTW_STOP;
 	return FTW_CONTINUE;
@@ -702,8 +706,76 @@ static int by_id(const void *a, const void *b)
 	return x->file_id < y->file_id ? -1 : x->file_id > y->file_id;
 }
 
+/* Whether @w's file is at @path (relative to the backing directory): the
+ * same dev, ino and birth, as open_home() checks again. */
+static bool is_there(const struct place *b, const struct wanted *w, const char *path)
+{
+	struct statx stx;
+
+	if (!path || !path[0] || path[0] == '/' || strcmp(path, "..") == 0 ||
+	    strncmp(path, "../", 3) == 0 || strstr(path, "/../") ||
+	    (strlen(path) >= 3 && strcmp(path + strlen(path) - 3, "/..") == 0))
+		return false;
+	if (statx(b->root_fd, path, AT_SYMLINK_NOFOLLOW, STATX_INO | STATX_BTIME, &stx) != 0 ||
+	    !S_ISREG(stx.stx_mode))
+		return false;
+	return (uint64_t)makedev(stx.stx_dev_major, stx.stx_dev_minor) == w->dev &&
+	       stx.stx_ino == w->ino &&
+	       (!(stx.stx_mask & STATX_BTIME) || !w->birth_ns ||
+		(int64_t)stx.stx_btime.tv_sec * 1000000000 + stx.stx_btime.tv_nsec == w->birth_ns);
+}
+
+/* The walk found files elsewhere than their rows say (renamed since, or
+ * rows older than the paths): their rows learn where, so that the next
+ * flush finds them without a walk. Only on a connection that may write;
+ * a failure costs a walk next time, nothing else, and is said. */
+static void remember_paths(sqlite3 *db, const struct search *s)
+{
+	sqlite3_stmt *st;
+	size_t n = 0;
+
+	if (sqlite3_db_readonly(db, "main") != 0)
+		return;
+	for (size_t i = 0; i < s->n; i++)
+		n += s->w[i].walked;
+	if (!n)
+		return;
+	if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+		goto fail;
+	if (sqlite3_prepare_v2(db, "UPDATE files SET path = ?2 WHERE id = ?1", -1, &st, NULL) !=
+	    SQLITE_OK) {
+		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+		goto fail;
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		if (!s->w[i].walked)
+			continue;
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)s->w[i].file_id);
+		sqlite3_bind_text(st, 2, s->w[i].path, -1, SQLITE_STATIC);
+		if (sqlite3_step(st) != SQLITE_DONE) {
+			sqlite3_finalize(st);
+			sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+			goto fail;
+		}
+		sqlite3_reset(st);
+	}
+	sqlite3_finalize(st);
+	if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
+		return;
+	sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+fail:
+	hy_log(LOG_WARNING,
+	       "borg: the paths of %zu files found by a walk of the backing directory cannot be "
+	       "kept: %s (the next search walks again)",
+	       n, sqlite3_errmsg(db));
+}
+
 /* The files of @ids (sorted, unique) with their identity from the files
- * table and their place in the backing tree, found by one walk of it. */
+ * table and their place in the backing tree: first where the files table
+ * remembers them (the path the profiler saw when it gave the id, one
+ * statx each), then, for those not there (renamed since, or rows from
+ * before paths were kept), by one walk of the tree. So a flush costs what
+ * its dirty files cost, not what the tree does. */
 static int find_files(const struct place *b, sqlite3 *db, const uint64_t *ids, size_t n,
 		      struct search *s, char *why, size_t why_size)
 {
@@ -718,8 +790,8 @@ static int find_files(const struct place *b, sqlite3 *db, const uint64_t *ids, s
 		snprintf(why, why_size, "out of memory for %zu files", n);
 		return -ENOMEM;
 	}
-	if (sqlite3_prepare_v2(db, "SELECT dev, ino, birth_ns FROM files WHERE id = ?1", -1, &st,
-			       NULL) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(db, "SELECT dev, ino, birth_ns, path FROM files WHERE id = ?1", -1,
+			       &st, NULL) != SQLITE_OK) {
 		snprintf(why, why_size, "state database: %s", sqlite3_errmsg(db));
 		return hy_state_errno(sqlite3_errcode(db));
 	}
@@ -731,6 +803,11 @@ static int find_files(const struct place *b, sqlite3 *db, const uint64_t *ids, s
 			s->w[k].ino = (uint64_t)sqlite3_column_int64(st, 1);
 			s->w[k].birth_ns = sqlite3_column_int64(st, 2);
 			s->w[k].fd = -1;
+			if (is_there(b, &s->w[k], (const char *)sqlite3_column_text(st, 3))) {
+				s->w[k].path = strdup((const char *)sqlite3_column_text(st, 3));
+				if (s->w[k].path)
+					s->by_path++;
+			}
 			k++;
 		}
 		sqlite3_reset(st);
@@ -746,8 +823,11 @@ static int find_files(const struct place *b, sqlite3 *db, const uint64_t *ids, s
 		s->state_dev = sst.st_dev;
 		s->state_ino = sst.st_ino;
 	}
-	if (s->n == 0)
+	s->found = s->by_path;
+	if (s->found == s->n) {
+		qsort(s->w, s->n, sizeof(*s->w), by_id);
 		return 0;
+	}
 	pthread_mutex_lock(&search_lock);
 	current_search = s;
 	if (nftw(b->backing, visit, 64, FTW_PHYS | FTW_MOUNT | FTW_ACTIONRETVAL) < 0) {
@@ -757,6 +837,8 @@ static int find_files(const struct place *b, sqlite3 *db, const uint64_t *ids, s
 	}
 	current_search = NULL;
 	pthread_mutex_unlock(&search_lock);
+	if (rc == 0)
+		remember_paths(db, s);
 	/* from now on the copy looks files up by id */
 	qsort(s->w, s->n, sizeof(*s->w), by_id);
 	return rc;
@@ -816,7 +898,7 @@ int hy_borg_open_homes(const char *db_path, const char *backing, const char *sta
 
 	for (size_t i = 0; i < n; i++)
 		fds[i] = -1;
-	if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) !=
+	if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
 	    SQLITE_OK) {
 		snprintf(why, why_size, "state database \"%s\": %s", db_path,
 			 db ? sqlite3_errmsg(db) : "out of memory");
@@ -1331,7 +1413,7 @@ int hy_borg_flush(struct hy_borg *b, uint64_t *synced, char *why, size_t why_siz
 		return 0;
 	}
 	/* its own connection: the reconfigurator's may be busy on its thread */
-	if (sqlite3_open_v2(b->db_path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) !=
+	if (sqlite3_open_v2(b->db_path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
 	    SQLITE_OK) {
 		snprintf(why, why_size, "state database \"%s\": %s", b->db_path,
 			 db ? sqlite3_errmsg(db) : "out of memory");

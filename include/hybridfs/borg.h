@@ -173,9 +173,10 @@ int hy_borg_bopt_fd(struct hy_borg *borg);
 void hy_borg_close(struct hy_borg *borg);
 
 /* Opens for writing the home files of @ids (sorted, unique), found
- * through the state database's files table (device, inode, birth time)
- * and one walk of @backing (skipping @state_dir), each checked to be that
- * very file: fds[i] is its descriptor, or -1 when it is gone. For the
+ * through the state database's files table (device, inode, birth time):
+ * at the path their rows keep, else by one walk of @backing (skipping
+ * @state_dir; the rows of files it finds learn their paths), each checked
+ * to be that very file: fds[i] is its descriptor, or -1 when it is gone. For the
  * cache's recovery at mount, which runs whether or not a BOPT is in use.
  * Returns 0 or a negative errno with a message in @why (then every fds[i]
  * is -1 or open: the caller closes those). */

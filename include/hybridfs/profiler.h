@@ -35,11 +35,18 @@
  * handle, as are requests with no pid.
  *
  * Retention: rows older than max_age_s, and all but the newest max_rows,
- * are pruned by the writer thread every HY_PROFILER_PRUNE_S seconds.
+ * are pruned by the writer thread every HY_PROFILER_PRUNE_S seconds. So
+ * are the rows of files and processes that nothing refers to any more: a
+ * file said gone (hy_profiler_file_gone) once the log has no row of it
+ * left and neither the indirection map, the master graph nor a plan names
+ * it; a process not running (its pid gone at two prunes in a row) once the
+ * log has no row of it left. The row with the highest id always stays, so
+ * that no id is ever given twice.
  *
  * Who calls it: fs/ops.c (open, create, read, write, metadata counts, the
- * file id of an inode entry made without one),
- * fs/main.c (new, free), fs/control.c (stats, top processes, sync).
+ * file id of an inode entry made without one, files gone),
+ * fs/main.c (new, free), fs/control_server.c and fs/status.c (stats, top
+ * processes, sync), fs/cache_glue.c (the cache's ids made durable).
  *
  * Memory: struct hy_profiler owns its ring, its two SQLite connections
  * (writer's, and a read connection for file ids), the process table and the
@@ -51,8 +58,10 @@
  * profiler->queue_lock protects the pending process and file rows and the
  * sync state; profiler->read_lock serializes the read connection and the
  * making of file ids (so that one file never gets two), and is held across
- * one indexed SQLite read at open, never in read or write. Order:
- * read_lock before queue_lock.
+ * one indexed SQLite read at open, never in read or write;
+ * profiler->durable_lock (a leaf, never with queue_lock) serializes the
+ * syncs of the WAL in hy_profiler_sync_ids(). Order: read_lock before
+ * queue_lock.
  */
 #ifndef HYBRIDFS_PROFILER_H
 #define HYBRIDFS_PROFILER_H
@@ -176,8 +185,10 @@ uint32_t hy_profiler_process(struct hy_profiler *profiler, pid_t pid);
 
 /* Sets up @handle for a file opened as @fd whose backing identity is @st,
  * by @pid; @known_id is the inode's cached file id or 0, and the id used is
- * returned in handle->file_id (for the caller to cache). @name is the
- * file's name, stored as a hint for a new id. Returns 0 or a negative
+ * returned in handle->file_id (for the caller to cache). A new id's row
+ * keeps the file's path relative to the backing directory (what /proc says
+ * of @fd), or @name, the file's name, when that cannot be told; BORG finds
+ * the file there first (borg.h). Returns 0 or a negative
  * errno; on error the handle still works, with file id 0. */
 int hy_profiler_open(struct hy_profiler *profiler, struct hy_profile_handle *handle, int fd,
 		     const struct stat *st, uint64_t known_id, const char *name, pid_t pid);
@@ -190,6 +201,12 @@ void hy_profiler_close(struct hy_profile_handle *handle);
  * have been made after the kernel forgot the one that knew the id. Takes
  * read_lock across one indexed SQLite read. */
 uint64_t hy_profiler_find_file(struct hy_profiler *profiler, int fd, const struct stat *st);
+
+/* @file_id's file is gone: its last name went while no handle was open
+ * (fs/ops.c, after the cache has let go of it), so that nothing can reach
+ * it through the mount again. Its row is marked (by the writer thread) and
+ * pruned once nothing refers to it. Never blocks on I/O; 0 is ignored. */
+void hy_profiler_file_gone(struct hy_profiler *profiler, uint64_t file_id);
 
 /* Before a read or write of @handle by @pid (0, or a write from the
  * write-back cache: the opener) is served: counts it, classifies it in
@@ -223,8 +240,23 @@ int hy_profiler_set_policy(struct hy_profiler *profiler,
 bool hy_profiler_get_policy(struct hy_profiler *profiler, struct hy_workload_policy_table *out);
 
 /* Waits until every record pushed before the call is committed (or was
- * dropped). Returns 0, or -EIO when the writer has failed. */
+ * dropped), and every process and file row queued before it. Returns 0;
+ * or the negative errno (-ENOSPC: the state folder's disk is full) of
+ * the first transaction begun after the call when it failed (its rows
+ * stay queued and are retried by the next one; its records are lost and
+ * counted as errors); -EIO when the writer has failed. Not a promise of
+ * durability: commits do not wait for the disk. */
 int hy_profiler_sync(struct hy_profiler *profiler);
+
+/* For the cache's fsync (cache.h, ids_durable): waits until every file row
+ * queued before the call is committed and durable (the WAL synced once
+ * for every row committed so far; nothing is synced when they were made
+ * durable already), so that after a crash the rows name the files that
+ * recovery finds in the store's journal. Does not wait for the access
+ * log's records. Returns 0, a negative errno as hy_profiler_sync() (the
+ * rows stay queued), or the errno of the sync. Takes queue_lock (not
+ * across I/O) and durable_lock, a leaf, across one fdatasync. */
+int hy_profiler_sync_ids(struct hy_profiler *profiler);
 
 /* Runs the retention rules now, after a sync (they also run on their own
  * every HY_PROFILER_PRUNE_S seconds). Returns 0 or -EIO. */

@@ -9,9 +9,10 @@
  * mode, and brings its schema to the current version through forward
  * migrations keyed by PRAGMA user_version.
  *
- * Schema, version 6 (1 had mount_info only; 2 added the access log; 3 the
+ * Schema, version 8 (1 had mount_info only; 2 added the access log; 3 the
  * master access graph; 4 the indirection map; 5 its stamps, checkpoints
- * and plans; 6 the workload policy table):
+ * and plans; 6 the workload policy table; 7 files' gone marks; 8 the
+ * volumes):
  *
  *   table        column         type     meaning
  *   -----------  -------------  -------  -----------------------------------
@@ -24,11 +25,23 @@
  *                first_seen_ns  INT      CLOCK_REALTIME, ns
  *   files        id             INT PK   hybridfs's file id: stable across
  *                                        renames and remounts
- *                dev, ino       INT      the backing inode ...
+ *                dev, ino       INT      the backing inode (dev: today's
+ *                                        number of its filesystem, see
+ *                                        volumes) ...
  *                birth_ns       INT      ... and its birth time (statx), so
  *                                        a reused inode number is a new file
- *                path           TEXT     where it was first seen (a hint)
+ *                path           TEXT     where it is, relative to the backing
+ *                                        directory: as the profiler saw it at
+ *                                        the id's making, or a walk since (a
+ *                                        hint: BORG checks dev, ino, birth);
+ *                                        a name alone in older rows
  *                first_seen_ns  INT
+ *                gone_ns        INT      when its last name went with no
+ *                                        handle open (NULL: not seen gone)
+ *                gone_rowid     INT      access_log's last rowid then (indexed):
+ *                                        its log rows are all at or below it,
+ *                                        so once the log's oldest row is past
+ *                                        it the row can go (profiler.h)
  *   access_log   ts_ns          INT      CLOCK_REALTIME, ns (indexed)
  *                process_id     INT      processes.id
  *                file_id        INT      files.id
@@ -73,6 +86,15 @@
  *   bopt_plan_ranges generation, bopt_block INT PK  the plan, in BOPT order
  *                file_id, block, nblocks INT  the range
  *                heat           REAL     its vertex's weight
+ *   volumes      dev            INT PK   the device number (st_dev) the
+ *                                        filesystem had when last the backing
+ *                                        one; negative: set aside (another
+ *                                        filesystem has that number now)
+ *                uuid           TEXT     its UUID (FS_IOC_GETFSUUID), hex,
+ *                                        unique; at mount, when the backing
+ *                                        filesystem's number has changed,
+ *                                        files.dev follows it (state.c)
+ *                seen_ns        INT      CLOCK_REALTIME, ns
  *   workload_policy name         TEXT PK  "CATEGORY.KEY" (workload_policy.h),
  *                                        only the settings that differ from
  *                                        the defaults
@@ -97,7 +119,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HY_STATE_SCHEMA_VERSION 6
+#define HY_STATE_SCHEMA_VERSION 8
 #define HY_STATE_DB_NAME	"hybridfs.db"
 
 struct sqlite3;

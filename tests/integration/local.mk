@@ -22,6 +22,7 @@ include tests/integration/damaged.mk
 include tests/integration/soak.mk
 include tests/integration/forgotten.mk
 include tests/integration/setattr.mk
+include tests/integration/identity.mk
 
 # `hybridctl format-cache`: files only, no mount.
 TESTS += tests/integration/formatcache.sh

@@ -1115,14 +1115,18 @@ static int ids_durable_flaky(void *arg)
 	return ids_fail_once-- > 0 ? -EIO : 0;
 }
 
-/* An fsync that fails (the file's id cannot be made durable) promises
- * nothing, and the next one still journals every block written before
- * it: after a crash they come back. */
+/* An fsync whose file id cannot be made durable (the state database's
+ * disk full: a journal record would name a file recovery cannot find)
+ * sends the file's dirty blocks home instead of journaling them: it
+ * succeeds when home takes them (home needs the caller's sync: 0), and
+ * fails only when home cannot take them either. Such a failed fsync
+ * promises nothing, and the next one still journals every block written
+ * before it: after a crash they come back. */
 static void test_fsync_retry(void)
 {
 	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
 	char *copy = hy_test_path_in(dir, "copy");
-	static unsigned char old1[4 * BLK], neu1[4 * BLK];
+	static unsigned char old1[4 * BLK], neu1[4 * BLK], neu2[4 * BLK];
 	struct hy_cache_config cfg;
 	struct hy_cache_file f1 = F(1);
 	struct hy_cache *c = NULL;
@@ -1139,19 +1143,34 @@ static void test_fsync_retry(void)
 		CU_ASSERT_EQUAL(hy_cache_write(c, &f1, neu1 + b * BLK, BLK, (off_t)(b * BLK)), BLK);
 	for (size_t b = 1; b < 4; b += 2)
 		CU_ASSERT_EQUAL(hy_cache_write(c, &f1, neu1 + b * BLK, BLK, (off_t)(b * BLK)), BLK);
+	/* the id cannot be made durable: the blocks go home, none journaled */
 	ids_fail_once = 1;
-	CU_ASSERT_EQUAL(hy_cache_fsync(c, &f1, &token), -EIO);
+	CU_ASSERT_EQUAL(hy_cache_fsync(c, &f1, &token), 0);
+	hy_cache_home_synced(c, &f1, token);
 	CU_ASSERT_EQUAL(stats(c).journal_records, 0);
+	CU_ASSERT_EQUAL(stats(c).dirty_bytes, 0);
+	CU_ASSERT(home_equals(1, neu1, sizeof(neu1)));
+	/* ... and home cannot take them either: the fsync fails */
+	fill_pattern(neu2, sizeof(neu2), 112);
+	for (size_t b = 0; b < 4; b++)
+		CU_ASSERT_EQUAL(hy_cache_write(c, &f1, neu2 + b * BLK, BLK, (off_t)(b * BLK)), BLK);
+	ids_fail_once = 1;
+	H.fail_writes = true;
+	CU_ASSERT(hy_cache_fsync(c, &f1, &token) < 0);
+	H.fail_writes = false;
+	CU_ASSERT_EQUAL(stats(c).journal_records, 0);
+	/* ids work again: every block written before the failed fsync is
+	 * journaled by the next one */
 	CU_ASSERT_EQUAL(cache_fsync(c, &f1), 0);
 	CU_ASSERT_EQUAL(stats(c).journal_records, 4);
 	CU_ASSERT_EQUAL_FATAL(copy_file(store, copy), 0);
 	CLOSE(c);
-	home_set(1, old1, sizeof(old1));
+	home_set(1, neu1, sizeof(neu1));
 	H.holds = H.puts = 0;
 	c = copen(copy, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, 32, 1.5);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
 	CU_ASSERT_EQUAL(stats(c).recovered_blocks, 4);
-	CU_ASSERT(home_equals(1, neu1, sizeof(neu1)));
+	CU_ASSERT(home_equals(1, neu2, sizeof(neu2)));
 	CLOSE(c);
 	hy_test_rmtree(dir);
 	free(dir);
@@ -2717,7 +2736,7 @@ int hy_test_add_cache(void)
 	    !CU_add_test(s, "fsync and crash recovery", test_fsync_recovery) ||
 	    !CU_add_test(s, "a truncated store is salvaged", test_truncated_store) ||
 	    !CU_add_test(s, "close keeps what home refuses", test_close_keeps_dirty) ||
-	    !CU_add_test(s, "an fsync after a failed one", test_fsync_retry) ||
+	    !CU_add_test(s, "an fsync whose id cannot be made durable", test_fsync_retry) ||
 	    !CU_add_test(s, "a checkpoint in the middle of clean records",
 			 test_checkpoint_mid_clean) ||
 	    !CU_add_test(s, "journal checkpoints keep fsync'd lines", test_checkpoint_recovery) ||

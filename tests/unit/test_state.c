@@ -153,17 +153,21 @@ static void test_migrate_from_v1(void)
 	CU_ASSERT_EQUAL(
 		sqlite3_exec(state->db,
 			     "INSERT INTO processes VALUES (1, 42, 'cat', NULL, 1);"
-			     "INSERT INTO files VALUES (1, 1, 2, 3, 'a', 1);"
+			     "INSERT INTO files (id, dev, ino, birth_ns, path, first_seen_ns) "
+			     "VALUES (1, 1, 2, 3, 'a', 1);"
 			     "INSERT INTO access_log VALUES (5, 1, 1, 4095, 2, 0, NULL, NULL);",
 			     NULL, NULL, NULL),
 		SQLITE_OK);
 	/* a reused inode number with another birth time is another file */
-	CU_ASSERT_EQUAL(sqlite3_exec(state->db, "INSERT INTO files VALUES (2, 1, 2, 4, 'a', 2);",
+	CU_ASSERT_EQUAL(sqlite3_exec(state->db,
+				     "INSERT INTO files (id, dev, ino, birth_ns, path, "
+				     "first_seen_ns) VALUES (2, 1, 2, 4, 'a', 2);",
 				     NULL, NULL, NULL),
 			SQLITE_OK);
 	CU_ASSERT_NOT_EQUAL(sqlite3_exec(state->db,
-					 "INSERT INTO files VALUES (3, 1, 2, 3, 'b', 3);", NULL,
-					 NULL, NULL),
+					 "INSERT INTO files (id, dev, ino, birth_ns, path, "
+					 "first_seen_ns) VALUES (3, 1, 2, 3, 'b', 3);",
+					 NULL, NULL, NULL),
 			    SQLITE_OK);
 	/* bytes 4095..4096 touch blocks 0 and 1 */
 	CU_ASSERT_EQUAL(sqlite3_prepare_v2(state->db,
