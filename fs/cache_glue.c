@@ -92,7 +92,8 @@ int hy_fs_open_cache(struct hy_fs *fs, const struct hy_options *opts)
 			return rc;
 		}
 	} else {
-		snprintf(path, sizeof(path), "%s/%s", opts->state_dir, HY_OPTIONS_CACHE_NAME);
+		snprintf(path, sizeof(path), "%s/%s",
+			 opts->state_at ? opts->state_at : opts->state_dir, HY_OPTIONS_CACHE_NAME);
 	}
 	config.store_path = path;
 	if (opts->pore_given ? opts->pore != HY_PORE_OFF : opts->backend_smr) {

@@ -24,6 +24,7 @@
 #include <fuse_lowlevel.h>
 #include <json-c/json.h>
 #include <linux/openat2.h>
+#include <sqlite3.h>
 
 #include "hybridfs/bopt.h"
 #include "hybridfs/borg.h"
@@ -69,6 +70,175 @@ static size_t raise_fd_limit(void)
 		return lim.rlim_cur > 4 * HY_FD_OWN ? lim.rlim_cur / 2 - HY_FD_OWN / 2
 						    : lim.rlim_cur / 4;
 	return (lim.rlim_cur - HY_FD_HEADROOM) / 2;
+}
+
+/*
+ * The state folder, opened once. The backing folder usually belongs to the
+ * mounting user, but when root mounts it, the folder's owner can rename
+ * BACKING/.hybridfs away and put a symbolic link to a root-only folder in
+ * its place between two of root's path lookups; every file made by path
+ * (the database and SQLite's -wal and -shm, the store, the BOPT, the
+ * socket) would then be made in that folder. So the folder is opened once,
+ * without following a link at any point of its path, checked on that
+ * descriptor, and every state file is reached through "/proc/self/fd/N/"
+ * (state_at), which the kernel resolves to the descriptor's folder,
+ * wherever it is and whatever lies at its path by then.
+ */
+static int state_fd = -1;
+static char state_at[64]; /* "/proc/self/fd/N": the folder's files hang below */
+static char state_open_at[72];
+static bool state_made; /* this mount attempt made the folder */
+
+/* SQLite turns a file name into a full path by resolving every symbolic
+ * link in it: "/proc/self/fd/N" would become the folder's path again, and
+ * the database, its -wal and its -shm would be opened by that path. This
+ * VFS, the daemon's default, is the system's with names below
+ * /proc/self/fd/ left as they are (they are absolute already). */
+static sqlite3_vfs state_vfs;
+static sqlite3_vfs *system_vfs;
+
+static int state_vfs_full_pathname(sqlite3_vfs *vfs, const char *name, int size, char *out)
+{
+	(void)vfs;
+	if (strncmp(name, "/proc/self/fd/", 14) != 0)
+		return system_vfs->xFullPathname(system_vfs, name, size, out);
+	if (strlen(name) >= (size_t)size)
+		return SQLITE_CANTOPEN;
+	strcpy(out, name);
+	return SQLITE_OK;
+}
+
+static int state_vfs_install(char *why, size_t why_size)
+{
+	int rc;
+
+	system_vfs = sqlite3_vfs_find(NULL);
+	if (!system_vfs) {
+		snprintf(why, why_size, "state: SQLite has no file system layer");
+		return -ENOSYS;
+	}
+	state_vfs = *system_vfs;
+	state_vfs.zName = "hybridfs-fd";
+	state_vfs.xFullPathname = state_vfs_full_pathname;
+	rc = sqlite3_vfs_register(&state_vfs, 1);
+	if (rc != SQLITE_OK) {
+		snprintf(why, why_size, "state: cannot set up SQLite's file layer: %s",
+			 sqlite3_errstr(rc));
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Opens @path's folder, no component of it a symbolic link (the path was
+ * resolved by hy_options_check(): a link in it now was put there since).
+ * Kernels without openat2 (before 5.6) check the last component only. */
+static int open_parent(const char *path, char *why, size_t why_size)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+		.resolve = RESOLVE_NO_SYMLINKS,
+	};
+	long fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+
+	if (fd < 0 && errno == ENOSYS)
+		fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0)
+		return (int)fd;
+	if (errno == ELOOP)
+		snprintf(why, why_size,
+			 "\"%s\" has become a symbolic link or goes through one since it was "
+			 "resolved: refusing to follow it",
+			 path);
+	else
+		snprintf(why, why_size, "\"%s\": %s", path, strerror(errno));
+	return -errno;
+}
+
+/* Makes the state folder if it is missing (mode 0700), opens it, and
+ * checks it on the descriptor: a folder (not a symbolic link: a link's
+ * target may be anyone's), the mounting user's, private. Sets state_fd,
+ * state_at and state_made. */
+static int open_state_dir(const char *dir, char *why, size_t why_size)
+{
+	char *copy = strdup(dir), *slash, msg[512];
+	const char *name;
+	struct stat st;
+	int parent, fd, err;
+
+	if (!copy)
+		return -ENOMEM;
+	slash = strrchr(copy, '/');
+	if (!slash || !slash[1]) {
+		snprintf(why, why_size, "state folder \"%s\": not an absolute path of a folder",
+			 dir);
+		free(copy);
+		return -EINVAL;
+	}
+	*slash = '\0';
+	name = slash + 1;
+	parent = open_parent(slash == copy ? "/" : copy, msg, sizeof(msg));
+	if (parent < 0) {
+		snprintf(why, why_size, "state folder \"%s\": %s", dir, msg);
+		free(copy);
+		return parent;
+	}
+	if (mkdirat(parent, name, 0700) == 0)
+		state_made = true;
+	else if (errno != EEXIST) {
+		err = errno;
+		snprintf(why, why_size, "state folder \"%s\": cannot create it: %s", dir,
+			 strerror(err));
+		goto fail;
+	}
+	fd = openat(parent, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		err = errno;
+		if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+			snprintf(why, why_size,
+				 "state folder \"%s\" is a symbolic link: refusing to follow it "
+				 "(its target may be anyone's); name the folder itself with "
+				 "state=DIR",
+				 dir);
+		else
+			snprintf(why, why_size, "state folder \"%s\": %s", dir,
+				 err == ENOTDIR ? "not a directory" : strerror(err));
+		goto fail;
+	}
+	close(parent);
+	parent = -1;
+	snprintf(state_at, sizeof(state_at), "/proc/self/fd/%d", fd);
+	if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		err = errno ? errno : ENOTDIR;
+		snprintf(why, why_size, "state folder \"%s\": not a directory", dir);
+		close(fd);
+		goto fail;
+	}
+	if (st.st_uid != geteuid()) {
+		snprintf(why, why_size,
+			 "state folder \"%s\" belongs to uid %u, not to the mounting user (uid %u)",
+			 dir, (unsigned)st.st_uid, (unsigned)geteuid());
+		close(fd);
+		err = EPERM;
+		goto fail;
+	}
+	/* chmod of the /proc name changes the descriptor's folder (an O_PATH
+	 * descriptor takes no fchmod) */
+	if ((st.st_mode & 0077) && chmod(state_at, 0700) < 0) {
+		err = errno;
+		snprintf(why, why_size, "state folder \"%s\": cannot make it private: %s", dir,
+			 strerror(err));
+		close(fd);
+		goto fail;
+	}
+	state_fd = fd;
+	free(copy);
+	return 0;
+fail:
+	if (parent >= 0)
+		close(parent);
+	state_at[0] = '\0';
+	free(copy);
+	return -err;
 }
 
 /* Lets hybridctl find this mount from its mountpoint; a mount that cannot
@@ -161,7 +331,7 @@ static int check_left_out(const struct hy_options *opts, const struct hy_fs *fs,
 	char path[4096], msg[1024];
 	uint64_t dirty = 0;
 
-	snprintf(path, sizeof(path), "%s/%s", opts->state_dir, HY_OPTIONS_CACHE_NAME);
+	snprintf(path, sizeof(path), "%s/%s", opts->state_at, HY_OPTIONS_CACHE_NAME);
 	if (cache_out && access(path, F_OK) == 0) {
 		struct hy_cache_store *s = NULL;
 
@@ -181,7 +351,7 @@ static int check_left_out(const struct hy_options *opts, const struct hy_fs *fs,
 			path, dirty, how);
 		return -EBUSY;
 	}
-	snprintf(path, sizeof(path), "%s/bopt", opts->state_dir);
+	snprintf(path, sizeof(path), "%s/bopt", opts->state_at);
 	if (bopt_out && access(path, F_OK) == 0) {
 		struct hy_map_journal *journal = NULL;
 		struct hy_bopt *bopt = NULL;
@@ -194,7 +364,7 @@ static int check_left_out(const struct hy_options *opts, const struct hy_fs *fs,
 		    hy_map_new(&map) == 0 &&
 		    hy_map_load(map, state->db, bopt->header.generation, &epoch, msg,
 				sizeof(msg)) == 0 &&
-		    asprintf(&jpath, "%s/%s", opts->state_dir, HY_MAP_JOURNAL_NAME) >= 0) {
+		    asprintf(&jpath, "%s/%s", opts->state_at, HY_MAP_JOURNAL_NAME) >= 0) {
 			/* what the journal adds; a refused record keeps what came
 			 * before it, as the real open does */
 			hy_map_journal_open(jpath, bopt->header.generation, epoch, map, &journal,
@@ -225,7 +395,7 @@ static int check_left_out(const struct hy_options *opts, const struct hy_fs *fs,
 static int open_borg(const struct hy_options *opts, struct hy_fs *fs, const struct hy_state *state)
 {
 	struct hy_borg_config config = {
-		.state_dir = opts->state_dir,
+		.state_dir = opts->state_at,
 		.db_path = state->db_path,
 		.uuid = state->uuid,
 		.backing = opts->backing_real,
@@ -255,7 +425,7 @@ static int open_borg(const struct hy_options *opts, struct hy_fs *fs, const stru
 	 * exists may hold blocks written through the mount and not home yet
 	 * (its map says where), and a mount without it would read those
 	 * blocks' older home copies (damaged.sh: bopt-other, db-map). */
-	snprintf(path, sizeof(path), "%s/bopt", opts->state_dir);
+	snprintf(path, sizeof(path), "%s/bopt", opts->state_at);
 	existed = !opts->bopt && lstat(path, &st) == 0;
 	rc = hy_borg_open(&config, &fs->borg, why, sizeof(why));
 	if (rc == 0)
@@ -436,18 +606,31 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
-	/* Checked now, while errors still reach the terminal; opened again
-	 * after fork, since a SQLite connection must not cross it. */
-	rc = hy_state_open(opts.state_dir, opts.backing_real, false, &state, why, sizeof(why));
+	rc = state_vfs_install(why, sizeof(why));
+	if (rc == 0)
+		rc = open_state_dir(opts.state_dir, why, sizeof(why));
 	if (rc) {
 		fprintf(stderr, "%s: %s\n", program, why);
+		goto out;
+	}
+	opts.state_at = state_at;
+	hy_log_set_alias(state_at, opts.state_dir);
+	/* with a slash: hy_state_open() checks the folder with lstat(), which
+	 * follows the /proc link only then */
+	snprintf(state_open_at, sizeof(state_open_at), "%s/", state_at);
+
+	/* Checked now, while errors still reach the terminal; opened again
+	 * after fork, since a SQLite connection must not cross it. */
+	rc = hy_state_open(state_open_at, opts.backing_real, false, &state, why, sizeof(why));
+	if (rc) {
+		fprintf(stderr, "%s: %s\n", program, hy_log_unalias(why, sizeof(why)));
 		goto out;
 	}
 	hy_state_close(state);
 	state = NULL;
 	/* Two daemons on one state folder would both write its log. */
-	if (hy_control_server_check(opts.state_dir, why, sizeof(why)) < 0) {
-		fprintf(stderr, "%s: %s\n", program, why);
+	if (hy_control_server_check(state_at, why, sizeof(why)) < 0) {
+		fprintf(stderr, "%s: %s\n", program, hy_log_unalias(why, sizeof(why)));
 		goto out;
 	}
 	if (opts.fake) {
@@ -506,7 +689,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: cannot mount on \"%s\"\n", program, opts.mountpoint);
 		goto out_signals;
 	}
-	rc = hy_state_open(opts.state_dir, opts.backing_real, false, &state, why, sizeof(why));
+	rc = hy_state_open(state_open_at, opts.backing_real, false, &state, why, sizeof(why));
 	if (rc) {
 		hy_log(LOG_ERR, "%s", why);
 		goto out_unmount;
@@ -573,7 +756,7 @@ int main(int argc, char **argv)
 		bool store_new;
 		int crc;
 
-		snprintf(store, sizeof(store), "%s/%s", opts.state_dir, HY_OPTIONS_CACHE_NAME);
+		snprintf(store, sizeof(store), "%s/%s", state_at, HY_OPTIONS_CACHE_NAME);
 		store_new = !opts.cache_given && !opts.cache_size_given &&
 			    access(store, F_OK) != 0 && errno == ENOENT;
 		crc = hy_fs_open_cache(&fs, &opts);
@@ -597,8 +780,7 @@ int main(int argc, char **argv)
 			.policy = fs.profiler ? hy_fs_policy : NULL,
 		};
 
-		if (hy_control_server_start(opts.state_dir, &handlers, &control, why, sizeof(why)) <
-		    0)
+		if (hy_control_server_start(state_at, &handlers, &control, why, sizeof(why)) < 0)
 			hy_log(LOG_WARNING, "%s; hybridctl cannot reach this mount", why);
 	}
 
@@ -655,6 +837,8 @@ out:
 	hy_state_close(state);
 	if (root_fd >= 0)
 		close(root_fd);
+	if (state_fd >= 0)
+		close(state_fd);
 	fuse_opt_free_args(&args);
 	hy_options_free(&opts);
 	daemon_ready(status ? status : 1, false); /* failed before it was ready */

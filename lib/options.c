@@ -652,6 +652,47 @@ static char *resolve_maybe_missing(const char *path)
 	return joined;
 }
 
+/* @path with its folder resolved and its last name kept as it is: a state
+ * folder that is a symbolic link is refused when it is opened (its target
+ * may be anyone's), not silently followed here. */
+static char *resolve_folder_of(const char *path)
+{
+	char *copy = strdup(path), *slash, *real, *joined;
+	const char *name;
+	size_t len;
+
+	if (!copy)
+		return NULL;
+	len = strlen(copy);
+	while (len > 1 && copy[len - 1] == '/')
+		copy[--len] = '\0';
+	slash = strrchr(copy, '/');
+	name = slash ? slash + 1 : copy;
+	if (!*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
+		/* "/", "x/.": no name of its own to keep */
+		real = resolve_maybe_missing(copy);
+		free(copy);
+		return real;
+	}
+	if (!slash) {
+		real = resolve_maybe_missing(".");
+	} else if (slash == copy) {
+		real = strdup("/");
+	} else {
+		*slash = '\0';
+		real = resolve_maybe_missing(copy);
+	}
+	if (!real) {
+		free(copy);
+		return NULL;
+	}
+	if (asprintf(&joined, "%s/%s", strcmp(real, "/") == 0 ? "" : real, name) < 0)
+		joined = NULL;
+	free(real);
+	free(copy);
+	return joined;
+}
+
 int hy_options_check(struct hy_options *opts, char *why, size_t why_size)
 {
 	int rc;
@@ -689,7 +730,7 @@ int hy_options_check(struct hy_options *opts, char *why, size_t why_size)
 			return -ENOMEM;
 		}
 	} else {
-		char *real = resolve_maybe_missing(opts->state_dir);
+		char *real = resolve_folder_of(opts->state_dir);
 
 		if (!real) {
 			int err = errno;

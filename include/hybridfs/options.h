@@ -59,6 +59,11 @@ struct hy_options {
 	char *backing_real;    /* absolute, symlinks resolved (hy_options_check) */
 	char *mountpoint_real; /* absolute, symlinks resolved (hy_options_check) */
 	char *state_dir;       /* absolute; default BACKING/.hybridfs */
+	/* How the daemon reaches the state folder's files: "/proc/self/fd/N",
+	 * N the folder opened once after its checks (fs/main.c), so that a
+	 * symbolic link put at state_dir's path later is never followed.
+	 * NULL until then (the daemon's own string, not freed here). */
+	const char *state_at;
 
 	bool foreground;      /* -f (not in helper mode) or -d */
 	bool debug;	      /* -d: libfuse's debug output, and LOG_DEBUG */

@@ -1,0 +1,7 @@
+# Issue 16 (hostile review), the state folder, ACLs and a new user's data:
+# the state folder cannot be swapped for a symbolic link (hy-swapper is the
+# backing owner who tries).
+check_PROGRAMS += tests/integration/hy-swapper
+tests_integration_hy_swapper_SOURCES = tests/integration/hy-swapper.c
+TESTS += tests/integration/statefolder.sh
+EXTRA_DIST += tests/integration/statefolder.sh
