@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -239,6 +240,70 @@ fail:
 	state_at[0] = '\0';
 	free(copy);
 	return -err;
+}
+
+/*
+ * The caller's umask, applied where POSIX applies it. With POSIX ACLs the
+ * kernel sends a new node's mode unmasked (hy_init asks for
+ * FUSE_CAP_DONT_MASK): in a folder with a default ACL the umask is not
+ * applied at all, and elsewhere it is; only the backing filesystem knows
+ * which, so each creating request runs with the caller's umask as the
+ * thread's own (a worker unshares its umask, cwd and root once), and the
+ * daemon's umask (0) again afterwards. A kernel that refuses the unshare
+ * gets the umask applied to the mode, as the kernel would have.
+ */
+static struct fuse_lowlevel_ops hy_ops;
+static __thread int umask_own; /* 1: the thread's own umask; -1: cannot be */
+
+static mode_t caller_umask(fuse_req_t req, mode_t *mode)
+{
+	mode_t mask = fuse_req_ctx(req)->umask;
+
+	if (umask_own == 0) {
+		umask_own = unshare(CLONE_FS) == 0 ? 1 : -1;
+		if (umask_own < 0)
+			hy_log(LOG_WARNING,
+			       "fs: a worker cannot have a umask of its own (%s): new nodes get "
+			       "the caller's umask even where a default ACL would rule",
+			       strerror(errno));
+	}
+	if (umask_own < 0) {
+		*mode &= ~mask;
+		return (mode_t)-1;
+	}
+	return umask(mask);
+}
+
+static void caller_umask_end(mode_t old)
+{
+	if (old != (mode_t)-1)
+		umask(old);
+}
+
+static void umask_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+			dev_t rdev)
+{
+	mode_t old = caller_umask(req, &mode);
+
+	hy_fs_operations.mknod(req, parent, name, mode, rdev);
+	caller_umask_end(old);
+}
+
+static void umask_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	mode_t old = caller_umask(req, &mode);
+
+	hy_fs_operations.mkdir(req, parent, name, mode);
+	caller_umask_end(old);
+}
+
+static void umask_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+			 struct fuse_file_info *fi)
+{
+	mode_t old = caller_umask(req, &mode);
+
+	hy_fs_operations.create(req, parent, name, mode, fi);
+	caller_umask_end(old);
 }
 
 /* Lets hybridctl find this mount from its mountpoint; a mount that cannot
@@ -672,7 +737,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: out of memory\n", program);
 		goto out;
 	}
-	se = fuse_session_new(&args, &hy_fs_operations, sizeof(hy_fs_operations), &fs);
+	hy_ops = hy_fs_operations;
+	hy_ops.mknod = umask_mknod;
+	hy_ops.mkdir = umask_mkdir;
+	if (hy_ops.create)
+		hy_ops.create = umask_create;
+	se = fuse_session_new(&args, &hy_ops, sizeof(hy_ops), &fs);
 	if (!se) {
 		fprintf(stderr, "%s: libfuse refused the options\n", program);
 		goto out;

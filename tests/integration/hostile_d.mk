@@ -5,3 +5,7 @@ check_PROGRAMS += tests/integration/hy-swapper
 tests_integration_hy_swapper_SOURCES = tests/integration/hy-swapper.c
 TESTS += tests/integration/statefolder.sh
 EXTRA_DIST += tests/integration/statefolder.sh
+# POSIX ACLs on an allow_other mount, against the plain folder (setfacl,
+# getfacl: package acl).
+TESTS += tests/integration/acl.sh
+EXTRA_DIST += tests/integration/acl.sh
