@@ -40,6 +40,7 @@
 #include "hybridfs/log.h"
 #include "hybridfs/map.h"
 #include "hybridfs/map_journal.h"
+#include "hybridfs/ondisk.h"
 #include "hybridfs/options.h"
 #include "hybridfs/runtime.h"
 #include "hybridfs/state.h"
@@ -474,7 +475,7 @@ static int open_borg(const struct hy_options *opts, struct hy_fs *fs, const stru
 		.activity = activity,
 		.activity_ctx = fs,
 	};
-	char why[1024], path[4096];
+	char why[1024], path[4096], fstype[16];
 	bool existed;
 	struct stat st;
 	int rc;
@@ -485,6 +486,29 @@ static int open_borg(const struct hy_options *opts, struct hy_fs *fs, const stru
 		if (config.bopt_given)
 			hy_log(LOG_WARNING, "bopt: left out: BORG needs the profiler (profile=on)");
 		return 0;
+	}
+	/* A BOPT named by the user that is not there is made, but not in /dev
+	 * nor on RAM; one on RAM that exists takes no writes (they would be
+	 * lost at a reboot), only copies of home blocks. */
+	if (opts->bopt) {
+		char msg[512];
+
+		rc = hy_bopt_resolve(opts->bopt, path, sizeof(path), msg, sizeof(msg));
+		if (rc == 0)
+			rc = hy_ondisk_check_new(path, msg, sizeof(msg));
+		if (rc < 0) {
+			hy_log(LOG_ERR, "bopt=%s: %s", opts->bopt, msg);
+			return rc;
+		}
+	} else {
+		snprintf(path, sizeof(path), "%s/bopt", opts->state_at);
+	}
+	if (config.bopt_writes && hy_ondisk_on_ram(path, fstype, sizeof(fstype))) {
+		hy_log(LOG_NOTICE,
+		       "bopt: \"%s\" lies on a RAM filesystem (%s): writes to relocated blocks go "
+		       "home, not into it (bopt_writes=off)",
+		       path, fstype);
+		config.bopt_writes = false;
 	}
 	/* Only a default BOPT that is not there yet may be left out: one that
 	 * exists may hold blocks written through the mount and not home yet

@@ -9,3 +9,7 @@ EXTRA_DIST += tests/integration/statefolder.sh
 # getfacl: package acl).
 TESTS += tests/integration/acl.sh
 EXTRA_DIST += tests/integration/acl.sh
+# Where a store or BOPT that does not exist may be made: never in /dev,
+# never on a RAM filesystem; write-back never on RAM.
+TESTS += tests/integration/storeplace.sh
+EXTRA_DIST += tests/integration/storeplace.sh
