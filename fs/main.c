@@ -458,6 +458,48 @@ static int check_left_out(const struct hy_options *opts, const struct hy_fs *fs,
 	return 0;
 }
 
+/* bopt_force: what is at @path (resolved from bopt=) becomes this
+ * mount's BOPT, unless it is one already: the reconfigurator then opens
+ * it as its own. A new generation, as a BOPT the reconfigurator makes gets,
+ * so that no saved map of an older one applies. A path with nothing there
+ * is left to the reconfigurator, which makes it without force. */
+static int force_bopt(const char *path, const char *uuid, uint64_t size)
+{
+	struct hy_bopt *bopt = NULL;
+	struct timespec ts;
+	struct stat st;
+	char why[1024];
+	int rc;
+
+	if (stat(path, &st) < 0)
+		return 0;
+	if (hy_bopt_open(path, uuid, &bopt, why, sizeof(why)) == 0) {
+		hy_bopt_close(bopt);
+		return 0;
+	}
+	hy_log(LOG_NOTICE, "bopt: making a BOPT on \"%s\" over what it held (bopt_force)", path);
+	if (S_ISBLK(st.st_mode))
+		rc = hy_bopt_create(path, uuid, 0, 0, true, why, sizeof(why));
+	else
+		rc = hy_bopt_create(path, uuid, size, size - 2 * HY_BOPT_BLOCK, true, why,
+				    sizeof(why));
+	if (rc == 0)
+		rc = hy_bopt_open(path, uuid, &bopt, why, sizeof(why));
+	if (rc == 0) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		rc = hy_bopt_set_generation(bopt, (uint64_t)ts.tv_sec * 1000000000u +
+							  (uint64_t)ts.tv_nsec);
+		if (rc < 0)
+			snprintf(why, sizeof(why),
+				 "bopt: \"%.900s\": cannot write its generation: %s", path,
+				 strerror(-rc));
+		hy_bopt_close(bopt);
+	}
+	if (rc < 0)
+		hy_log(LOG_ERR, "%s", why);
+	return rc;
+}
+
 static int open_borg(const struct hy_options *opts, struct hy_fs *fs, const struct hy_state *state)
 {
 	struct hy_borg_config config = {
@@ -503,6 +545,13 @@ static int open_borg(const struct hy_options *opts, struct hy_fs *fs, const stru
 	} else {
 		snprintf(path, sizeof(path), "%s/bopt", opts->state_at);
 	}
+	if (opts->bopt && opts->bopt_force) {
+		rc = force_bopt(path, state->uuid, opts->bopt_size);
+		if (rc < 0)
+			return rc;
+	} else if (opts->bopt_force) {
+		hy_log(LOG_WARNING, "bopt_force: ignored: it applies to a BOPT named by bopt=");
+	}
 	if (config.bopt_writes && hy_ondisk_on_ram(path, fstype, sizeof(fstype))) {
 		hy_log(LOG_NOTICE,
 		       "bopt: \"%s\" lies on a RAM filesystem (%s): writes to relocated blocks go "
@@ -520,7 +569,15 @@ static int open_borg(const struct hy_options *opts, struct hy_fs *fs, const stru
 	if (rc == 0)
 		return 0;
 	if (config.bopt_given || existed) {
-		hy_log(LOG_ERR, "%s", why);
+		/* what bopt_force would write over: a filesystem or other
+		 * signature, another mount's BOPT, a file that is none */
+		if ((rc == -EEXIST || rc == -EUCLEAN) && opts->bopt && !opts->bopt_force)
+			hy_log(LOG_ERR,
+			       "%s; mount with -o bopt_force to make a BOPT there anyway (what it "
+			       "holds is lost)",
+			       why);
+		else
+			hy_log(LOG_ERR, "%s", why);
 		return rc;
 	}
 	hy_log(LOG_WARNING, "%s; mounting without a BOPT (reorganize is off)", why);

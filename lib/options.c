@@ -322,6 +322,8 @@ static int parse_one(struct hy_options *opts, char *word, char *why, size_t why_
 	}
 	if (strcmp(name, "bopt_writes") == 0)
 		return parse_bool(name, value, &opts->bopt_writes, why, why_size);
+	if (strcmp(name, "bopt_force") == 0)
+		return parse_bool(name, value, &opts->bopt_force, why, why_size);
 	if (strcmp(name, "reorg_rate") == 0)
 		return parse_size(name, value, true, &opts->reorg_rate, why, why_size);
 	if (strcmp(name, "emulate") == 0) {
@@ -836,6 +838,8 @@ void hy_options_usage(const char *program, FILE *out)
 		"                         (default 64M; 0: no limit)\n"
 		"  bopt_writes=on|off     writes to relocated blocks go into the BOPT and\n"
 		"                         home later (default on), or home at once\n"
+		"  bopt_force             make the BOPT at bopt= over a filesystem or another\n"
+		"                         mount's BOPT found there (what it holds is lost)\n"
 		"  cache=PATH|UUID=U|LABEL=L|PARTUUID=U|PARTLABEL=L|none  the SSD cache's\n"
 		"                         store (a file or a device used whole; default: the\n"
 		"                         file %s in the state folder; none: no SSD cache)\n"

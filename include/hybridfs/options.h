@@ -94,6 +94,10 @@ struct hy_options {
 	uint64_t bopt_size;
 	uint64_t reorg_rate;
 	bool bopt_writes; /* writes to relocated blocks go into the BOPT */
+	/* bopt_force: a BOPT is made at bopt= over whatever is there that is
+	 * not this mount's BOPT (a filesystem, another mount's BOPT), as
+	 * hybridctl format-cache --force does for a store */
+	bool bopt_force;
 
 	/* The SSD cache: its store (NULL: STATE/cache; "none": no SSD cache),
 	 * the store's size, the write policy, and the replacement policy (an

@@ -13,3 +13,6 @@ EXTRA_DIST += tests/integration/acl.sh
 # never on a RAM filesystem; write-back never on RAM.
 TESTS += tests/integration/storeplace.sh
 EXTRA_DIST += tests/integration/storeplace.sh
+# bopt_force: the way past "refusing to overwrite it without force".
+TESTS += tests/integration/boptforce.sh
+EXTRA_DIST += tests/integration/boptforce.sh
