@@ -30,6 +30,7 @@
 #include "hybridfs/bopt.h"
 #include "hybridfs/borg.h"
 #include "hybridfs/cache_store.h"
+#include "hybridfs/control.h"
 #include "hybridfs/control_server.h"
 #include "hybridfs/device.h"
 #include "hybridfs/devmodel.h"
@@ -89,7 +90,9 @@ static size_t raise_fd_limit(void)
 static int state_fd = -1;
 static char state_at[64]; /* "/proc/self/fd/N": the folder's files hang below */
 static char state_open_at[72];
-static bool state_made; /* this mount attempt made the folder */
+static bool state_made;	      /* this mount attempt made the folder */
+static int state_parent = -1; /* ... in this folder, */
+static char *state_name;      /* ... by this name */
 
 /* SQLite turns a file name into a full path by resolving every symbolic
  * link in it: "/proc/self/fd/N" would become the folder's path again, and
@@ -184,18 +187,26 @@ static int open_state_dir(const char *dir, char *why, size_t why_size)
 		free(copy);
 		return parent;
 	}
-	if (mkdirat(parent, name, 0700) == 0)
+	if (mkdirat(parent, name, 0700) == 0) {
 		state_made = true;
-	else if (errno != EEXIST) {
+		state_name = strdup(name);
+		if (state_name) {
+			state_parent = parent;
+			parent = -1;
+		}
+	} else if (errno != EEXIST) {
 		err = errno;
 		snprintf(why, why_size, "state folder \"%s\": cannot create it: %s", dir,
 			 strerror(err));
 		goto fail;
 	}
-	fd = openat(parent, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	fd = openat(state_parent >= 0 ? state_parent : parent, name,
+		    O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		err = errno;
-		if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+		if (fstatat(state_parent >= 0 ? state_parent : parent, name, &st,
+			    AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISLNK(st.st_mode))
 			snprintf(why, why_size,
 				 "state folder \"%s\" is a symbolic link: refusing to follow it "
 				 "(its target may be anyone's); name the folder itself with "
@@ -206,7 +217,8 @@ static int open_state_dir(const char *dir, char *why, size_t why_size)
 				 err == ENOTDIR ? "not a directory" : strerror(err));
 		goto fail;
 	}
-	close(parent);
+	if (parent >= 0)
+		close(parent);
 	parent = -1;
 	snprintf(state_at, sizeof(state_at), "/proc/self/fd/%d", fd);
 	if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode)) {
@@ -241,6 +253,77 @@ fail:
 	state_at[0] = '\0';
 	free(copy);
 	return -err;
+}
+
+/*
+ * What this mount attempt made, removed again when it fails before it is
+ * ready: a failed mount left the database and the preallocated BOPT and
+ * store (257 MiB) behind. Only files that were not there when the
+ * attempt began go (the state folder's, through its descriptor, and a
+ * regular file made at bopt= or cache=); a store, BOPT or database that
+ * existed is never touched, and nothing once the mount has been in use
+ * (its files may hold dirty data then). The state folder goes too when
+ * this attempt made it and it is empty again.
+ */
+static const char *const state_files[] = {
+	HY_STATE_DB_NAME,    HY_STATE_DB_NAME "-wal", HY_STATE_DB_NAME "-shm", "bopt",
+	HY_MAP_JOURNAL_NAME, HY_OPTIONS_CACHE_NAME,   HY_CONTROL_SOCKET,
+};
+#define N_STATE_FILES (sizeof(state_files) / sizeof(state_files[0]))
+static bool state_file_new[N_STATE_FILES];
+static char *named_new[2]; /* bopt=, cache= paths where nothing was */
+
+static void note_named(const char *spec, bool bopt, char **out)
+{
+	char path[4096], why[512];
+	struct stat st;
+	int rc;
+
+	if (!spec || strcmp(spec, "none") == 0)
+		return;
+	rc = bopt ? hy_bopt_resolve(spec, path, sizeof(path), why, sizeof(why))
+		  : hy_cache_store_resolve(spec, path, sizeof(path), why, sizeof(why));
+	if (rc == 0 && lstat(path, &st) < 0 && errno == ENOENT)
+		*out = strdup(path);
+}
+
+static void note_new_files(const struct hy_options *opts)
+{
+	struct stat st;
+
+	for (size_t i = 0; i < N_STATE_FILES; i++)
+		state_file_new[i] =
+			fstatat(state_fd, state_files[i], &st, AT_SYMLINK_NOFOLLOW) < 0 &&
+			errno == ENOENT;
+	note_named(opts->bopt, true, &named_new[0]);
+	note_named(opts->cache, false, &named_new[1]);
+}
+
+static void remove_new_files(const char *state_dir)
+{
+	struct stat st;
+
+	for (size_t i = 0; state_fd >= 0 && i < N_STATE_FILES; i++)
+		if (state_file_new[i] && unlinkat(state_fd, state_files[i], 0) < 0 &&
+		    errno != ENOENT)
+			hy_log(LOG_WARNING,
+			       "cannot remove \"%s/%s\" that the failed mount made: %s", state_dir,
+			       state_files[i], strerror(errno));
+	for (size_t i = 0; i < 2; i++) {
+		/* a device that appeared meanwhile is not ours to remove */
+		if (named_new[i] && lstat(named_new[i], &st) == 0 && S_ISREG(st.st_mode) &&
+		    unlink(named_new[i]) < 0)
+			hy_log(LOG_WARNING, "cannot remove \"%s\" that the failed mount made: %s",
+			       named_new[i], strerror(errno));
+		free(named_new[i]);
+		named_new[i] = NULL;
+	}
+	if (state_made && state_parent >= 0 &&
+	    unlinkat(state_parent, state_name, AT_REMOVEDIR) < 0 && errno != ENOTEMPTY &&
+	    errno != EEXIST && errno != ENOENT)
+		hy_log(LOG_WARNING,
+		       "cannot remove the state folder \"%s\" that the failed mount made: %s",
+		       state_dir, strerror(errno));
 }
 
 /*
@@ -717,7 +800,7 @@ int main(int argc, char **argv)
 	struct hy_profiler *profiler = NULL;
 	struct hy_device_emulation *emulation = NULL;
 	int root_fd = -1, rc, status = 1;
-	bool registered = false;
+	bool registered = false, ready = false;
 	size_t fd_cap;
 
 	memset(&fs, 0, sizeof(fs));
@@ -761,6 +844,7 @@ int main(int argc, char **argv)
 	}
 	opts.state_at = state_at;
 	hy_log_set_alias(state_at, opts.state_dir);
+	note_new_files(&opts);
 	/* with a slash: hy_state_open() checks the folder with lstat(), which
 	 * follows the /proc link only then */
 	snprintf(state_open_at, sizeof(state_open_at), "%s/", state_at);
@@ -936,6 +1020,7 @@ int main(int argc, char **argv)
 	}
 
 	/* Ready: the mount and the control socket are there. */
+	ready = true;
 	if (!opts.foreground) {
 		daemon_ready(0, true);
 		hy_log_init(HY_LOG_SYSLOG, opts.debug ? LOG_DEBUG : LOG_NOTICE, "hybridfs");
@@ -988,8 +1073,13 @@ out:
 	hy_state_close(state);
 	if (root_fd >= 0)
 		close(root_fd);
+	if (status && !ready && !opts.fake)
+		remove_new_files(opts.state_dir);
 	if (state_fd >= 0)
 		close(state_fd);
+	if (state_parent >= 0)
+		close(state_parent);
+	free(state_name);
 	fuse_opt_free_args(&args);
 	hy_options_free(&opts);
 	daemon_ready(status ? status : 1, false); /* failed before it was ready */

@@ -16,3 +16,6 @@ EXTRA_DIST += tests/integration/storeplace.sh
 # bopt_force: the way past "refusing to overwrite it without force".
 TESTS += tests/integration/boptforce.sh
 EXTRA_DIST += tests/integration/boptforce.sh
+# A mount that fails removes what it made (and only that).
+TESTS += tests/integration/mountfail.sh
+EXTRA_DIST += tests/integration/mountfail.sh
