@@ -323,7 +323,7 @@ static int check_existing_file(const char *path, const char *uuid, char *why, si
 }
 
 static int create_file(const char *path, const char *uuid, uint64_t size, uint64_t read_bytes,
-		       bool exists, bool force, char *why, size_t why_size)
+		       bool exists, char *why, size_t why_size)
 {
 	struct hy_bopt_header h;
 	int rc;
@@ -331,7 +331,7 @@ static int create_file(const char *path, const char *uuid, uint64_t size, uint64
 	rc = plan_sizes(path, uuid, size, read_bytes, &h, why, why_size);
 	if (rc < 0)
 		return rc;
-	if (exists && !force) {
+	if (exists) {
 		rc = check_existing_file(path, uuid, why, why_size);
 		if (rc < 0)
 			return rc;
@@ -359,12 +359,12 @@ int hy_bopt_create(const char *path, const char *uuid, uint64_t size, uint64_t r
 				      strerror(-rc));
 			return rc;
 		}
-		return create_file(path, uuid, size, read_bytes, false, false, why, why_size);
+		return create_file(path, uuid, size, read_bytes, false, why, why_size);
 	}
 	if (S_ISBLK(st.st_mode))
 		return create_block(path, uuid, read_bytes, force, why, why_size);
 	if (S_ISREG(st.st_mode))
-		return create_file(path, uuid, size, read_bytes, true, force, why, why_size);
+		return create_file(path, uuid, size, read_bytes, true, why, why_size);
 	hy_ondisk_say(why, why_size,
 		      "bopt: \"%s\" exists and is neither a regular file nor a block device", path);
 	return -EEXIST;

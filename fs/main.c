@@ -541,12 +541,14 @@ static int check_left_out(const struct hy_options *opts, const struct hy_fs *fs,
 	return 0;
 }
 
-/* bopt_force: what is at @path (resolved from bopt=) becomes this
- * mount's BOPT, unless it is one already: the reconfigurator then opens
- * it as its own. A new generation, as a BOPT the reconfigurator makes gets,
- * so that no saved map of an older one applies. A path with nothing there
- * is left to the reconfigurator, which makes it without force. */
-static int force_bopt(const char *path, const char *uuid, uint64_t size)
+/* bopt_force: the block device at @path (resolved from bopt=) becomes
+ * this mount's BOPT, unless it is one already: the reconfigurator then
+ * opens it as its own. A new generation, as a BOPT the reconfigurator
+ * makes gets, so that no saved map of an older one applies. A regular file
+ * is never written over (hy_bopt_create: a mistyped path must not cost a
+ * user's file), and a path with nothing there is left to the
+ * reconfigurator, which makes it without force. */
+static int force_bopt(const char *path, const char *uuid)
 {
 	struct hy_bopt *bopt = NULL;
 	struct timespec ts;
@@ -554,18 +556,14 @@ static int force_bopt(const char *path, const char *uuid, uint64_t size)
 	char why[1024];
 	int rc;
 
-	if (stat(path, &st) < 0)
+	if (stat(path, &st) < 0 || !S_ISBLK(st.st_mode))
 		return 0;
 	if (hy_bopt_open(path, uuid, &bopt, why, sizeof(why)) == 0) {
 		hy_bopt_close(bopt);
 		return 0;
 	}
 	hy_log(LOG_NOTICE, "bopt: making a BOPT on \"%s\" over what it held (bopt_force)", path);
-	if (S_ISBLK(st.st_mode))
-		rc = hy_bopt_create(path, uuid, 0, 0, true, why, sizeof(why));
-	else
-		rc = hy_bopt_create(path, uuid, size, size - 2 * HY_BOPT_BLOCK, true, why,
-				    sizeof(why));
+	rc = hy_bopt_create(path, uuid, 0, 0, true, why, sizeof(why));
 	if (rc == 0)
 		rc = hy_bopt_open(path, uuid, &bopt, why, sizeof(why));
 	if (rc == 0) {
@@ -601,7 +599,7 @@ static int open_borg(const struct hy_options *opts, struct hy_fs *fs, const stru
 		.activity_ctx = fs,
 	};
 	char why[1024], path[4096], fstype[16];
-	bool existed;
+	bool existed, named_dev, named_file;
 	struct stat st;
 	int rc;
 
@@ -628,8 +626,10 @@ static int open_borg(const struct hy_options *opts, struct hy_fs *fs, const stru
 	} else {
 		snprintf(path, sizeof(path), "%s/bopt", opts->state_at);
 	}
+	named_dev = opts->bopt && stat(path, &st) == 0 && S_ISBLK(st.st_mode);
+	named_file = opts->bopt && !named_dev && lstat(path, &st) == 0 && S_ISREG(st.st_mode);
 	if (opts->bopt && opts->bopt_force) {
-		rc = force_bopt(path, state->uuid, opts->bopt_size);
+		rc = force_bopt(path, state->uuid);
 		if (rc < 0)
 			return rc;
 	} else if (opts->bopt_force) {
@@ -652,12 +652,17 @@ static int open_borg(const struct hy_options *opts, struct hy_fs *fs, const stru
 	if (rc == 0)
 		return 0;
 	if (config.bopt_given || existed) {
-		/* what bopt_force would write over: a filesystem or other
-		 * signature, another mount's BOPT, a file that is none */
-		if ((rc == -EEXIST || rc == -EUCLEAN) && opts->bopt && !opts->bopt_force)
+		/* the way out of a refusal to write over what is there (a
+		 * filesystem or other signature, another mount's BOPT) */
+		if ((rc == -EEXIST || rc == -EUCLEAN) && named_dev && !opts->bopt_force)
 			hy_log(LOG_ERR,
 			       "%s; mount with -o bopt_force to make a BOPT there anyway (what it "
 			       "holds is lost)",
+			       why);
+		else if ((rc == -EEXIST || rc == -EUCLEAN) && named_file)
+			hy_log(LOG_ERR,
+			       "%s; a file is never written over, even with bopt_force: remove it "
+			       "or name another path, and a BOPT is made there",
 			       why);
 		else
 			hy_log(LOG_ERR, "%s", why);

@@ -79,9 +79,8 @@ int hy_bopt_resolve(const char *spec, char *buf, size_t size, char *why, size_t 
 
 /* Makes a BOPT: a new file of @size bytes (preallocated with fallocate,
  * refusing to replace an existing file unless it is already this mount's
- * BOPT, or @force), or a block device's whole size when @path is one
- * (refused if libblkid finds a filesystem or other signature on it, unless
- * @force: the daemon's bopt_force).
+ * BOPT), or a block device's whole size when @path is one (refused if
+ * libblkid finds a filesystem or other signature on it, unless @force).
  * @read_bytes of it (0 for a device: all but the header and one block) are
  * the read region, the rest (less the header) the
  * write buffer. Returns 0 or a negative errno with a message. */

@@ -94,9 +94,10 @@ struct hy_options {
 	uint64_t bopt_size;
 	uint64_t reorg_rate;
 	bool bopt_writes; /* writes to relocated blocks go into the BOPT */
-	/* bopt_force: a BOPT is made at bopt= over whatever is there that is
-	 * not this mount's BOPT (a filesystem, another mount's BOPT), as
-	 * hybridctl format-cache --force does for a store */
+	/* bopt_force: a BOPT is made on the block device at bopt= over
+	 * whatever is there that is not this mount's BOPT (a filesystem,
+	 * another mount's BOPT), as hybridctl format-cache --force does for a
+	 * store; a regular file is never written over */
 	bool bopt_force;
 
 	/* The SSD cache: its store (NULL: STATE/cache; "none": no SSD cache),

@@ -3,12 +3,16 @@
 # force": the force exists (-o bopt_force), and the refusal names it
 # (issue 16, finding 15). Cases (root):
 #   file-refused    bopt=FILE, FILE an ext4 image: refused, the message
-#                   names bopt_force, the image is untouched
-#   file-forced     the same with bopt_force: a BOPT is made there, and the
-#                   next mount, without bopt_force, uses it
+#                   says what to do (a file is never written over: remove it
+#                   or name another path), the image is untouched
+#   file-forced     the same with bopt_force: still refused (force is for
+#                   devices: a mistyped path must not cost a user's file),
+#                   the image untouched
+#   file-removed    the image removed: a BOPT file is made there
 #   device-refused  bopt=/dev/loopN over an ext4 image: refused, naming
 #                   bopt_force, the filesystem still there
-#   device-forced   the same with bopt_force: the mount uses the device
+#   device-forced   the same with bopt_force: the mount uses the device,
+#                   and the next mount, without bopt_force, too
 . "$(dirname "$0")/lib.sh"
 hy_setup
 hy_need_root
@@ -70,11 +74,12 @@ forced() {
 IMG=$HY_TMP/ext4.img
 truncate -s 8M "$IMG" && mkfs.ext4 -q -F "$IMG" >/dev/null 2>&1 || hy_die "mkfs.ext4 failed"
 sum=$(md5sum <"$IMG")
-refused file-refused "bopt_force" "bopt=$IMG,bopt_size=4M"
+refused file-refused "remove it or name another path" "bopt=$IMG,bopt_size=4M"
 [ "$(md5sum <"$IMG")" = "$sum" ] || hy_fail "file-refused: the image was changed"
-forced file-forced "$IMG" "bopt=$IMG,bopt_size=4M,bopt_force"
-# ours now: no force needed
-forced file-again "$IMG" "bopt=$IMG,bopt_size=4M"
+refused file-forced "never written over, even with bopt_force" "bopt=$IMG,bopt_size=4M,bopt_force"
+[ "$(md5sum <"$IMG")" = "$sum" ] || hy_fail "file-forced: the image was changed"
+rm "$IMG"
+forced file-removed "$IMG" "bopt=$IMG,bopt_size=4M"
 
 # --- device-refused, device-forced
 DIMG=$HY_TMP/dev.img
@@ -84,6 +89,8 @@ if LOOP=$(losetup -f --show "$DIMG" 2>/dev/null) && [ -b "$LOOP" ]; then
 	[ "$(blkid -o value -s TYPE "$LOOP" 2>/dev/null)" = ext4 ] ||
 		hy_fail "device-refused: the filesystem on $LOOP is gone"
 	forced device-forced "$LOOP" "bopt=$LOOP,bopt_force"
+	# ours now: no force needed
+	forced device-again "$LOOP" "bopt=$LOOP"
 	losetup -d "$LOOP" || hy_fail "cannot detach $LOOP"
 	LOOP=""
 else
