@@ -225,9 +225,13 @@ int hy_ondisk_resolve(const char *spec, const char *what, char *buf, size_t size
 int hy_ondisk_on_ram(const char *path, char *type, size_t size)
 {
 	struct statfs sf;
+	struct stat st;
 	char *copy;
 	int rc;
 
+	/* a device's node lies in /dev (devtmpfs), its data on the device */
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+		return 0;
 	rc = statfs(path, &sf);
 	if (rc < 0 && errno == ENOENT) {
 		copy = strdup(path);

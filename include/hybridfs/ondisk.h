@@ -80,9 +80,11 @@ int hy_ondisk_resolve(const char *spec, const char *what, char *buf, size_t size
 
 /* ---- where a region may live ---- */
 
-/* 1 when @path, or the folder that would hold it when it does not exist,
- * lies on a RAM filesystem (tmpfs, ramfs: statfs), whose contents a reboot
- * loses; its name in @type ("tmpfs"). 0 when not, or when it cannot tell. */
+/* 1 when the regular file @path, or the folder that would hold it when it
+ * does not exist, lies on a RAM filesystem (tmpfs, ramfs: statfs), whose
+ * contents a reboot loses; its name in @type ("tmpfs"). 0 when not, for a
+ * block device (its node is in /dev, its data on the device), or when it
+ * cannot tell. */
 int hy_ondisk_on_ram(const char *path, char *type, size_t size);
 
 /* For a store or BOPT the user named at a resolved @path: when nothing is

@@ -13,6 +13,8 @@
 #                   on RAM, and cache_write=back there is refused
 #   disk-new-cache  cache=FILE on a disk folder, FILE missing: made, and
 #                   write-back as before (the rule is about RAM only)
+#   device-back     a store on a loop device (its node in /dev, which is
+#                   devtmpfs): write-back as before
 . "$(dirname "$0")/lib.sh"
 hy_setup
 hy_need_root
@@ -20,11 +22,13 @@ hy_need_iogen
 DEVNAME=hy-nonexist-$$
 R=$HY_TMP/ram
 # whatever a broken daemon makes in /dev goes with the test, and the tmpfs
+LOOP=""
 cleanup_all() {
 	local rc=$?
 	rm -f "/dev/$DEVNAME" "/dev/$DEVNAME-bopt"
 	for m in $HY_MOUNTS; do fusermount3 -u -z "$m" 2>/dev/null; done
 	umount -l "$R" 2>/dev/null
+	[ -n "$LOOP" ] && losetup -d "$LOOP" 2>/dev/null
 	(exit "$rc")
 	hy_cleanup
 }
@@ -92,6 +96,22 @@ hy_mount_ready "$B" "$M" "cache=$HY_TMP/disk-store,cache_size=1M"
 policy=$(hy_status "$M" .cache.write_policy)
 [ "$policy" = back ] || hy_fail "disk-new-cache: a named store on a disk is used write-$policy"
 hy_umount "$M"
+
+# --- device-back: a store on a block device, whose node lies in /dev
+# (devtmpfs), is on the device, not on RAM: write-back as named
+truncate -s 8M "$HY_TMP/dev.img"
+if LOOP=$(losetup -f --show "$HY_TMP/dev.img" 2>/dev/null) && [ -b "$LOOP" ]; then
+	"$HYBRIDCTL" format-cache "$LOOP" >"$HY_TMP/format.out" 2>&1 ||
+		hy_fail "device-back: format-cache $LOOP failed: $(cat "$HY_TMP/format.out")"
+	hy_mount_ready "$B" "$M" "cache=$LOOP"
+	policy=$(hy_status "$M" .cache.write_policy)
+	[ "$policy" = back ] || hy_fail "device-back: a store on $LOOP is used write-$policy"
+	hy_umount "$M"
+	losetup -d "$LOOP" || hy_fail "cannot detach $LOOP"
+	LOOP=""
+else
+	hy_log "no loop device: device-back not run"
+fi
 
 umount "$R" || hy_fail "cannot unmount the tmpfs $R"
 hy_pass
