@@ -9,12 +9,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sched.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -222,7 +222,7 @@ static int open_state_dir(const char *dir, char *why, size_t why_size)
 	parent = -1;
 	snprintf(state_at, sizeof(state_at), "/proc/self/fd/%d", fd);
 	if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		err = errno ? errno : ENOTDIR;
+		err = ENOTDIR;
 		snprintf(why, why_size, "state folder \"%s\": not a directory", dir);
 		close(fd);
 		goto fail;
