@@ -263,7 +263,8 @@ fail:
  * regular file made at bopt= or cache=); a store, BOPT or database that
  * existed is never touched, and nothing once the mount has been in use
  * (its files may hold dirty data then). The state folder goes too when
- * this attempt made it and it is empty again.
+ * this attempt made it and it is empty again (and still a folder: a
+ * link put at its name, or a non-empty folder, stays).
  */
 static const char *const state_files[] = {
 	HY_STATE_DB_NAME,    HY_STATE_DB_NAME "-wal", HY_STATE_DB_NAME "-shm", "bopt",
@@ -320,7 +321,7 @@ static void remove_new_files(const char *state_dir)
 	}
 	if (state_made && state_parent >= 0 &&
 	    unlinkat(state_parent, state_name, AT_REMOVEDIR) < 0 && errno != ENOTEMPTY &&
-	    errno != EEXIST && errno != ENOENT)
+	    errno != EEXIST && errno != ENOENT && errno != ENOTDIR)
 		hy_log(LOG_WARNING,
 		       "cannot remove the state folder \"%s\" that the failed mount made: %s",
 		       state_dir, strerror(errno));
