@@ -20,6 +20,7 @@
 
 #include "ctl.h"
 #include "hybridfs/cache_store.h"
+#include "hybridfs/ondisk.h"
 #include "hybridfs/units.h"
 
 #define MIN_SIZE (1024 * 1024) /* bytes: the smallest --size taken */
@@ -70,6 +71,12 @@ static int target_path(const char *target, char *path, size_t size)
 	if (hy_cache_store_resolve(spec, path, size, why, sizeof(why)) < 0) {
 		fprintf(stderr, "hybridctl: format-cache: %s\n",
 			strncmp(why, "cache: ", 7) == 0 ? why + 7 : why);
+		return 1;
+	}
+	/* a device's name that no device has is a typo, not a file to make in
+	 * /dev (RAM); a store on another RAM filesystem made here is meant */
+	if (hy_ondisk_check_new(path, why, sizeof(why)) == -ENODEV) {
+		fprintf(stderr, "hybridctl: format-cache: %s: %s\n", spec, why);
 		return 1;
 	}
 	return 0;

@@ -18,10 +18,12 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <blkid/blkid.h>
 #include <linux/fs.h>
+#include <linux/magic.h>
 
 #include "hybridfs/log.h"
 #include "hybridfs/ondisk.h"
@@ -215,6 +217,63 @@ int hy_ondisk_resolve(const char *spec, const char *what, char *buf, size_t size
 		return -ENAMETOOLONG;
 	}
 	free(dev);
+	return 0;
+}
+
+/* ---- where a region may live ---- */
+
+int hy_ondisk_on_ram(const char *path, char *type, size_t size)
+{
+	struct statfs sf;
+	struct stat st;
+	char *copy;
+	int rc;
+
+	/* a device's node lies in /dev (devtmpfs), its data on the device */
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+		return 0;
+	rc = statfs(path, &sf);
+	if (rc < 0 && errno == ENOENT) {
+		copy = strdup(path);
+		if (!copy)
+			return 0;
+		rc = statfs(dirname(copy), &sf);
+		free(copy);
+	}
+	if (rc < 0)
+		return 0;
+	/* devtmpfs (/dev) reports itself as tmpfs */
+	if (sf.f_type == TMPFS_MAGIC) {
+		snprintf(type, size, "tmpfs");
+		return 1;
+	}
+	if (sf.f_type == RAMFS_MAGIC) {
+		snprintf(type, size, "ramfs");
+		return 1;
+	}
+	return 0;
+}
+
+int hy_ondisk_check_new(const char *path, char *why, size_t why_size)
+{
+	struct stat st;
+	char type[16];
+
+	if (lstat(path, &st) == 0 || errno != ENOENT)
+		return 0;
+	if (strncmp(path, "/dev/", 5) == 0) {
+		hy_ondisk_say(why, why_size,
+			      "no such device (a path under /dev names a device; nothing is made "
+			      "there)");
+		return -ENODEV;
+	}
+	if (hy_ondisk_on_ram(path, type, sizeof(type))) {
+		hy_ondisk_say(why, why_size,
+			      "\"%s\" does not exist, and none is made on a RAM filesystem (%s), "
+			      "which a reboot empties: name a file on a disk or a device",
+			      path, type);
+		return -EMEDIUMTYPE;
+	}
 	return 0;
 }
 

@@ -20,6 +20,7 @@
 #include "hybridfs/fs.h"
 #include "hybridfs/inode.h"
 #include "hybridfs/log.h"
+#include "hybridfs/ondisk.h"
 #include "hybridfs/options.h"
 #include "hybridfs/profiler.h"
 
@@ -77,7 +78,7 @@ int hy_fs_open_cache(struct hy_fs *fs, const struct hy_options *opts)
 		.ids_durable_arg = fs,
 	};
 	struct hy_cache_lower lower;
-	char path[4096], why[1024];
+	char path[4096], why[1024], fstype[16];
 	int rc;
 
 	if (opts->cache && strcmp(opts->cache, "none") == 0)
@@ -90,14 +91,38 @@ int hy_fs_open_cache(struct hy_fs *fs, const struct hy_options *opts)
 	}
 	if (opts->cache) {
 		rc = hy_cache_store_resolve(opts->cache, path, sizeof(path), why, sizeof(why));
+		/* a store that is not there is made, but not in /dev nor on RAM */
+		if (rc == 0)
+			rc = hy_ondisk_check_new(path, why, sizeof(why));
 		if (rc < 0) {
 			hy_log(LOG_ERR, "cache=%s: %s", opts->cache, why);
 			return rc;
 		}
 	} else {
-		snprintf(path, sizeof(path), "%s/%s", opts->state_dir, HY_OPTIONS_CACHE_NAME);
+		snprintf(path, sizeof(path), "%s/%s",
+			 opts->state_at ? opts->state_at : opts->state_dir, HY_OPTIONS_CACHE_NAME);
 	}
 	config.store_path = path;
+	/* Dirty lines on a RAM filesystem are gone at a reboot, and with them
+	 * data that fsync said was safe: write-back never lands there. The
+	 * default for a named store gives way to write-through; asking for
+	 * write-back there is refused. */
+	if (config.write_policy == HY_CACHE_WRITE_BACK &&
+	    hy_ondisk_on_ram(path, fstype, sizeof(fstype))) {
+		if (opts->cache_write_given) {
+			hy_log(LOG_ERR,
+			       "cache: \"%s\" lies on a RAM filesystem (%s), which a reboot "
+			       "empties: cache_write=back would lose data written there; use "
+			       "cache_write=through, or a store on a disk or a device",
+			       path, fstype);
+			return -EMEDIUMTYPE;
+		}
+		hy_log(LOG_NOTICE,
+		       "cache: \"%s\" lies on a RAM filesystem (%s): write-through, not "
+		       "write-back, which would lose data written there at a reboot",
+		       path, fstype);
+		config.write_policy = HY_CACHE_WRITE_THROUGH;
+	}
 	if (opts->pore_given ? opts->pore != HY_PORE_OFF : opts->backend_smr) {
 		/* PORE: a period of one persistent buffer's worth of writes is
 		 * best (the paper); the emulated disk's buffer when there is one */

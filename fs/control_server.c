@@ -83,7 +83,10 @@ from_handler(struct json_object *(*handler)(void *, struct json_object *, char *
 	}
 	snprintf(why, sizeof(why), "out of memory");
 	result = handler(ctx, request, why, sizeof(why));
-	return result ? hy_control_format_result(result) : hy_control_format_error(why);
+	/* a state file is named by its folder's path, not by the daemon's
+	 * /proc/self/fd name for it */
+	return result ? hy_control_format_result(result)
+		      : hy_control_format_error(hy_log_unalias(why, sizeof(why)));
 }
 
 static char *answer(struct hy_control_server *srv, const char *line, size_t len)

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -24,10 +25,12 @@
 #include <fuse_lowlevel.h>
 #include <json-c/json.h>
 #include <linux/openat2.h>
+#include <sqlite3.h>
 
 #include "hybridfs/bopt.h"
 #include "hybridfs/borg.h"
 #include "hybridfs/cache_store.h"
+#include "hybridfs/control.h"
 #include "hybridfs/control_server.h"
 #include "hybridfs/device.h"
 #include "hybridfs/devmodel.h"
@@ -38,6 +41,7 @@
 #include "hybridfs/log.h"
 #include "hybridfs/map.h"
 #include "hybridfs/map_journal.h"
+#include "hybridfs/ondisk.h"
 #include "hybridfs/options.h"
 #include "hybridfs/runtime.h"
 #include "hybridfs/state.h"
@@ -69,6 +73,322 @@ static size_t raise_fd_limit(void)
 		return lim.rlim_cur > 4 * HY_FD_OWN ? lim.rlim_cur / 2 - HY_FD_OWN / 2
 						    : lim.rlim_cur / 4;
 	return (lim.rlim_cur - HY_FD_HEADROOM) / 2;
+}
+
+/*
+ * The state folder, opened once. The backing folder usually belongs to the
+ * mounting user, but when root mounts it, the folder's owner can rename
+ * BACKING/.hybridfs away and put a symbolic link to a root-only folder in
+ * its place between two of root's path lookups; every file made by path
+ * (the database and SQLite's -wal and -shm, the store, the BOPT, the
+ * socket) would then be made in that folder. So the folder is opened once,
+ * without following a link at any point of its path, checked on that
+ * descriptor, and every state file is reached through "/proc/self/fd/N/"
+ * (state_at), which the kernel resolves to the descriptor's folder,
+ * wherever it is and whatever lies at its path by then.
+ */
+static int state_fd = -1;
+static char state_at[64]; /* "/proc/self/fd/N": the folder's files hang below */
+static char state_open_at[72];
+static bool state_made;	      /* this mount attempt made the folder */
+static int state_parent = -1; /* ... in this folder, */
+static char *state_name;      /* ... by this name */
+
+/* SQLite turns a file name into a full path by resolving every symbolic
+ * link in it: "/proc/self/fd/N" would become the folder's path again, and
+ * the database, its -wal and its -shm would be opened by that path. This
+ * VFS, the daemon's default, is the system's with names below
+ * /proc/self/fd/ left as they are (they are absolute already). */
+static sqlite3_vfs state_vfs;
+static sqlite3_vfs *system_vfs;
+
+static int state_vfs_full_pathname(sqlite3_vfs *vfs, const char *name, int size, char *out)
+{
+	(void)vfs;
+	if (strncmp(name, "/proc/self/fd/", 14) != 0)
+		return system_vfs->xFullPathname(system_vfs, name, size, out);
+	if (strlen(name) >= (size_t)size)
+		return SQLITE_CANTOPEN;
+	strcpy(out, name);
+	return SQLITE_OK;
+}
+
+static int state_vfs_install(char *why, size_t why_size)
+{
+	int rc;
+
+	system_vfs = sqlite3_vfs_find(NULL);
+	if (!system_vfs) {
+		snprintf(why, why_size, "state: SQLite has no file system layer");
+		return -ENOSYS;
+	}
+	state_vfs = *system_vfs;
+	state_vfs.zName = "hybridfs-fd";
+	state_vfs.xFullPathname = state_vfs_full_pathname;
+	rc = sqlite3_vfs_register(&state_vfs, 1);
+	if (rc != SQLITE_OK) {
+		snprintf(why, why_size, "state: cannot set up SQLite's file layer: %s",
+			 sqlite3_errstr(rc));
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Opens @path's folder, no component of it a symbolic link (the path was
+ * resolved by hy_options_check(): a link in it now was put there since).
+ * Kernels without openat2 (before 5.6) check the last component only. */
+static int open_parent(const char *path, char *why, size_t why_size)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+		.resolve = RESOLVE_NO_SYMLINKS,
+	};
+	long fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+
+	if (fd < 0 && errno == ENOSYS)
+		fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0)
+		return (int)fd;
+	if (errno == ELOOP)
+		snprintf(why, why_size,
+			 "\"%s\" has become a symbolic link or goes through one since it was "
+			 "resolved: refusing to follow it",
+			 path);
+	else
+		snprintf(why, why_size, "\"%s\": %s", path, strerror(errno));
+	return -errno;
+}
+
+/* Makes the state folder if it is missing (mode 0700), opens it, and
+ * checks it on the descriptor: a folder (not a symbolic link: a link's
+ * target may be anyone's), the mounting user's, private. Sets state_fd,
+ * state_at and state_made. */
+static int open_state_dir(const char *dir, char *why, size_t why_size)
+{
+	char *copy = strdup(dir), *slash, msg[512];
+	const char *name;
+	struct stat st;
+	int parent, fd, err;
+
+	if (!copy)
+		return -ENOMEM;
+	slash = strrchr(copy, '/');
+	if (!slash || !slash[1]) {
+		snprintf(why, why_size, "state folder \"%s\": not an absolute path of a folder",
+			 dir);
+		free(copy);
+		return -EINVAL;
+	}
+	*slash = '\0';
+	name = slash + 1;
+	parent = open_parent(slash == copy ? "/" : copy, msg, sizeof(msg));
+	if (parent < 0) {
+		snprintf(why, why_size, "state folder \"%s\": %s", dir, msg);
+		free(copy);
+		return parent;
+	}
+	if (mkdirat(parent, name, 0700) == 0) {
+		state_made = true;
+		state_name = strdup(name);
+		if (state_name) {
+			state_parent = parent;
+			parent = -1;
+		}
+	} else if (errno != EEXIST) {
+		err = errno;
+		snprintf(why, why_size, "state folder \"%s\": cannot create it: %s", dir,
+			 strerror(err));
+		goto fail;
+	}
+	fd = openat(state_parent >= 0 ? state_parent : parent, name,
+		    O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		err = errno;
+		if (fstatat(state_parent >= 0 ? state_parent : parent, name, &st,
+			    AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISLNK(st.st_mode))
+			snprintf(why, why_size,
+				 "state folder \"%s\" is a symbolic link: refusing to follow it "
+				 "(its target may be anyone's); name the folder itself with "
+				 "state=DIR",
+				 dir);
+		else
+			snprintf(why, why_size, "state folder \"%s\": %s", dir,
+				 err == ENOTDIR ? "not a directory" : strerror(err));
+		goto fail;
+	}
+	if (parent >= 0)
+		close(parent);
+	parent = -1;
+	snprintf(state_at, sizeof(state_at), "/proc/self/fd/%d", fd);
+	if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		err = ENOTDIR;
+		snprintf(why, why_size, "state folder \"%s\": not a directory", dir);
+		close(fd);
+		goto fail;
+	}
+	if (st.st_uid != geteuid()) {
+		snprintf(why, why_size,
+			 "state folder \"%s\" belongs to uid %u, not to the mounting user (uid %u)",
+			 dir, (unsigned)st.st_uid, (unsigned)geteuid());
+		close(fd);
+		err = EPERM;
+		goto fail;
+	}
+	/* chmod of the /proc name changes the descriptor's folder (an O_PATH
+	 * descriptor takes no fchmod) */
+	if ((st.st_mode & 0077) && chmod(state_at, 0700) < 0) {
+		err = errno;
+		snprintf(why, why_size, "state folder \"%s\": cannot make it private: %s", dir,
+			 strerror(err));
+		close(fd);
+		goto fail;
+	}
+	state_fd = fd;
+	free(copy);
+	return 0;
+fail:
+	if (parent >= 0)
+		close(parent);
+	state_at[0] = '\0';
+	free(copy);
+	return -err;
+}
+
+/*
+ * What this mount attempt made, removed again when it fails before it is
+ * ready: a failed mount left the database and the preallocated BOPT and
+ * store (257 MiB) behind. Only files that were not there when the
+ * attempt began go (the state folder's, through its descriptor, and a
+ * regular file made at bopt= or cache=); a store, BOPT or database that
+ * existed is never touched, and nothing once the mount has been in use
+ * (its files may hold dirty data then). The state folder goes too when
+ * this attempt made it and it is empty again (and still a folder: a
+ * link put at its name, or a non-empty folder, stays).
+ */
+static const char *const state_files[] = {
+	HY_STATE_DB_NAME,    HY_STATE_DB_NAME "-wal", HY_STATE_DB_NAME "-shm", "bopt",
+	HY_MAP_JOURNAL_NAME, HY_OPTIONS_CACHE_NAME,   HY_CONTROL_SOCKET,
+};
+#define N_STATE_FILES (sizeof(state_files) / sizeof(state_files[0]))
+static bool state_file_new[N_STATE_FILES];
+static char *named_new[2]; /* bopt=, cache= paths where nothing was */
+
+static void note_named(const char *spec, bool bopt, char **out)
+{
+	char path[4096], why[512];
+	struct stat st;
+	int rc;
+
+	if (!spec || strcmp(spec, "none") == 0)
+		return;
+	rc = bopt ? hy_bopt_resolve(spec, path, sizeof(path), why, sizeof(why))
+		  : hy_cache_store_resolve(spec, path, sizeof(path), why, sizeof(why));
+	if (rc == 0 && lstat(path, &st) < 0 && errno == ENOENT)
+		*out = strdup(path);
+}
+
+static void note_new_files(const struct hy_options *opts)
+{
+	struct stat st;
+
+	for (size_t i = 0; i < N_STATE_FILES; i++)
+		state_file_new[i] =
+			fstatat(state_fd, state_files[i], &st, AT_SYMLINK_NOFOLLOW) < 0 &&
+			errno == ENOENT;
+	note_named(opts->bopt, true, &named_new[0]);
+	note_named(opts->cache, false, &named_new[1]);
+}
+
+static void remove_new_files(const char *state_dir)
+{
+	struct stat st;
+
+	for (size_t i = 0; state_fd >= 0 && i < N_STATE_FILES; i++)
+		if (state_file_new[i] && unlinkat(state_fd, state_files[i], 0) < 0 &&
+		    errno != ENOENT)
+			hy_log(LOG_WARNING,
+			       "cannot remove \"%s/%s\" that the failed mount made: %s", state_dir,
+			       state_files[i], strerror(errno));
+	for (size_t i = 0; i < 2; i++) {
+		/* a device that appeared meanwhile is not ours to remove */
+		if (named_new[i] && lstat(named_new[i], &st) == 0 && S_ISREG(st.st_mode) &&
+		    unlink(named_new[i]) < 0)
+			hy_log(LOG_WARNING, "cannot remove \"%s\" that the failed mount made: %s",
+			       named_new[i], strerror(errno));
+		free(named_new[i]);
+		named_new[i] = NULL;
+	}
+	if (state_made && state_parent >= 0 &&
+	    unlinkat(state_parent, state_name, AT_REMOVEDIR) < 0 && errno != ENOTEMPTY &&
+	    errno != EEXIST && errno != ENOENT && errno != ENOTDIR)
+		hy_log(LOG_WARNING,
+		       "cannot remove the state folder \"%s\" that the failed mount made: %s",
+		       state_dir, strerror(errno));
+}
+
+/*
+ * The caller's umask, applied where POSIX applies it. With POSIX ACLs the
+ * kernel sends a new node's mode unmasked (hy_init asks for
+ * FUSE_CAP_DONT_MASK): in a folder with a default ACL the umask is not
+ * applied at all, and elsewhere it is; only the backing filesystem knows
+ * which, so each creating request runs with the caller's umask as the
+ * thread's own (a worker unshares its umask, cwd and root once), and the
+ * daemon's umask (0) again afterwards. A kernel that refuses the unshare
+ * gets the umask applied to the mode, as the kernel would have.
+ */
+static struct fuse_lowlevel_ops hy_ops;
+static __thread int umask_own; /* 1: the thread's own umask; -1: cannot be */
+
+static mode_t caller_umask(fuse_req_t req, mode_t *mode)
+{
+	mode_t mask = fuse_req_ctx(req)->umask;
+
+	if (umask_own == 0) {
+		umask_own = unshare(CLONE_FS) == 0 ? 1 : -1;
+		if (umask_own < 0)
+			hy_log(LOG_WARNING,
+			       "fs: a worker cannot have a umask of its own (%s): new nodes get "
+			       "the caller's umask even where a default ACL would rule",
+			       strerror(errno));
+	}
+	if (umask_own < 0) {
+		*mode &= ~mask;
+		return (mode_t)-1;
+	}
+	return umask(mask);
+}
+
+static void caller_umask_end(mode_t old)
+{
+	if (old != (mode_t)-1)
+		umask(old);
+}
+
+static void umask_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+			dev_t rdev)
+{
+	mode_t old = caller_umask(req, &mode);
+
+	hy_fs_operations.mknod(req, parent, name, mode, rdev);
+	caller_umask_end(old);
+}
+
+static void umask_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	mode_t old = caller_umask(req, &mode);
+
+	hy_fs_operations.mkdir(req, parent, name, mode);
+	caller_umask_end(old);
+}
+
+static void umask_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+			 struct fuse_file_info *fi)
+{
+	mode_t old = caller_umask(req, &mode);
+
+	hy_fs_operations.create(req, parent, name, mode, fi);
+	caller_umask_end(old);
 }
 
 /* Lets hybridctl find this mount from its mountpoint; a mount that cannot
@@ -161,7 +481,7 @@ static int check_left_out(const struct hy_options *opts, const struct hy_fs *fs,
 	char path[4096], msg[1024];
 	uint64_t dirty = 0;
 
-	snprintf(path, sizeof(path), "%s/%s", opts->state_dir, HY_OPTIONS_CACHE_NAME);
+	snprintf(path, sizeof(path), "%s/%s", opts->state_at, HY_OPTIONS_CACHE_NAME);
 	if (cache_out && access(path, F_OK) == 0) {
 		struct hy_cache_store *s = NULL;
 
@@ -181,7 +501,7 @@ static int check_left_out(const struct hy_options *opts, const struct hy_fs *fs,
 			path, dirty, how);
 		return -EBUSY;
 	}
-	snprintf(path, sizeof(path), "%s/bopt", opts->state_dir);
+	snprintf(path, sizeof(path), "%s/bopt", opts->state_at);
 	if (bopt_out && access(path, F_OK) == 0) {
 		struct hy_map_journal *journal = NULL;
 		struct hy_bopt *bopt = NULL;
@@ -194,7 +514,7 @@ static int check_left_out(const struct hy_options *opts, const struct hy_fs *fs,
 		    hy_map_new(&map) == 0 &&
 		    hy_map_load(map, state->db, bopt->header.generation, &epoch, msg,
 				sizeof(msg)) == 0 &&
-		    asprintf(&jpath, "%s/%s", opts->state_dir, HY_MAP_JOURNAL_NAME) >= 0) {
+		    asprintf(&jpath, "%s/%s", opts->state_at, HY_MAP_JOURNAL_NAME) >= 0) {
 			/* what the journal adds; a refused record keeps what came
 			 * before it, as the real open does */
 			hy_map_journal_open(jpath, bopt->header.generation, epoch, map, &journal,
@@ -222,10 +542,50 @@ static int check_left_out(const struct hy_options *opts, const struct hy_fs *fs,
 	return 0;
 }
 
+/* bopt_force: the block device at @path (resolved from bopt=) becomes
+ * this mount's BOPT, unless it is one already: the reconfigurator then
+ * opens it as its own. A new generation, as a BOPT the reconfigurator
+ * makes gets, so that no saved map of an older one applies. A regular file
+ * is never written over (hy_bopt_create: a mistyped path must not cost a
+ * user's file), and a path with nothing there is left to the
+ * reconfigurator, which makes it without force. */
+static int force_bopt(const char *path, const char *uuid)
+{
+	struct hy_bopt *bopt = NULL;
+	struct timespec ts;
+	struct stat st;
+	char why[1024];
+	int rc;
+
+	if (stat(path, &st) < 0 || !S_ISBLK(st.st_mode))
+		return 0;
+	if (hy_bopt_open(path, uuid, &bopt, why, sizeof(why)) == 0) {
+		hy_bopt_close(bopt);
+		return 0;
+	}
+	hy_log(LOG_NOTICE, "bopt: making a BOPT on \"%s\" over what it held (bopt_force)", path);
+	rc = hy_bopt_create(path, uuid, 0, 0, true, why, sizeof(why));
+	if (rc == 0)
+		rc = hy_bopt_open(path, uuid, &bopt, why, sizeof(why));
+	if (rc == 0) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		rc = hy_bopt_set_generation(bopt, (uint64_t)ts.tv_sec * 1000000000u +
+							  (uint64_t)ts.tv_nsec);
+		if (rc < 0)
+			snprintf(why, sizeof(why),
+				 "bopt: \"%.900s\": cannot write its generation: %s", path,
+				 strerror(-rc));
+		hy_bopt_close(bopt);
+	}
+	if (rc < 0)
+		hy_log(LOG_ERR, "%s", why);
+	return rc;
+}
+
 static int open_borg(const struct hy_options *opts, struct hy_fs *fs, const struct hy_state *state)
 {
 	struct hy_borg_config config = {
-		.state_dir = opts->state_dir,
+		.state_dir = opts->state_at,
 		.db_path = state->db_path,
 		.uuid = state->uuid,
 		.backing = opts->backing_real,
@@ -239,8 +599,8 @@ static int open_borg(const struct hy_options *opts, struct hy_fs *fs, const stru
 		.activity = activity,
 		.activity_ctx = fs,
 	};
-	char why[1024], path[4096];
-	bool existed;
+	char why[1024], path[4096], fstype[16];
+	bool existed, named_dev, named_file;
 	struct stat st;
 	int rc;
 
@@ -251,17 +611,62 @@ static int open_borg(const struct hy_options *opts, struct hy_fs *fs, const stru
 			hy_log(LOG_WARNING, "bopt: left out: BORG needs the profiler (profile=on)");
 		return 0;
 	}
+	/* A BOPT named by the user that is not there is made, but not in /dev
+	 * nor on RAM; one on RAM that exists takes no writes (they would be
+	 * lost at a reboot), only copies of home blocks. */
+	if (opts->bopt) {
+		char msg[512];
+
+		rc = hy_bopt_resolve(opts->bopt, path, sizeof(path), msg, sizeof(msg));
+		if (rc == 0)
+			rc = hy_ondisk_check_new(path, msg, sizeof(msg));
+		if (rc < 0) {
+			hy_log(LOG_ERR, "bopt=%s: %s", opts->bopt, msg);
+			return rc;
+		}
+	} else {
+		snprintf(path, sizeof(path), "%s/bopt", opts->state_at);
+	}
+	named_dev = opts->bopt && stat(path, &st) == 0 && S_ISBLK(st.st_mode);
+	named_file = opts->bopt && !named_dev && lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+	if (opts->bopt && opts->bopt_force) {
+		rc = force_bopt(path, state->uuid);
+		if (rc < 0)
+			return rc;
+	} else if (opts->bopt_force) {
+		hy_log(LOG_WARNING, "bopt_force: ignored: it applies to a BOPT named by bopt=");
+	}
+	if (config.bopt_writes && hy_ondisk_on_ram(path, fstype, sizeof(fstype))) {
+		hy_log(LOG_NOTICE,
+		       "bopt: \"%s\" lies on a RAM filesystem (%s): writes to relocated blocks go "
+		       "home, not into it (bopt_writes=off)",
+		       path, fstype);
+		config.bopt_writes = false;
+	}
 	/* Only a default BOPT that is not there yet may be left out: one that
 	 * exists may hold blocks written through the mount and not home yet
 	 * (its map says where), and a mount without it would read those
 	 * blocks' older home copies (damaged.sh: bopt-other, db-map). */
-	snprintf(path, sizeof(path), "%s/bopt", opts->state_dir);
+	snprintf(path, sizeof(path), "%s/bopt", opts->state_at);
 	existed = !opts->bopt && lstat(path, &st) == 0;
 	rc = hy_borg_open(&config, &fs->borg, why, sizeof(why));
 	if (rc == 0)
 		return 0;
 	if (config.bopt_given || existed) {
-		hy_log(LOG_ERR, "%s", why);
+		/* the way out of a refusal to write over what is there (a
+		 * filesystem or other signature, another mount's BOPT) */
+		if ((rc == -EEXIST || rc == -EUCLEAN) && named_dev && !opts->bopt_force)
+			hy_log(LOG_ERR,
+			       "%s; mount with -o bopt_force to make a BOPT there anyway (what it "
+			       "holds is lost)",
+			       why);
+		else if ((rc == -EEXIST || rc == -EUCLEAN) && named_file)
+			hy_log(LOG_ERR,
+			       "%s; a file is never written over, even with bopt_force: remove it "
+			       "or name another path, and a BOPT is made there",
+			       why);
+		else
+			hy_log(LOG_ERR, "%s", why);
 		return rc;
 	}
 	hy_log(LOG_WARNING, "%s; mounting without a BOPT (reorganize is off)", why);
@@ -401,7 +806,7 @@ int main(int argc, char **argv)
 	struct hy_profiler *profiler = NULL;
 	struct hy_device_emulation *emulation = NULL;
 	int root_fd = -1, rc, status = 1;
-	bool registered = false;
+	bool registered = false, ready = false;
 	size_t fd_cap;
 
 	memset(&fs, 0, sizeof(fs));
@@ -436,18 +841,32 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
-	/* Checked now, while errors still reach the terminal; opened again
-	 * after fork, since a SQLite connection must not cross it. */
-	rc = hy_state_open(opts.state_dir, opts.backing_real, false, &state, why, sizeof(why));
+	rc = state_vfs_install(why, sizeof(why));
+	if (rc == 0)
+		rc = open_state_dir(opts.state_dir, why, sizeof(why));
 	if (rc) {
 		fprintf(stderr, "%s: %s\n", program, why);
+		goto out;
+	}
+	opts.state_at = state_at;
+	hy_log_set_alias(state_at, opts.state_dir);
+	note_new_files(&opts);
+	/* with a slash: hy_state_open() checks the folder with lstat(), which
+	 * follows the /proc link only then */
+	snprintf(state_open_at, sizeof(state_open_at), "%s/", state_at);
+
+	/* Checked now, while errors still reach the terminal; opened again
+	 * after fork, since a SQLite connection must not cross it. */
+	rc = hy_state_open(state_open_at, opts.backing_real, false, &state, why, sizeof(why));
+	if (rc) {
+		fprintf(stderr, "%s: %s\n", program, hy_log_unalias(why, sizeof(why)));
 		goto out;
 	}
 	hy_state_close(state);
 	state = NULL;
 	/* Two daemons on one state folder would both write its log. */
-	if (hy_control_server_check(opts.state_dir, why, sizeof(why)) < 0) {
-		fprintf(stderr, "%s: %s\n", program, why);
+	if (hy_control_server_check(state_at, why, sizeof(why)) < 0) {
+		fprintf(stderr, "%s: %s\n", program, hy_log_unalias(why, sizeof(why)));
 		goto out;
 	}
 	if (opts.fake) {
@@ -489,7 +908,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: out of memory\n", program);
 		goto out;
 	}
-	se = fuse_session_new(&args, &hy_fs_operations, sizeof(hy_fs_operations), &fs);
+	hy_ops = hy_fs_operations;
+	hy_ops.mknod = umask_mknod;
+	hy_ops.mkdir = umask_mkdir;
+	if (hy_ops.create)
+		hy_ops.create = umask_create;
+	se = fuse_session_new(&args, &hy_ops, sizeof(hy_ops), &fs);
 	if (!se) {
 		fprintf(stderr, "%s: libfuse refused the options\n", program);
 		goto out;
@@ -506,7 +930,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: cannot mount on \"%s\"\n", program, opts.mountpoint);
 		goto out_signals;
 	}
-	rc = hy_state_open(opts.state_dir, opts.backing_real, false, &state, why, sizeof(why));
+	rc = hy_state_open(state_open_at, opts.backing_real, false, &state, why, sizeof(why));
 	if (rc) {
 		hy_log(LOG_ERR, "%s", why);
 		goto out_unmount;
@@ -573,7 +997,7 @@ int main(int argc, char **argv)
 		bool store_new;
 		int crc;
 
-		snprintf(store, sizeof(store), "%s/%s", opts.state_dir, HY_OPTIONS_CACHE_NAME);
+		snprintf(store, sizeof(store), "%s/%s", state_at, HY_OPTIONS_CACHE_NAME);
 		store_new = !opts.cache_given && !opts.cache_size_given &&
 			    access(store, F_OK) != 0 && errno == ENOENT;
 		crc = hy_fs_open_cache(&fs, &opts);
@@ -597,12 +1021,12 @@ int main(int argc, char **argv)
 			.policy = fs.profiler ? hy_fs_policy : NULL,
 		};
 
-		if (hy_control_server_start(opts.state_dir, &handlers, &control, why, sizeof(why)) <
-		    0)
+		if (hy_control_server_start(state_at, &handlers, &control, why, sizeof(why)) < 0)
 			hy_log(LOG_WARNING, "%s; hybridctl cannot reach this mount", why);
 	}
 
 	/* Ready: the mount and the control socket are there. */
+	ready = true;
 	if (!opts.foreground) {
 		daemon_ready(0, true);
 		hy_log_init(HY_LOG_SYSLOG, opts.debug ? LOG_DEBUG : LOG_NOTICE, "hybridfs");
@@ -655,6 +1079,13 @@ out:
 	hy_state_close(state);
 	if (root_fd >= 0)
 		close(root_fd);
+	if (status && !ready && !opts.fake)
+		remove_new_files(opts.state_dir);
+	if (state_fd >= 0)
+		close(state_fd);
+	if (state_parent >= 0)
+		close(state_parent);
+	free(state_name);
 	fuse_opt_free_args(&args);
 	hy_options_free(&opts);
 	daemon_ready(status ? status : 1, false); /* failed before it was ready */

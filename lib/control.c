@@ -477,6 +477,27 @@ static int wait_for(int fd, short events, int64_t deadline)
 	}
 }
 
+/* Whoever listens in the folder gets our requests (flush, reorganize,
+ * policy) and is believed in its answers: it must be the daemon of the
+ * user who asks, or root's. A socket of another user's process there
+ * (a folder swapped or given by someone else) is refused. */
+static int check_peer(const char *state_dir, int sock, char *why, size_t why_size)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return hy_log_why(-errno, why, why_size, "cannot tell who listens in \"%s\": %m",
+				  state_dir);
+	if (cred.uid != geteuid() && cred.uid != 0)
+		return hy_log_why(-EACCES, why, why_size,
+				  "refusing the process listening in \"%s\" (pid %d): it runs as "
+				  "uid %u, neither you (uid %u) nor root, so it is not your daemon",
+				  state_dir, (int)cred.pid, (unsigned)cred.uid,
+				  (unsigned)geteuid());
+	return 0;
+}
+
 static int connect_daemon(const char *state_dir, int dir_fd, int sock, int64_t deadline, char *why,
 			  size_t why_size)
 {
@@ -501,7 +522,7 @@ static int connect_daemon(const char *state_dir, int dir_fd, int sock, int64_t d
 		rc = connect(sock, (struct sockaddr *)&addr, sizeof(addr));
 	} while (rc < 0 && errno == EINTR);
 	if (rc == 0)
-		return 0;
+		return check_peer(state_dir, sock, why, why_size);
 	switch (errno) {
 	case ENOENT:
 	case ECONNREFUSED:

@@ -25,6 +25,49 @@ int hy_log_level(void)
 	return log_max_level;
 }
 
+static char alias_path[64];
+static char alias_shown[4096];
+
+void hy_log_set_alias(const char *path, const char *shown)
+{
+	if (!path || !shown || strlen(path) >= sizeof(alias_path)) {
+		alias_path[0] = '\0';
+		return;
+	}
+	snprintf(alias_path, sizeof(alias_path), "%s", path);
+	snprintf(alias_shown, sizeof(alias_shown), "%s", shown);
+}
+
+char *hy_log_unalias(char *buf, size_t size)
+{
+	size_t plen = strlen(alias_path), slen = strlen(alias_shown), n = 0;
+	char out[4096];
+	const char *p = buf;
+
+	if (!plen || !size || !strstr(buf, alias_path))
+		return buf;
+	if (size > sizeof(out))
+		size = sizeof(out);
+	while (*p && n + 1 < size) {
+		/* "/proc/self/fd/4" names the folder, "/proc/self/fd/42" does not */
+		if (strncmp(p, alias_path, plen) == 0 && !(p[plen] >= '0' && p[plen] <= '9')) {
+			size_t take = slen < size - 1 - n ? slen : size - 1 - n;
+
+			memcpy(out + n, alias_shown, take);
+			n += take;
+			p += plen;
+			/* "/proc/self/fd/4//x" (a folder given with its slash) */
+			if (p[0] == '/' && p[1] == '/')
+				p++;
+			continue;
+		}
+		out[n++] = *p++;
+	}
+	out[n] = '\0';
+	memcpy(buf, out, n + 1);
+	return buf;
+}
+
 void hy_vlog(int level, const char *fmt, va_list ap)
 {
 	char line[1024];
@@ -34,15 +77,22 @@ void hy_vlog(int level, const char *fmt, va_list ap)
 	if (level > log_max_level)
 		return;
 	if (log_sink == HY_LOG_SYSLOG) {
-		vsyslog(level, fmt, ap);
+		if (!alias_path[0]) {
+			vsyslog(level, fmt, ap);
+		} else {
+			vsnprintf(line, sizeof(line), fmt, ap);
+			syslog(level, "%s", hy_log_unalias(line, sizeof(line)));
+		}
 		errno = saved_errno;
 		return;
 	}
 	len = snprintf(line, sizeof(line), "%s: ", log_ident);
 	if (len < 0 || (size_t)len >= sizeof(line))
 		len = 0;
-	len += vsnprintf(line + len, sizeof(line) - (size_t)len, fmt, ap);
-	if (len < 0 || (size_t)len >= sizeof(line) - 1)
+	vsnprintf(line + len, sizeof(line) - (size_t)len, fmt, ap);
+	hy_log_unalias(line, sizeof(line) - 1);
+	len = (int)strlen(line);
+	if ((size_t)len >= sizeof(line) - 1)
 		len = (int)sizeof(line) - 2;
 	line[len++] = '\n';
 	/* One write per line keeps threads from interleaving; a log sink that

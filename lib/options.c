@@ -322,6 +322,8 @@ static int parse_one(struct hy_options *opts, char *word, char *why, size_t why_
 	}
 	if (strcmp(name, "bopt_writes") == 0)
 		return parse_bool(name, value, &opts->bopt_writes, why, why_size);
+	if (strcmp(name, "bopt_force") == 0)
+		return parse_bool(name, value, &opts->bopt_force, why, why_size);
 	if (strcmp(name, "reorg_rate") == 0)
 		return parse_size(name, value, true, &opts->reorg_rate, why, why_size);
 	if (strcmp(name, "emulate") == 0) {
@@ -652,6 +654,47 @@ static char *resolve_maybe_missing(const char *path)
 	return joined;
 }
 
+/* @path with its folder resolved and its last name kept as it is: a state
+ * folder that is a symbolic link is refused when it is opened (its target
+ * may be anyone's), not silently followed here. */
+static char *resolve_folder_of(const char *path)
+{
+	char *copy = strdup(path), *slash, *real, *joined;
+	const char *name;
+	size_t len;
+
+	if (!copy)
+		return NULL;
+	len = strlen(copy);
+	while (len > 1 && copy[len - 1] == '/')
+		copy[--len] = '\0';
+	slash = strrchr(copy, '/');
+	name = slash ? slash + 1 : copy;
+	if (!*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
+		/* "/", "x/.": no name of its own to keep */
+		real = resolve_maybe_missing(copy);
+		free(copy);
+		return real;
+	}
+	if (!slash) {
+		real = resolve_maybe_missing(".");
+	} else if (slash == copy) {
+		real = strdup("/");
+	} else {
+		*slash = '\0';
+		real = resolve_maybe_missing(copy);
+	}
+	if (!real) {
+		free(copy);
+		return NULL;
+	}
+	if (asprintf(&joined, "%s/%s", strcmp(real, "/") == 0 ? "" : real, name) < 0)
+		joined = NULL;
+	free(real);
+	free(copy);
+	return joined;
+}
+
 int hy_options_check(struct hy_options *opts, char *why, size_t why_size)
 {
 	int rc;
@@ -689,7 +732,7 @@ int hy_options_check(struct hy_options *opts, char *why, size_t why_size)
 			return -ENOMEM;
 		}
 	} else {
-		char *real = resolve_maybe_missing(opts->state_dir);
+		char *real = resolve_folder_of(opts->state_dir);
 
 		if (!real) {
 			int err = errno;
@@ -795,6 +838,9 @@ void hy_options_usage(const char *program, FILE *out)
 		"                         (default 64M; 0: no limit)\n"
 		"  bopt_writes=on|off     writes to relocated blocks go into the BOPT and\n"
 		"                         home later (default on), or home at once\n"
+		"  bopt_force             make the BOPT on the device at bopt= over a\n"
+		"                         filesystem or another mount's BOPT found there\n"
+		"                         (what it holds is lost)\n"
 		"  cache=PATH|UUID=U|LABEL=L|PARTUUID=U|PARTLABEL=L|none  the SSD cache's\n"
 		"                         store (a file or a device used whole; default: the\n"
 		"                         file %s in the state folder; none: no SSD cache)\n"

@@ -12,10 +12,13 @@
  *
  * Semantics kept as the plain directory has them: new nodes belong to the
  * caller (the daemon, when root, takes the caller's fsuid, fsgid and
- * supplementary groups for the creating call, per thread); permissions are
- * checked by the kernel when other users are let in (allow_other, with
- * default_permissions), and otherwise by the backing filesystem, since only
- * the mounting user, as whom the daemon runs, gets in; setuid and setgid
+ * supplementary groups for the creating call, per thread, and the caller's
+ * umask, which the backing filesystem skips under a default ACL: fs/main.c);
+ * permissions, POSIX ACLs included, are checked by the kernel
+ * (FUSE_CAP_POSIX_ACL, which implies default_permissions; a kernel without
+ * it checks the mode alone when other users are let in, and otherwise the
+ * backing filesystem does, since only the mounting user, as whom the daemon
+ * runs, gets in); setuid and setgid
  * bits are cleared by the kernel on a write by a non-owner (we do not claim
  * FUSE_CAP_HANDLE_KILLPRIV); POSIX and flock locks are handled by the FUSE
  * kernel module for the mount, which is correct for everything that goes

@@ -12,7 +12,8 @@
  *
  * Locks: the sink writes each message with one write(2) or syslog(3) call,
  * so lines from different threads never interleave; no lock is taken.
- * Memory: nothing is allocated.
+ * Memory: nothing is allocated. The alias (hy_log_set_alias) is set once
+ * before threads start and only read afterwards.
  */
 #ifndef HYBRIDFS_LOG_H
 #define HYBRIDFS_LOG_H
@@ -32,6 +33,17 @@ void hy_log_init(enum hy_log_sink sink, int max_level, const char *ident);
 
 /* The lowest level that is printed now. */
 int hy_log_level(void);
+
+/* A name to show for a path that means nothing to a person: the daemon
+ * reaches its state folder through "/proc/self/fd/N" (fs/main.c), and
+ * every message, log line and control error that names a file in it shows
+ * @shown in its place instead. Set once, before any thread starts; both
+ * strings are copied (NULL clears). */
+void hy_log_set_alias(const char *path, const char *shown);
+
+/* Rewrites @buf (a message, @size bytes with its terminator) in place with
+ * the alias applied; cut to fit. Returns @buf. */
+char *hy_log_unalias(char *buf, size_t size);
 
 void hy_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void hy_vlog(int level, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));

@@ -78,6 +78,24 @@ int hy_ondisk_probe_signature(const char *path, char *type, size_t size);
 int hy_ondisk_resolve(const char *spec, const char *what, char *buf, size_t size, char *why,
 		      size_t why_size);
 
+/* ---- where a region may live ---- */
+
+/* 1 when the regular file @path, or the folder that would hold it when it
+ * does not exist, lies on a RAM filesystem (tmpfs, ramfs: statfs), whose
+ * contents a reboot loses; its name in @type ("tmpfs"). 0 when not, for a
+ * block device (its node is in /dev, its data on the device), or when it
+ * cannot tell. */
+int hy_ondisk_on_ram(const char *path, char *type, size_t size);
+
+/* For a store or BOPT the user named at a resolved @path: when nothing is
+ * there, whether one may be made there. Never under /dev (a device's name
+ * that no device has is a mistake, and /dev is RAM): -ENODEV, "no such
+ * device". Never on a RAM filesystem: -EMEDIUMTYPE. 0 when @path exists
+ * (what is there is looked at when it is opened) or may be made. The
+ * message in @why does not name @path: callers prefix what the user wrote
+ * ("cache=/dev/x: no such device ..."). */
+int hy_ondisk_check_new(const char *path, char *why, size_t why_size);
+
 /* ---- durability ---- */
 
 /* fsyncs the directory that holds @path, to make a new entry durable.

@@ -59,6 +59,11 @@ struct hy_options {
 	char *backing_real;    /* absolute, symlinks resolved (hy_options_check) */
 	char *mountpoint_real; /* absolute, symlinks resolved (hy_options_check) */
 	char *state_dir;       /* absolute; default BACKING/.hybridfs */
+	/* How the daemon reaches the state folder's files: "/proc/self/fd/N",
+	 * N the folder opened once after its checks (fs/main.c), so that a
+	 * symbolic link put at state_dir's path later is never followed.
+	 * NULL until then (the daemon's own string, not freed here). */
+	const char *state_at;
 
 	bool foreground;      /* -f (not in helper mode) or -d */
 	bool debug;	      /* -d: libfuse's debug output, and LOG_DEBUG */
@@ -89,6 +94,11 @@ struct hy_options {
 	uint64_t bopt_size;
 	uint64_t reorg_rate;
 	bool bopt_writes; /* writes to relocated blocks go into the BOPT */
+	/* bopt_force: a BOPT is made on the block device at bopt= over
+	 * whatever is there that is not this mount's BOPT (a filesystem,
+	 * another mount's BOPT), as hybridctl format-cache --force does for a
+	 * store; a regular file is never written over */
+	bool bopt_force;
 
 	/* The SSD cache: its store (NULL: STATE/cache; "none": no SSD cache),
 	 * the store's size, the write policy, and the replacement policy (an

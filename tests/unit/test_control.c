@@ -11,6 +11,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
@@ -843,6 +845,61 @@ static void test_call_no_server(void)
 		-EINVAL);
 }
 
+/* A socket in the state folder whose listener is another user's process
+ * (not root): hybridctl must not send it requests nor believe its answers
+ * (issue 16, finding 13). The listener binds as root, then becomes
+ * nobody before listen(), the moment SO_PEERCRED records. */
+static void test_call_foreign_daemon(void)
+{
+	struct server s;
+	struct json_object *result = NULL;
+	char why[512], byte = 0;
+	int ready[2], status;
+	pid_t pid;
+	int rc;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "(skipped: needs root) ");
+		return;
+	}
+	CU_ASSERT_EQUAL_FATAL(server_setup(&s, true, false), 0);
+	CU_ASSERT_EQUAL_FATAL(pipe(ready), 0);
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		static const char answer[] = "{\"v\":1,\"ok\":true,\"result\":{\"pong\":true}}\n";
+		char buf[512];
+		int c;
+
+		close(ready[0]);
+		if (setgid(65534) != 0 || setuid(65534) != 0 || listen(s.listen_fd, 4) != 0)
+			_exit(1);
+		if (write(ready[1], "r", 1) != 1)
+			_exit(1);
+		c = accept(s.listen_fd, NULL, NULL);
+		if (c < 0)
+			_exit(1);
+		if (read(c, buf, sizeof(buf)) < 0 || write(c, answer, sizeof(answer) - 1) < 0)
+			_exit(1);
+		close(c);
+		_exit(0);
+	}
+	close(ready[1]);
+	CU_ASSERT_EQUAL(read(ready[0], &byte, 1), 1);
+	close(ready[0]);
+	rc = hy_control_call(s.dir, HY_CONTROL_PING, 10000, &result, why, sizeof(why));
+	CU_ASSERT_EQUAL(rc, -EACCES);
+	CU_ASSERT_PTR_NULL(result);
+	if (result)
+		json_object_put(result);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "uid 65534"));
+	if (rc != -EACCES)
+		fprintf(stderr, "\nforeign daemon: rc %d (%s)\n", rc, why);
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	server_finish(&s);
+}
+
 static void test_call_timeout(void)
 {
 	struct server s;
@@ -929,6 +986,7 @@ int hy_test_add_control(void)
 	    !CU_add_test(suite, "malformed responses", test_parse_response_malformed) ||
 	    !CU_add_test(suite, "socket path", test_socket_path) ||
 	    !CU_add_test(suite, "call round trip", test_call_round_trip) ||
+	    !CU_add_test(suite, "call to another user's daemon", test_call_foreign_daemon) ||
 	    !CU_add_test(suite, "call with an error response", test_call_error_response) ||
 	    !CU_add_test(suite, "request arguments", test_request_arguments) ||
 	    !CU_add_test(suite, "server stopped at once", test_server_stop_at_once) ||

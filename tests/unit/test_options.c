@@ -526,6 +526,38 @@ static void test_paths(void)
 	free(tmp), free(b), free(m), free(inner), free(file);
 }
 
+/* state=LINK: the folder of the link is resolved, the link itself is not
+ * followed, so that the daemon refuses it when it opens the folder
+ * (its target may be anyone's; issue 16, finding 13) */
+static void test_state_link(void)
+{
+	char *tmp = hy_test_tmpdir(), *b, *m, *target, *link, *opt, *want, *real;
+	const char *argv[6] = {"hybridfs", "-o", NULL, NULL, NULL, NULL};
+	struct hy_options o;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(tmp);
+	real = realpath(tmp, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(real);
+	CU_ASSERT(asprintf(&b, "%s/b", tmp) > 0);
+	CU_ASSERT(asprintf(&m, "%s/m", tmp) > 0);
+	CU_ASSERT(asprintf(&target, "%s/elsewhere", tmp) > 0);
+	CU_ASSERT(asprintf(&link, "%s/state", tmp) > 0);
+	CU_ASSERT(asprintf(&opt, "state=%s/./state", tmp) > 0);
+	CU_ASSERT(asprintf(&want, "%s/state", real) > 0);
+	CU_ASSERT_EQUAL(mkdir(b, 0755), 0);
+	CU_ASSERT_EQUAL(mkdir(m, 0755), 0);
+	CU_ASSERT_EQUAL(mkdir(target, 0700), 0);
+	CU_ASSERT_EQUAL(symlink(target, link), 0);
+	argv[2] = opt, argv[3] = b, argv[4] = m;
+	CU_ASSERT_EQUAL(parse(&o, argv), 0);
+	CU_ASSERT_EQUAL(hy_options_check(&o, why, sizeof(why)), 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o.state_dir);
+	CU_ASSERT_STRING_EQUAL(o.state_dir, want);
+	hy_options_free(&o);
+	hy_test_rmtree(tmp);
+	free(tmp), free(real), free(b), free(m), free(target), free(link), free(opt), free(want);
+}
+
 static void test_fuse_args(void)
 {
 	const char *argv[] = {"hybridfs", "-o", "allow_other,nosuid,ro", "/b,c", "/m", NULL};
@@ -570,6 +602,7 @@ int hy_test_add_options(void)
 			 test_cache_policy_names) ||
 	    !CU_add_test(s, "mount(8) helper mode", test_mount_helper) ||
 	    !CU_add_test(s, "path checks", test_paths) ||
+	    !CU_add_test(s, "state=LINK is not followed", test_state_link) ||
 	    !CU_add_test(s, "libfuse arguments", test_fuse_args))
 		return -1;
 	return 0;
