@@ -849,6 +849,16 @@ static int do_rename(struct hy_fs *fs, struct hy_inode *parent, const char *name
 		rc = hy_inode_moved(fs->inodes, victim, parent, name);
 	if (rc == 0 && victim && !(flags & RENAME_EXCHANGE))
 		forget_if_gone(fs, victim, victim->fd);
+	/* the rows' paths follow, for BORG's flush (pin_child gave each its
+	 * own descriptor, which now names the new place) */
+	if (rc == 0 && fs->profiler) {
+		if (moved && S_ISREG(moved->type))
+			hy_profiler_file_moved(fs->profiler, atomic_load(&moved->file_id),
+					       moved->fd);
+		if (victim && (flags & RENAME_EXCHANGE) && S_ISREG(victim->type))
+			hy_profiler_file_moved(fs->profiler, atomic_load(&victim->file_id),
+					       victim->fd);
+	}
 	hy_inode_unpin_child(fs->inodes, moved, false);
 	hy_inode_unpin_child(fs->inodes, victim, rc == 0 && !(flags & RENAME_EXCHANGE));
 	hy_inode_unpin(fs->inodes, &npref);

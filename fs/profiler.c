@@ -101,6 +101,14 @@ struct gone_file {
  * access_log's last rowid once all its records were in (the ring empty),
  * INT64_MIN for one that made no request; its row goes once the log's
  * oldest row is past that. */
+/* A file renamed through the mount (hy_profiler_file_moved): its row's
+ * path, to be set, so that BORG finds it at its new name without a walk. */
+struct moved_file {
+	struct moved_file *next;
+	uint64_t id;
+	char *path;
+};
+
 struct dead_process {
 	uint32_t id;
 	int64_t last_rowid;
@@ -155,7 +163,8 @@ struct hy_profiler {
 	pthread_cond_t writer_cond, sync_cond;
 	struct pending_process *processes;
 	struct pending_file *files;
-	struct gone_file *gone; /* marks still to be written */
+	struct gone_file *gone;	  /* marks still to be written */
+	struct moved_file *moved; /* new paths still to be written, newest first */
 	bool stopping, wake, failed;
 	bool prune_requested;  /* hy_profiler_prune() waits for it to clear */
 	uint64_t committed;    /* ring records popped and committed */
@@ -175,7 +184,7 @@ struct hy_profiler {
 	bool writer_started;
 	sqlite3 *db;
 	sqlite3_stmt *insert_record, *insert_process, *insert_file, *prune_age, *prune_rows;
-	sqlite3_stmt *mark_gone, *log_min, *log_max, *prune_files, *prune_process,
+	sqlite3_stmt *set_path, *mark_gone, *log_min, *log_max, *prune_files, *prune_process,
 		*prune_old_processes;
 	/* processes rows: those of earlier mounts (ids below first_process_id)
 	 * once the log has nothing left from before this mount (start_rowid);
@@ -682,6 +691,51 @@ void hy_profiler_file_gone(struct hy_profiler *p, uint64_t file_id)
 	pthread_mutex_unlock(&p->queue_lock);
 }
 
+void hy_profiler_file_moved(struct hy_profiler *p, uint64_t file_id, int fd)
+{
+	struct moved_file *m;
+
+	if (!p || !file_id || fd < 0)
+		return;
+	m = calloc(1, sizeof(*m));
+	if (m)
+		m->path = relative_path(p, fd, NULL);
+	if (!m || !m->path) {
+		/* the row keeps its old path: BORG finds the file by a walk */
+		free(m);
+		return;
+	}
+	m->id = file_id;
+	pthread_mutex_lock(&p->queue_lock);
+	m->next = p->moved;
+	p->moved = m;
+	p->rows_queued++; /* a sync waits for it like for a new row */
+	pthread_mutex_unlock(&p->queue_lock);
+}
+
+static struct moved_file *moved_reverse(struct moved_file *m)
+{
+	struct moved_file *out = NULL, *next;
+
+	for (; m; m = next) {
+		next = m->next;
+		m->next = out;
+		out = m;
+	}
+	return out;
+}
+
+static void moved_free(struct moved_file *m)
+{
+	struct moved_file *next;
+
+	for (; m; m = next) {
+		next = m->next;
+		free(m->path);
+		free(m);
+	}
+}
+
 /* ---- physical addresses ------------------------------------------------ */
 
 static void fiemap_refresh(struct hy_profile_handle *h, int fd, uint64_t offset)
@@ -915,6 +969,7 @@ static void flush_once(struct hy_profiler *p, struct hy_profile_record *buf)
 	struct pending_process *procs, *pp;
 	struct pending_file *pf;
 	struct gone_file *gone, *g;
+	struct moved_file *moved, *mv;
 	bool drained = false;
 	size_t n = 0, total = 0;
 	uint64_t popped, rows, files, written_before = p->written, lost = 0;
@@ -927,6 +982,8 @@ static void flush_once(struct hy_profiler *p, struct hy_profile_record *buf)
 	p->processes = NULL;
 	gone = p->gone;
 	p->gone = NULL;
+	moved = moved_reverse(p->moved); /* oldest first: the last rename wins */
+	p->moved = NULL;
 	for (pf = p->files; pf; pf = pf->next)
 		pf->in_flight = true;
 	rows = p->rows_queued; /* every row queued so far is in this transaction */
@@ -993,6 +1050,15 @@ static void flush_once(struct hy_profiler *p, struct hy_profile_record *buf)
 		if (sqlite3_get_autocommit(p->db)) {
 			commit_failed = true;
 			goto done;
+		}
+	}
+	/* after the rows' inserts: a file made and renamed in one batch */
+	for (mv = moved; mv; mv = mv->next) {
+		sqlite3_bind_int64(p->set_path, 1, (int64_t)mv->id);
+		sqlite3_bind_text(p->set_path, 2, mv->path, -1, SQLITE_STATIC);
+		if (step_done(p->db, p->set_path)) {
+			p->errors++;
+			rows_ok = false;
 		}
 	}
 	while (total < MAX_PER_TRANSACTION && (n = hy_ring_pop(p->ring, buf, BATCH)) > 0) {
@@ -1086,6 +1152,15 @@ done:
 	}
 	p->committed = popped;
 	p->flushes_done++;
+	if (moved && (commit_failed || !rows_ok)) {
+		/* retried, behind the renames queued since (newest first) */
+		struct moved_file **tail = &p->moved;
+
+		while (*tail)
+			tail = &(*tail)->next;
+		*tail = moved_reverse(moved);
+		moved = NULL;
+	}
 	if (gone && (commit_failed || !drained)) {
 		for (g = gone; g->next; g = g->next)
 			;
@@ -1106,6 +1181,7 @@ done:
 		free(gone);
 		gone = g;
 	}
+	moved_free(moved);
 }
 
 static int64_t one_int(sqlite3 *db, sqlite3_stmt *st, int64_t otherwise)
@@ -1432,6 +1508,7 @@ int hy_profiler_new(const struct hy_profiler_config *config, struct hy_profiler 
 		    "DELETE FROM access_log WHERE rowid <= (SELECT max(rowid) FROM access_log) - "
 		    "?1",
 		    &p->prune_rows) ||
+	    prepare(p->db, "UPDATE files SET path = ?2 WHERE id = ?1", &p->set_path) ||
 	    prepare(p->db,
 		    "UPDATE files SET gone_ns = ?2,"
 		    " gone_rowid = (SELECT coalesce(max(rowid), 0) FROM access_log) WHERE id = ?1",
@@ -1490,6 +1567,7 @@ void hy_profiler_free(struct hy_profiler *p)
 	sqlite3_finalize(p->insert_file);
 	sqlite3_finalize(p->prune_age);
 	sqlite3_finalize(p->prune_rows);
+	sqlite3_finalize(p->set_path);
 	sqlite3_finalize(p->mark_gone);
 	sqlite3_finalize(p->log_min);
 	sqlite3_finalize(p->log_max);
@@ -1521,6 +1599,7 @@ void hy_profiler_free(struct hy_profiler *p)
 		free(p->gone);
 		p->gone = next;
 	}
+	moved_free(p->moved);
 	free(p->dead.v);
 	hy_ring_free(p->ring);
 	for (size_t b = 0; b < HY_PROFILER_PROCESSES; b++)

@@ -44,7 +44,7 @@
  * that no id is ever given twice.
  *
  * Who calls it: fs/ops.c (open, create, read, write, metadata counts, the
- * file id of an inode entry made without one, files gone),
+ * file id of an inode entry made without one, files gone or renamed),
  * fs/main.c (new, free), fs/control_server.c and fs/status.c (stats, top
  * processes, sync), fs/cache_glue.c (the cache's ids made durable).
  *
@@ -207,6 +207,14 @@ uint64_t hy_profiler_find_file(struct hy_profiler *profiler, int fd, const struc
  * it through the mount again. Its row is marked (by the writer thread) and
  * pruned once nothing refers to it. Never blocks on I/O; 0 is ignored. */
 void hy_profiler_file_gone(struct hy_profiler *profiler, uint64_t file_id);
+
+/* @file_id's file was renamed through the mount; @fd is a descriptor of it
+ * (O_PATH too) at its new name. Its row's path follows (the writer thread
+ * sets it with its next transaction), so that BORG's flush finds the file
+ * at one lookup instead of a walk of the tree (an editor's save renames a
+ * new file over the old one). Never blocks on I/O: one readlink(2) of
+ * /proc; 0 and a negative @fd are ignored. */
+void hy_profiler_file_moved(struct hy_profiler *profiler, uint64_t file_id, int fd);
 
 /* Before a read or write of @handle by @pid (0, or a write from the
  * write-back cache: the opener) is served: counts it, classifies it in

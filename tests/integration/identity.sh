@@ -342,6 +342,22 @@ findfiles() {
 		# the walk taught its row the new path: no walk the next time
 		p=$(sql "$HY_TMP/state5/hybridfs.db" "SELECT path FROM files WHERE path LIKE '%moved'")
 		[ "$p" = t/d7/moved ] || hy_fail "findfiles: the renamed file's row did not learn its new path: '$p'"
+		# renamed through the mount (an editor's save): the row follows at
+		# once, and the flush finds the file without a walk
+		head -c 4096 /dev/urandom >"$HY_TMP/chunk5"
+		dd if="$HY_TMP/chunk5" of="$m/deep/er/hot" bs=4096 seek=1 conv=notrunc status=none ||
+			hy_fail "findfiles: write to hot failed"
+		dd if="$HY_TMP/chunk5" of="$HY_TMP/hot5.ref" bs=4096 seek=1 conv=notrunc status=none
+		[ "$(hy_status "$m" .bopt.dirty_blocks)" -gt 0 ] || hy_fail "findfiles: the write to hot left nothing dirty"
+		mv "$m/deep/er/hot" "$m/deep/hot2" || hy_fail "findfiles: mv through the mount failed"
+		ctl_sync "$HY_TMP/state5" >/dev/null || hy_fail "findfiles: sync failed"
+		p=$(sql "$HY_TMP/state5/hybridfs.db" "SELECT path FROM files WHERE path LIKE '%hot%'")
+		[ "$p" = deep/hot2 ] || hy_fail "findfiles: a rename through the mount left the row's path at '$p'"
+		n=$(getdents_during "$HY_PID" "$HY_TMP/strace5b" "$HYBRIDCTL" flush "$m")
+		hy_log "findfiles: the flush after a rename through the mount read folders $n times"
+		[ "$n" -le 4 ] || hy_fail "findfiles: the flush walked the tree for a file renamed through the mount: $n getdents64 calls"
+		[ "$(hy_status "$m" .bopt.dirty_blocks)" = 0 ] || hy_fail "findfiles: hot2's blocks are still dirty after the flush"
+		cmp -s "$b/deep/hot2" "$HY_TMP/hot5.ref" || hy_fail "findfiles: hot2 at home differs after the flush"
 	else
 		hy_fail "findfiles: the second writes left nothing dirty in the BOPT"
 	fi
