@@ -1583,6 +1583,13 @@ ssize_t hy_cache_write_hinted(struct hy_cache *c, const struct hy_cache_file *f,
 		wp = HY_CACHE_WRITE_THROUGH; /* no way home later: write through now */
 	}
 	end = (uint64_t)off + size;
+	/* a write past the home file's end goes home now, with its data: the
+	 * size at home is what every stat sees and what a kill -9 leaves, so
+	 * it may only grow over bytes that are there (an extension with the
+	 * data only in the cache reads as zeros after a crash); it is
+	 * written once, as write-through writes, and cached clean */
+	if (wp == HY_CACHE_WRITE_BACK && end > a.size)
+		wp = HY_CACHE_WRITE_THROUGH;
 	if (wp != HY_CACHE_WRITE_BACK) {
 		home_changed(cf);
 		rc = c->lower.write(c->lower.arg, f, buf, size, off);
@@ -1599,11 +1606,8 @@ ssize_t hy_cache_write_hinted(struct hy_cache *c, const struct hy_cache_file *f,
 			if (rc == -ENOSPC || rc == -EDQUOT || rc == -EFBIG)
 				goto out;
 		}
-		/* the home file has the size and time a plain write gives it */
-		if (end > a.size)
-			home_changed(cf);
-		rc = end > a.size ? c->lower.extend(c->lower.arg, f, end)
-				  : c->lower.set_mtime(c->lower.arg, f, -1);
+		/* the home file has the time a plain write gives it */
+		rc = c->lower.set_mtime(c->lower.arg, f, -1);
 		if (rc < 0 && rc != -EOPNOTSUPP)
 			goto out;
 	}

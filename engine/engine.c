@@ -798,10 +798,10 @@ static int cache_lower_getattr(void *arg, const struct hy_cache_file *f, struct 
 	return hy_device_getattr(engine->backing, f->object, out);
 }
 
-/* The cache's changes of a home file's size, room and time: under the
+/* The cache's changes of a home file's room and time: under the
  * engine's gate, so that BORG's stamp follows them (they are changes
  * through the mount, and each moves the ctime). */
-enum home_change { HOME_EXTEND, HOME_RESERVE, HOME_SET_MTIME };
+enum home_change { HOME_RESERVE, HOME_SET_MTIME };
 
 static int change_home(struct hy_engine *engine, const struct hy_cache_file *f,
 		       enum home_change what, int64_t a, int64_t b)
@@ -813,9 +813,6 @@ static int change_home(struct hy_engine *engine, const struct hy_cache_file *f,
 	as_engine_file(f, &file);
 	held = change_begin(engine, &file, false);
 	switch (what) {
-	case HOME_EXTEND:
-		rc = hy_device_truncate(engine->backing, f->object, (off_t)a);
-		break;
 	case HOME_RESERVE: /* room for a write-back write, the size kept */
 		rc = hy_device_allocate(engine->backing, f->object, FALLOC_FL_KEEP_SIZE, (off_t)a,
 					(off_t)b);
@@ -826,11 +823,6 @@ static int change_home(struct hy_engine *engine, const struct hy_cache_file *f,
 	}
 	change_end(engine, &file, held);
 	return rc;
-}
-
-static int cache_lower_extend(void *arg, const struct hy_cache_file *f, uint64_t size)
-{
-	return change_home(arg, f, HOME_EXTEND, (int64_t)size, 0);
 }
 
 static int cache_lower_reserve(void *arg, const struct hy_cache_file *f, uint64_t off, uint64_t len)
@@ -918,7 +910,6 @@ void hy_engine_cache_lower(struct hy_engine *engine, struct hy_cache_lower *out)
 		.read = cache_lower_read,
 		.write = cache_lower_write,
 		.getattr = cache_lower_getattr,
-		.extend = cache_lower_extend,
 		.set_mtime = cache_lower_set_mtime,
 		.sync = cache_lower_sync,
 		.hold_object = cache_lower_hold,
