@@ -1077,11 +1077,24 @@ int hy_engine_prepare_seek(struct hy_engine *engine, struct hy_engine_file *file
 	return uses_cache(engine, file) ? hy_cache_write_home(engine->cache, &f, 0, UINT64_MAX) : 0;
 }
 
+/* The open truncates the home file itself, outside every write path: both
+ * gates are held across it (cache first, as everywhere), so that neither
+ * the cache's cleaner nor BORG's write-back of dirty BOPT blocks, each
+ * clipping to a size it read before, writes old blocks home past the new
+ * end; and the engine's gate counts it as a change, so that a copy of the
+ * file into the BOPT in progress is not committed. */
 bool hy_engine_truncate_open_begin(struct hy_engine *engine, uint64_t file_id)
 {
-	if (!engine->cache || !file_id)
+	if ((!engine->cache && !engine->map) || !file_id)
 		return false;
-	hy_cache_truncate_open_begin(engine->cache, file_id);
+	if (engine->cache)
+		hy_cache_truncate_open_begin(engine->cache, file_id);
+	if (engine->map) {
+		struct hy_engine_gate *gate = gate_of(engine, file_id);
+
+		pthread_rwlock_wrlock(&gate->lock);
+		atomic_fetch_add(&gate->changes, 1);
+	}
 	return true;
 }
 
@@ -1089,5 +1102,27 @@ void hy_engine_truncate_open_end(struct hy_engine *engine, uint64_t file_id, int
 {
 	struct hy_cache_file f = {file_id, fd};
 
-	hy_cache_truncate_open_end(engine->cache, &f);
+	if (engine->map) {
+		struct hy_engine_file file;
+
+		/* the truncation went through the mount: its relocated blocks
+		 * lie past the end now (their dirty ones with them) and are
+		 * released, and the stamp follows the new ctime, instead of the
+		 * next read taking the file for one changed outside */
+		as_engine_file(&f, &file);
+		if (fd >= 0 && uses_map(engine, &file)) {
+			int rc = settle(engine, &file, 0, UINT64_MAX);
+
+			if (rc < 0)
+				hy_log(LOG_WARNING,
+				       "file %" PRIu64 ": cannot release its BOPT copies after "
+				       "O_TRUNC (the stamp check drops them): %s",
+				       file_id, strerror(-rc));
+			else
+				refresh_stamp(engine, &file);
+		}
+		pthread_rwlock_unlock(&gate_of(engine, file_id)->lock);
+	}
+	if (engine->cache)
+		hy_cache_truncate_open_end(engine->cache, &f);
 }
