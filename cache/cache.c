@@ -1853,9 +1853,10 @@ int hy_cache_change_begin(struct hy_cache *c, const struct hy_cache_file *f, uin
 	cf = cfile_get(c, f->file_id, false);
 	if (cf)
 		home_changed(cf); /* the change that follows is home's */
-	/* the blocks at the edges keep bytes outside the range: their dirty
-	 * sectors go home before they leave */
-	if (cf && len)
+	/* an outside change before this one is judged first (end moves the
+	 * stamp past both); the blocks at the edges keep bytes outside the
+	 * range: their dirty sectors go home before they leave */
+	if (cf)
 		rc = ensure_fresh(c, cf, f);
 	if (cf && len && rc == 0)
 		rc = drop_range(c, cf, f, first, n, true);

@@ -976,11 +976,13 @@ int hy_engine_fallocate(struct hy_engine *engine, struct hy_engine_file *file, i
 			off_t len)
 {
 	struct hy_cache_file f = cache_file(file);
-	/* plain allocation (which may grow the file) changes no data */
-	bool cached = uses_cache(engine, file) && off >= 0 && len > 0 &&
-		      (mode & ~FALLOC_FL_KEEP_SIZE) != 0;
-	uint64_t n = (mode & (FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_INSERT_RANGE)) ? UINT64_MAX
-										  : (uint64_t)len;
+	bool cached = uses_cache(engine, file) && off >= 0 && len > 0;
+	/* plain allocation (which may grow the file) changes no data: nothing
+	 * leaves the cache, but it moves the ctime (and maybe the size), so
+	 * it goes under the gate all the same and the stamp follows it */
+	uint64_t n = (mode & ~FALLOC_FL_KEEP_SIZE) == 0				    ? 0
+		     : (mode & (FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_INSERT_RANGE)) ? UINT64_MAX
+										    : (uint64_t)len;
 	int rc = cached ? hy_cache_change_begin(engine->cache, &f, (uint64_t)off, n) : 0;
 
 	if (rc == 0)

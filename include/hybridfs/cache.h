@@ -310,10 +310,12 @@ ssize_t hy_cache_write_hinted(struct hy_cache *cache, const struct hy_cache_file
 			      off_t off);
 
 /* Around a change of the file's data at home that is not a write through
- * the cache (truncate, punch, collapse, a copy into it): begin takes the
- * file's gate exclusive, sends the dirty blocks of [@off, @off + @len)
- * home and drops the range (@len UINT64_MAX: to the end); end moves the
- * stamp past the change and releases the gate. end is called whatever
+ * the cache (truncate, punch, collapse, a copy into it, a plain
+ * fallocate): begin takes the file's gate exclusive, drops the blocks if
+ * an outside change made them stale, sends the dirty blocks of
+ * [@off, @off + @len) home and drops the range (@len UINT64_MAX: to the
+ * end; 0: nothing, for a change of no data that still moves the ctime);
+ * end moves the stamp past the change and releases the gate. end is called whatever
  * begin returned (0 or a negative errno: then the change must not run). */
 int hy_cache_change_begin(struct hy_cache *cache, const struct hy_cache_file *f, uint64_t off,
 			  uint64_t len);

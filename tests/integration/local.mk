@@ -20,6 +20,7 @@ include tests/integration/profiler.mk
 include tests/integration/faults.mk
 include tests/integration/damaged.mk
 include tests/integration/soak.mk
+include tests/integration/hostile_c.mk
 
 # `hybridctl format-cache`: files only, no mount.
 TESTS += tests/integration/formatcache.sh
