@@ -641,7 +641,7 @@ static int map_truncate(struct hy_engine *engine, struct hy_engine_file *file, o
 	return rc;
 }
 
-int64_t hy_engine_sync_home(struct hy_engine *engine, struct hy_engine_file *file)
+static int64_t sync_home(struct hy_engine *engine, struct hy_engine_file *file)
 {
 	int64_t rc;
 
@@ -658,7 +658,32 @@ int64_t hy_engine_sync_home(struct hy_engine *engine, struct hy_engine_file *fil
 	return rc;
 }
 
-static int lower_fsync(struct hy_engine *engine, struct hy_engine_file *file, bool data_only)
+/* sync_home() from outside the cache: the writes home move the ctime,
+ * which the cache's stamp must follow (they are the mount's own), so the
+ * file's cache gate is held across them as for a metadata change (cache
+ * gate, then engine gate). */
+static int64_t sync_home_gated(struct hy_engine *engine, struct hy_engine_file *file)
+{
+	struct hy_cache_file f = cache_file(file);
+	bool fresh;
+	int64_t rc;
+
+	if (!uses_map(engine, file) || !uses_cache(engine, file))
+		return sync_home(engine, file);
+	fresh = hy_cache_meta_begin(engine->cache, &f);
+	rc = sync_home(engine, file);
+	hy_cache_meta_end(engine->cache, &f, fresh);
+	return rc;
+}
+
+int64_t hy_engine_sync_home(struct hy_engine *engine, struct hy_engine_file *file)
+{
+	return sync_home_gated(engine, file);
+}
+
+/* @in_cache: called by the cache, with the file's cache gate held */
+static int lower_fsync(struct hy_engine *engine, struct hy_engine_file *file, bool data_only,
+		       bool in_cache)
 {
 	int64_t rc = 0;
 	int64_t stamp;
@@ -666,7 +691,7 @@ static int lower_fsync(struct hy_engine *engine, struct hy_engine_file *file, bo
 	/* BOPT copies written through the mount go home: fsync'd data is
 	 * where a plain directory would have it (DESIGN.md invariant 1) */
 	if (uses_map(engine, file) && hy_map_get_stamp(engine->map, file->file_id, &stamp) == 0)
-		rc = hy_engine_sync_home(engine, file);
+		rc = in_cache ? sync_home(engine, file) : sync_home_gated(engine, file);
 	/* releases are journaled without waiting (a moved ctime covers a
 	 * crash); fdatasync need not make the ctime durable, so the records
 	 * must be */
@@ -699,7 +724,7 @@ static int map_close(struct hy_engine *engine, struct hy_engine_file *file)
 
 	/* FusionCache's session write-back: a closed file's BOPT writes go home */
 	if (uses_map(engine, file) && hy_map_get_stamp(engine->map, file->file_id, &stamp) == 0)
-		rc = hy_engine_sync_home(engine, file);
+		rc = sync_home_gated(engine, file);
 	return rc < 0 ? (int)rc : 0;
 }
 
@@ -835,14 +860,15 @@ static int cache_lower_set_mtime(void *arg, const struct hy_cache_file *f, int64
 	return change_home(arg, f, HOME_SET_MTIME, mtime_ns, 0);
 }
 
-static int lower_fsync(struct hy_engine *engine, struct hy_engine_file *file, bool data_only);
+static int lower_fsync(struct hy_engine *engine, struct hy_engine_file *file, bool data_only,
+		       bool in_cache);
 
 static int cache_lower_sync(void *arg, const struct hy_cache_file *f)
 {
 	struct hy_engine_file file;
 
 	as_engine_file(f, &file);
-	return lower_fsync(arg, &file, true);
+	return lower_fsync(arg, &file, true, true);
 }
 
 static int cache_lower_hold(void *arg, const struct hy_cache_file *f, int64_t *object)
@@ -1027,7 +1053,7 @@ int hy_engine_fsync(struct hy_engine *engine, struct hy_engine_file *file, bool 
 	 * SSD write-back cache is meant to */
 	if (rc == 1 && !map_has_copies(engine, file->file_id))
 		return 0;
-	rc = lower_fsync(engine, file, data_only);
+	rc = lower_fsync(engine, file, data_only, false);
 	if (rc == 0 && uses_cache(engine, file))
 		hy_cache_home_synced(engine->cache, &f, token);
 	return rc;

@@ -10,7 +10,11 @@
 #      file, the blocks stay cached; the ctime it moves is logged (a
 #      utimensat(2) cannot set a ctime back: see docs/reliability.md);
 #   c. a change in the backing folder is still seen: a truncation there
-#      drops the blocks, and reads give the new content.
+#      drops the blocks, and reads give the new content;
+#   d. BORG's write-back: blocks relocated into the BOPT, written through
+#      the cache (dirty), flushed: the cache writes them into the BOPT and
+#      BORG writes them home, which moves the ctime: neither the cache nor
+#      BORG takes that for a change outside the mount.
 # Reads use O_DIRECT so that each reaches the daemon.
 . "$(dirname "$0")/lib.sh"
 hy_setup
@@ -23,8 +27,11 @@ b=$HY_TMP/b m=$HY_TMP/m
 mkdir -p "$b" "$m"
 head -c 256K /dev/urandom >"$HY_TMP/ref"
 cp "$HY_TMP/ref" "$b/f"
-hy_mount_ready "$b" "$m" \
-	"state=$HY_TMP/state,cache_write=back,cache_size=4M,cache_clean_rate=4K,attr_timeout=0,entry_timeout=0"
+head -c 1M /dev/urandom >"$HY_TMP/href"
+cp "$HY_TMP/href" "$b/h"
+bin=${HY_TESTBIN:-$(dirname "$0")}
+opts="state=$HY_TMP/state,cache_write=back,cache_size=4M,cache_clean_rate=4K,bopt_size=8M"
+hy_mount_ready "$b" "$m" "$opts,reorg_rate=0,attr_timeout=0,entry_timeout=0"
 
 # rd: reads f through the mount with O_DIRECT; compares with $HY_TMP/ref
 rd() {
@@ -104,6 +111,38 @@ truncate -s 100K "$HY_TMP/ref"
 rd "after a truncation in the backing folder"
 [ "$(st stale_files)" -gt "$stale" ] ||
 	hy_fail "a truncation in the backing folder was not counted as a change outside the mount"
+# d. BORG's write-back of blocks the cache wrote into the BOPT
+hot="r:53248:4096 r:8192:4096 r:401408:4096 r:131072:4096 r:774144:4096"
+for pass in 1 2 3; do
+	# shellcheck disable=SC2086
+	"$bin/hy-iogen" reader "$m/h" $hot || hy_fail "reading h's hot blocks failed (pass $pass)"
+done
+"$HYBRIDCTL" reorganize "$m" --gap 3600 --quiet >"$HY_TMP/reorg.out" 2>&1 ||
+	hy_fail "reorganize failed: $(cat "$HY_TMP/reorg.out")"
+[ "$(hy_status "$m" .bopt.map_blocks)" -gt 0 ] || hy_fail "the reorganization relocated nothing"
+exec 4<"$m/h"
+dd if=/dev/urandom of="$HY_TMP/blk" bs=4K count=1 status=none
+for blk in 13 2 98; do
+	dd if="$HY_TMP/blk" of="$m/h" bs=4K seek=$blk conv=notrunc status=none ||
+		hy_fail "cannot write h through the mount"
+	dd if="$HY_TMP/blk" of="$HY_TMP/href" bs=4K seek=$blk conv=notrunc status=none
+done
+stale=$(st stale_files) bstale=$(hy_status "$m" .bopt.stale_files)
+synced=$(hy_status "$m" .bopt.synced_blocks)
+"$HYBRIDCTL" flush "$m" >/dev/null || hy_fail "hybridctl flush failed"
+[ "$(hy_status "$m" .bopt.synced_blocks)" -gt "${synced:-0}" ] ||
+	hy_fail "no BOPT block went home at the flush: the case did not happen"
+dd if="$m/h" iflag=direct bs=64K status=none >"$HY_TMP/got" || hy_fail "cannot read h"
+cmp -s "$HY_TMP/got" "$HY_TMP/href" || hy_fail "h reads differently through the mount"
+[ "$(st stale_files)" = "$stale" ] ||
+	hy_fail "BORG's write-back home was taken by the cache for a change outside the mount:" \
+		"cache.stale_files $stale -> $(st stale_files)"
+[ "$(hy_status "$m" .bopt.stale_files)" = "$bstale" ] ||
+	hy_fail "BORG's write-back home was taken by BORG for a change outside the mount:" \
+		"bopt.stale_files $bstale -> $(hy_status "$m" .bopt.stale_files)"
+exec 4<&-
+
 hy_umount "$m"
 cmp -s "$b/f" "$HY_TMP/ref" || hy_fail "after unmount the backing f differs from the reference"
+cmp -s "$b/h" "$HY_TMP/href" || hy_fail "after unmount the backing h differs from the reference"
 hy_pass
