@@ -136,7 +136,8 @@ reca_effects() {
 # Issue 16 (a mismatch once seen in a mixed stress run): punch hole,
 # zero range, copy_file_range, shared mmap writes and O_DIRECT (all in hy-difftest's mix) under cache_write=back with every
 # category kept in write-back, a small store and front buffer so that
-# eviction and the cleaner run, over HY_DIFFTEST_LOOP seeds (default 4).
+# eviction and the cleaner run, over HY_DIFFTEST_LOOP seeds (default 4);
+# HY_DIFFTEST_MIXED_OPTS adds mount options (e.g. writeback_cache=on).
 cat >"$HY_TMP/allback" <<EOF2
 #!/bin/sh
 args=""
@@ -167,7 +168,7 @@ AFTER_RUN=mixed_effects
 for seed in $(seq 41 $((40 + ${HY_DIFFTEST_LOOP:-4}))); do
 	export HY_RECONFIGURE_MOUNT=$HY_TMP/mixed$seed/mnt
 	run "mixed$seed" "$seed" "--hook-every 100 --hook $HY_TMP/allback ${UMASKS[*]}" \
-		-o "state=$HY_TMP/state-mx$seed,cache_write=back,cache_size=1M,front_buffer=64K"
+		-o "state=$HY_TMP/state-mx$seed,cache_write=back,cache_size=1M,front_buffer=64K${HY_DIFFTEST_MIXED_OPTS:+,$HY_DIFFTEST_MIXED_OPTS}"
 done
 AFTER_RUN=
 
