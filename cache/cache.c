@@ -1577,19 +1577,21 @@ ssize_t hy_cache_write_hinted(struct hy_cache *c, const struct hy_cache_file *f,
 		atomic_fetch_add(&c->st.seq_bypassed,
 				 ((uint64_t)off + size - 1) / LINE - (uint64_t)off / LINE + 1);
 	}
-	if (wp == HY_CACHE_WRITE_BACK && cf->home < 0 &&
-	    c->lower.hold_object(c->lower.arg, f, &cf->home) < 0) {
-		cf->home = -1;
-		wp = HY_CACHE_WRITE_THROUGH; /* no way home later: write through now */
-	}
 	end = (uint64_t)off + size;
 	/* a write past the home file's end goes home now, with its data: the
 	 * size at home is what every stat sees and what a kill -9 leaves, so
 	 * it may only grow over bytes that are there (an extension with the
 	 * data only in the cache reads as zeros after a crash); it is
-	 * written once, as write-through writes, and cached clean */
+	 * written once, as write-through writes, and cached clean. Decided
+	 * before a way home is held: the engine's objects are few, and a
+	 * file that never has a dirty block must not take one */
 	if (wp == HY_CACHE_WRITE_BACK && end > a.size)
 		wp = HY_CACHE_WRITE_THROUGH;
+	if (wp == HY_CACHE_WRITE_BACK && cf->home < 0 &&
+	    c->lower.hold_object(c->lower.arg, f, &cf->home) < 0) {
+		cf->home = -1;
+		wp = HY_CACHE_WRITE_THROUGH; /* no way home later: write through now */
+	}
 	if (wp != HY_CACHE_WRITE_BACK) {
 		home_changed(cf);
 		rc = c->lower.write(c->lower.arg, f, buf, size, off);

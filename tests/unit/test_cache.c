@@ -607,6 +607,8 @@ static void test_write_back_append_home(void)
 	CU_ASSERT(home_equals(1, ref, 3 * BLK + 100));
 	s = stats(c);
 	CU_ASSERT_EQUAL(s.dirty_bytes, 0);
+	/* no dirty block, so no way home held: the engine has few */
+	CU_ASSERT_EQUAL(H.holds, 0);
 	/* one across the end, from inside the last block */
 	CU_ASSERT_EQUAL(hy_cache_write(c, &f, ref + 3 * BLK, 2 * BLK, 3 * BLK), 2 * BLK);
 	CU_ASSERT_EQUAL(H.f[1].writes, 2);
@@ -621,6 +623,7 @@ static void test_write_back_append_home(void)
 	CU_ASSERT_EQUAL(hy_cache_write(c, &f, ref + BLK, BLK, BLK), BLK);
 	CU_ASSERT_EQUAL(H.f[1].writes, 2);
 	CU_ASSERT_EQUAL(stats(c).dirty_bytes, BLK);
+	CU_ASSERT_EQUAL(H.holds, 1);
 	CU_ASSERT_EQUAL(stats(c).stale_files, 0);
 	CHECK(c);
 	CLOSE(c);
