@@ -107,7 +107,8 @@ done
 # appends with no fsync, and the kill right after the last: the file is
 # at its synced size or holds the appended bytes, never a size that grew
 # at home ahead of data that was only in the cache (zeros)
-mkdir -p "$m/app" "$HY_TMP/app"
+# (once as mounted, once with the kernel's write-back cache, which sends
+# the pages later and in its own requests)
 # every category in write-back (appends are sequential: by default some
 # categories send them around or through, which would hide the case)
 args=""
@@ -115,16 +116,24 @@ for c in unknown random-consumer random-producer-consumer sequential-producer-co
 	archival-consumer large-file-generator; do
 	args="$args $c.write=back $c.admit.write.sequential=normal $c.seq_cutoff=mount"
 done
-# shellcheck disable=SC2086
-"$HYBRIDCTL" policy set "$m" $args >/dev/null || hy_fail "hybridctl policy set failed"
-"$CRASH" append --seed 11 --kill "$HY_PID" "$m/app" "$HY_TMP/app" >"$HY_TMP/append.out" 2>&1 ||
-	hy_fail "hy-crash append failed: $(cat "$HY_TMP/append.out")"
-hy_kill9 "$m"
-hy_mount_ready "$b" "$m" "$(opts 0)"
-"$CRASH" check --files 1 "$m/app" "$HY_TMP/app" >"$HY_TMP/check.out" 2>&1 ||
-	hy_fail "appends with no fsync, then kill -9 ($(sed 's/^hy-crash: //' "$HY_TMP/append.out")):" \
-		"the file is past its synced size with data missing:"$'\n'"$(cat "$HY_TMP/check.out")"
-hy_log "appends, kill -9: $(tail -n 1 "$HY_TMP/check.out")"
+for kwb in "" ",writeback_cache=on"; do
+	if [ -n "$kwb" ]; then
+		hy_umount "$m"
+		hy_mount_ready "$b" "$m" "$base$kwb"
+	fi
+	mkdir -p "$m/app$kwb" "$HY_TMP/app$kwb"
+	# shellcheck disable=SC2086
+	"$HYBRIDCTL" policy set "$m" $args >/dev/null || hy_fail "hybridctl policy set failed"
+	"$CRASH" append --seed 11 --kill "$HY_PID" "$m/app$kwb" "$HY_TMP/app$kwb" \
+		>"$HY_TMP/append.out" 2>&1 || hy_fail "hy-crash append failed: $(cat "$HY_TMP/append.out")"
+	hy_kill9 "$m"
+	hy_mount_ready "$b" "$m" "$(opts 0)"
+	"$CRASH" check --files 1 "$m/app$kwb" "$HY_TMP/app$kwb" >"$HY_TMP/check.out" 2>&1 ||
+		hy_fail "appends with no fsync, then kill -9 (mounted with $base$kwb;" \
+			"$(sed 's/^hy-crash: //' "$HY_TMP/append.out")): the file is past its synced" \
+			"size with data missing:"$'\n'"$(cat "$HY_TMP/check.out")"
+	hy_log "appends, kill -9 ($base$kwb): $(tail -n 1 "$HY_TMP/check.out")"
+done
 
 [ "$recovered" -gt 0 ] ||
 	hy_fail "no iteration recovered a dirty block: the kills never found a journaled dirty line"
