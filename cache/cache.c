@@ -3149,11 +3149,11 @@ static int recover(struct hy_cache *c, struct hy_cache_store *store, struct reco
 				rc = 0;
 				continue;
 			}
-			/* within the size the file has (a write extended it before
-			 * its data went into the line), and no further than the
-			 * file's end when the line was journaled: past it the
-			 * sector holds zeros, and the file may have been appended
-			 * to outside since the crash */
+			/* within the size the file has (a truncation may have cut
+			 * it since), and no further than the file's end when the
+			 * line was journaled: past it the sector holds zeros, and
+			 * the file may have been appended to outside since the
+			 * crash */
 			if (rc == 0) {
 				uint64_t end = a.size;
 
