@@ -1583,12 +1583,21 @@ ssize_t hy_cache_write_hinted(struct hy_cache *c, const struct hy_cache_file *f,
 		atomic_fetch_add(&c->st.seq_bypassed,
 				 ((uint64_t)off + size - 1) / LINE - (uint64_t)off / LINE + 1);
 	}
+	end = (uint64_t)off + size;
+	/* a write past the home file's end goes home now, with its data: the
+	 * size at home is what every stat sees and what a kill -9 leaves, so
+	 * it may only grow over bytes that are there (an extension with the
+	 * data only in the cache reads as zeros after a crash); it is
+	 * written once, as write-through writes, and cached clean. Decided
+	 * before a way home is held: the engine's objects are few, and a
+	 * file that never has a dirty block must not take one */
+	if (wp == HY_CACHE_WRITE_BACK && end > a.size)
+		wp = HY_CACHE_WRITE_THROUGH;
 	if (wp == HY_CACHE_WRITE_BACK && cf->home < 0 &&
 	    c->lower.hold_object(c->lower.arg, f, &cf->home) < 0) {
 		cf->home = -1;
 		wp = HY_CACHE_WRITE_THROUGH; /* no way home later: write through now */
 	}
-	end = (uint64_t)off + size;
 	if (wp != HY_CACHE_WRITE_BACK) {
 		home_changed(cf);
 		rc = c->lower.write(c->lower.arg, f, buf, size, off);
@@ -1605,11 +1614,8 @@ ssize_t hy_cache_write_hinted(struct hy_cache *c, const struct hy_cache_file *f,
 			if (rc == -ENOSPC || rc == -EDQUOT || rc == -EFBIG)
 				goto out;
 		}
-		/* the home file has the size and time a plain write gives it */
-		if (end > a.size)
-			home_changed(cf);
-		rc = end > a.size ? c->lower.extend(c->lower.arg, f, end)
-				  : c->lower.set_mtime(c->lower.arg, f, -1);
+		/* the home file has the time a plain write gives it */
+		rc = c->lower.set_mtime(c->lower.arg, f, -1);
 		if (rc < 0 && rc != -EOPNOTSUPP)
 			goto out;
 	}
@@ -1855,9 +1861,10 @@ int hy_cache_change_begin(struct hy_cache *c, const struct hy_cache_file *f, uin
 	cf = cfile_get(c, f->file_id, false);
 	if (cf)
 		home_changed(cf); /* the change that follows is home's */
-	/* the blocks at the edges keep bytes outside the range: their dirty
-	 * sectors go home before they leave */
-	if (cf && len)
+	/* an outside change before this one is judged first (end moves the
+	 * stamp past both); the blocks at the edges keep bytes outside the
+	 * range: their dirty sectors go home before they leave */
+	if (cf)
 		rc = ensure_fresh(c, cf, f);
 	if (cf && len && rc == 0)
 		rc = drop_range(c, cf, f, first, n, true);
@@ -3190,11 +3197,11 @@ static int recover(struct hy_cache *c, struct hy_cache_store *store, struct reco
 				rc = 0;
 				continue;
 			}
-			/* within the size the file has (a write extended it before
-			 * its data went into the line), and no further than the
-			 * file's end when the line was journaled: past it the
-			 * sector holds zeros, and the file may have been appended
-			 * to outside since the crash */
+			/* within the size the file has (a truncation may have cut
+			 * it since), and no further than the file's end when the
+			 * line was journaled: past it the sector holds zeros, and
+			 * the file may have been appended to outside since the
+			 * crash */
 			if (rc == 0) {
 				uint64_t end = a.size;
 

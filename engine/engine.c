@@ -641,7 +641,7 @@ static int map_truncate(struct hy_engine *engine, struct hy_engine_file *file, o
 	return rc;
 }
 
-int64_t hy_engine_sync_home(struct hy_engine *engine, struct hy_engine_file *file)
+static int64_t sync_home(struct hy_engine *engine, struct hy_engine_file *file)
 {
 	int64_t rc;
 
@@ -658,7 +658,32 @@ int64_t hy_engine_sync_home(struct hy_engine *engine, struct hy_engine_file *fil
 	return rc;
 }
 
-static int lower_fsync(struct hy_engine *engine, struct hy_engine_file *file, bool data_only)
+/* sync_home() from outside the cache: the writes home move the ctime,
+ * which the cache's stamp must follow (they are the mount's own), so the
+ * file's cache gate is held across them as for a metadata change (cache
+ * gate, then engine gate). */
+static int64_t sync_home_gated(struct hy_engine *engine, struct hy_engine_file *file)
+{
+	struct hy_cache_file f = cache_file(file);
+	bool fresh;
+	int64_t rc;
+
+	if (!uses_map(engine, file) || !uses_cache(engine, file))
+		return sync_home(engine, file);
+	fresh = hy_cache_meta_begin(engine->cache, &f);
+	rc = sync_home(engine, file);
+	hy_cache_meta_end(engine->cache, &f, fresh);
+	return rc;
+}
+
+int64_t hy_engine_sync_home(struct hy_engine *engine, struct hy_engine_file *file)
+{
+	return sync_home_gated(engine, file);
+}
+
+/* @in_cache: called by the cache, with the file's cache gate held */
+static int lower_fsync(struct hy_engine *engine, struct hy_engine_file *file, bool data_only,
+		       bool in_cache)
 {
 	int64_t rc = 0;
 	int64_t stamp;
@@ -666,7 +691,7 @@ static int lower_fsync(struct hy_engine *engine, struct hy_engine_file *file, bo
 	/* BOPT copies written through the mount go home: fsync'd data is
 	 * where a plain directory would have it (DESIGN.md invariant 1) */
 	if (uses_map(engine, file) && hy_map_get_stamp(engine->map, file->file_id, &stamp) == 0)
-		rc = hy_engine_sync_home(engine, file);
+		rc = in_cache ? sync_home(engine, file) : sync_home_gated(engine, file);
 	/* releases are journaled without waiting (a moved ctime covers a
 	 * crash); fdatasync need not make the ctime durable, so the records
 	 * must be */
@@ -699,7 +724,7 @@ static int map_close(struct hy_engine *engine, struct hy_engine_file *file)
 
 	/* FusionCache's session write-back: a closed file's BOPT writes go home */
 	if (uses_map(engine, file) && hy_map_get_stamp(engine->map, file->file_id, &stamp) == 0)
-		rc = hy_engine_sync_home(engine, file);
+		rc = sync_home_gated(engine, file);
 	return rc < 0 ? (int)rc : 0;
 }
 
@@ -798,10 +823,10 @@ static int cache_lower_getattr(void *arg, const struct hy_cache_file *f, struct 
 	return hy_device_getattr(engine->backing, f->object, out);
 }
 
-/* The cache's changes of a home file's size, room and time: under the
+/* The cache's changes of a home file's room and time: under the
  * engine's gate, so that BORG's stamp follows them (they are changes
  * through the mount, and each moves the ctime). */
-enum home_change { HOME_EXTEND, HOME_RESERVE, HOME_SET_MTIME };
+enum home_change { HOME_RESERVE, HOME_SET_MTIME };
 
 static int change_home(struct hy_engine *engine, const struct hy_cache_file *f,
 		       enum home_change what, int64_t a, int64_t b)
@@ -813,9 +838,6 @@ static int change_home(struct hy_engine *engine, const struct hy_cache_file *f,
 	as_engine_file(f, &file);
 	held = change_begin(engine, &file, false);
 	switch (what) {
-	case HOME_EXTEND:
-		rc = hy_device_truncate(engine->backing, f->object, (off_t)a);
-		break;
 	case HOME_RESERVE: /* room for a write-back write, the size kept */
 		rc = hy_device_allocate(engine->backing, f->object, FALLOC_FL_KEEP_SIZE, (off_t)a,
 					(off_t)b);
@@ -828,11 +850,6 @@ static int change_home(struct hy_engine *engine, const struct hy_cache_file *f,
 	return rc;
 }
 
-static int cache_lower_extend(void *arg, const struct hy_cache_file *f, uint64_t size)
-{
-	return change_home(arg, f, HOME_EXTEND, (int64_t)size, 0);
-}
-
 static int cache_lower_reserve(void *arg, const struct hy_cache_file *f, uint64_t off, uint64_t len)
 {
 	return change_home(arg, f, HOME_RESERVE, (int64_t)off, (int64_t)len);
@@ -843,14 +860,15 @@ static int cache_lower_set_mtime(void *arg, const struct hy_cache_file *f, int64
 	return change_home(arg, f, HOME_SET_MTIME, mtime_ns, 0);
 }
 
-static int lower_fsync(struct hy_engine *engine, struct hy_engine_file *file, bool data_only);
+static int lower_fsync(struct hy_engine *engine, struct hy_engine_file *file, bool data_only,
+		       bool in_cache);
 
 static int cache_lower_sync(void *arg, const struct hy_cache_file *f)
 {
 	struct hy_engine_file file;
 
 	as_engine_file(f, &file);
-	return lower_fsync(arg, &file, true);
+	return lower_fsync(arg, &file, true, true);
 }
 
 static int cache_lower_hold(void *arg, const struct hy_cache_file *f, int64_t *object)
@@ -918,7 +936,6 @@ void hy_engine_cache_lower(struct hy_engine *engine, struct hy_cache_lower *out)
 		.read = cache_lower_read,
 		.write = cache_lower_write,
 		.getattr = cache_lower_getattr,
-		.extend = cache_lower_extend,
 		.set_mtime = cache_lower_set_mtime,
 		.sync = cache_lower_sync,
 		.hold_object = cache_lower_hold,
@@ -985,11 +1002,13 @@ int hy_engine_fallocate(struct hy_engine *engine, struct hy_engine_file *file, i
 			off_t len)
 {
 	struct hy_cache_file f = cache_file(file);
-	/* plain allocation (which may grow the file) changes no data */
-	bool cached = uses_cache(engine, file) && off >= 0 && len > 0 &&
-		      (mode & ~FALLOC_FL_KEEP_SIZE) != 0;
-	uint64_t n = (mode & (FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_INSERT_RANGE)) ? UINT64_MAX
-										  : (uint64_t)len;
+	bool cached = uses_cache(engine, file) && off >= 0 && len > 0;
+	/* plain allocation (which may grow the file) changes no data: nothing
+	 * leaves the cache, but it moves the ctime (and maybe the size), so
+	 * it goes under the gate all the same and the stamp follows it */
+	uint64_t n = (mode & ~FALLOC_FL_KEEP_SIZE) == 0				    ? 0
+		     : (mode & (FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_INSERT_RANGE)) ? UINT64_MAX
+										    : (uint64_t)len;
 	int rc = cached ? hy_cache_change_begin(engine->cache, &f, (uint64_t)off, n) : 0;
 
 	if (rc == 0)
@@ -1034,7 +1053,7 @@ int hy_engine_fsync(struct hy_engine *engine, struct hy_engine_file *file, bool 
 	 * SSD write-back cache is meant to */
 	if (rc == 1 && !map_has_copies(engine, file->file_id))
 		return 0;
-	rc = lower_fsync(engine, file, data_only);
+	rc = lower_fsync(engine, file, data_only, false);
 	if (rc == 0 && uses_cache(engine, file))
 		hy_cache_home_synced(engine->cache, &f, token);
 	return rc;
@@ -1092,11 +1111,24 @@ int hy_engine_prepare_seek(struct hy_engine *engine, struct hy_engine_file *file
 	return uses_cache(engine, file) ? hy_cache_write_home(engine->cache, &f, 0, UINT64_MAX) : 0;
 }
 
+/* The open truncates the home file itself, outside every write path: both
+ * gates are held across it (cache first, as everywhere), so that neither
+ * the cache's cleaner nor BORG's write-back of dirty BOPT blocks, each
+ * clipping to a size it read before, writes old blocks home past the new
+ * end; and the engine's gate counts it as a change, so that a copy of the
+ * file into the BOPT in progress is not committed. */
 bool hy_engine_truncate_open_begin(struct hy_engine *engine, uint64_t file_id)
 {
-	if (!engine->cache || !file_id)
+	if ((!engine->cache && !engine->map) || !file_id)
 		return false;
-	hy_cache_truncate_open_begin(engine->cache, file_id);
+	if (engine->cache)
+		hy_cache_truncate_open_begin(engine->cache, file_id);
+	if (engine->map) {
+		struct hy_engine_gate *gate = gate_of(engine, file_id);
+
+		pthread_rwlock_wrlock(&gate->lock);
+		atomic_fetch_add(&gate->changes, 1);
+	}
 	return true;
 }
 
@@ -1104,5 +1136,27 @@ void hy_engine_truncate_open_end(struct hy_engine *engine, uint64_t file_id, int
 {
 	struct hy_cache_file f = {file_id, fd};
 
-	hy_cache_truncate_open_end(engine->cache, &f);
+	if (engine->map) {
+		struct hy_engine_file file;
+
+		/* the truncation went through the mount: its relocated blocks
+		 * lie past the end now (their dirty ones with them) and are
+		 * released, and the stamp follows the new ctime, instead of the
+		 * next read taking the file for one changed outside */
+		as_engine_file(&f, &file);
+		if (fd >= 0 && uses_map(engine, &file)) {
+			int rc = settle(engine, &file, 0, UINT64_MAX);
+
+			if (rc < 0)
+				hy_log(LOG_WARNING,
+				       "file %" PRIu64 ": cannot release its BOPT copies after "
+				       "O_TRUNC (the stamp check drops them): %s",
+				       file_id, strerror(-rc));
+			else
+				refresh_stamp(engine, &file);
+		}
+		pthread_rwlock_unlock(&gate_of(engine, file_id)->lock);
+	}
+	if (engine->cache)
+		hy_cache_truncate_open_end(engine->cache, &f);
 }

@@ -88,14 +88,6 @@ static int home_getattr(void *arg, const struct hy_cache_file *f, struct hy_devi
 	return 0;
 }
 
-static int home_extend(void *arg, const struct hy_cache_file *f, uint64_t size)
-{
-	(void)arg;
-	(void)f;
-	(void)size;
-	return 0;
-}
-
 static int home_set_mtime(void *arg, const struct hy_cache_file *f, int64_t mtime_ns)
 {
 	(void)arg;
@@ -128,7 +120,6 @@ static const struct hy_cache_lower home = {
 	.read = home_read,
 	.write = home_write,
 	.getattr = home_getattr,
-	.extend = home_extend,
 	.set_mtime = home_set_mtime,
 	.sync = home_sync,
 	.hold_object = home_hold,

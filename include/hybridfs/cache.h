@@ -55,12 +55,15 @@
  *     line whose last durable record is dirty is never reused before a
  *     clean or free record for it is durable: a crash never lets one file's
  *     line be read back as another's.
- *   - Writes that extend a file extend the home file at once (so its size
- *     is right for everyone) and set its modification time. A write-back
- *     write first reserves its bytes at home (fallocate, keeping the
- *     size): a disk that cannot hold them fails the write with ENOSPC, as
- *     a plain directory would, instead of leaving dirty blocks that can
- *     never go home.
+ *   - A write that ends past the home file's end goes home at once with
+ *     its data, whatever the policy (then it is cached clean): the home
+ *     size is what stat shows and what a kill -9 leaves, so it grows only
+ *     over data that is home, never over dirty blocks a crash may lose
+ *     (they would read as zeros). Other write-back writes set the home
+ *     file's modification time and first reserve their bytes at home
+ *     (fallocate, keeping the size): a disk that cannot hold them fails
+ *     the write with ENOSPC, as a plain directory would, instead of
+ *     leaving dirty blocks that can never go home.
  *   - A file changed outside the mount: the cache keeps, per file, the home
  *     ctime its blocks were cached under (its stamp); a request that finds
  *     the ctime moved drops the file's blocks (dirty sectors home first);
@@ -151,7 +154,6 @@ struct hy_cache_lower {
 	ssize_t (*write)(void *arg, const struct hy_cache_file *f, const void *buf, size_t len,
 			 off_t off);
 	int (*getattr)(void *arg, const struct hy_cache_file *f, struct hy_device_attr *out);
-	int (*extend)(void *arg, const struct hy_cache_file *f, uint64_t size);
 	/* @mtime_ns < 0: now */
 	int (*set_mtime)(void *arg, const struct hy_cache_file *f, int64_t mtime_ns);
 	int (*sync)(void *arg, const struct hy_cache_file *f);
@@ -308,10 +310,12 @@ ssize_t hy_cache_write_hinted(struct hy_cache *cache, const struct hy_cache_file
 			      off_t off);
 
 /* Around a change of the file's data at home that is not a write through
- * the cache (truncate, punch, collapse, a copy into it): begin takes the
- * file's gate exclusive, sends the dirty blocks of [@off, @off + @len)
- * home and drops the range (@len UINT64_MAX: to the end); end moves the
- * stamp past the change and releases the gate. end is called whatever
+ * the cache (truncate, punch, collapse, a copy into it, a plain
+ * fallocate): begin takes the file's gate exclusive, drops the blocks if
+ * an outside change made them stale, sends the dirty blocks of
+ * [@off, @off + @len) home and drops the range (@len UINT64_MAX: to the
+ * end; 0: nothing, for a change of no data that still moves the ctime);
+ * end moves the stamp past the change and releases the gate. end is called whatever
  * begin returned (0 or a negative errno: then the change must not run). */
 int hy_cache_change_begin(struct hy_cache *cache, const struct hy_cache_file *f, uint64_t off,
 			  uint64_t len);

@@ -211,8 +211,13 @@ int hy_engine_fallocate(struct hy_engine *engine, struct hy_engine_file *file, i
 ssize_t hy_engine_copy_range(struct hy_engine *engine, struct hy_engine_file *in, off_t off_in,
 			     struct hy_engine_file *out, off_t off_out, size_t len, int flags);
 
-/* Around an open(O_TRUNC) of a file whose id is known: begin returns
- * whether end must be called (with the new descriptor, or -1). */
+/* Around an open(O_TRUNC) of a file whose id is known: begin takes the
+ * file's cache gate and, with a BOPT, its engine gate, both exclusive
+ * (no cleaner or BORG write-back writes old blocks home across the
+ * truncation); end releases the relocated blocks the truncation cut off
+ * and refreshes the stamp, drops what the cache held past the end, and
+ * lets go. begin returns whether end must be called (with the new
+ * descriptor, or -1). */
 bool hy_engine_truncate_open_begin(struct hy_engine *engine, uint64_t file_id);
 void hy_engine_truncate_open_end(struct hy_engine *engine, uint64_t file_id, int fd);
 

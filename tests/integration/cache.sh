@@ -200,9 +200,13 @@ done
 # ---- h. session write-back: the cleaner empties the file after close -
 # hy-iogen writes 1 MiB and holds the file open until the fifo speaks:
 # the blocks stay dirty while it is open; after the last close, with no
-# flush, the status must come to 0 dirty bytes and the home file be whole
+# flush, the status must come to 0 dirty bytes and the home file be whole.
+# The file is there already (1 MiB of zeros): a write past a file's end
+# goes home at once with its data, so only writes within it stay dirty.
 b=$HY_TMP/bh m=$HY_TMP/mh
 bin=${HY_TESTBIN:-$(dirname "$0")}
+mkdir -p "$b"
+head -c 1M /dev/zero >"$b/s"
 hy_mount_ready "$b" "$m" "state=$HY_TMP/sh,cache_write=back,writeback_cache=off"
 mkfifo "$HY_TMP/go"
 "$bin/hy-iogen" holder "$m/s" w:0:1048576 wait:"$HY_TMP/go" &

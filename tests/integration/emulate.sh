@@ -72,9 +72,12 @@ head -c $((16 * 4096)) /dev/urandom >"$HY_TMP/ref"
 pore_run() {
 	local state=$1 opts=$2 i
 	hy_mount_ready "$B" "$M" "state=$state,emulate=smr,cache_write=back$opts"
+	# each file sized first: a write past a file's end goes home at once
+	# with its data, so only writes within it stay dirty in the cache
 	for i in $(seq 1 16); do
-		dd if="$HY_TMP/ref" of="$M/p$i" bs=4096 count="$i" conv=fsync status=none ||
-			hy_fail "writing p$i"
+		truncate -s $((i * 4096)) "$M/p$i" &&
+			dd if="$HY_TMP/ref" of="$M/p$i" bs=4096 count="$i" conv=notrunc,fsync \
+				status=none || hy_fail "writing p$i"
 	done
 }
 pore_run "$HY_TMP/s3" ",backend=smr,pore_open=5%,pore_period=4K"

@@ -290,9 +290,13 @@ case=eio-back case_dir=$HY_TMP/eio-back
 b=$case_dir/b m=$case_dir/m
 mkdir -p "$b" "$m"
 head -c 12K /dev/urandom >"$case_dir/src"
+# the file is there already: a write past a file's end goes home at once
+# (its size may only grow over data that is home), so only writes within
+# it stay in the cache while home refuses every write
+head -c 12K /dev/zero >"$b/k"
 opts="state=$case_dir/state,cache_write=back,cache_size=4M,cache_clean_rate=4K"
 mount_faults "dev=backing:op=write:err=EIO:after=0" "$b" "$m" "$opts"
-dd if="$case_dir/src" of="$m/k" bs=12K conv=fsync status=none 2>"$case_dir/dd.err" ||
+dd if="$case_dir/src" of="$m/k" bs=12K conv=notrunc,fsync status=none 2>"$case_dir/dd.err" ||
 	hy_fail "eio-back: write and fsync into the write-back cache failed: $(cat "$case_dir/dd.err")"
 if "$HYBRIDCTL" flush "$m" >"$case_dir/flush.out" 2>&1; then
 	hy_fail "eio-back: flush said it wrote home while every home write fails: $(cat "$case_dir/flush.out")"

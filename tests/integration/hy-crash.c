@@ -23,17 +23,28 @@
  *	from here so that its moment is exact, not a matter of polling.
  *
  *   hy-crash once --seed N --files K --kill PID MOUNTDIR REFDIR
- *	Makes K new files n0..n(K-1) in MOUNTDIR, writes each (64 KiB and an
- *	unaligned tail of random bytes, a copy first in REFDIR/nI.synced) and
- *	fsyncs it, then sends SIGKILL to PID at once: whatever the daemon
- *	keeps about a file must be durable by the time its fsync returns.
+ *	Makes K new files n0..n(K-1) in MOUNTDIR, sizes each (ftruncate) and
+ *	writes it over (64 KiB and an unaligned tail of random bytes, a copy
+ *	first in REFDIR/nI.synced) and fsyncs it, then sends SIGKILL to PID
+ *	at once: whatever the daemon keeps about a file must be durable by
+ *	the time its fsync returns.
+ *
+ *   hy-crash append --seed N --kill PID MOUNTDIR REFDIR
+ *	Makes f0 anew in MOUNTDIR with a few KiB, fsyncs it (REFDIR/f0.synced),
+ *	then appends 48 chunks of random unaligned sizes to it, each logged
+ *	first in REFDIR/f0.log, with no fsync, and sends SIGKILL to PID at
+ *	once. `check --files 1` then finds the synced size, or appended data
+ *	after it: a size that grew at home before the data was there reads
+ *	as zeros where a write put data, and fails.
  *
  *   hy-crash check --files K MOUNTDIR REFDIR
  *	After the crash and a remount: a file with an empty log must equal
  *	its .synced copy exactly; in a file with a log, every byte must be
- *	the synced byte (a zero past the synced size) or the byte of one of
- *	the logged writes at that offset, and the size from the synced one
- *	up to the end of the furthest logged write. Prints each violation
+ *	the synced byte or the byte of one of the logged writes at that
+ *	offset, and the size from the synced one up to the end of the
+ *	furthest logged write. Past the synced size a zero is allowed only in
+ *	a hole: where no logged write put data, or where a write that began
+ *	beyond it came before every write that covers it. Prints each violation
  *	(the first few per file) and exits 1 if there was one; 0 otherwise.
  *	Says how many files were exact and how many mixed.
  *
@@ -310,6 +321,21 @@ static int run(uint64_t seed, int nfiles, const char *mnt, const char *refdir, p
 	}
 }
 
+/* Whether offset @o past the synced size may read as zero: no logged
+ * write covers it, or one that began past it came before the first that
+ * covers it (a sparse write made the hole, which a later write had not
+ * filled at the crash). */
+static bool hole_before_data(const struct log_rec *recs, size_t nrec, uint64_t o)
+{
+	for (size_t r = 0; r < nrec; r++) {
+		if (recs[r].off > o)
+			return true;
+		if (o < recs[r].off + recs[r].len)
+			return false;
+	}
+	return true;
+}
+
 static int check(int nfiles, const char *mnt, const char *refdir)
 {
 	unsigned char *synced = own(malloc(MAX_SIZE)), *actual = own(malloc(MAX_SIZE + 1));
@@ -372,6 +398,12 @@ static int check(int nfiles, const char *mnt, const char *refdir)
 			unsigned char want = o < ssize ? synced[o] : 0;
 			bool ok = actual[o] == want;
 
+			/* past the synced size a zero is a hole only where a write
+			 * that began beyond it came before every write of it: a
+			 * size that ran ahead of the data it covers is not one */
+			if (ok && o >= ssize && !hole_before_data(recs, nrec, (uint64_t)o))
+				ok = false;
+
 			for (size_t r = nrec; r-- > 0 && !ok;) {
 				const struct log_rec *rec = &recs[r];
 				if ((uint64_t)o >= rec->off && (uint64_t)o < rec->off + rec->len &&
@@ -383,14 +415,19 @@ static int check(int nfiles, const char *mnt, const char *refdir)
 			if (errors < 5) {
 				ssize_t end = o;
 				while (end < asize && end - o < 1 << 20 &&
-				       actual[end] != (end < ssize ? synced[end] : 0))
+				       (end < ssize ? actual[end] != synced[end]
+						    : actual[end] == 0 &&
+							      !hole_before_data(recs, nrec,
+										(uint64_t)end)))
 					end++;
 				printf("f%d: offset %zd: byte %02x, synced %02x (%s); %zu unsynced "
 				       "writes, none wrote it; %zd bytes differ from the synced "
 				       "content from there\n",
 				       i, o, actual[o], want,
 				       o < ssize ? "in the synced size"
-						 : "past the synced size: a hole",
+						 : "past the synced size, where a write put data "
+						   "before any write beyond it: zeros the size "
+						   "ran ahead of",
 				       nrec, end - o);
 			}
 			errors++;
@@ -434,9 +471,12 @@ static int once(uint64_t seed, int nfiles, const char *mnt, const char *refdir, 
 		char path[4096];
 
 		snprintf(path, sizeof(path), "%s/n%d", mnt, i);
+		/* sized first (a write past the end goes home at once), then
+		 * written over: the data is in dirty lines, journaled by the
+		 * fsync, of a file the daemon has only just seen */
 		fds[i] = open(path, O_RDWR | O_CREAT | O_EXCL, 0644);
-		if (fds[i] < 0 || write_all(fds[i], data + i * len, len, 0) < 0 ||
-		    fsync(fds[i]) < 0) {
+		if (fds[i] < 0 || ftruncate(fds[i], (off_t)len) < 0 ||
+		    write_all(fds[i], data + i * len, len, 0) < 0 || fsync(fds[i]) < 0) {
 			fprintf(stderr, "hy-crash: \"%s\": %s\n", path, strerror(errno));
 			return 1;
 		}
@@ -451,11 +491,68 @@ static int once(uint64_t seed, int nfiles, const char *mnt, const char *refdir, 
 	return 0;
 }
 
+/* append: f0 made anew with a synced start, then appended to in chunks
+ * of unaligned sizes, each logged first, with no fsync, and the kill at
+ * once: `check --files 1` then wants the synced size or appended data
+ * after it, never a size past data that is not there. */
+static int append(uint64_t seed, const char *mnt, const char *refdir, pid_t victim)
+{
+	const int chunks = 48;
+	unsigned char *data = own(malloc(MAX_WRITE));
+	char path[4096], synced[4096], logp[4096];
+	uint64_t size;
+	int fd, log_fd;
+
+	if (!data)
+		return 99;
+	rng = seed * 0x9E3779B97F4A7C15ull + 1;
+	snprintf(path, sizeof(path), "%s/f0", mnt);
+	snprintf(synced, sizeof(synced), "%s/f0.synced", refdir);
+	snprintf(logp, sizeof(logp), "%s/f0.log", refdir);
+	size = 1000 + below(8192);
+	for (uint64_t k = 0; k < size; k++)
+		data[k] = (unsigned char)next_rand();
+	put_durable(refdir, synced, data, size);
+	log_fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+	if (log_fd < 0)
+		die_ref("cannot make", logp);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write_all(fd, data, size, 0) < 0 || fsync(fd) < 0) {
+		fprintf(stderr, "hy-crash: \"%s\": %s\n", path, strerror(errno));
+		return 1;
+	}
+	for (int w = 0; w < chunks; w++) {
+		uint64_t len = 1 + below(below(2) ? 4095 : 24000);
+		struct log_rec rec = {.off = size, .len = (uint32_t)len, .magic = LOG_MAGIC};
+
+		for (uint64_t k = 0; k < len; k++)
+			data[k] = (unsigned char)(next_rand() | 1); /* no zero byte */
+		if (write(log_fd, &rec, sizeof(rec)) != (ssize_t)sizeof(rec) ||
+		    write(log_fd, data, len) != (ssize_t)len)
+			die_ref("cannot append to", logp);
+		if (write_all(fd, data, len, (off_t)size) < 0) {
+			fprintf(stderr, "hy-crash: append to \"%s\" at %" PRIu64 ": %s\n", path,
+				size, strerror(errno));
+			return 1;
+		}
+		size += len;
+	}
+	if (kill(victim, SIGKILL) < 0) {
+		fprintf(stderr, "hy-crash: kill %ld: %s\n", (long)victim, strerror(errno));
+		return 1;
+	}
+	printf("hy-crash: kill -9 of the daemon (pid %ld) after %d appends with no fsync, "
+	       "size %" PRIu64 "\n",
+	       (long)victim, chunks, size);
+	return 0;
+}
+
 static int usage(void)
 {
 	fprintf(stderr, "usage: hy-crash run --seed N --files K [--kill PID --after N] MOUNTDIR "
 			"REFDIR\n"
 			"       hy-crash once --seed N --files K --kill PID MOUNTDIR REFDIR\n"
+			"       hy-crash append --seed N --kill PID MOUNTDIR REFDIR\n"
 			"       hy-crash check --files K MOUNTDIR REFDIR\n");
 	return 2;
 }
@@ -465,7 +562,7 @@ int main(int argc, char **argv)
 	uint64_t seed = 1, kill_after = 0;
 	pid_t victim = 0;
 	int nfiles = 4, i = 2;
-	bool do_run, do_once = false;
+	bool do_run, do_once = false, do_append = false;
 
 	if (argc < 2)
 		return usage();
@@ -473,6 +570,8 @@ int main(int argc, char **argv)
 		do_run = true;
 	else if (strcmp(argv[1], "once") == 0)
 		do_run = do_once = true;
+	else if (strcmp(argv[1], "append") == 0)
+		do_run = do_append = true;
 	else if (strcmp(argv[1], "check") == 0)
 		do_run = false;
 	else
@@ -492,6 +591,8 @@ int main(int argc, char **argv)
 	if (argc - i != 2 || nfiles < 1 || nfiles > MAX_FILES)
 		return usage();
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (do_append)
+		return victim > 0 ? append(seed, argv[i], argv[i + 1], victim) : usage();
 	if (do_once)
 		return victim > 0 ? once(seed, nfiles, argv[i], argv[i + 1], victim) : usage();
 	return do_run ? run(seed, nfiles, argv[i], argv[i + 1], victim, kill_after)

@@ -67,6 +67,9 @@
 #ifndef FALLOC_FL_PUNCH_HOLE
 #define FALLOC_FL_PUNCH_HOLE 0x02
 #endif
+#ifndef FALLOC_FL_ZERO_RANGE
+#define FALLOC_FL_ZERO_RANGE 0x10
+#endif
 
 #define MAX_IO	  (256 * 1024)
 #define LOG_KEEP  48
@@ -1070,13 +1073,16 @@ static void op_pool_fchmod(void)
 
 static void op_pool_fallocate(void)
 {
-	static const int modes[] = {0, FALLOC_FL_KEEP_SIZE,
-				    FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE};
+	static const int modes[] = {
+		0, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		FALLOC_FL_ZERO_RANGE, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE};
 	int i = pick_slot(false, false);
-	int mode = modes[below(3)];
+	int mode = modes[below(sizeof(modes) / sizeof(modes[0]))];
 	off_t off = (off_t)below(300000), len = 1 + (off_t)below(100000);
 	struct res r[2];
 
+	/* collapse and insert are left out: FUSE refuses them (EOPNOTSUPP)
+	 * before the daemon sees them */
 	if (i < 0)
 		return op_pool_open();
 	op_begin("fallocate pool[%d] (%s) mode %d off %lld len %lld", i, pool[i].desc, mode,
@@ -1141,6 +1147,55 @@ static void op_pool_mmap(void)
 	same("mmap", r[0], r[1]);
 	if (r[0].ret == 0)
 		read_both("pread after mmap", pool[i].fd[0], pool[i].fd[1], len + 100, off);
+}
+
+/* A pooled file reopened with O_DIRECT (through /proc/self/fd, so also
+ * a file renamed or unlinked meanwhile): an aligned pwrite or pread that
+ * no page cache stands in front of, then the descriptor closed. */
+static void op_pool_direct(void)
+{
+	static unsigned char *dbuf[2];
+	int i = pick_slot(false, false), fd[2] = {-1, -1};
+	bool write = below(2);
+	off_t off;
+	size_t len;
+	struct res r[2];
+
+	if (i < 0)
+		return op_pool_open();
+	for (int s = 0; s < 2 && !dbuf[s]; s++)
+		if (posix_memalign((void **)&dbuf[s], 4096, 16 * 4096) != 0)
+			die("out of memory");
+	off = (off_t)below((uint64_t)fd_size(pool[i].fd[0]) / 4096 + 2) * 4096;
+	len = 4096 * (size_t)(1 + below(16));
+	op_begin("O_DIRECT %s pool[%d] (%s) off %lld len %zu", write ? "pwrite" : "pread", i,
+		 pool[i].desc, (long long)off, len);
+	for (int s = 0; s < 2; s++) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", pool[i].fd[s]);
+		fd[s] = open(path, O_RDWR | O_DIRECT | O_CLOEXEC);
+		r[s] = mkres(fd[s] < 0 ? -1 : 0);
+	}
+	same("open O_DIRECT", r[0], r[1]);
+	if (fd[0] >= 0 && fd[1] >= 0) {
+		if (write) {
+			fill_data(dbuf[0], len, seed ^ ((uint64_t)op_no << 20) ^ 0xd1);
+			memcpy(dbuf[1], dbuf[0], len);
+		}
+		for (int s = 0; s < 2; s++)
+			r[s] = mkres(write ? pwrite(fd[s], dbuf[s], len, off)
+					   : pread(fd[s], dbuf[s], len, off));
+		same(write ? "O_DIRECT pwrite" : "O_DIRECT pread", r[0], r[1]);
+		if (!write && r[0].ret > 0 && r[0].ret == r[1].ret)
+			same_bytes("O_DIRECT pread", dbuf[0], dbuf[1], (size_t)r[0].ret, off);
+	}
+	for (int s = 0; s < 2; s++)
+		if (fd[s] >= 0)
+			close(fd[s]);
+	if (write && r[0].ret > 0)
+		read_both("pread after O_DIRECT pwrite", pool[i].fd[0], pool[i].fd[1], len + 100,
+			  off);
 }
 
 /* A name held open, unlinked (or renamed over), then written through. */
@@ -1228,7 +1283,7 @@ static const struct op_kind kinds[] = {
 	{op_stat, 4},	    {op_readlink, 1},	 {op_pool_open, 6},	 {op_pool_close, 3},
 	{op_pool_write, 8}, {op_pool_read, 4},	 {op_pool_truncate, 2},	 {op_pool_fstat, 3},
 	{op_pool_fsync, 1}, {op_pool_fchmod, 1}, {op_pool_fallocate, 2}, {op_pool_copy, 2},
-	{op_orphan, 3},	    {op_pool_mmap, 2},	 {op_readdir, 2},
+	{op_orphan, 3},	    {op_pool_mmap, 2},	 {op_readdir, 2},	 {op_pool_direct, 2},
 };
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
 

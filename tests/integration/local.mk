@@ -24,6 +24,7 @@ include tests/integration/forgotten.mk
 include tests/integration/setattr.mk
 include tests/integration/identity.mk
 include tests/integration/hostile_d.mk
+include tests/integration/hostile_c.mk
 
 # `hybridctl format-cache`: files only, no mount.
 TESTS += tests/integration/formatcache.sh

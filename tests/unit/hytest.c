@@ -136,7 +136,19 @@ int main(void)
 		return 1;
 	}
 	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
+	if (getenv("HY_TEST_SUITE")) {
+		/* one suite by name, for a quick run by hand */
+		CU_pSuite only = CU_get_suite(getenv("HY_TEST_SUITE"));
+
+		if (!only) {
+			fprintf(stderr, "hytest: no suite \"%s\"\n", getenv("HY_TEST_SUITE"));
+			CU_cleanup_registry();
+			return 1;
+		}
+		CU_basic_run_suite(only);
+	} else {
+		CU_basic_run_tests();
+	}
 	failures = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
 	if (CU_get_number_of_tests_run() == 0)
 		failures = 1; /* a run of nothing is a failure */

@@ -30,7 +30,7 @@ struct mfile {
 	unsigned char *data;
 	uint64_t size, cap;
 	int64_t stamp, mtime;
-	unsigned reads, writes, extends, set_mtimes;
+	unsigned reads, writes, set_mtimes;
 	uint64_t rbytes, wbytes;
 };
 
@@ -128,20 +128,6 @@ static int lw_getattr(void *arg, const struct hy_cache_file *f, struct hy_device
 	return 0;
 }
 
-static int lw_extend(void *arg, const struct hy_cache_file *f, uint64_t size)
-{
-	struct mfile *m = obj(f);
-
-	(void)arg;
-	if (!m)
-		return -EBADF;
-	grow(m, size);
-	m->extends++;
-	m->stamp++;
-	m->mtime = ++H.clock;
-	return 0;
-}
-
 static int lw_set_mtime(void *arg, const struct hy_cache_file *f, int64_t mtime_ns)
 {
 	struct mfile *m = obj(f);
@@ -206,7 +192,6 @@ static const struct hy_cache_lower LOWER = {
 	.read = lw_read,
 	.write = lw_write,
 	.getattr = lw_getattr,
-	.extend = lw_extend,
 	.set_mtime = lw_set_mtime,
 	.sync = lw_sync,
 	.hold_object = lw_hold,
@@ -250,6 +235,20 @@ static void home_truncate(uint64_t id, uint64_t size)
 		m->size = size;
 	else
 		grow(m, size);
+	m->stamp++;
+	m->mtime = ++H.clock;
+}
+
+/* A home file of @size zero bytes (a file that exists already, so that
+ * write-back writes into it stay in the cache: a write past the home
+ * file's end goes home at once, with its data). */
+static void home_sized(uint64_t id, uint64_t size)
+{
+	struct mfile *m = &H.f[id];
+
+	m->size = 0;
+	grow(m, size);
+	memset(m->data, 0, size);
 	m->stamp++;
 	m->mtime = ++H.clock;
 }
@@ -445,7 +444,6 @@ static void near_cache(uint64_t front_slots)
 	memcpy(ref + 1024, a, sizeof(a));
 	CU_ASSERT_EQUAL(H.f[1].reads, 0);
 	CU_ASSERT_EQUAL(H.f[1].writes, 0);
-	CU_ASSERT_EQUAL(H.f[1].extends, 0);
 	s = stats(c);
 	CU_ASSERT_EQUAL(s.dirty_bytes, 512);
 	CU_ASSERT_EQUAL(s.write_misses, 1);
@@ -508,14 +506,13 @@ static void write_back_cleaner(uint64_t front_slots)
 
 	home_reset();
 	fill_pattern(ref, sizeof(ref), 3);
-	home_set(1, ref, 2 * BLK);
+	home_set(1, ref, sizeof(ref));
 	fill_pattern(ref, sizeof(ref), 4);
 	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, front_slots, 32, 1.5);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
 	CU_ASSERT_EQUAL(hy_cache_write(c, &f, ref, sizeof(ref), 0), (ssize_t)sizeof(ref));
 	CU_ASSERT_EQUAL(H.f[1].writes, 0);
 	CU_ASSERT_EQUAL(H.f[1].reads, 0);
-	CU_ASSERT_EQUAL(H.f[1].extends, 1);
 	CU_ASSERT_EQUAL(H.f[1].size, sizeof(ref));
 	mtime = H.f[1].mtime;
 	s = stats(c);
@@ -561,6 +558,7 @@ static void test_write_back_disk_full(void)
 	struct hy_cache *c;
 
 	home_reset();
+	home_sized(1, 3 * BLK);
 	fill_pattern(ref, sizeof(ref), 21);
 	fill_pattern(other, sizeof(other), 22);
 	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 16, 32, 1.5);
@@ -578,6 +576,58 @@ static void test_write_back_disk_full(void)
 	CLOSE(c);
 	CU_ASSERT(memcmp(H.f[1].data, ref, sizeof(ref)) == 0);
 	CU_ASSERT(memcmp(H.f[1].data + sizeof(ref), other, BLK) == 0);
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
+/* Issue 16.5: a write-back write past the home file's end goes home with
+ * its data at once, so the home size never runs ahead of data that only
+ * the cache holds (after a kill -9 that read as zeros); within the end,
+ * write-back as before. */
+static void test_write_back_append_home(void)
+{
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
+	unsigned char ref[5 * BLK];
+	struct hy_cache_file f = F(1);
+	struct hy_cache *c;
+	struct hy_cache_stats s;
+	unsigned reads;
+
+	home_reset();
+	fill_pattern(ref, sizeof(ref), 31);
+	home_set(1, ref, 2 * BLK);
+	fill_pattern(ref + 2 * BLK, 3 * BLK, 32);
+	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 16, 32, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	/* an append: home has the data with the size */
+	CU_ASSERT_EQUAL(hy_cache_write(c, &f, ref + 2 * BLK, BLK + 100, 2 * BLK), BLK + 100);
+	CU_ASSERT_EQUAL(H.f[1].writes, 1);
+	CU_ASSERT_EQUAL(H.f[1].size, 3 * BLK + 100);
+	CU_ASSERT(home_equals(1, ref, 3 * BLK + 100));
+	s = stats(c);
+	CU_ASSERT_EQUAL(s.dirty_bytes, 0);
+	/* no dirty block, so no way home held: the engine has few */
+	CU_ASSERT_EQUAL(H.holds, 0);
+	/* one across the end, from inside the last block */
+	CU_ASSERT_EQUAL(hy_cache_write(c, &f, ref + 3 * BLK, 2 * BLK, 3 * BLK), 2 * BLK);
+	CU_ASSERT_EQUAL(H.f[1].writes, 2);
+	CU_ASSERT(home_equals(1, ref, sizeof(ref)));
+	CU_ASSERT_EQUAL(stats(c).dirty_bytes, 0);
+	/* cached clean: read from the cache */
+	reads = H.f[1].reads;
+	CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), 2 * BLK, 3 * BLK));
+	CU_ASSERT_EQUAL(H.f[1].reads, reads);
+	/* within the end it stays write-back */
+	fill_pattern(ref + BLK, BLK, 33);
+	CU_ASSERT_EQUAL(hy_cache_write(c, &f, ref + BLK, BLK, BLK), BLK);
+	CU_ASSERT_EQUAL(H.f[1].writes, 2);
+	CU_ASSERT_EQUAL(stats(c).dirty_bytes, BLK);
+	CU_ASSERT_EQUAL(H.holds, 1);
+	CU_ASSERT_EQUAL(stats(c).stale_files, 0);
+	CHECK(c);
+	CLOSE(c);
+	CU_ASSERT(home_equals(1, ref, sizeof(ref)));
 	hy_test_rmtree(dir);
 	free(dir);
 	free(store);
@@ -810,6 +860,7 @@ static void test_full_cache(void)
 	uint64_t lines;
 
 	home_reset();
+	home_sized(1, sizeof(ref));
 	fill_pattern(ref, sizeof(ref), 12);
 	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, 4, 1.5);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
@@ -1067,6 +1118,8 @@ static void test_checkpoint_mid_clean(void)
 	uint64_t records;
 
 	home_reset();
+	home_sized(1, sizeof(d1));
+	home_sized(2, sizeof(d2));
 	fill_pattern(d3, sizeof(d3), 97);
 	home_set(3, d3, sizeof(d3));
 	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, 16, 1.5);
@@ -2138,6 +2191,7 @@ static void test_bug_cold_dirty_stamp(void)
 	struct hy_cache_stats s;
 
 	home_reset();
+	home_sized(1, sizeof(ref));
 	fill_pattern(ref, sizeof(ref), 80);
 	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 16, 32, 1.5);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
@@ -2174,6 +2228,7 @@ static void test_bug_write_home_stamp(void)
 
 	for (int front = 0; front < 2; front++) {
 		home_reset();
+		home_sized(1, sizeof(ref));
 		fill_pattern(ref, sizeof(ref), 81);
 		c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, front ? 16 : 0, 32, 1.5);
 		CU_ASSERT_PTR_NOT_NULL_FATAL(c);
@@ -2211,6 +2266,7 @@ static void test_bug_fsync_home_stamp(void)
 	struct hy_cache_stats s;
 
 	home_reset();
+	home_sized(1, sizeof(ref));
 	fill_pattern(ref, sizeof(ref), 82);
 	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 16, 4, 1.5);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
@@ -2242,8 +2298,8 @@ static void test_bug_fsync_home_stamp(void)
 /* Regression (was a bug in cache.c, recover): the dirty sectors of a crash go home whole
  * (write_home clipped at UINT64_MAX), so a file whose size is not a
  * multiple of 512 grows to the end of its last dirty sector: zeros after
- * its end. Sequence: write-back, write 1000 bytes at 0 of an empty file
- * (the home is extended to 1000 at once), fsync, crash (copy the store),
+ * its end. Sequence: write-back, write 1000 bytes at 0 of a 1000-byte
+ * file, fsync, crash (copy the store),
  * the home as the crash left it (1000 bytes, old data), mount the copy:
  * the home is 1024 bytes. */
 static void test_bug_recovery_size(void)
@@ -2255,6 +2311,7 @@ static void test_bug_recovery_size(void)
 	struct hy_cache *c;
 
 	home_reset();
+	home_sized(1, sizeof(ref));
 	fill_pattern(ref, sizeof(ref), 83);
 	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 16, 32, 1.5);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
@@ -2296,6 +2353,8 @@ static void test_recovery_tail(void)
 	struct hy_cache *c;
 
 	home_reset();
+	home_sized(1, 1000);
+	home_sized(2, sizeof(big));
 	fill_pattern(ref, sizeof(ref), 91);
 	fill_pattern(big, sizeof(big), 92);
 	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 16, 32, 1.5);
@@ -2340,6 +2399,8 @@ static void test_forget_file(void)
 	unsigned holds;
 
 	home_reset();
+	home_sized(1, sizeof(a));
+	home_sized(2, sizeof(b));
 	fill_pattern(a, sizeof(a), 71);
 	fill_pattern(b, sizeof(b), 72);
 	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 16, 32, 1.5);
@@ -2358,8 +2419,8 @@ static void test_forget_file(void)
 	CU_ASSERT_EQUAL(stats(c).dirty_bytes, 4096); /* g's */
 	CU_ASSERT_EQUAL(stats(c).forgotten_files, 1);
 	CU_ASSERT_EQUAL(H.holds, holds);
-	CU_ASSERT_EQUAL(H.holds - H.puts, 1);	/* g's way home only */
-	CU_ASSERT_EQUAL(H.f[1].size, 3 * 4096); /* extended by the writes, as a plain write does */
+	CU_ASSERT_EQUAL(H.holds - H.puts, 1); /* g's way home only */
+	CU_ASSERT_EQUAL(H.f[1].size, 3 * 4096);
 	CU_ASSERT_EQUAL_FATAL(copy_file(store, copy), 0); /* a crash now */
 	CLOSE(c);
 	/* f's blocks never went home; g's did, at close */
@@ -2594,6 +2655,8 @@ static void pore_cleaner(bool pore, bool *held_back)
 	int64_t cleaned;
 
 	home_reset();
+	for (uint64_t id = 1; id < MF; id++)
+		home_sized(id, id == 1 ? sizeof(ref) : id == 11 ? 4 * BLK : BLK);
 	fill_pattern(ref, sizeof(ref), 11);
 	cfg_init(&cfg, store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, 64, 1.5);
 	if (pore)
@@ -2726,6 +2789,8 @@ int hy_test_add_cache(void)
 	if (!CU_add_test(s, "read miss, then hit", test_read_miss_hit) ||
 	    !CU_add_test(s, "near-cache writes by sector", test_near_cache) ||
 	    !CU_add_test(s, "write-back and the cleaner", test_write_back) ||
+	    !CU_add_test(s, "write-back: a write past the end goes home with its data",
+			 test_write_back_append_home) ||
 	    !CU_add_test(s, "write-back over a full home disk", test_write_back_disk_full) ||
 	    !CU_add_test(s, "write-through and write-around", test_through_around) ||
 	    !CU_add_test(s, "front buffer heat filter", test_heat_filter) ||

@@ -37,12 +37,21 @@ struct memory_device {
 	int watched_writes;
 	uint64_t written_at_write, dirty_at_write;
 	int64_t stamp_at_write;
+	/* called once, at the next read (then cleared): a race put there */
+	void (*read_hook)(void *arg);
+	void *hook_arg;
 };
 
 static ssize_t mem_read(struct hy_device *dev, int64_t object, void *buf, size_t len, off_t off)
 {
 	struct memory_device *m = dev->priv;
 
+	if (m->read_hook) {
+		void (*hook)(void *) = m->read_hook;
+
+		m->read_hook = NULL;
+		hook(m->hook_arg);
+	}
 	if ((size_t)off >= m->size)
 		return 0;
 	if (len > m->size - (size_t)off)
@@ -1931,6 +1940,118 @@ static void test_bopt_write_real_files(void)
 	free(tmp);
 }
 
+/* An O_TRUNC open of a file racing BORG's write-back of its dirty BOPT
+ * blocks: the truncation comes between the write-back's look at the
+ * size and its writes home (the BOPT read between them is the hook). */
+struct trunc_race {
+	struct hy_engine *engine;
+	const char *path;
+	pthread_t thread;
+	atomic_bool done;
+	int fd;
+};
+
+static void *trunc_open(void *arg)
+{
+	struct trunc_race *t = arg;
+	bool gated = hy_engine_truncate_open_begin(t->engine, FX_FILE);
+
+	t->fd = open(t->path, O_RDWR | O_TRUNC);
+	if (gated)
+		hy_engine_truncate_open_end(t->engine, FX_FILE, t->fd);
+	atomic_store(&t->done, true);
+	return NULL;
+}
+
+static void trunc_in_sync(void *arg)
+{
+	struct trunc_race *t = arg;
+
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t->thread, NULL, trunc_open, t), 0);
+	/* the bound only says when to stop waiting for an open that the
+	 * file's gate holds back, as it must: then the write-back goes on
+	 * first, and the truncation after it */
+	for (int i = 0; i < 2000 && !atomic_load(&t->done); i++)
+		nanosleep(&(struct timespec){0, 1000000}, NULL);
+}
+
+static void test_bopt_write_back_meets_o_trunc(void)
+{
+	char *tmp = hy_test_tmpdir(), src[512], jpath[512], why[512] = "";
+	struct memory_device *bm = calloc(1, sizeof(*bm));
+	struct hy_map_extent e = {.file_id = FX_FILE, .block = 2, .nblocks = 4, .bopt_block = 10};
+	static char buf[FX_BLOCKS * BLK];
+	struct trunc_race t = {.fd = -1};
+	struct hy_map_journal *journal;
+	struct hy_device *backing, *bopt;
+	struct hy_engine_file in, after;
+	struct hy_engine *engine;
+	struct hy_map *map;
+	struct stat st;
+	int fd;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(tmp);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(bm);
+	snprintf(src, sizeof(src), "%s/src", tmp);
+	snprintf(jpath, sizeof(jpath), "%s/%s", tmp, HY_MAP_JOURNAL_NAME);
+	fd = open(src, O_CREAT | O_RDWR, 0600);
+	CU_ASSERT_FATAL(fd >= 0);
+	for (size_t blk = 0; blk < FX_BLOCKS; blk++)
+		memset(buf + blk * BLK, (char)('A' + blk), BLK);
+	CU_ASSERT_EQUAL_FATAL(pwrite(fd, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	fill(bm, 0, FX_BASE + 24 * BLK, '?');
+	for (size_t k = 0; k < 4; k++)
+		fill(bm, FX_BASE + (10 + k) * BLK, BLK, (char)('c' + k));
+	CU_ASSERT_EQUAL_FATAL(hy_device_file_new("backing", &backing), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_device_new("bopt", &memory_ops, bm, &bopt), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_engine_new(backing, &engine), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_map_new(&map), 0);
+	CU_ASSERT_EQUAL(hy_device_stamp(backing, fd, &e.stamp), 0);
+	CU_ASSERT_EQUAL(hy_map_relocate(map, &e), 0);
+	CU_ASSERT_EQUAL_FATAL(
+		hy_map_journal_open(jpath, 1, 0, map, &journal, NULL, why, sizeof(why)), 0);
+	hy_engine_set_bopt(engine, map, bopt, FX_BASE, journal);
+	hy_engine_set_bopt_writes(engine, true);
+	hy_engine_file_init(engine, &in, fd);
+	hy_engine_file_set_id(&in, FX_FILE);
+
+	/* block 3 dirty in the BOPT; then its write-back, with the O_TRUNC
+	 * open arriving once it has read the size */
+	memset(buf, 'W', BLK);
+	CU_ASSERT_EQUAL(hy_engine_write(engine, &in, buf, BLK, 3 * BLK), BLK);
+	CU_ASSERT(piece_at(map, 3).dirty);
+	t.engine = engine;
+	t.path = src;
+	bm->hook_arg = &t;
+	bm->read_hook = trunc_in_sync;
+	CU_ASSERT(hy_engine_sync_home(engine, &in) >= 0);
+	CU_ASSERT_EQUAL_FATAL(pthread_join(t.thread, NULL), 0);
+	CU_ASSERT_FATAL(t.fd >= 0);
+
+	/* the truncation stands: no old block went home past the new end */
+	CU_ASSERT_EQUAL(fstat(fd, &st), 0);
+	CU_ASSERT_EQUAL(st.st_size, 0);
+	if (st.st_size != 0)
+		fprintf(stderr, "\nO_TRUNC then BORG's write-back: size %lld, want 0\n",
+			(long long)st.st_size);
+	/* a change through the mount: its copies released, not found stale */
+	hy_engine_file_init(engine, &after, t.fd);
+	hy_engine_file_set_id(&after, FX_FILE);
+	CU_ASSERT_EQUAL(hy_engine_read(engine, &after, buf, BLK, 3 * BLK), 0);
+	CU_ASSERT_EQUAL(engine->stale_files, 0);
+	CU_ASSERT_EQUAL(piece_at(map, 3).bopt_block, HY_MAP_HOME);
+
+	hy_map_journal_close(journal);
+	hy_map_free(map);
+	hy_engine_free(engine);
+	hy_device_free(bopt);
+	hy_device_free(backing);
+	close(fd);
+	close(t.fd);
+	hy_test_rmtree(tmp);
+	free(tmp);
+}
+
 int hy_test_add_engine(void)
 {
 	CU_pSuite s = CU_add_suite("engine", NULL, NULL);
@@ -1960,6 +2081,8 @@ int hy_test_add_engine(void)
 			 test_home_write_settles_dirty) ||
 	    !CU_add_test(s, "BORG's writes: the journal after a crash",
 			 test_bopt_write_journal_replay) ||
+	    !CU_add_test(s, "BORG's write-back meets an O_TRUNC open",
+			 test_bopt_write_back_meets_o_trunc) ||
 	    !CU_add_test(s, "BORG's writes over real files: copy range, read-only close",
 			 test_bopt_write_real_files))
 		return -1;
