@@ -125,6 +125,46 @@ static void forget_if_gone(struct hy_fs *fs, struct hy_inode *inode, int fd)
 		hy_profiler_file_gone(fs->profiler, file_id); /* its row can go */
 }
 
+/*
+ * A change through the mount that moves a file's ctime without touching
+ * its data (rename, link, unlink of another of its names, xattrs): the
+ * cache's and the BOPT's stamps follow it, as they do for setattr, so the
+ * file keeps its cached and relocated blocks instead of having them taken
+ * for changed behind the mount (issue 16.18's class: the cache's own
+ * changes are not outside changes). One file at a time: the gates are
+ * striped, and two held at once could be the same lock or taken in the
+ * other order by another request; end the gate before anything else takes
+ * a gate (forget_if_gone).
+ */
+struct meta_gate {
+	struct hy_engine_file file;
+	bool gated, fresh;
+};
+
+static void meta_gate_begin(struct hy_fs *fs, struct hy_inode *inode, int fd,
+			    struct meta_gate *gate)
+{
+	uint64_t file_id;
+
+	gate->gated = gate->fresh = false;
+	if (!inode || fd < 0 || !S_ISREG(inode->type))
+		return;
+	file_id = file_id_of(fs, inode, fd);
+	if (!hy_engine_has_copies(fs->engine, file_id))
+		return;
+	hy_engine_file_init(fs->engine, &gate->file, fd);
+	hy_engine_file_set_id(&gate->file, file_id);
+	gate->fresh = hy_engine_meta_begin(fs->engine, &gate->file);
+	gate->gated = true;
+}
+
+static void meta_gate_end(struct hy_fs *fs, struct meta_gate *gate, bool changed)
+{
+	if (gate->gated)
+		hy_engine_meta_end(fs->engine, &gate->file, gate->fresh && changed);
+	gate->gated = false;
+}
+
 /* Closes an open file handle; 0 or the negative errno of close(2) or of
  * sending the file's BOPT writes home. */
 static int file_free(struct hy_fs *fs, struct hy_file *file)
@@ -739,6 +779,7 @@ static int do_link(struct hy_fs *fs, struct hy_inode *inode, struct hy_inode *ne
 {
 	struct hy_inode_ref ref, pref;
 	struct hy_object obj;
+	struct meta_gate gate;
 	int rc;
 
 	if (is_state_entry(fs, new_parent, new_name))
@@ -755,8 +796,10 @@ static int do_link(struct hy_fs *fs, struct hy_inode *inode, struct hy_inode *ne
 	/* linkat(fd, "", AT_EMPTY_PATH) needs CAP_DAC_READ_SEARCH; the
 	 * /proc link with AT_SYMLINK_FOLLOW does the same without it, and
 	 * links the checked object, not what its name leads to by now */
+	meta_gate_begin(fs, inode, obj.fd, &gate);
 	rc = linkat(AT_FDCWD, obj.path, pref.dirfd, new_name, AT_SYMLINK_FOLLOW);
 	rc = rc < 0 ? -errno : 0;
+	meta_gate_end(fs, &gate, rc == 0);
 	object_close(&obj);
 	if (rc == 0)
 		rc = do_lookup_at(fs, new_parent, pref.dirfd, new_name, e);
@@ -781,6 +824,8 @@ static int do_unlink(struct hy_fs *fs, struct hy_inode *parent, const char *name
 {
 	struct hy_inode_ref pref;
 	struct hy_inode *victim;
+	struct meta_gate gate;
+	struct stat st;
 	int rc;
 
 	if (is_state_entry(fs, parent, name))
@@ -789,7 +834,12 @@ static int do_unlink(struct hy_fs *fs, struct hy_inode *parent, const char *name
 	if (rc)
 		return rc;
 	victim = hy_inode_pin_child(fs->inodes, parent, name);
+	/* a file that keeps another name: its ctime moves, its data stays */
+	gate.gated = false;
+	if (victim && !flags && fstat(victim->fd, &st) == 0 && st.st_nlink > 1)
+		meta_gate_begin(fs, victim, victim->fd, &gate);
 	rc = unlinkat(pref.dirfd, name, flags) < 0 ? -errno : 0;
+	meta_gate_end(fs, &gate, rc == 0);
 	if (rc == 0 && victim && !flags)
 		forget_if_gone(fs, victim, victim->fd);
 	hy_inode_unpin_child(fs->inodes, victim, rc == 0);
@@ -818,6 +868,7 @@ static int do_rename(struct hy_fs *fs, struct hy_inode *parent, const char *name
 {
 	struct hy_inode_ref pref, npref;
 	struct hy_inode *moved, *victim;
+	struct meta_gate gate;
 	int rc;
 
 	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE))
@@ -841,8 +892,12 @@ static int do_rename(struct hy_fs *fs, struct hy_inode *parent, const char *name
 		hy_inode_unpin_child(fs->inodes, victim, false);
 		victim = NULL;
 	}
+	/* the moved file's ctime moves (an exchanged one's too: left to its
+	 * stamp, one gate at a time) */
+	meta_gate_begin(fs, moved, moved ? moved->fd : -1, &gate);
 	rc = syscall(SYS_renameat2, pref.dirfd, name, npref.dirfd, new_name, flags) < 0 ? -errno
 											: 0;
+	meta_gate_end(fs, &gate, rc == 0);
 	if (rc == 0 && moved && moved->name)
 		rc = hy_inode_moved(fs->inodes, moved, new_parent, new_name);
 	if (rc == 0 && victim && (flags & RENAME_EXCHANGE))
@@ -1603,6 +1658,7 @@ static void hy_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 	struct hy_fs *fs = fs_of(req);
 	struct hy_inode_ref ref;
 	struct hy_object obj;
+	struct meta_gate gate;
 	int rc = xattr_ref(fs, inode_of(fs, ino), &ref, &obj);
 
 	count_op(fs, HY_OP_XATTR);
@@ -1610,7 +1666,9 @@ static void hy_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 		fuse_reply_err(req, -rc);
 		return;
 	}
+	meta_gate_begin(fs, inode_of(fs, ino), obj.fd, &gate);
 	rc = setxattr(obj.path, name, value, size, flags) < 0 ? errno : 0;
+	meta_gate_end(fs, &gate, rc == 0);
 	if (rc == 0) /* the next fsync makes it durable */
 		hy_engine_home_changed(fs->engine, file_id_of(fs, inode_of(fs, ino), obj.fd));
 	xattr_unref(fs, &ref, &obj);
@@ -1622,6 +1680,7 @@ static void hy_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	struct hy_fs *fs = fs_of(req);
 	struct hy_inode_ref ref;
 	struct hy_object obj;
+	struct meta_gate gate;
 	int rc = xattr_ref(fs, inode_of(fs, ino), &ref, &obj);
 
 	count_op(fs, HY_OP_XATTR);
@@ -1629,7 +1688,9 @@ static void hy_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 		fuse_reply_err(req, -rc);
 		return;
 	}
+	meta_gate_begin(fs, inode_of(fs, ino), obj.fd, &gate);
 	rc = removexattr(obj.path, name) < 0 ? errno : 0;
+	meta_gate_end(fs, &gate, rc == 0);
 	if (rc == 0)
 		hy_engine_home_changed(fs->engine, file_id_of(fs, inode_of(fs, ino), obj.fd));
 	xattr_unref(fs, &ref, &obj);

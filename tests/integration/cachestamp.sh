@@ -14,7 +14,9 @@
 #   d. BORG's write-back: blocks relocated into the BOPT, written through
 #      the cache (dirty), flushed: the cache writes them into the BOPT and
 #      BORG writes them home, which moves the ctime: neither the cache nor
-#      BORG takes that for a change outside the mount.
+#      BORG takes that for a change outside the mount;
+#   e. rename, link, unlink of another name, setxattr and removexattr
+#      through the mount: the file keeps its cached and relocated blocks.
 # Reads use O_DIRECT so that each reaches the daemon.
 . "$(dirname "$0")/lib.sh"
 hy_setup
@@ -142,7 +144,35 @@ cmp -s "$HY_TMP/got" "$HY_TMP/href" || hy_fail "h reads differently through the 
 		"bopt.stale_files $bstale -> $(hy_status "$m" .bopt.stale_files)"
 exec 4<&-
 
+# e. rename, link, unlink of another name and xattrs through the mount move
+# h's ctime, not its data: the cache and BORG keep its blocks
+rdh() {
+	dd if="$m/$2" iflag=direct bs=64K status=none >"$HY_TMP/got" || hy_fail "$1: cannot read $2"
+	cmp -s "$HY_TMP/got" "$HY_TMP/href" || hy_fail "$1: $2 reads differently through the mount"
+}
+rdh "before the name changes" h
+stale=$(st stale_files) bstale=$(hy_status "$m" .bopt.stale_files) misses=$(st read_misses)
+mv "$m/h" "$m/h2" || hy_fail "rename through the mount failed"
+rdh "after a rename" h2
+ln "$m/h2" "$m/h3" || hy_fail "link through the mount failed"
+rdh "after a link" h2
+rm "$m/h3" || hy_fail "unlink of the second name failed"
+rdh "after an unlink of another name" h2
+if command -v setfattr >/dev/null && setfattr -n user.hy -v 1 "$m/h2" 2>/dev/null; then
+	rdh "after setxattr" h2
+	setfattr -x user.hy "$m/h2" || hy_fail "removexattr through the mount failed"
+	rdh "after removexattr" h2
+else
+	hy_log "e: xattrs left out (no setfattr, or the backing filesystem takes no user xattrs)"
+fi
+[ "$(st stale_files)" = "$stale" ] ||
+	hy_fail "a name or xattr change through the mount was taken by the cache for a change" 		"outside it: cache.stale_files $stale -> $(st stale_files)"
+[ "$(hy_status "$m" .bopt.stale_files)" = "$bstale" ] ||
+	hy_fail "a name or xattr change through the mount was taken by BORG for a change outside" 		"it: bopt.stale_files $bstale -> $(hy_status "$m" .bopt.stale_files)"
+[ "$(st read_misses)" = "$misses" ] ||
+	hy_fail "a name or xattr change through the mount dropped h's cached blocks:" 		"read misses $misses -> $(st read_misses)"
+
 hy_umount "$m"
 cmp -s "$b/f" "$HY_TMP/ref" || hy_fail "after unmount the backing f differs from the reference"
-cmp -s "$b/h" "$HY_TMP/href" || hy_fail "after unmount the backing h differs from the reference"
+cmp -s "$b/h2" "$HY_TMP/href" || hy_fail "after unmount the backing h2 differs from the reference"
 hy_pass
