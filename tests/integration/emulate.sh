@@ -69,16 +69,31 @@ head -c $((16 * 4096)) /dev/urandom >"$HY_TMP/ref"
 # division (every pass with new writes: pore_period=4K), so however the
 # cleaner's passes fall among the writes, most zones are forbidden at the
 # end, and their blocks stay in the cache
+# A handle of each file stays open (pore_close ends them): a last close
+# sends the file's dirty blocks to the cleaner at once (session
+# write-back), whose pass then divides with that one zone dirty and opens
+# it, so on a slow run (the sanitizers' build beside other tests) every
+# zone was cleaned in turn and none held.
+pore_fds=()
 pore_run() {
-	local state=$1 opts=$2 i
+	local state=$1 opts=$2 i fd
 	hy_mount_ready "$B" "$M" "state=$state,emulate=smr,cache_write=back$opts"
 	# each file sized first: a write past a file's end goes home at once
 	# with its data, so only writes within it stay dirty in the cache
 	for i in $(seq 1 16); do
-		truncate -s $((i * 4096)) "$M/p$i" &&
-			dd if="$HY_TMP/ref" of="$M/p$i" bs=4096 count="$i" conv=notrunc,fsync \
-				status=none || hy_fail "writing p$i"
+		truncate -s $((i * 4096)) "$M/p$i" || hy_fail "sizing p$i"
+		exec {fd}<"$M/p$i" || hy_fail "opening p$i"
+		pore_fds+=("$fd")
+		dd if="$HY_TMP/ref" of="$M/p$i" bs=4096 count="$i" conv=notrunc,fsync \
+			status=none || hy_fail "writing p$i"
 	done
+}
+pore_close() {
+	local fd
+	for fd in "${pore_fds[@]}"; do
+		exec {fd}<&-
+	done
+	pore_fds=()
 }
 pore_run "$HY_TMP/s3" ",backend=smr,pore_open=5%,pore_period=4K"
 [ "$(hy_status "$M" '.cache.pore.rule')" = balance ] || hy_fail "backend=smr: PORE is not on"
@@ -92,6 +107,7 @@ hy_log "PORE: $held blocks held back, $backlog dirty, $(hy_status "$M" '.cache.p
 for i in $(seq 1 16); do
 	cmp -s <(head -c $((i * 4096)) "$HY_TMP/ref") "$M/p$i" || hy_fail "p$i reads wrong with PORE"
 done
+pore_close
 hy_umount "$M"
 for i in $(seq 1 16); do
 	cmp -s <(head -c $((i * 4096)) "$HY_TMP/ref") "$B/p$i" || hy_fail "p$i is not home after unmount"
@@ -101,5 +117,6 @@ done
 pore_run "$HY_TMP/s4" ""
 [ "$(hy_status "$M" '.cache.pore')" = null ] || hy_fail "PORE on without backend=smr"
 hy_wait_status "$M" '.cache.cleaned_blocks >= 136 and .cache.cleaner_backlog == 0'
+pore_close
 hy_umount "$M"
 hy_pass
