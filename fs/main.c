@@ -898,6 +898,7 @@ int main(int argc, char **argv)
 	fs.entry_timeout = opts.entry_timeout;
 	fs.negative_timeout = opts.negative_timeout;
 	fs.writeback_cache = opts.writeback_cache && !opts.read_only;
+	fs.posix_acl = opts.allow_other;
 	if (fs.writeback_cache)
 		hy_log(LOG_NOTICE,
 		       "writeback_cache=on: the kernel keeps file sizes and times itself, so "

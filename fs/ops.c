@@ -1718,22 +1718,27 @@ static void hy_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
 	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
-	/* POSIX ACLs as the plain directory has them: the kernel reads a
-	 * node's ACL (getxattr system.posix_acl_access, passed through to the
-	 * backing file) and checks it, the backing filesystem keeps the mode
-	 * in step when one is set and gives new nodes their folder's default
-	 * ACL. Without it, the kernel checks the mode bits alone and a
-	 * group member reads a file its ACL denies. (It turns on
-	 * default_permissions, which an allow_other mount has already; the
-	 * mounting user alone on another mount is checked the same way.) */
-	if ((conn->capable & FUSE_CAP_POSIX_ACL) && (conn->capable & FUSE_CAP_DONT_MASK))
-		/* and the caller's umask is left to the backing filesystem,
-		 * which skips it where a default ACL rules (fs/main.c applies
-		 * it around the creating requests) */
-		conn->want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
-	else
+	/* The caller's umask is left to the backing filesystem, which skips
+	 * it where a folder's default ACL rules, as on the plain directory
+	 * (fs/main.c applies it around the creating requests). */
+	if (conn->capable & FUSE_CAP_DONT_MASK)
+		conn->want |= FUSE_CAP_DONT_MASK;
+	/* POSIX ACLs as the plain directory has them, on an allow_other mount:
+	 * the kernel reads a node's ACL (getxattr system.posix_acl_access,
+	 * passed through to the backing file) and checks it, and the backing
+	 * filesystem keeps the mode in step when one is set. Without it, the
+	 * kernel checks the mode bits alone and a group member reads a file
+	 * its ACL denies. On another mount only the mounting user reaches the
+	 * files, as the daemon does, so the backing filesystem checks the ACLs
+	 * itself; there the capability would only cost a GETATTR before every
+	 * unlink and rename (it turns on default_permissions: the kernel then
+	 * checks with fresh attributes). */
+	if (fs->posix_acl && (conn->capable & FUSE_CAP_POSIX_ACL) &&
+	    (conn->capable & FUSE_CAP_DONT_MASK))
+		conn->want |= FUSE_CAP_POSIX_ACL;
+	else if (fs->posix_acl)
 		hy_log(LOG_WARNING, "fs: the kernel offers no POSIX ACLs on FUSE: an ACL "
-				    "stricter than its file's mode is not enforced");
+				    "stricter than its file's mode is not enforced for other users");
 	/* Locks stay in the kernel, local to this mount (see fs.h). */
 	conn->want &= ~(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS | FUSE_CAP_HANDLE_KILLPRIV);
 }

@@ -98,6 +98,7 @@ struct hy_fs {
 	double entry_timeout;
 	double negative_timeout;
 	bool writeback_cache;
+	bool posix_acl;	   /* allow_other: the kernel checks ACLs (FUSE_CAP_POSIX_ACL) */
 	bool switch_creds; /* the daemon is root: create as the caller */
 
 	pthread_mutex_t handles_lock; /* protects handles */

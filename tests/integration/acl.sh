@@ -108,4 +108,29 @@ same_result "default-acl write" as_nobody sh -c 'echo x >@/shared/plain-file' ||
 	hy_fail "default-acl: user 65534 cannot write the file its inherited ACL grants"
 
 hy_umount "$M"
+
+# --- own-mount: without allow_other only the mounting user reaches the
+# files, as the daemon does, so the backing filesystem checks the ACLs and
+# the kernel's own checks stay off: no GETATTR before every unlink (with
+# FUSE_CAP_POSIX_ACL the kernel turns on default_permissions and refreshes
+# the victim's attributes first). A default ACL still gives the plain
+# folder's modes (the umask is left to the backing filesystem).
+M2=$HY_TMP/m2
+hy_mount_ready "$B" "$M2" "state=$HY_TMP/state2"
+mkdir "$M2/own"
+(cd "$M2/own" && seq 1 200 | xargs touch) || hy_fail "own-mount: cannot make files"
+sync
+echo 2 >/proc/sys/vm/drop_caches
+before=$(hy_status "$M2" '.operations.getattr')
+rm -rf "$M2/own" || hy_fail "own-mount: rm -rf failed"
+after=$(hy_status "$M2" '.operations.getattr')
+[ $((after - before)) -lt 20 ] ||
+	hy_fail "own-mount: rm of 200 files cost $((after - before)) GETATTR requests (the kernel's ACL checks are on without allow_other)"
+(
+	umask 022
+	touch "$B/shared/plain-file2" "$M2/shared/mount-file2"
+)
+[ "$(stat -c %a "$B/shared/plain-file2")" = "$(stat -c %a "$B/shared/mount-file2")" ] ||
+	hy_fail "own-mount: a file made in a default-ACL folder through the mount has mode $(stat -c %a "$B/shared/mount-file2"), the plain folder's $(stat -c %a "$B/shared/plain-file2")"
+hy_umount "$M2"
 hy_pass
