@@ -1737,8 +1737,9 @@ static void hy_init(void *userdata, struct fuse_conn_info *conn)
 	    (conn->capable & FUSE_CAP_DONT_MASK))
 		conn->want |= FUSE_CAP_POSIX_ACL;
 	else if (fs->posix_acl)
-		hy_log(LOG_WARNING, "fs: the kernel offers no POSIX ACLs on FUSE: an ACL "
-				    "stricter than its file's mode is not enforced for other users");
+		hy_log(LOG_WARNING,
+		       "fs: the kernel offers no POSIX ACLs on FUSE: an ACL "
+		       "stricter than its file's mode is not enforced for other users");
 	/* Locks stay in the kernel, local to this mount (see fs.h). */
 	conn->want &= ~(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS | FUSE_CAP_HANDLE_KILLPRIV);
 }
