@@ -1,5 +1,6 @@
 /* cache.c - the DRAM front buffer and the SSD store in the I/O path; see
  * include/hybridfs/cache.h. */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -139,7 +140,17 @@ struct hy_cache {
 	 * for the lines that held a file's end then (few: a map, not 2 bytes
 	 * in every line's state); checkpoints write it. */
 	struct hy_keymap tails;
-	uint32_t free_head, nfree; /* free lines, linked through their state */
+	/* Free lines, a bit each, handed out next-fit: the lowest free line at
+	 * or after the last one given (free_cursor), so that lines freed in
+	 * any order (a tree removed in its folders' hash order) are filled
+	 * again in the store's order, and what is cached together lies
+	 * together on the store's disk. A LIFO list gave them back in the
+	 * reverse order of their freeing: reads of a tree untarred after an
+	 * rm -rf went 20% slower from a store on the backing disk.
+	 * free_summary has bit w set iff free_map[w] != 0 (a pop scans at most
+	 * one word of it per 4,096 lines). */
+	uint64_t *free_map, *free_summary;
+	uint32_t free_cursor, nfree;
 	uint32_t ssd_used, ssd_dirty;
 	uint64_t ssd_accesses; /* for ageing the policy once a period */
 
@@ -501,17 +512,55 @@ static bool line_disk_dirty(struct hy_cache *c, uint32_t line)
 /* lines_lock held */
 static void free_push(struct hy_cache *c, uint32_t line)
 {
-	c->lines[line].block = c->free_head;
-	c->free_head = line;
+	size_t w = line / 64;
+
+	assert(!(c->free_map[w] & (1ULL << (line % 64))));
+	c->free_map[w] |= 1ULL << (line % 64);
+	c->free_summary[w / 64] |= 1ULL << (w % 64);
 	c->nfree++;
 }
 
+/* The first word of free_map at or after @w that has a free line, or
+ * @words when none does. */
+static size_t free_word_from(const struct hy_cache *c, size_t w, size_t words)
+{
+	size_t s = w / 64;
+	uint64_t bits;
+
+	if (w >= words)
+		return words;
+	bits = c->free_summary[s] & (~0ULL << (w % 64));
+	while (!bits) {
+		if (++s >= (words + 63) / 64)
+			return words;
+		bits = c->free_summary[s];
+	}
+	w = s * 64 + (size_t)__builtin_ctzll(bits);
+	return w < words ? w : words;
+}
+
+/* lines_lock held; nfree > 0 */
 static uint32_t free_pop(struct hy_cache *c)
 {
-	uint32_t line = c->free_head;
+	size_t words = (c->capacity + 63) / 64, w = c->free_cursor / 64;
+	uint64_t bits;
+	uint32_t line;
 
-	c->free_head = (uint32_t)c->lines[line].block;
-	c->lines[line].block = 0;
+	/* the cursor's own word from the cursor on, then the words after
+	 * it, then from the start */
+	bits = w < words ? c->free_map[w] & (~0ULL << (c->free_cursor % 64)) : 0;
+	if (!bits) {
+		w = free_word_from(c, w + 1, words);
+		if (w == words)
+			w = free_word_from(c, 0, words);
+		assert(w < words);
+		bits = c->free_map[w];
+	}
+	line = (uint32_t)(w * 64 + (size_t)__builtin_ctzll(bits));
+	c->free_map[w] &= ~(1ULL << (line % 64));
+	if (!c->free_map[w])
+		c->free_summary[w / 64] &= ~(1ULL << (w % 64));
+	c->free_cursor = line + 1 < c->capacity ? line + 1 : 0;
 	c->nfree--;
 	return line;
 }
@@ -3355,6 +3404,8 @@ static void cache_free(struct hy_cache *c)
 	hy_cache_index_free(c->index);
 	hy_cache_store_close(c->store);
 	free(c->lines);
+	free(c->free_map);
+	free(c->free_summary);
 	hy_keymap_free(&c->tails);
 	free(c->line_hits);
 	hy_pore_free(c->pore);
@@ -3426,6 +3477,10 @@ int hy_cache_open(const struct hy_cache_config *cfg, const struct hy_cache_lower
 		goto fail;
 	rc = hy_cache_index_new(c->capacity, &c->index);
 	c->lines = calloc(c->capacity, sizeof(*c->lines));
+	c->free_map = calloc((c->capacity + 63) / 64 ? (c->capacity + 63) / 64 : 1, 8);
+	c->free_summary = calloc((c->capacity + 4095) / 4096 ? (c->capacity + 4095) / 4096 : 1, 8);
+	if (rc == 0 && (!c->free_map || !c->free_summary))
+		rc = -ENOMEM;
 	if (rc == 0 && c->lines)
 		rc = hy_keymap_init(&c->tails, 64, true);
 	if (rc < 0 || !c->lines) {
@@ -3433,7 +3488,7 @@ int hy_cache_open(const struct hy_cache_config *cfg, const struct hy_cache_lower
 		rc = -ENOMEM;
 		goto fail;
 	}
-	for (uint32_t l = c->capacity; l-- > 0;)
+	for (uint32_t l = 0; l < c->capacity; l++)
 		free_push(c, l);
 	if (cfg->pore.rule != HY_PORE_OFF) {
 		rc = hy_pore_new(&cfg->pore, &c->pore, why, why_size);

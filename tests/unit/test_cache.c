@@ -1379,6 +1379,74 @@ static void test_stale(void)
  * later write: it must not make the new entry's home look synced when it
  * is not (issue 16, the suspected finding). Every fsync after a
  * write-through write must ask for a home sync. */
+/* Lines freed in any order are filled again in the store's order (next
+ * fit): a tree removed in its folders' hash order, then another written,
+ * lays the new one out in order on the store's disk. With a LIFO free list
+ * the lines came back in the reverse order of their freeing. */
+static void test_free_lines_in_order(void)
+{
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
+	unsigned char blk[BLK], *img = NULL;
+	off_t at[16];
+	struct hy_cache *c;
+	size_t n = 0;
+	FILE *fp;
+
+	home_reset();
+	/* files 1..16, a block each, take the first sixteen lines */
+	for (uint64_t id = 1; id <= 16; id++) {
+		memset(blk, (int)id, sizeof(blk));
+		home_set(id, blk, BLK);
+	}
+	c = copen(store, HY_CACHE_WRITE_THROUGH, HY_POLICY_LRU, 0, 32, 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	for (uint64_t id = 1; id <= 16; id++) {
+		memset(blk, (int)id, sizeof(blk));
+		CU_ASSERT(read_equals(c, id, blk, BLK, 0, BLK));
+	}
+	/* removed in the order of a hash, not of their lines */
+	for (uint64_t k = 0; k < 16; k++)
+		CU_ASSERT_EQUAL(hy_cache_forget_file(c, 1 + (k * 7) % 16), 0);
+	/* file 17's sixteen blocks, each with its own bytes, read in order */
+	{
+		unsigned char ref[16 * BLK];
+
+		for (int b = 0; b < 16; b++)
+			memset(ref + b * BLK, 0x80 + b, BLK);
+		home_set(17, ref, sizeof(ref));
+		for (int b = 0; b < 16; b++)
+			CU_ASSERT(read_equals(c, 17, ref, sizeof(ref), (uint64_t)b * BLK, BLK));
+	}
+	CU_ASSERT_EQUAL(stats(c).read_misses, 32);
+	/* where each block's bytes lie in the store file */
+	fp = fopen(store, "rb");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+	for (size_t got; (img = realloc(img, n + (1 << 20))) != NULL &&
+			 (got = fread(img + n, 1, 1 << 20, fp)) > 0;)
+		n += got;
+	fclose(fp);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(img);
+	for (int b = 0; b < 16; b++) {
+		at[b] = -1;
+		memset(blk, 0x80 + b, BLK);
+		for (size_t o = 0; o + BLK <= n && at[b] < 0; o += 512)
+			if (img[o] == blk[0] && memcmp(img + o, blk, BLK) == 0)
+				at[b] = (off_t)o;
+		CU_ASSERT(at[b] >= 0);
+		if (b > 0 && !(at[b] > at[b - 1]))
+			fprintf(stderr,
+				"\nblock %d of file 17 at store offset %lld, block %d at %lld\n", b,
+				(long long)at[b], b - 1, (long long)at[b - 1]);
+		CU_ASSERT(b == 0 || at[b] > at[b - 1]);
+	}
+	free(img);
+	CHECK(c);
+	CLOSE(c);
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
 static void test_fsync_token_recreated_entry(void)
 {
 	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
@@ -2834,7 +2902,9 @@ int hy_test_add_cache(void)
 	    !CU_add_test(s, "PORE: cold dirty blocks wait in the store", test_pore_front) ||
 	    !CU_add_test(s, "randomized against a reference", test_randomized) ||
 	    !CU_add_test(s, "a late fsync token on a recreated entry",
-			 test_fsync_token_recreated_entry))
+			 test_fsync_token_recreated_entry) ||
+	    !CU_add_test(s, "freed lines are filled again in the store's order",
+			 test_free_lines_in_order))
 		return -1;
 	return 0;
 }
