@@ -333,14 +333,19 @@ static void remove_new_files(const char *state_dir)
  * FUSE_CAP_DONT_MASK): in a folder with a default ACL the umask is not
  * applied at all, and elsewhere it is; only the backing filesystem knows
  * which, so each creating request runs with the caller's umask as the
- * thread's own (a worker unshares its umask, cwd and root once), and the
- * daemon's umask (0) again afterwards. A kernel that refuses the unshare
- * gets the umask applied to the mode, as the kernel would have.
+ * thread's own (a worker unshares its umask, cwd and root once). The
+ * umask stays the last caller's until the next creating request sets it
+ * (umask(2) only when it differs: most requests come from one user with
+ * one umask); nothing else a worker does depends on it (the daemon's own
+ * files are made by other threads, or are there since the mount). A kernel
+ * that refuses the unshare gets the umask applied to the mode, as the
+ * kernel would have.
  */
 static struct fuse_lowlevel_ops hy_ops;
-static __thread int umask_own; /* 1: the thread's own umask; -1: cannot be */
+static __thread int umask_own;	  /* 1: the thread's own umask; -1: cannot be */
+static __thread mode_t umask_now; /* the thread's umask, when umask_own is 1 */
 
-static mode_t caller_umask(fuse_req_t req, mode_t *mode)
+static void caller_umask(fuse_req_t req, mode_t *mode)
 {
 	mode_t mask = fuse_req_ctx(req)->umask;
 
@@ -351,44 +356,40 @@ static mode_t caller_umask(fuse_req_t req, mode_t *mode)
 			       "fs: a worker cannot have a umask of its own (%s): new nodes get "
 			       "the caller's umask even where a default ACL would rule",
 			       strerror(errno));
+		if (umask_own > 0) {
+			umask(mask);
+			umask_now = mask;
+			return;
+		}
 	}
 	if (umask_own < 0) {
 		*mode &= ~mask;
-		return (mode_t)-1;
+		return;
 	}
-	return umask(mask);
-}
-
-static void caller_umask_end(mode_t old)
-{
-	if (old != (mode_t)-1)
-		umask(old);
+	if (mask != umask_now) {
+		umask(mask);
+		umask_now = mask;
+	}
 }
 
 static void umask_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 			dev_t rdev)
 {
-	mode_t old = caller_umask(req, &mode);
-
+	caller_umask(req, &mode);
 	hy_fs_operations.mknod(req, parent, name, mode, rdev);
-	caller_umask_end(old);
 }
 
 static void umask_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
-	mode_t old = caller_umask(req, &mode);
-
+	caller_umask(req, &mode);
 	hy_fs_operations.mkdir(req, parent, name, mode);
-	caller_umask_end(old);
 }
 
 static void umask_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 			 struct fuse_file_info *fi)
 {
-	mode_t old = caller_umask(req, &mode);
-
+	caller_umask(req, &mode);
 	hy_fs_operations.create(req, parent, name, mode, fi);
-	caller_umask_end(old);
 }
 
 /* Lets hybridctl find this mount from its mountpoint; a mount that cannot

@@ -132,5 +132,20 @@ after=$(hy_status "$M2" '.operations.getattr')
 )
 [ "$(stat -c %a "$B/shared/plain-file2")" = "$(stat -c %a "$B/shared/mount-file2")" ] ||
 	hy_fail "own-mount: a file made in a default-ACL folder through the mount has mode $(stat -c %a "$B/shared/mount-file2"), the plain folder's $(stat -c %a "$B/shared/plain-file2")"
+# callers with other umasks one after another: each gets its own (a
+# worker keeps the last caller's umask and sets it only when it differs)
+for u in 077 022 027 000 077; do
+	(
+		umask "$u"
+		touch "$M2/um-f$u-$RANDOM"
+		mkdir "$M2/um-d$u-$RANDOM"
+	) || hy_fail "umask $u: cannot make nodes"
+done
+for p in "$B"/um-*; do
+	u=${p##*/um-?}
+	u=${u%%-*}
+	case $p in */um-f*) want=$(printf '%o' $((0666 & ~8#$u))) ;; *) want=$(printf '%o' $((0777 & ~8#$u))) ;; esac
+	[ "$(stat -c %a "$p")" = "$want" ] || hy_fail "umask $u: ${p##*/} has mode $(stat -c %a "$p"), not $want"
+done
 hy_umount "$M2"
 hy_pass
