@@ -10,3 +10,4 @@ EXTRA_DIST += bench/devday.sh
 EXTRA_DIST += bench/script.sh
 EXTRA_DIST += bench/pore.sh bench/openloop.sh bench/reserve.c
 EXTRA_DIST += bench/kwb.sh
+EXTRA_DIST += bench/soak-ab.sh
