@@ -159,6 +159,32 @@ hy_drop_foreign_mounts() {
 	done
 }
 
+# hy_mount_fails CASE BACKING MOUNTPOINT OPTIONS: starts the daemon in the
+# foreground expecting it to refuse: it must exit, failing, and leave no
+# mount (some refusals come after the mount shows: the daemon unmounts
+# then). Its output goes to $HY_TMP/refused.out. One that still runs at the
+# bound has mounted for good; the bound is never reached when the daemon
+# refuses.
+hy_mount_fails() {
+	local what=$1 backing=$2 mnt=$3 pid i
+	"$HYBRIDFS" "$backing" "$mnt" -f -o "$4" >"$HY_TMP/refused.out" 2>&1 &
+	pid=$!
+	HY_PIDS="$HY_PIDS $pid"
+	HY_MOUNTS="$HY_MOUNTS $mnt"
+	for i in $(seq 1 600); do
+		hy_exited "$pid" && break
+		sleep 0.05
+	done
+	if ! hy_exited "$pid"; then
+		hy_fail "$what: the mount went ahead"
+		fusermount3 -u "$mnt" 2>/dev/null || kill "$pid"
+	fi
+	wait "$pid"
+	[ $? != 0 ] || hy_fail "$what: the daemon exited with status 0"
+	hy_forget_pid "$pid"
+	! hy_is_mounted "$mnt" || hy_fail "$what: a mount is left"
+}
+
 # hy_runtime_for UID: the private runtime folder for daemons and hybridctl
 # run as another user (the test's own folder is root's, mode 0700).
 hy_runtime_for() {

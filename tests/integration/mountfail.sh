@@ -21,32 +21,14 @@ mkdir -p "$B" "$M" "$HY_TMP/adir"
 echo data >"$B/f"
 
 # fails CASE OPTIONS: the daemon exits, failing, and leaves no mount
-fails() {
-	local what=$1 pid i
-	"$HYBRIDFS" "$B" "$M" -f -o "$2" >"$HY_TMP/fail.out" 2>&1 &
-	pid=$!
-	HY_PIDS="$HY_PIDS $pid"
-	HY_MOUNTS="$HY_MOUNTS $M"
-	for i in $(seq 1 600); do
-		hy_exited "$pid" && break
-		sleep 0.05
-	done
-	if ! hy_exited "$pid"; then
-		hy_fail "$what: the mount went ahead"
-		fusermount3 -u "$M" 2>/dev/null || kill "$pid"
-	fi
-	wait "$pid"
-	[ $? != 0 ] || hy_fail "$what: the daemon exited with status 0"
-	hy_forget_pid "$pid"
-	hy_is_mounted "$M" && hy_fail "$what: a mount is left"
-}
+fails() { hy_mount_fails "$1" "$B" "$M" "$2"; }
 
 # listing DIR: each file with its size and checksum
 listing() { (cd "$1" 2>/dev/null && find . -type f -printf '%p %s\n' | sort && md5sum bopt cache 2>/dev/null); }
 
 # --- late-new
 fails late-new "cache=$HY_TMP/adir"
-grep -q "adir" "$HY_TMP/fail.out" || hy_fail "late-new: the failure does not name the folder: $(cat "$HY_TMP/fail.out")"
+grep -q "adir" "$HY_TMP/refused.out" || hy_fail "late-new: the failure does not name the folder: $(cat "$HY_TMP/refused.out")"
 [ -e "$S" ] && hy_fail "late-new: the failed mount left $S: $(ls -la "$S" | tr '\n' ' ')"
 rm -rf "$S"
 
