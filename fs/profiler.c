@@ -574,81 +574,82 @@ static char *relative_path(const struct hy_profiler *p, int fd, const char *name
 	return name ? strdup(name) : NULL;
 }
 
-/* Serialized by read_lock: a row leaves the pending list only once it is
- * committed, so a file not pending is in the database, and two opens can
- * never make two ids for one file. (A new id's path is read from /proc
- * under it: one readlink, once per file.) */
-static uint64_t find_or_make_file(struct hy_profiler *p, const struct stat *st, int64_t birth,
-				  int fd, const char *name)
+/* The id of the file (@st, @birth) if it has one: pending (queued, not yet
+ * committed) or in the database. read_lock held: a row leaves the pending
+ * list only once it is committed, so a file is in one or the other, never
+ * between the two. 0 with *@id 0 when it has none; -EIO (logged) when the
+ * database cannot say, and then no id may be made for it: the file may
+ * have one already. */
+static int lookup_file(struct hy_profiler *p, const struct stat *st, int64_t birth, uint64_t *id)
 {
 	struct pending_file *pf;
-	uint64_t id = 0;
+	int rc;
 
-	pthread_mutex_lock(&p->read_lock);
+	*id = 0;
 	pthread_mutex_lock(&p->queue_lock);
 	for (pf = p->files; pf; pf = pf->next)
 		if (pf->ino == st->st_ino && pf->dev == st->st_dev && pf->birth_ns == birth) {
-			id = pf->id;
+			*id = pf->id;
 			break;
 		}
 	pthread_mutex_unlock(&p->queue_lock);
-	if (!id) {
-		sqlite3_bind_int64(p->select_file, 1, (int64_t)st->st_dev);
-		sqlite3_bind_int64(p->select_file, 2, (int64_t)st->st_ino);
-		sqlite3_bind_int64(p->select_file, 3, birth);
-		if (sqlite3_step(p->select_file) == SQLITE_ROW)
-			id = (uint64_t)sqlite3_column_int64(p->select_file, 0);
-		sqlite3_reset(p->select_file);
-	}
-	if (!id && (pf = calloc(1, sizeof(*pf))) != NULL) {
-		pf->dev = st->st_dev;
-		pf->ino = st->st_ino;
-		pf->birth_ns = birth;
-		pf->name = relative_path(p, fd, name);
-		pf->seen_ns = clock_ns(CLOCK_REALTIME);
-		pthread_mutex_lock(&p->queue_lock);
-		pf->id = id = atomic_fetch_add(&p->next_file_id, 1);
-		pf->next = p->files;
-		p->files = pf;
-		p->files_seen++;
-		p->rows_queued++;
-		p->files_queued++;
-		pthread_mutex_unlock(&p->queue_lock);
+	if (*id)
+		return 0;
+	sqlite3_bind_int64(p->select_file, 1, (int64_t)st->st_dev);
+	sqlite3_bind_int64(p->select_file, 2, (int64_t)st->st_ino);
+	sqlite3_bind_int64(p->select_file, 3, birth);
+	rc = sqlite3_step(p->select_file);
+	if (rc == SQLITE_ROW)
+		*id = (uint64_t)sqlite3_column_int64(p->select_file, 0);
+	else if (rc != SQLITE_DONE)
+		hy_log(LOG_ERR, "profiler: looking up the file id of inode %llu: %s",
+		       (unsigned long long)st->st_ino, sqlite3_errmsg(p->read_db));
+	sqlite3_reset(p->select_file);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+/* Finds the file's id, or makes one (serialized by read_lock, so that two
+ * opens can never make two ids for one file). A new id's path is read from
+ * /proc under it: one readlink, once per file. 0, -EIO or -ENOMEM. */
+static int find_or_make_file(struct hy_profiler *p, const struct stat *st, int64_t birth, int fd,
+			     const char *name, uint64_t *id)
+{
+	struct pending_file *pf;
+	int rc;
+
+	pthread_mutex_lock(&p->read_lock);
+	rc = lookup_file(p, st, birth, id);
+	if (rc == 0 && !*id) {
+		pf = calloc(1, sizeof(*pf));
+		if (!pf) {
+			rc = -ENOMEM;
+		} else {
+			pf->dev = st->st_dev;
+			pf->ino = st->st_ino;
+			pf->birth_ns = birth;
+			pf->name = relative_path(p, fd, name);
+			pf->seen_ns = clock_ns(CLOCK_REALTIME);
+			pthread_mutex_lock(&p->queue_lock);
+			pf->id = *id = atomic_fetch_add(&p->next_file_id, 1);
+			pf->next = p->files;
+			p->files = pf;
+			p->files_seen++;
+			p->rows_queued++;
+			p->files_queued++;
+			pthread_mutex_unlock(&p->queue_lock);
+		}
 	}
 	pthread_mutex_unlock(&p->read_lock);
-	return id;
+	return rc;
 }
 
 uint64_t hy_profiler_find_file(struct hy_profiler *p, int fd, const struct stat *st)
 {
-	int64_t birth = birth_of(fd);
-	struct pending_file *pf;
-	uint64_t id = 0;
-	int rc;
+	uint64_t id;
 
-	/* the same order as find_or_make_file(): a row leaves the pending
-	 * list only once it is committed, so with read_lock held a file is
-	 * pending or in the database, never between the two */
 	pthread_mutex_lock(&p->read_lock);
-	pthread_mutex_lock(&p->queue_lock);
-	for (pf = p->files; pf; pf = pf->next)
-		if (pf->ino == st->st_ino && pf->dev == st->st_dev && pf->birth_ns == birth) {
-			id = pf->id;
-			break;
-		}
-	pthread_mutex_unlock(&p->queue_lock);
-	if (!id) {
-		sqlite3_bind_int64(p->select_file, 1, (int64_t)st->st_dev);
-		sqlite3_bind_int64(p->select_file, 2, (int64_t)st->st_ino);
-		sqlite3_bind_int64(p->select_file, 3, birth);
-		rc = sqlite3_step(p->select_file);
-		if (rc == SQLITE_ROW)
-			id = (uint64_t)sqlite3_column_int64(p->select_file, 0);
-		else if (rc != SQLITE_DONE)
-			hy_log(LOG_ERR, "profiler: looking up the file id of inode %llu: %s",
-			       (unsigned long long)st->st_ino, sqlite3_errmsg(p->read_db));
-		sqlite3_reset(p->select_file);
-	}
+	if (lookup_file(p, st, birth_of(fd), &id) < 0)
+		id = 0;
 	pthread_mutex_unlock(&p->read_lock);
 	return id;
 }
@@ -656,13 +657,19 @@ uint64_t hy_profiler_find_file(struct hy_profiler *p, int fd, const struct stat 
 int hy_profiler_open(struct hy_profiler *p, struct hy_profile_handle *handle, int fd,
 		     const struct stat *st, uint64_t known_id, const char *name, pid_t pid)
 {
+	int rc = 0;
+
 	memset(handle, 0, sizeof(*handle));
 	pthread_mutex_init(&handle->lock, NULL);
 	handle->fiemap_at_ns = INT64_MIN / 2;
 	handle->opener = process_touch(p, pid, -1, 0, -1, NULL);
 	handle->opener_pid = pid;
-	handle->file_id = known_id ? known_id : find_or_make_file(p, st, birth_of(fd), fd, name);
-	return handle->file_id ? 0 : -ENOMEM;
+	handle->file_id = known_id;
+	/* on error the handle works on, with file id 0: the file is served,
+	 * not profiled, not cached (the cache and the map know files by id) */
+	if (!known_id)
+		rc = find_or_make_file(p, st, birth_of(fd), fd, name, &handle->file_id);
+	return rc;
 }
 
 void hy_profiler_close(struct hy_profile_handle *handle)

@@ -460,6 +460,53 @@ static void test_find_file(void)
 	fixture_done(&f);
 }
 
+/* When the database cannot say whether a file has an id, none is made:
+ * the file may have one already, and a second would split its cached and
+ * relocated blocks from its requests. (Before, an error of the lookup was
+ * taken for "no row", and the file got a new id.) */
+static void test_lookup_error_makes_no_id(void)
+{
+	struct fixture f;
+	struct hy_profile_handle h;
+	uint64_t id_a;
+	int fa, fb;
+
+	CU_ASSERT_TRUE_FATAL(fixture_init(&f, 1024, 0, 0));
+	fa = make_file(f.tmp, "a", 4096, false);
+	fb = make_file(f.tmp, "b", 4096, false);
+	CU_ASSERT_TRUE_FATAL(fa >= 0 && fb >= 0);
+	CU_ASSERT_EQUAL(open_handle(f.p, &h, fa, 0, "/a", getpid()), 0);
+	id_a = h.file_id;
+	hy_profiler_close(&h);
+	CU_ASSERT_EQUAL(hy_profiler_sync(f.p), 0);
+	/* the files table out of reach of the profiler's lookups */
+	CU_ASSERT_EQUAL(
+		sqlite3_exec(f.db, "ALTER TABLE files RENAME TO files_away", NULL, NULL, NULL),
+		SQLITE_OK);
+	CU_ASSERT_TRUE(open_handle(f.p, &h, fb, 0, "/b", getpid()) < 0);
+	CU_ASSERT_EQUAL(h.file_id, 0);
+	hy_profiler_close(&h);
+	CU_ASSERT_EQUAL(open_handle(f.p, &h, fa, 0, "/a", getpid()) < 0, 1);
+	CU_ASSERT_EQUAL(h.file_id, 0); /* not a new one for a */
+	hy_profiler_close(&h);
+	/* back: a has its id, b gets one */
+	CU_ASSERT_EQUAL(
+		sqlite3_exec(f.db, "ALTER TABLE files_away RENAME TO files", NULL, NULL, NULL),
+		SQLITE_OK);
+	CU_ASSERT_EQUAL(open_handle(f.p, &h, fa, 0, "/a", getpid()), 0);
+	CU_ASSERT_EQUAL(h.file_id, id_a);
+	hy_profiler_close(&h);
+	CU_ASSERT_EQUAL(open_handle(f.p, &h, fb, 0, "/b", getpid()), 0);
+	CU_ASSERT_NOT_EQUAL(h.file_id, 0);
+	CU_ASSERT_NOT_EQUAL(h.file_id, id_a);
+	hy_profiler_close(&h);
+	CU_ASSERT_EQUAL(hy_profiler_sync(f.p), 0);
+	CU_ASSERT_EQUAL(q_int(f.db, "SELECT count(*) FROM files"), 2);
+	close(fa);
+	close(fb);
+	fixture_done(&f);
+}
+
 static void test_no_pid_is_opener(void)
 {
 	struct fixture f;
@@ -983,6 +1030,7 @@ int hy_test_add_profiler(void)
 	if (!s || !CU_add_test(s, "records, process and file rows", test_records_logged) ||
 	    !CU_add_test(s, "file ids: pending, committed, after restart", test_file_ids) ||
 	    !CU_add_test(s, "file ids found by identity, none made", test_find_file) ||
+	    !CU_add_test(s, "a failed lookup makes no file id", test_lookup_error_makes_no_id) ||
 	    !CU_add_test(s, "no pid: the opener", test_no_pid_is_opener) ||
 	    !CU_add_test(s, "metadata counts and top", test_counts_and_top) ||
 	    !CU_add_test(s, "colliding pids keep their processes", test_colliding_pids) ||
