@@ -7,11 +7,16 @@
  * engine decides where the bytes live and asks the device layer
  * (device.h) for them. In order: the cache (cache.h: DRAM front buffer and
  * SSD store), when the mount has one; below it the "lower" path, BORG's
- * indirection map, then the BOPT or the backing file. The classifier will
- * slot in ahead of the cache without the drivers changing.
+ * indirection map, then the BOPT or the backing file. ReCA's
+ * classification is made before the engine is called: fs/ops.c gets each
+ * request's cache hint from the profiler (hy_profiler_begin()'s ticket,
+ * profiler.h) and passes it to hy_engine_read_hinted()/_write_hinted().
  *
- * Who calls it: fs/ops.c (read, write, setattr size, fsync, release), the
- * unit tests, and later the simulator.
+ * Who calls it: fs/ops.c (read, write, setattr size, fallocate, fsync,
+ * release, the metadata gate around setattr, rename, link, unlink and
+ * xattrs), fs/cache_glue.c (the cache's lower path), reconfig/borg.c (the
+ * reconfigurator's gates, copies and write-back home) and the unit tests.
+ * The simulator drives the cache (sim/full.c), not yet the engine.
  *
  * Memory: struct hy_engine is owned by its creator; it borrows the backing
  * device, which must outlive it. struct hy_engine_file is embedded in the
