@@ -246,7 +246,12 @@ SLOW=cache_clean_rate=4K
 BOPT="$SLOW,bopt_size=8M,reorg_rate=0"
 
 crash_case journal-before "point=cache.journal.before:nth=40" "$SLOW" trigger_none "$RECOVERED"
-crash_case journal-after "point=cache.journal.after:nth=3" "$SLOW" trigger_none "$RECOVERED"
+# after the 12th group commit, not the 3rd: since a write past a file's
+# end goes home with its data (issue 16.5), hy-crash's first writes leave
+# no dirty line, and the first commits may carry only clean and free
+# records (1 run in 6 recovered nothing under the sanitizers); by the 12th
+# its fsync'd dirty lines are among them (238-255 recovered in 8 runs)
+crash_case journal-after "point=cache.journal.after:nth=12" "$SLOW" trigger_none "$RECOVERED"
 crash_case clean-mid "point=cache.clean.mid:nth=2" "$SLOW" trigger_flush "$RECOVERED"
 # migrations run after the cleaner's pass: a quick one here
 crash_case migrate-mid "point=cache.migrate.mid:nth=1" "cache_clean_rate=1M" trigger_lines \
