@@ -620,6 +620,31 @@ static int resolve_dir(const char *what, const char *path, char **out, char *why
 	return 0;
 }
 
+static char *resolve_maybe_missing(const char *path);
+
+/* @name (the last part of @copy, whose last slash is @slash or NULL) in
+ * its folder resolved: the folder may be missing too. @copy is cut at
+ * @slash. A new string, or NULL. */
+static char *join_resolved_folder(char *copy, char *slash, const char *name)
+{
+	char *real, *joined;
+
+	if (!slash) {
+		real = realpath(".", NULL);
+	} else if (slash == copy) {
+		real = strdup("/");
+	} else {
+		*slash = '\0';
+		real = resolve_maybe_missing(copy);
+	}
+	if (!real)
+		return NULL;
+	if (asprintf(&joined, "%s/%s", strcmp(real, "/") == 0 ? "" : real, name) < 0)
+		joined = NULL;
+	free(real);
+	return joined;
+}
+
 /* The state folder may not exist yet: resolve its nearest existing parent. */
 static char *resolve_maybe_missing(const char *path)
 {
@@ -634,22 +659,7 @@ static char *resolve_maybe_missing(const char *path)
 	if (!copy)
 		return NULL;
 	slash = strrchr(copy, '/');
-	if (!slash) {
-		real = realpath(".", NULL);
-		slash = copy - 1;
-	} else if (slash == copy) {
-		real = strdup("/");
-	} else {
-		*slash = '\0';
-		real = resolve_maybe_missing(copy);
-	}
-	if (!real) {
-		free(copy);
-		return NULL;
-	}
-	if (asprintf(&joined, "%s/%s", strcmp(real, "/") == 0 ? "" : real, slash + 1) < 0)
-		joined = NULL;
-	free(real);
+	joined = join_resolved_folder(copy, slash, slash ? slash + 1 : copy);
 	free(copy);
 	return joined;
 }
@@ -676,21 +686,7 @@ static char *resolve_folder_of(const char *path)
 		free(copy);
 		return real;
 	}
-	if (!slash) {
-		real = resolve_maybe_missing(".");
-	} else if (slash == copy) {
-		real = strdup("/");
-	} else {
-		*slash = '\0';
-		real = resolve_maybe_missing(copy);
-	}
-	if (!real) {
-		free(copy);
-		return NULL;
-	}
-	if (asprintf(&joined, "%s/%s", strcmp(real, "/") == 0 ? "" : real, name) < 0)
-		joined = NULL;
-	free(real);
+	joined = join_resolved_folder(copy, slash, name);
 	free(copy);
 	return joined;
 }
