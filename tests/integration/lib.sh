@@ -185,6 +185,14 @@ hy_mount_fails() {
 	! hy_is_mounted "$mnt" || hy_fail "$what: a mount is left"
 }
 
+# hy_mount_refused CASE WANT BACKING MOUNTPOINT OPTIONS: hy_mount_fails,
+# and the refusal says WANT.
+hy_mount_refused() {
+	hy_mount_fails "$1" "$3" "$4" "$5"
+	grep -qF -- "$2" "$HY_TMP/refused.out" ||
+		hy_fail "$1: the refusal does not say \"$2\": $(cat "$HY_TMP/refused.out")"
+}
+
 # hy_runtime_for UID: the private runtime folder for daemons and hybridctl
 # run as another user (the test's own folder is root's, mode 0700).
 hy_runtime_for() {

@@ -38,13 +38,8 @@ M=$HY_TMP/m
 mkdir -p "$B" "$M"
 echo data >"$B/f"
 
-# refused CASE WANT OPTIONS: the daemon refuses (hy_mount_fails), with WANT
-# in its message
-refused() {
-	hy_mount_fails "$1" "$B" "$M" "$3"
-	grep -qF -- "$2" "$HY_TMP/refused.out" ||
-		hy_fail "$1: the refusal does not say \"$2\": $(cat "$HY_TMP/refused.out")"
-}
+# refused CASE WANT OPTIONS: the daemon refuses, saying WANT (lib.sh)
+refused() { hy_mount_refused "$1" "$2" "$B" "$M" "$3"; }
 
 # --- dev-cache, dev-bopt
 refused dev-cache "cache=/dev/$DEVNAME: no such device" "cache=/dev/$DEVNAME,cache_size=1M"
