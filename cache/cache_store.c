@@ -2,7 +2,7 @@
  *
  * Encodings are byte by byte (little-endian whatever the host). libblkid
  * resolves UUID= and LABEL= and names what a file or device holds when it
- * is not a store, as engine/bopt.c does; both use the shared helpers of
+ * is not a store, as borg/bopt.c does; both use the shared helpers of
  * ondisk.h for that, for the encodings, checksums and whole-buffer I/O.
  *
  * The store's device (device.h) ignores the object and uses the store's

@@ -1,6 +1,6 @@
-# The engine: no FUSE dependency here (DESIGN.md, one engine two drivers).
+# The engine: where every file data request goes (engine.c), and ReCA's
+# request classifier, workload categories and policy table.
 noinst_LIBRARIES += engine/libhyengine.a
-engine_libhyengine_a_SOURCES = engine/device.c engine/engine.c engine/map.c engine/map_journal.c engine/bopt.c \
-	engine/ondisk.c engine/file_table.c engine/classify.c engine/category.c \
-	engine/workload_policy.c engine/devmodel.c engine/fault.c
+engine_libhyengine_a_SOURCES = engine/engine.c engine/classify.c engine/category.c \
+	engine/workload_policy.c
 engine_libhyengine_a_CFLAGS = $(AM_CFLAGS) $(SQLITE_CFLAGS) $(BLKID_CFLAGS)

@@ -6,8 +6,8 @@ fs_libhyfs_a_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS) $(SQLITE_CFLAGS) $(LIBEVENT_CF
 bin_PROGRAMS += hybridfs
 hybridfs_SOURCES = fs/main.c
 hybridfs_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS)
-hybridfs_LDADD = fs/libhyfs.a reconfig/libhyborg.a reconfig/libhyreorganize.a \
-	analyzer/libhyanalyzer.a planner/libhyplanner.a engine/libhyengine.a cache/libhycache.a engine/libhyengine.a lib/libhycommon.a $(FUSE_LIBS) $(SQLITE_LIBS) \
+hybridfs_LDADD = fs/libhyfs.a reconfig/libhyreconfig.a reconfig/libhyreorganize.a \
+	analyzer/libhyanalyzer.a planner/libhyplanner.a engine/libhyengine.a cache/libhycache.a borg/libhyborg.a device/libhydevice.a lib/libhycommon.a $(FUSE_LIBS) $(SQLITE_LIBS) \
 	$(LIBEVENT_LIBS) $(JSONC_LIBS) $(BLKID_LIBS)
 
 # mount(8) runs /sbin/mount.TYPE for `mount -t hybridfs` and fstab lines.

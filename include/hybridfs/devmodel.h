@@ -12,7 +12,7 @@
  * model's state (head position, caches, SMR bands).
  *
  * The models, and where their defaults come from (the header of
- * engine/devmodel.c cites the data sheets):
+ * device/devmodel.c cites the data sheets):
  *   HDD: a seek time that grows with the square root of the distance for
  *        short seeks and linearly for long ones (Ruemmler & Wilkes'
  *        curve), between a track-to-track and a full-stroke time; the

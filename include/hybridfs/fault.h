@@ -56,7 +56,7 @@
  *
  * Who calls it: fs/main.c once at start (hy_fault_init_env(), before any
  * thread and before any device is made); hy_device_new() for every device
- * (hy_fault_attach()); the crash points in cache/, engine/map_journal.c
+ * (hy_fault_attach()); the crash points in cache/, borg/map_journal.c
  * and reconfig/; the unit tests (hy_fault_init(), hy_fault_reset()).
  *
  * Memory: the parsed spec is a static table (no allocation); a wrapped

@@ -4,7 +4,7 @@
  * file found with a reference taken, freed by its last reference when it
  * holds nothing.
  *
- * What it is for: the indirection map (engine/map.c: a file's extents) and
+ * What it is for: the indirection map (borg/map.c: a file's extents) and
  * the SSD cache's index (cache/cache_index.c: a file's cached blocks) keep
  * their state per file, under that file's own lock, and find it here.
  *
@@ -16,7 +16,7 @@
  * free it. The table sets the entry's fields; the caller never writes
  * them.
  *
- * Who calls it: engine/map.c, cache/cache_index.c; the unit tests.
+ * Who calls it: borg/map.c, cache/cache_index.c; the unit tests.
  *
  * Memory: the table owns its entries from alloc() until it hands them to
  * destroy(): when the last reference to a file that empty() calls empty

@@ -13,7 +13,7 @@
  * new or re-made file) behind a small per-format callback interface
  * (struct hy_ondisk_format).
  *
- * Who calls it: engine/bopt.c, engine/map_journal.c, cache/cache_store.c.
+ * Who calls it: borg/bopt.c, borg/map_journal.c, cache/cache_store.c.
  *
  * Memory: nothing is kept; hy_ondisk_resolve() and hy_ondisk_sync_parent()
  * free what they allocate before returning. Locks: none; every function is

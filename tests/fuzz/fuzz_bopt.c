@@ -1,4 +1,4 @@
-/* fuzz_bopt.c - libFuzzer target for the BOPT header (engine/bopt.c), the
+/* fuzz_bopt.c - libFuzzer target for the BOPT header (borg/bopt.c), the
  * first block of BORG's optimized region, as a mount reads it.
  *
  * An input is the start of a BOPT file (seeds in

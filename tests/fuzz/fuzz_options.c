@@ -1,6 +1,6 @@
 /* fuzz_options.c - libFuzzer target for the daemon's command line and mount
  * options (lib/options.c), and the emulate= value the daemon parses at
- * start (engine/devmodel.c's hy_devmodel_parse_spec()).
+ * start (device/devmodel.c's hy_devmodel_parse_spec()).
  *
  * An input is an argument vector, one word a line: the first line is
  * argv[0] ("hybridfs", "mount.hybridfs" or a path to either), the others

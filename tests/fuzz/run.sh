@@ -66,17 +66,17 @@ fi
 
 # The sources each target needs besides its own, then its libraries. A
 # source that is not there (an optional module) is left out.
-shared_disk="engine/ondisk.c engine/device.c engine/fault.c engine/devmodel.c lib/units.c lib/log.c"
+shared_disk="lib/ondisk.c device/device.c device/fault.c device/devmodel.c lib/units.c lib/log.c"
 sources() {
 	case $1 in
 	fuzz_trace_reader) echo "sim/trace_reader.c lib/log.c" ;;
-	fuzz_options) echo "lib/options.c lib/units.c lib/pore.c lib/keymap.c engine/devmodel.c lib/log.c" ;;
+	fuzz_options) echo "lib/options.c lib/units.c lib/pore.c lib/keymap.c device/devmodel.c lib/log.c" ;;
 	fuzz_control)
 		echo "lib/control.c engine/workload_policy.c engine/category.c engine/classify.c" \
-			"engine/ondisk.c lib/state.c lib/log.c" ;;
+			"lib/ondisk.c lib/state.c lib/log.c" ;;
 	fuzz_cache_store) echo "cache/cache_store.c $shared_disk" ;;
-	fuzz_bopt) echo "engine/bopt.c $shared_disk" ;;
-	make_seeds) echo "cache/cache_store.c engine/bopt.c $shared_disk" ;;
+	fuzz_bopt) echo "borg/bopt.c $shared_disk" ;;
+	make_seeds) echo "cache/cache_store.c borg/bopt.c $shared_disk" ;;
 	esac
 }
 libs() {

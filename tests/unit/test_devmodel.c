@@ -1,5 +1,5 @@
 /* test_devmodel.c - the HDD, SSD and SMR device models against times
- * computed by hand (formulas in engine/devmodel.c): sequential and
+ * computed by hand (formulas in device/devmodel.c): sequential and
  * strided reads with and without read-ahead, seeks at known distances,
  * the write cache, the SSD, SMR buffer fills and band cleanings, and the
  * parameter parser and checks.
