@@ -23,9 +23,9 @@
  *   Balancing:        dirty blocks over accesses (both; PORE's fastest).
  * A zone with no dirty block is open (there is nothing to forbid).
  *
- * Who calls it: the SSD cache's cleaner (cache.c: with backend=smr it
- * writes home only the dirty blocks of open zones, unless the cache is
- * under pressure), the trace simulator's replay (sim/replay.c: a victim
+ * Who calls it: the SSD cache's cleaner (cache/cleaner.c: with
+ * backend=smr it writes home only the dirty blocks of open zones, unless
+ * the cache is under pressure), the trace simulator's replay (sim/replay.c: a victim
  * search skips dirty lines of forbidden zones), the unit tests. The caller
  * tells it the zone of each block it counts (hy_pore_zone), each dirty
  * block gained or lost, each access, and the blocks written into the cache

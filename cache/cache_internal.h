@@ -1,0 +1,407 @@
+/*
+ * cache_internal.h - what the parts of the cache share: struct hy_cache in
+ * full, its per-file state (struct cfile), line state and front buffer,
+ * the small helpers they all use, and the functions one part calls in
+ * another (hy_cache_<part>_<verb>). Only the cache's own .c files
+ * (cache/) include it; the API is include/hybridfs/cache.h.
+ *
+ * The parts: cache.c (open, close, stats, check), front.c (the front
+ * buffer and its evictor), lines.c (SSD lines and the journal), cache_io.c
+ * (read, write, stale copies, sectors from below), cache_fsync.c (leaving
+ * the cache, fsync, files closed and forgotten), cache_reconfig.c (ReCA's
+ * reconfiguration), cleaner.c (the cleaner, PORE).
+ *
+ * Locks: HY_CACHE_GATES rwlocks striped by file id (the cache's gates):
+ * a read holds its file's gate shared across its I/O, a write, truncation,
+ * sync or eviction of a file's blocks exclusive; an eviction that takes a
+ * victim of another file only try-locks that file's gate (a busy file's
+ * line is skipped), so no request waits for another file. Below the gates:
+ * the front buffer's mutex (its table, lists and heat; never held across
+ * I/O), the lines' mutex (policy, line state, free lines; never across
+ * I/O), the journal's rwlock (appends shared, a checkpoint exclusive), then
+ * the index's and the store's own. The lower path is called with the
+ * file's gate held and nothing else: it takes the engine's gates (order:
+ * cache gate, then engine gate). The cleaner's mutex is taken before any
+ * gate; it also serializes PORE's zones (the cleaner's pass asks the lower
+ * path where blocks lie with a file's gate shared), whose figures for the
+ * stats are copied under the lines' mutex.
+ */
+#ifndef HYBRIDFS_CACHE_INTERNAL_H
+#define HYBRIDFS_CACHE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "hybridfs/cache.h"
+#include "hybridfs/cache_index.h"
+#include "hybridfs/cache_store.h"
+#include "hybridfs/file_table.h"
+#include "hybridfs/heat.h"
+#include "hybridfs/keymap.h"
+#include "hybridfs/pore.h"
+
+#define LINE		  HY_CACHE_LINE_SIZE
+#define SECTOR		  HY_CACHE_SECTOR_SIZE
+#define NONE		  UINT32_MAX
+#define VICTIM_TRIES	  8
+#define CLEAN_CHUNK	  256		/* blocks of one file cleaned under one hold of its gate */
+#define FSYNC_JOURNAL_MAX 256		/* dirty blocks an fsync journals; more go home */
+#define STREAMS		  16		/* sequential write streams followed per file */
+#define PENDING_MAX	  1024u		/* blocks an fsync is told of; more: it looks at all */
+#define STREAM_GAP	  (32ULL << 20) /* bytes a piece may run ahead of its stream */
+#define MIGRATE_QUEUE	  64		/* files waiting for their lines to grow */
+
+/* ---- per-file state ---------------------------------------------------- */
+
+struct cfile {
+	struct hy_file_table_entry entry;
+	_Atomic int64_t stamp;	    /* home ctime the cached blocks are current for */
+	_Atomic uint64_t size;	    /* home size then: a smaller one is a truncation
+				     * the cache did not see (an O_TRUNC open) */
+	_Atomic bool closed;	    /* no handle open (hy_cache_close_file) */
+	_Atomic uint64_t last_used; /* the cache's request count at its last request */
+	_Atomic uint64_t blocks;    /* cached blocks, DRAM and SSD */
+	_Atomic uint64_t dirty;	    /* of those, with a dirty sector */
+	_Atomic uint64_t in_front;  /* of the cached, in DRAM */
+	int64_t home;		    /* the cache's own object for writing home; -1 */
+	/* sequential write streams (bcache's cutoff), several at once: the
+	 * kernel sends a stream's writes from parallel requests, out of order */
+	struct stream {
+		uint64_t start, end, run; /* run: bytes written into [start, end) */
+	} streams[STREAMS];
+	bool id_durable; /* the driver confirmed the id names the file after a crash */
+	/* changes the cache made to the home file (writes, size, truncation)
+	 * and how many of them the last home sync covered: an fsync whose
+	 * dirty blocks are all durable in the store needs no home sync when
+	 * they are equal (a new file state starts unequal) */
+	_Atomic uint64_t home_changes, home_synced_at;
+	/* blocks written since the file's last fsync, so that an fsync looks
+	 * at those and not at every block the file has cached (under the
+	 * gate, exclusive); past PENDING_MAX an fsync looks at them all */
+	uint64_t *pending;
+	uint32_t npending, pending_cap;
+	bool pending_overflow;
+	/* ReCA's reconfiguration: the line size its lines were last grown
+	 * to (0: one block), the write policy of its last write (-1: none
+	 * yet), whether its process left write-back (its dirty blocks go
+	 * home first), and a count of the changes to its data (writes,
+	 * truncations), by which a migration that read without the gate
+	 * knows that what it read is still current */
+	_Atomic uint32_t line_size;
+	_Atomic int last_write;
+	_Atomic bool leave_back;
+	_Atomic uint64_t generation;
+};
+
+/* ---- line state (SSD), under lines_lock -------------------------------- */
+
+/* LS_JOURNALED: the journal has the line's masks as they are (an fsync
+ * need not write its record again); a write to the line clears it. */
+enum { LS_USED = 1, LS_DIRTY = 2, LS_DISK_DIRTY = 4, LS_JOURNALED = 8 };
+
+/* Packed: 17 bytes a line instead of 24 (DRAM per line is a goal). A free
+ * line's block field links the free list (FREE_END ends it): no array of
+ * its own. */
+struct line_state {
+	uint64_t file_id, block;
+	uint8_t flags;
+} __attribute__((packed));
+
+/* ---- the front buffer (DRAM), under front.lock ------------------------- */
+
+struct slot {
+	uint64_t file_id, block;
+	struct hy_heat_history heat;
+	uint32_t prev, next; /* LRU list (used) or free list (next) */
+	uint8_t valid, dirty;
+	bool used;
+	uint8_t admit, evict; /* the hint it entered with (workload_policy.h) */
+};
+
+struct front {
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	uint32_t nslots, used, dirty;
+	struct slot *slots;
+	unsigned char *data; /* nslots * LINE */
+	uint32_t *table;     /* open addressing: slot index or NONE */
+	uint32_t table_mask;
+	uint32_t mru, lru, free_head;
+	uint64_t touches, period_len;
+	struct hy_heat_config heat;
+	/* the histories of blocks evicted as cold, direct-mapped by key (a
+	 * newer one takes the place of an older): a block read again soon
+	 * after it left keeps counting, so blocks re-read at a distance of
+	 * about a buffer's worth of accesses become hot too */
+	struct ghost {
+		uint64_t file_id, block;
+		struct hy_heat_history heat;
+	} * ghosts; /* nslots entries */
+};
+
+struct hy_cache {
+	struct hy_cache_config cfg;
+	struct hy_cache_lower lower;
+	char *store_path, *uuid;
+	struct hy_cache_store *store;
+	struct hy_cache_index *index;
+	struct hy_policy *policy;
+	struct hy_file_table *files;
+	uint32_t capacity;
+	atomic_bool ids_failing; /* ids_durable failed last: said once, not per fsync */
+
+	pthread_rwlock_t gates[HY_CACHE_GATES];
+
+	pthread_mutex_t lines_lock; /* policy, lines, free list, ssd counters */
+	struct line_state *lines;
+	/* The tail (cache_store.h) each line was last journaled dirty with,
+	 * for the lines that held a file's end then (few: a map, not 2 bytes
+	 * in every line's state); checkpoints write it. */
+	struct hy_keymap tails;
+	/* Free lines, a bit each, handed out next-fit: the lowest free line at
+	 * or after the last one given (free_cursor), so that lines freed in
+	 * any order (a tree removed in its folders' hash order) are filled
+	 * again in the store's order, and what is cached together lies
+	 * together on the store's disk. A LIFO list gave them back in the
+	 * reverse order of their freeing: reads of a tree untarred after an
+	 * rm -rf went 20% slower from a store on the backing disk.
+	 * free_summary has bit w set iff free_map[w] != 0 (a pop scans at most
+	 * one word of it per 4,096 lines). */
+	uint64_t *free_map, *free_summary;
+	uint32_t free_cursor, nfree;
+	uint32_t ssd_used, ssd_dirty;
+	uint64_t ssd_accesses; /* for ageing the policy once a period */
+
+	pthread_rwlock_t journal_gate; /* appends shared, checkpoint exclusive */
+	_Atomic uint64_t requests;     /* reads and writes served: the clock of idleness */
+	/* The largest fsync token handed out, of any file. A file's entry made
+	 * again (its blocks gone, no way home held) starts its home changes
+	 * above it: a token of the entry before, arriving late at
+	 * hy_cache_home_synced, can never equal one of the new entry's. */
+	_Atomic uint64_t tokens_issued;
+
+	struct front front;
+
+	pthread_mutex_t clean_lock; /* one cleaning pass at a time; PORE's state */
+	/* PORE (backend=smr): the zones, and per line its hits since the last
+	 * division (saturating; under lines_lock): NULL without PORE */
+	struct hy_pore *pore;
+	uint8_t *line_hits;
+	uint64_t pore_writes_seen; /* write blocks counted into PORE's period */
+	/* its figures as of the last pass, for the stats (under lines_lock: a
+	 * paced pass holds clean_lock for long) */
+	struct hy_pore_stats pore_snapshot;
+	_Atomic int flush_waiting;  /* a flush wants clean_lock: a paced pass yields */
+	_Atomic bool stop_now;	    /* close began: a paced pass stops */
+	_Atomic bool store_refused; /* a line write failed (logged once) */
+	pthread_mutex_t thread_lock;
+	pthread_cond_t thread_wake;
+	bool stopping, clean_kick;
+	pthread_t cleaner, evictor;
+	bool cleaner_started, evictor_started;
+	/* line migrations waiting (a FIFO, under thread_lock); each holds an
+	 * object of its file from hold_object() */
+	struct migration {
+		uint64_t file_id;
+		int64_t object;
+		uint32_t line_size;
+	} migrate_queue[MIGRATE_QUEUE];
+	unsigned migrate_len;
+
+	_Atomic uint64_t dirty_sectors;
+	struct {
+		_Atomic uint64_t read_hits_dram, read_hits_ssd, read_misses;
+		_Atomic uint64_t write_hits_dram, write_hits_ssd, write_misses;
+		_Atomic uint64_t ssd_bytes_written, heat_admitted, heat_refused, policy_refused;
+		_Atomic uint64_t dram_evictions, ssd_evictions, cold_dirty_home, cleaned_blocks;
+		_Atomic uint64_t bypassed, stale_files, journal_records, checkpoints;
+		_Atomic uint64_t forgotten_files;
+		_Atomic uint64_t seq_bypassed;
+		_Atomic uint64_t admit_bypassed, line_prefetched, migrations, migrate_filled;
+		_Atomic uint64_t migrate_dropped, migrate_home;
+		_Atomic uint64_t pore_held, pore_forced, pore_kept;
+		uint64_t recovered_blocks, lost_blocks;
+	} st;
+};
+
+static inline uint8_t popcount8(uint8_t m)
+{
+	return (uint8_t)__builtin_popcount(m);
+}
+
+/* ---- files ------------------------------------------------------------- */
+
+static inline struct cfile *cfile_get(struct hy_cache *c, uint64_t file_id, bool create)
+{
+	int err;
+
+	return (struct cfile *)hy_file_table_get(c->files, file_id, create, &err);
+}
+
+static inline void cfile_put(struct hy_cache *c, struct cfile *cf)
+{
+	if (cf)
+		hy_file_table_put(c->files, &cf->entry);
+}
+
+/* A block of the file was dirtied: the next fsync looks at it. Gate
+ * held exclusive. */
+static inline void pending_add(struct cfile *cf, uint64_t block)
+{
+	if (cf->pending_overflow)
+		return;
+	if (cf->npending == cf->pending_cap) {
+		uint32_t cap = cf->pending_cap ? cf->pending_cap * 2 : 8;
+		uint64_t *p = cap <= PENDING_MAX ? realloc(cf->pending, cap * sizeof(*p)) : NULL;
+
+		if (!p) {
+			cf->pending_overflow = true; /* the fsync looks at everything */
+			free(cf->pending);
+			cf->pending = NULL;
+			cf->npending = cf->pending_cap = 0;
+			return;
+		}
+		cf->pending = p;
+		cf->pending_cap = cap;
+	}
+	cf->pending[cf->npending++] = block;
+}
+
+static inline void pending_clear(struct cfile *cf)
+{
+	free(cf->pending);
+	cf->pending = NULL;
+	cf->npending = cf->pending_cap = 0;
+	cf->pending_overflow = false;
+}
+
+static inline void home_changed(struct cfile *cf)
+{
+	atomic_fetch_add(&cf->generation, 1);
+	atomic_fetch_add(&cf->home_changes, 1);
+}
+
+/* ---- gates --------------------------------------------------------------- */
+
+static inline pthread_rwlock_t *gate(struct hy_cache *c, uint64_t file_id)
+{
+	return &c->gates[file_id % HY_CACHE_GATES];
+}
+
+/* ---- dirty bookkeeping --------------------------------------------------- */
+
+/* A block's dirty mask went from @before to @after. */
+static inline void note_dirty(struct hy_cache *c, struct cfile *cf, uint8_t before, uint8_t after)
+{
+	if (before == after)
+		return;
+	if (!before && after)
+		atomic_fetch_add(&cf->dirty, 1);
+	else if (before && !after)
+		atomic_fetch_sub(&cf->dirty, 1);
+	if (popcount8(after) > popcount8(before))
+		atomic_fetch_add(&c->dirty_sectors,
+				 (uint64_t)(popcount8(after) - popcount8(before)));
+	else
+		atomic_fetch_sub(&c->dirty_sectors,
+				 (uint64_t)(popcount8(before) - popcount8(after)));
+}
+
+/* ---- the front buffer, the clock ------------------------------------------ */
+
+static inline unsigned char *slot_data(struct front *fr, uint32_t s)
+{
+	return fr->data + (size_t)s * LINE;
+}
+
+static inline int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- read ---------------------------------------------------------------- */
+
+/* What the cache holds of one block: copied out under the locks. */
+struct held {
+	int where; /* 0 nothing, 1 DRAM slot, 2 SSD line */
+	uint32_t slot_or_line;
+	uint8_t valid, dirty;
+};
+
+/* ---- functions one part calls in another, by the file that has them ---- */
+
+/* front.c */
+uint32_t hy_cache_front_find(const struct front *fr, uint64_t file_id, uint64_t block);
+void hy_cache_front_touch(struct front *fr, uint32_t s);
+uint32_t hy_cache_front_add(struct hy_cache *c, uint64_t file_id, uint64_t block);
+void hy_cache_front_remove(struct front *fr, uint32_t s);
+int hy_cache_front_to_store(struct hy_cache *c, struct cfile *cf, uint32_t s,
+			    enum hy_policy_queue q);
+void *hy_cache_front_evictor_main(void *arg);
+
+/* lines.c */
+bool hy_cache_lines_disk_dirty(struct hy_cache *c, uint32_t line);
+void hy_cache_lines_free_push(struct hy_cache *c, uint32_t line);
+void hy_cache_lines_note_use(struct hy_cache *c, struct cfile *cf);
+void hy_cache_lines_forget(struct hy_cache *c, uint32_t line);
+int64_t hy_cache_lines_alloc(struct hy_cache *c, uint64_t file_id, bool exclusive);
+void hy_cache_lines_give_back(struct hy_cache *c, uint32_t line);
+int hy_cache_lines_commit(struct hy_cache *c, struct cfile *cf, uint32_t line, uint64_t block,
+			  uint8_t valid, uint8_t dirty, enum hy_policy_queue q);
+void hy_cache_lines_accessed(struct hy_cache *c);
+void hy_cache_lines_hit(struct hy_cache *c, uint32_t line);
+bool hy_cache_lines_set_dirty(struct hy_cache *c, uint32_t line, bool dirty);
+int hy_cache_lines_store_write(struct hy_cache *c, uint32_t line, uint8_t mask, const void *buf);
+void hy_cache_lines_store_refused(struct hy_cache *c, uint32_t line, int rc);
+void hy_cache_lines_set_tail(struct hy_cache *c, uint64_t line, uint16_t tail);
+void hy_cache_lines_table_record(void *arg, uint64_t line, struct hy_cache_line *out);
+int hy_cache_journal_records(struct hy_cache *c, const struct hy_cache_journal_record *r, size_t n);
+int hy_cache_journal_clean_records(struct hy_cache *c, const struct hy_cache_journal_record *r,
+				   size_t n);
+
+/* cache_io.c */
+bool hy_cache_io_fresh_for(const struct cfile *cf, const struct hy_device_attr *a);
+int hy_cache_io_ensure_fresh(struct hy_cache *c, struct cfile *cf, const struct hy_cache_file *f);
+void hy_cache_io_refresh_stamp(struct hy_cache *c, struct cfile *cf, const struct hy_cache_file *f);
+void hy_cache_io_keep_mtime(struct hy_cache *c, const struct hy_cache_file *f,
+			    const struct hy_device_attr *before);
+int hy_cache_io_write_home(struct hy_cache *c, const struct hy_cache_file *f, uint64_t block,
+			   uint8_t mask, const unsigned char *buf, uint64_t size);
+void hy_cache_io_find_block(struct hy_cache *c, uint64_t file_id, uint64_t block, bool touch,
+			    struct held *h);
+int hy_cache_io_copy_held(struct hy_cache *c, const struct held *h, uint8_t mask,
+			  unsigned char *line);
+enum hy_policy_queue hy_cache_io_queue_for_hint(uint8_t admit, uint8_t evict, double heat,
+						double threshold);
+void hy_cache_io_fill_block(struct hy_cache *c, struct cfile *cf, uint64_t block, uint8_t valid,
+			    const unsigned char *line, const struct hy_cache_hint *hint);
+
+/* cache_fsync.c */
+int hy_cache_leave_settle_range(struct hy_cache *c, struct cfile *cf,
+				const struct hy_cache_file *req, uint64_t first, uint64_t nblocks,
+				bool home_first, bool drop);
+int hy_cache_leave_drop_range(struct hy_cache *c, struct cfile *cf, const struct hy_cache_file *f,
+			      uint64_t first, uint64_t nblocks, bool home_first);
+int hy_cache_fsync_all_blocks(struct hy_cache *c, struct cfile *cf, uint64_t **out, size_t *n);
+int hy_cache_fsync_file(struct hy_cache *c, const struct hy_cache_file *f, uint64_t *token,
+			bool journal_all);
+
+/* cache_reconfig.c */
+void hy_cache_reconfig_file(struct hy_cache *c, struct cfile *cf, const struct hy_cache_file *f,
+			    const struct hy_cache_hint *hint, int write_policy);
+int64_t hy_cache_reconfig_migrate_pass(struct hy_cache *c, uint64_t rate);
+void hy_cache_reconfig_migrations_drop(struct hy_cache *c);
+
+/* cleaner.c */
+void hy_cache_clean_pace(struct hy_cache *c, int64_t blocks, uint64_t rate, int64_t start);
+void hy_cache_clean_kick(struct hy_cache *c);
+void *hy_cache_clean_main(void *arg);
+
+#endif
