@@ -43,7 +43,7 @@ static void cfile_destroy(void *arg, struct hy_file_table_entry *e)
 	struct cfile *cf = (struct cfile *)e;
 
 	if (cf->home >= 0)
-		c->lower.put_object(c->lower.arg, cf->home);
+		below_put(c, cf->home);
 	free(cf->pending);
 	free(cf);
 }
@@ -140,7 +140,7 @@ static int recover(struct hy_cache *c, struct hy_cache_store *store, struct reco
 				i++;
 			continue;
 		}
-		rc = c->lower.getattr(c->lower.arg, &home, &a);
+		rc = below_getattr(c, &home, &a);
 		for (; rc == 0 && i < r->n && r->v[i].file_id == ids[k]; i++) {
 			rc = hy_cache_store_read_line(store, r->v[i].line, r->v[i].dirty, line);
 			if (rc == -EIO && salvage) {
@@ -170,7 +170,7 @@ static int recover(struct hy_cache *c, struct hy_cache_store *store, struct reco
 			wrote++;
 		}
 		if (rc == 0 && wrote)
-			rc = c->lower.sync(c->lower.arg, &home);
+			rc = below_sync(c, &home);
 		if (rc < 0)
 			snprintf(why, why_size,
 				 "cannot write the dirty lines of file %" PRIu64
@@ -180,7 +180,7 @@ static int recover(struct hy_cache *c, struct hy_cache_store *store, struct reco
 	}
 	for (size_t k = 0; k < nids; k++)
 		if (objects[k] >= 0)
-			c->lower.put_object(c->lower.arg, objects[k]);
+			below_put(c, objects[k]);
 	if (rc == 0)
 		hy_log(LOG_NOTICE,
 		       "cache: %" PRIu64 " dirty blocks of %zu files that a crash left in \"%s\" "
@@ -329,7 +329,7 @@ static void cache_free(struct hy_cache *c)
 	free(c);
 }
 
-int hy_cache_open(const struct hy_cache_config *cfg, const struct hy_cache_lower *lower,
+int hy_cache_open(const struct hy_cache_config *cfg, struct hy_indirector *below,
 		  struct hy_cache **out, char *why, size_t why_size)
 {
 	struct hy_cache *c = calloc(1, sizeof(*c));
@@ -343,7 +343,7 @@ int hy_cache_open(const struct hy_cache_config *cfg, const struct hy_cache_lower
 		return -ENOMEM;
 	}
 	c->cfg = *cfg;
-	c->lower = *lower;
+	c->below = below;
 	c->store_path = strdup(cfg->store_path);
 	c->uuid = strdup(cfg->uuid ? cfg->uuid : "");
 	for (int i = 0; i < HY_CACHE_GATES; i++)

@@ -71,7 +71,7 @@ int hy_cache_leave_settle_range(struct hy_cache *c, struct cfile *cf,
 	if (first + nblocks < first)
 		nblocks = UINT64_MAX - first;
 	if (home_first && atomic_load(&cf->dirty)) {
-		rc = c->lower.getattr(c->lower.arg, f, &a);
+		rc = below_getattr(c, f, &a);
 		if (rc < 0)
 			return rc;
 	}
@@ -133,7 +133,7 @@ int hy_cache_leave_settle_range(struct hy_cache *c, struct cfile *cf,
 	}
 	for (int64_t i = 0; i < n && rc == 0 && wrote; i++)
 		if (ents[i].dirty && hy_cache_lines_disk_dirty(c, ents[i].line)) {
-			rc = c->lower.sync(c->lower.arg, f); /* as the cleaner: above */
+			rc = below_sync(c, f); /* as the cleaner: above */
 			break;
 		}
 	if (rc == 0 && wrote)
@@ -369,7 +369,7 @@ int hy_cache_fsync_file(struct hy_cache *c, const struct hy_cache_file *f, uint6
 		goto out;
 	}
 	/* the file's end, for the tail of the line that holds it */
-	rc = c->lower.getattr(c->lower.arg, f, &attr);
+	rc = below_getattr(c, f, &attr);
 	if (rc < 0)
 		goto out;
 	for (size_t i = 0; i < nblocks && rc == 0; i++) {
@@ -459,7 +459,7 @@ int hy_cache_fsync_file(struct hy_cache *c, const struct hy_cache_file *f, uint6
 		}
 	}
 	if (rc == 0 && home)
-		rc = c->lower.sync(c->lower.arg, f);
+		rc = below_sync(c, f);
 out:
 	if (rc < 0) {
 		/* nothing of this fsync counts: its records are not all there,
@@ -558,7 +558,7 @@ int hy_cache_forget_file(struct hy_cache *c, uint64_t file_id)
 			atomic_fetch_add(&c->st.forgotten_files, 1);
 	}
 	if (rc >= 0 && cf->home >= 0) {
-		c->lower.put_object(c->lower.arg, cf->home);
+		below_put(c, cf->home);
 		cf->home = -1;
 	}
 	pthread_rwlock_unlock(gate(c, file_id));
@@ -582,7 +582,7 @@ bool hy_cache_meta_begin(struct hy_cache *c, const struct hy_cache_file *f)
 	 * truncation would hide it from truncate_open_end. */
 	pthread_rwlock_wrlock(gate(c, f->file_id));
 	if (cf)
-		fresh = atomic_load(&cf->blocks) && c->lower.getattr(c->lower.arg, f, &a) == 0 &&
+		fresh = atomic_load(&cf->blocks) && below_getattr(c, f, &a) == 0 &&
 			atomic_load(&cf->stamp) == a.stamp;
 	cfile_put(c, cf);
 	return fresh;

@@ -19,11 +19,11 @@
  * the front buffer's mutex (its table, lists and heat; never held across
  * I/O), the lines' mutex (policy, line state, free lines; never across
  * I/O), the journal's rwlock (appends shared, a checkpoint exclusive), then
- * the index's and the store's own. The lower path is called with the
- * file's gate held and nothing else: it takes the engine's gates (order:
- * cache gate, then engine gate). The cleaner's mutex is taken before any
- * gate; it also serializes PORE's zones (the cleaner's pass asks the lower
- * path where blocks lie with a file's gate shared), whose figures for the
+ * the index's and the store's own. The indirector is called with the
+ * file's gate held and nothing else: it takes its own gates (order: cache
+ * gate, then the indirector's). The cleaner's mutex is taken before any
+ * gate; it also serializes PORE's zones (the cleaner's pass asks the
+ * indirector where blocks lie with a file's gate shared), whose figures for the
  * stats are copied under the lines' mutex.
  */
 #ifndef HYBRIDFS_CACHE_INTERNAL_H
@@ -41,6 +41,7 @@
 #include "hybridfs/cache_store.h"
 #include "hybridfs/file_table.h"
 #include "hybridfs/heat.h"
+#include "hybridfs/indirector.h"
 #include "hybridfs/keymap.h"
 #include "hybridfs/pore.h"
 
@@ -145,7 +146,7 @@ struct front {
 
 struct hy_cache {
 	struct hy_cache_config cfg;
-	struct hy_cache_lower lower;
+	struct hy_indirector *below; /* borrowed: the path below the cache */
 	char *store_path, *uuid;
 	struct hy_cache_store *store;
 	struct hy_cache_index *index;
@@ -227,6 +228,77 @@ struct hy_cache {
 		uint64_t recovered_blocks, lost_blocks;
 	} st;
 };
+
+/* ---- the path below: the indirector (indirector.h) -----------------------
+ * The cache calls down only, through these: BORG's map, then the BOPT or
+ * the home file, then the device. */
+
+static inline ssize_t below_read(struct hy_cache *c, const struct hy_cache_file *f, void *buf,
+				 size_t len, off_t off)
+{
+	return hy_indirector_read(c->below, f->file_id, f->object, buf, len, off);
+}
+
+static inline ssize_t below_write(struct hy_cache *c, const struct hy_cache_file *f,
+				  const void *buf, size_t len, off_t off)
+{
+	return hy_indirector_write(c->below, f->file_id, f->object, buf, len, off);
+}
+
+static inline int below_getattr(struct hy_cache *c, const struct hy_cache_file *f,
+				struct hy_device_attr *out)
+{
+	return hy_indirector_getattr(c->below, f->object, out);
+}
+
+/* @mtime_ns < 0: now */
+static inline int below_set_mtime(struct hy_cache *c, const struct hy_cache_file *f,
+				  int64_t mtime_ns)
+{
+	return hy_indirector_set_mtime(c->below, f->file_id, f->object, mtime_ns);
+}
+
+/* Reserves room at home for [@off, @off + @len) without changing the
+ * file's size (a write-back write takes it before the block is dirty: a
+ * block home cannot hold would be stuck in the cache); -EOPNOTSUPP when
+ * the home filesystem cannot. */
+static inline int below_reserve(struct hy_cache *c, const struct hy_cache_file *f, uint64_t off,
+				uint64_t len)
+{
+	return hy_indirector_reserve(c->below, f->file_id, f->object, off, len);
+}
+
+/* What the cache sent home made durable: BORG's BOPT writes of the file
+ * home first (under the cache's gate, which the caller holds), then the
+ * map journal and the home file's data. */
+static inline int below_sync(struct hy_cache *c, const struct hy_cache_file *f)
+{
+	int64_t rc = 0;
+
+	if (hy_indirector_has_copies(c->below, f->file_id))
+		rc = hy_indirector_sync_home(c->below, f->file_id, f->object);
+	return rc < 0 ? (int)rc : hy_indirector_fsync(c->below, f->file_id, f->object, true);
+}
+
+/* An object of the cache's own for writing @f's data home later (the
+ * request's may be read-only or closed by then); given back by below_put. */
+static inline int below_hold(struct hy_cache *c, const struct hy_cache_file *f, int64_t *object)
+{
+	return hy_indirector_hold_object(c->below, f->object, object);
+}
+
+static inline void below_put(struct hy_cache *c, int64_t object)
+{
+	hy_indirector_put_object(c->below, object);
+}
+
+/* PORE: the disk addresses of @f's 4 KiB blocks @blocks[0..n) (ascending);
+ * when it fails a block lies at its file id * 64 MiB + its offset. */
+static inline int below_addresses(struct hy_cache *c, const struct hy_cache_file *f,
+				  const uint64_t *blocks, size_t n, uint64_t *out)
+{
+	return hy_indirector_addresses(c->below, f->object, blocks, n, out);
+}
 
 static inline uint8_t popcount8(uint8_t m)
 {

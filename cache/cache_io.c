@@ -55,7 +55,7 @@ int hy_cache_io_ensure_fresh(struct hy_cache *c, struct cfile *cf, const struct 
 
 	if (atomic_load(&cf->blocks) == 0)
 		return 0;
-	rc = c->lower.getattr(c->lower.arg, f, &a);
+	rc = below_getattr(c, f, &a);
 	if (rc == 0)
 		make_fresh(c, cf, f, &a);
 	return rc;
@@ -85,7 +85,7 @@ void hy_cache_io_refresh_stamp(struct hy_cache *c, struct cfile *cf, const struc
 {
 	struct hy_device_attr a;
 
-	if (c->lower.getattr(c->lower.arg, f, &a) == 0) {
+	if (below_getattr(c, f, &a) == 0) {
 		atomic_store(&cf->stamp, a.stamp);
 		atomic_store(&cf->size, a.size);
 	}
@@ -107,8 +107,8 @@ static int read_below(struct hy_cache *c, const struct hy_cache_file *f, uint64_
 		while (e + 1 < HY_CACHE_SECTORS && (mask & (1u << (e + 1))))
 			e++;
 		memset(buf + s * SECTOR, 0, (size_t)(e - s + 1) * SECTOR);
-		r = c->lower.read(c->lower.arg, f, buf + s * SECTOR, (size_t)(e - s + 1) * SECTOR,
-				  (off_t)(block * LINE + (uint64_t)s * SECTOR));
+		r = below_read(c, f, buf + s * SECTOR, (size_t)(e - s + 1) * SECTOR,
+			       (off_t)(block * LINE + (uint64_t)s * SECTOR));
 		if (r < 0)
 			return (int)r;
 		s = e;
@@ -127,7 +127,7 @@ void hy_cache_io_keep_mtime(struct hy_cache *c, const struct hy_cache_file *f,
 
 	if (before->mtime_ns < 0)
 		return;
-	rc = c->lower.set_mtime(c->lower.arg, f, before->mtime_ns);
+	rc = below_set_mtime(c, f, before->mtime_ns);
 	if (rc < 0 && rc != -EOPNOTSUPP)
 		hy_log(LOG_WARNING,
 		       "cache: file %" PRIu64 ": cannot keep its modification time after its "
@@ -154,8 +154,7 @@ int hy_cache_io_write_home(struct hy_cache *c, const struct hy_cache_file *f, ui
 		if (end > size)
 			end = size;
 		if (at < end) {
-			r = c->lower.write(c->lower.arg, f, buf + s * SECTOR, (size_t)(end - at),
-					   (off_t)at);
+			r = below_write(c, f, buf + s * SECTOR, (size_t)(end - at), (off_t)at);
 			if (r < 0)
 				return (int)r;
 			if ((uint64_t)r != end - at)
@@ -309,7 +308,7 @@ static ssize_t read_run(struct hy_cache *c, struct cfile *cf, const struct hy_ca
 
 	if (!run)
 		return -ENOMEM;
-	r = c->lower.read(c->lower.arg, f, run, len, (off_t)(b0 * LINE));
+	r = below_read(c, f, run, len, (off_t)(b0 * LINE));
 	if (r < 0) {
 		free(run);
 		return r;
@@ -412,24 +411,24 @@ ssize_t hy_cache_read_hinted(struct hy_cache *c, const struct hy_cache_file *f,
 	ssize_t rc = 0;
 
 	if (size == 0 || off < 0 || !f->file_id)
-		return c->lower.read(c->lower.arg, f, buf, size, off);
+		return below_read(c, f, buf, size, off);
 	cf = cfile_get(c, f->file_id, true);
 	if (!cf)
-		return c->lower.read(c->lower.arg, f, buf, size, off);
+		return below_read(c, f, buf, size, off);
 	hy_cache_lines_note_use(c, cf);
 	if (hint)
 		hy_cache_reconfig_file(c, cf, f, hint, -1);
 	pthread_rwlock_rdlock(gate(c, f->file_id));
-	rc = c->lower.getattr(c->lower.arg, f, &a);
+	rc = below_getattr(c, f, &a);
 	if (rc == 0 && !hy_cache_io_fresh_for(cf, &a)) {
 		pthread_rwlock_unlock(gate(c, f->file_id));
 		pthread_rwlock_wrlock(gate(c, f->file_id));
-		rc = c->lower.getattr(c->lower.arg, f, &a);
+		rc = below_getattr(c, f, &a);
 		if (rc == 0)
 			make_fresh(c, cf, f, &a);
 		pthread_rwlock_unlock(gate(c, f->file_id));
 		pthread_rwlock_rdlock(gate(c, f->file_id));
-		rc = c->lower.getattr(c->lower.arg, f, &a);
+		rc = below_getattr(c, f, &a);
 	}
 	if (rc < 0)
 		goto out;
@@ -578,7 +577,7 @@ static int write_block(struct hy_cache *c, struct cfile *cf, const struct hy_cac
 			if (settled < 0)
 				return settled;
 			home_changed(cf);
-			r = c->lower.write(c->lower.arg, f, seg, len, (off_t)(block * LINE + at));
+			r = below_write(c, f, seg, len, (off_t)(block * LINE + at));
 			if (r < 0)
 				return (int)r;
 			if ((size_t)r != len)
@@ -718,10 +717,10 @@ ssize_t hy_cache_write_hinted(struct hy_cache *c, const struct hy_cache_file *f,
 	ssize_t rc;
 
 	if (size == 0 || off < 0 || !f->file_id)
-		return c->lower.write(c->lower.arg, f, buf, size, off);
+		return below_write(c, f, buf, size, off);
 	cf = cfile_get(c, f->file_id, true);
 	if (!cf)
-		return c->lower.write(c->lower.arg, f, buf, size, off);
+		return below_write(c, f, buf, size, off);
 	hy_cache_lines_note_use(c, cf);
 	if (hint) {
 		if (hint->write >= HY_CACHE_WRITE_BACK && hint->write <= HY_CACHE_WRITE_AROUND)
@@ -737,7 +736,7 @@ ssize_t hy_cache_write_hinted(struct hy_cache *c, const struct hy_cache_file *f,
 	}
 	pthread_rwlock_wrlock(gate(c, f->file_id));
 	atomic_fetch_add(&cf->generation, 1);
-	rc = c->lower.getattr(c->lower.arg, f, &a);
+	rc = below_getattr(c, f, &a);
 	if (rc < 0)
 		goto out;
 	make_fresh(c, cf, f, &a);
@@ -761,14 +760,13 @@ ssize_t hy_cache_write_hinted(struct hy_cache *c, const struct hy_cache_file *f,
 	 * file that never has a dirty block must not take one */
 	if (wp == HY_CACHE_WRITE_BACK && end > a.size)
 		wp = HY_CACHE_WRITE_THROUGH;
-	if (wp == HY_CACHE_WRITE_BACK && cf->home < 0 &&
-	    c->lower.hold_object(c->lower.arg, f, &cf->home) < 0) {
+	if (wp == HY_CACHE_WRITE_BACK && cf->home < 0 && below_hold(c, f, &cf->home) < 0) {
 		cf->home = -1;
 		wp = HY_CACHE_WRITE_THROUGH; /* no way home later: write through now */
 	}
 	if (wp != HY_CACHE_WRITE_BACK) {
 		home_changed(cf);
-		rc = c->lower.write(c->lower.arg, f, buf, size, off);
+		rc = below_write(c, f, buf, size, off);
 		if (rc <= 0)
 			goto out;
 		size = (size_t)rc;
@@ -777,13 +775,11 @@ ssize_t hy_cache_write_hinted(struct hy_cache *c, const struct hy_cache_file *f,
 		/* room at home first: a plain directory fails a write its disk
 		 * cannot hold, and a dirty block home cannot take would be stuck
 		 * (the cleaner, the unmount and the next mount would all fail) */
-		if (c->lower.reserve) {
-			rc = c->lower.reserve(c->lower.arg, f, (uint64_t)off, size);
-			if (rc == -ENOSPC || rc == -EDQUOT || rc == -EFBIG)
-				goto out;
-		}
+		rc = below_reserve(c, f, (uint64_t)off, size);
+		if (rc == -ENOSPC || rc == -EDQUOT || rc == -EFBIG)
+			goto out;
 		/* the home file has the time a plain write gives it */
-		rc = c->lower.set_mtime(c->lower.arg, f, -1);
+		rc = below_set_mtime(c, f, -1);
 		if (rc < 0 && rc != -EOPNOTSUPP)
 			goto out;
 	}
@@ -812,7 +808,7 @@ ssize_t hy_cache_write_hinted(struct hy_cache *c, const struct hy_cache_file *f,
 			ssize_t r;
 
 			home_changed(cf);
-			r = c->lower.write(c->lower.arg, f, seg, (size_t)(to - from), (off_t)from);
+			r = below_write(c, f, seg, (size_t)(to - from), (off_t)from);
 
 			atomic_fetch_add(&c->st.bypassed, 1);
 			if (r < 0)

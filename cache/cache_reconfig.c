@@ -47,7 +47,7 @@ void hy_cache_reconfig_file(struct hy_cache *c, struct cfile *cf, const struct h
 	 * are filled in the background, if there is anything to fill */
 	if (want < had || !atomic_load(&cf->blocks) || !f->file_id || f->object < 0)
 		return;
-	if (c->lower.hold_object(c->lower.arg, f, &object) < 0) {
+	if (below_hold(c, f, &object) < 0) {
 		atomic_fetch_add(&c->st.migrate_dropped, 1);
 		return;
 	}
@@ -60,7 +60,7 @@ void hy_cache_reconfig_file(struct hy_cache *c, struct cfile *cf, const struct h
 	}
 	pthread_mutex_unlock(&c->thread_lock);
 	if (object >= 0) {
-		c->lower.put_object(c->lower.arg, object);
+		below_put(c, object);
 		atomic_fetch_add(&c->st.migrate_dropped, 1);
 	} else {
 		atomic_fetch_add(&c->st.migrations, 1);
@@ -112,7 +112,7 @@ static int64_t migrate_file(struct hy_cache *c, const struct migration *m, uint6
 			break; /* reconfigured again meanwhile: the newer size rules */
 		pthread_rwlock_rdlock(gate(c, m->file_id));
 		gen = atomic_load(&cf->generation);
-		rc = c->lower.getattr(c->lower.arg, &f, &a);
+		rc = below_getattr(c, &f, &a);
 		if (rc == 0 && (fresh = hy_cache_io_fresh_for(cf, &a))) {
 			uint64_t end = (a.size + LINE - 1) / LINE;
 
@@ -130,8 +130,7 @@ static int64_t migrate_file(struct hy_cache *c, const struct migration *m, uint6
 			break; /* changed outside: its next request drops what is stale */
 		if (!missing)
 			continue;
-		r = c->lower.read(c->lower.arg, &f, buf, (size_t)(b1 - b0) * LINE,
-				  (off_t)(b0 * LINE));
+		r = below_read(c, &f, buf, (size_t)(b1 - b0) * LINE, (off_t)(b0 * LINE));
 		if (r < 0) {
 			rc = (int)r;
 			break;
@@ -188,7 +187,7 @@ int64_t hy_cache_reconfig_migrate_pass(struct hy_cache *c, uint64_t rate)
 			--c->migrate_len * sizeof(c->migrate_queue[0]));
 		pthread_mutex_unlock(&c->thread_lock);
 		r = migrate_file(c, &m, rate, start, &paced);
-		c->lower.put_object(c->lower.arg, m.object);
+		below_put(c, m.object);
 		if (r < 0) {
 			hy_log(LOG_WARNING,
 			       "cache: file %" PRIu64 ": filling its lines to %u bytes failed: %s",
@@ -213,7 +212,7 @@ void hy_cache_reconfig_migrations_drop(struct hy_cache *c)
 {
 	pthread_mutex_lock(&c->thread_lock);
 	for (unsigned i = 0; i < c->migrate_len; i++)
-		c->lower.put_object(c->lower.arg, c->migrate_queue[i].object);
+		below_put(c, c->migrate_queue[i].object);
 	c->migrate_len = 0;
 	pthread_mutex_unlock(&c->thread_lock);
 }

@@ -93,7 +93,7 @@ static int64_t clean_blocks(struct hy_cache *c, struct cfile *cf, const struct d
 	 * dirty block may go home over it */
 	rc = hy_cache_io_ensure_fresh(c, cf, &home);
 	if (rc == 0)
-		rc = c->lower.getattr(c->lower.arg, &home, &a);
+		rc = below_getattr(c, &home, &a);
 	if (rc < 0)
 		goto out;
 	for (size_t i = 0; i < n && rc == 0; i++) {
@@ -119,7 +119,7 @@ static int64_t clean_blocks(struct hy_cache *c, struct cfile *cf, const struct d
 	 * write not yet fsync'd */
 	for (size_t i = 0; i < ndone && rc == 0; i++)
 		if (done[i].where == 2 && hy_cache_lines_disk_dirty(c, done[i].at)) {
-			rc = c->lower.sync(c->lower.arg, &home);
+			rc = below_sync(c, &home);
 			break;
 		}
 	if (rc == 0 && ndone)
@@ -217,14 +217,13 @@ static void pore_filter(struct hy_cache *c, struct dirty_key *keys, size_t *n)
 			blocks[j - i] = keys[j].block;
 			j++;
 		}
-		if (cf && c->lower.addresses) {
+		if (cf) {
 			/* the gate keeps the file's way home as it is */
 			pthread_rwlock_rdlock(gate(c, keys[i].file_id));
 			if (cf->home >= 0) {
 				struct hy_cache_file home = {keys[i].file_id, cf->home};
 
-				rc = c->lower.addresses(c->lower.arg, &home, blocks, j - i,
-							addrs + i);
+				rc = below_addresses(c, &home, blocks, j - i, addrs + i);
 			}
 			pthread_rwlock_unlock(gate(c, keys[i].file_id));
 		}
@@ -360,7 +359,7 @@ static int64_t clean_pass(struct hy_cache *c, uint64_t rate, bool all)
 				/* a closed file with nothing dirty needs no way home */
 				if (!atomic_load(&cf->dirty) && atomic_load(&cf->closed) &&
 				    cf->home >= 0) {
-					c->lower.put_object(c->lower.arg, cf->home);
+					below_put(c, cf->home);
 					cf->home = -1;
 				}
 			} else if (!err) {

@@ -98,6 +98,22 @@ static int file_writable(struct hy_device *dev, int64_t object, int64_t *out, bo
 	return 0;
 }
 
+/* A descriptor of the daemon's own that reads and writes: the request's
+ * may be either only, and is the caller's to close. */
+static int file_hold(struct hy_device *dev, int64_t object, int64_t *out)
+{
+	char path[64];
+	int fd;
+
+	(void)dev;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", (int)object);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	*out = fd;
+	return 0;
+}
+
 static void file_close_object(struct hy_device *dev, int64_t object)
 {
 	(void)dev;
@@ -107,6 +123,7 @@ static void file_close_object(struct hy_device *dev, int64_t object)
 
 static const struct hy_device_ops file_ops = {
 	.writable = file_writable,
+	.hold = file_hold,
 	.close_object = file_close_object,
 	.getattr = file_getattr,
 	.set_mtime = file_set_mtime,
@@ -382,6 +399,8 @@ int hy_device_addresses(struct hy_device *dev, int64_t object, const uint64_t *o
 
 	if (!n)
 		return 0;
+	if (dev->ops->addresses)
+		return dev->ops->addresses(dev, object, offsets, n, out);
 	if (dev->emulation) {
 		addresses_by_inode(dev, object, offsets, n, out);
 		return 0;
@@ -478,6 +497,18 @@ int hy_device_writable(struct hy_device *dev, int64_t object, int64_t *out, bool
 	*opened = false;
 	*out = object;
 	return dev->ops->writable ? dev->ops->writable(dev, object, out, opened) : 0;
+}
+
+int hy_device_hold(struct hy_device *dev, int64_t object, int64_t *out, bool *opened)
+{
+	int rc;
+
+	if (!dev->ops->hold)
+		return hy_device_writable(dev, object, out, opened);
+	*out = object;
+	rc = dev->ops->hold(dev, object, out);
+	*opened = rc == 0;
+	return rc;
 }
 
 void hy_device_close_object(struct hy_device *dev, int64_t object)

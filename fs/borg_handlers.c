@@ -20,6 +20,7 @@
 #include "hybridfs/device.h"
 #include "hybridfs/engine.h"
 #include "hybridfs/fs.h"
+#include "hybridfs/indirector.h"
 #include "hybridfs/inode.h"
 #include "hybridfs/map.h"
 
@@ -170,6 +171,7 @@ struct json_object *hy_fs_borg_status(struct hy_fs *fs)
 {
 	struct json_object *o = json_object_new_object();
 	struct hy_borg_info info;
+	struct hy_indirector_stats ind;
 
 	if (!o)
 		return NULL;
@@ -184,13 +186,14 @@ struct json_object *hy_fs_borg_status(struct hy_fs *fs)
 	add_u64(o, "map_extents", info.map_extents);
 	add_u64(o, "map_blocks", info.map_blocks);
 	add_u64(o, "dirty_blocks", info.dirty_blocks);
-	add_u64(o, "bopt_writes", atomic_load(&fs->engine->bopt_writes));
-	add_u64(o, "synced_blocks", atomic_load(&fs->engine->synced_blocks));
-	add_u64(o, "bopt_reads", atomic_load(&fs->engine->bopt_reads));
-	add_u64(o, "released_blocks", atomic_load(&fs->engine->released_blocks));
-	add_u64(o, "stale_files", atomic_load(&fs->engine->stale_files));
-	if (fs->engine->bopt)
-		json_object_object_add(o, "device", hy_fs_device_status(fs->engine->bopt));
+	hy_indirector_get_stats(hy_engine_indirector(fs->engine), &ind);
+	add_u64(o, "bopt_writes", ind.bopt_writes);
+	add_u64(o, "synced_blocks", ind.synced_blocks);
+	add_u64(o, "bopt_reads", ind.bopt_reads);
+	add_u64(o, "released_blocks", ind.released_blocks);
+	add_u64(o, "stale_files", ind.stale_files);
+	if (ind.bopt)
+		json_object_object_add(o, "device", hy_fs_device_status(ind.bopt));
 	json_object_object_add(o, "reorganization", progress_json(fs->borg));
 	return o;
 }

@@ -77,7 +77,6 @@ int hy_fs_open_cache(struct hy_fs *fs, const struct hy_options *opts)
 		.ids_durable = ids_durable,
 		.ids_durable_arg = fs,
 	};
-	struct hy_cache_lower lower;
 	char path[4096], why[1024], fstype[16];
 	int rc;
 
@@ -140,8 +139,7 @@ int hy_fs_open_cache(struct hy_fs *fs, const struct hy_options *opts)
 			       "cache: PORE has nothing to hold back without write-back "
 			       "(cache_write=back)");
 	}
-	hy_engine_cache_lower(fs->engine, &lower);
-	rc = hy_cache_open(&config, &lower, &fs->cache, why, sizeof(why));
+	rc = hy_cache_open(&config, hy_engine_indirector(fs->engine), &fs->cache, why, sizeof(why));
 	if (rc < 0) {
 		hy_log(LOG_ERR,
 		       "%s; mount with cache=none to use the directory without the cache, or "

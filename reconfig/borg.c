@@ -19,6 +19,7 @@
 #include "hybridfs/device.h"
 #include "hybridfs/fault.h"
 #include "hybridfs/engine.h"
+#include "hybridfs/indirector.h"
 #include "hybridfs/log.h"
 #include "hybridfs/map.h"
 #include "hybridfs/map_journal.h"
@@ -479,9 +480,9 @@ int hy_borg_open(const struct hy_borg_config *config, struct hy_borg **out, char
 			 strerror(-rc));
 		goto fail;
 	}
-	hy_engine_set_bopt(config->engine, b->map, b->bopt->device, hy_bopt_read_offset(b->bopt, 0),
-			   b->journal);
-	hy_engine_set_bopt_writes(config->engine, config->bopt_writes);
+	hy_indirector_set_bopt(hy_engine_indirector(config->engine), b->map, b->bopt->device,
+			       hy_bopt_read_offset(b->bopt, 0), b->journal);
+	hy_indirector_set_bopt_writes(hy_engine_indirector(config->engine), config->bopt_writes);
 	/* dirty blocks left by a crash, and those of files held open long, go
 	 * home in the background */
 	if (pthread_create(&b->cleaner, NULL, cleaner_main, b) == 0)
@@ -504,14 +505,9 @@ fail:
 /* Saves the map while nothing changes it. */
 static int checkpoint_with(struct hy_borg *b, sqlite3 *db, char *why, size_t why_size)
 {
-	int rc;
-
 	/* every gate: no change of the map or the journal meanwhile; two
-	 * checkpoints (the cleaner's, a reorganization's) take turns here */
-	hy_engine_quiesce(b->config.engine);
-	rc = hy_map_journal_checkpoint(b->journal, b->map, db, why, why_size);
-	hy_engine_resume(b->config.engine);
-	return rc;
+	 * checkpoints (the cleaner's, a reorganization's) take turns there */
+	return hy_indirector_checkpoint(hy_engine_indirector(b->config.engine), db, why, why_size);
 }
 
 static int checkpoint(struct hy_borg *b, char *why, size_t why_size)
@@ -560,7 +556,7 @@ void hy_borg_close(struct hy_borg *b)
 		       why);
 	else if (hy_bopt_set_clean(b->bopt, true) < 0)
 		hy_log(LOG_ERR, "bopt: \"%s\": cannot mark it clean", b->bopt->path);
-	hy_engine_set_bopt(b->config.engine, NULL, NULL, 0, NULL);
+	hy_indirector_set_bopt(hy_engine_indirector(b->config.engine), NULL, NULL, 0, NULL);
 	borg_free(b);
 }
 
@@ -918,21 +914,14 @@ int hy_borg_open_homes(const char *db_path, const char *backing, const char *sta
 /* ---- the reconfigurator --------------------------------------------- */
 
 /* A range read and written to the BOPT, waiting for its commit. */
-struct pending {
-	uint64_t file_id;
-	uint64_t block;
-	uint32_t nblocks;
-	uint64_t bopt_block;
-	int fd;		  /* the home file, borrowed from the open-file cache */
-	uint64_t changes; /* the file's gate count when it was read */
-	int64_t stamp;	  /* its ctime then */
-};
-
 struct copier {
 	struct hy_borg *b;
 	struct search files;
 	size_t open; /* home files open now (their wanted.fd) */
-	struct pending *pending;
+	/* copies in the BOPT waiting for their commit; each one's object is
+	 * its home file's descriptor, borrowed from the open-file cache */
+	struct hy_indirector_copy *pending;
+	bool *committed; /* as many as pending */
 	size_t npending, cap;
 	uint64_t batch_bytes;
 	struct timespec batch_started;
@@ -954,23 +943,11 @@ static void progress_add(struct hy_borg *b, uint64_t done, uint64_t copied, uint
 	pthread_mutex_unlock(&b->lock);
 }
 
-static int ctime_of(int fd, int64_t *out)
-{
-	struct stat st;
-
-	if (fstat(fd, &st) != 0)
-		return -errno;
-	*out = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
-	return 0;
-}
-
-/* Commits the batch: the BOPT made durable once, then each range under its
- * file's gate (exclusive) if nothing changed the file since it was read. */
+/* Commits the batch: the BOPT made durable once, then the indirector puts
+ * each range in the map if nothing changed its file since it was read. */
 static int commit_batch(struct copier *c, char *why, size_t why_size)
 {
 	struct hy_borg *b = c->b;
-	struct hy_engine *engine = b->config.engine;
-	uint64_t ticket = 0;
 	int rc;
 
 	if (c->npending == 0)
@@ -981,71 +958,20 @@ static int commit_batch(struct copier *c, char *why, size_t why_size)
 			 b->bopt->path, strerror(-rc));
 		return rc;
 	}
+	rc = hy_indirector_copy_commit(hy_engine_indirector(b->config.engine), c->pending,
+				       c->npending, c->committed);
+	if (rc) {
+		snprintf(why, why_size, "the map journal failed: %s", strerror(-rc));
+		return rc;
+	}
 	for (size_t i = 0; i < c->npending; i++) {
-		struct pending *p = &c->pending[i];
-		struct hy_map_journal_record rec = {.file_id = p->file_id};
-		struct hy_map_extent e = {p->file_id, p->block,	     p->nblocks,
-					  false,      p->bopt_block, p->stamp};
-		int64_t stamp = 0, old;
-		bool ok;
-
-		hy_engine_gate_lock(engine, p->file_id);
-		ok = hy_engine_gate_changes(engine, p->file_id) == p->changes &&
-		     ctime_of(p->fd, &stamp) == 0 && stamp == p->stamp;
-		/* the file's earlier copies were made under another ctime: it
-		 * changed outside the mount, and the read path settles that
-		 * (their newer blocks home, then dropped) before this copy can
-		 * join them */
-		if (ok && hy_map_get_stamp(b->map, p->file_id, &old) == 0 && old != p->stamp)
-			ok = false;
-		/* the map first: a relocation it refuses (the diff keeps that
-		 * from happening) must never reach the journal, whose replay
-		 * would refuse it too. Under the gate no change of the file can
-		 * come between the two, so the records keep their order. */
-		if (ok) {
-			int r = hy_map_relocate(b->map, &e);
-
-			if (r) {
-				hy_log(LOG_ERR,
-				       "reorganize: file %" PRIu64 " block %" PRIu64
-				       ": the map refused the relocation: %s",
-				       p->file_id, p->block, strerror(-r));
-				ok = false;
-			}
-		}
-		if (ok) {
-			rec.type = HY_MJ_RELOCATE;
-			rec.block = p->block;
-			rec.nblocks = p->nblocks;
-			rec.bopt_block = p->bopt_block;
-			rc = hy_map_journal_write(b->journal, &rec, &ticket);
-			if (rc == 0) {
-				rec.type = HY_MJ_STAMP;
-				rec.block = (uint64_t)p->stamp;
-				rec.nblocks = 0;
-				rec.bopt_block = 0;
-				rc = hy_map_journal_write(b->journal, &rec, &ticket);
-			}
-		}
-		hy_engine_gate_unlock(engine, p->file_id);
-		if (rc) {
-			snprintf(why, why_size, "the map journal failed: %s", strerror(-rc));
-			return rc;
-		}
-		if (ok)
-			progress_add(b, 0, p->nblocks, 0, 0);
+		if (c->committed[i])
+			progress_add(b, 0, c->pending[i].nblocks, 0, 0);
 		else
-			progress_add(b, 0, 0, 1, p->nblocks);
+			progress_add(b, 0, 0, 1, c->pending[i].nblocks);
 	}
 	c->npending = 0;
 	c->batch_bytes = 0;
-	if (ticket) {
-		rc = hy_map_journal_wait(b->journal, ticket);
-		if (rc) {
-			snprintf(why, why_size, "the map journal failed: %s", strerror(-rc));
-			return rc;
-		}
-	}
 	return 0;
 }
 
@@ -1118,8 +1044,12 @@ static int copy_chunk(struct copier *c, uint64_t file_id, uint64_t block, uint32
 		      uint64_t bopt_block, char *why, size_t why_size)
 {
 	struct hy_borg *b = c->b;
-	struct hy_engine *engine = b->config.engine;
-	struct pending p = {file_id, block, nblocks, bopt_block, -1, 0, 0};
+	struct hy_indirector *ind = hy_engine_indirector(b->config.engine);
+	struct hy_indirector_copy p = {.file_id = file_id,
+				       .object = -1,
+				       .block = block,
+				       .nblocks = nblocks,
+				       .bopt_block = bopt_block};
 	size_t len = (size_t)nblocks * BLOCK;
 	struct stat st;
 	ssize_t n;
@@ -1152,17 +1082,14 @@ static int copy_chunk(struct copier *c, uint64_t file_id, uint64_t block, uint32
 		p.nblocks = keep;
 		len = (size_t)nblocks * BLOCK;
 	}
-	/* what the commit will compare with: no change may begin between
-	 * this and the read below without moving the count */
-	hy_engine_gate_lock(engine, file_id);
-	p.changes = hy_engine_gate_changes(engine, file_id);
-	rc = ctime_of(fd, &p.stamp);
-	hy_engine_gate_unlock(engine, file_id);
+	/* what the commit will compare with, taken before the read */
+	p.object = fd;
+	rc = hy_indirector_copy_begin(ind, &p);
 	if (rc) {
 		progress_add(b, nblocks, 0, 1, nblocks);
 		return 0;
 	}
-	n = hy_device_read(engine->backing, fd, c->buf, len, (off_t)(block * BLOCK));
+	n = hy_indirector_copy_read(ind, &p, c->buf);
 	if (n != (ssize_t)len) {
 		progress_add(b, nblocks, 0, 1, nblocks); /* shrank meanwhile */
 		return 0;
@@ -1177,18 +1104,24 @@ static int copy_chunk(struct copier *c, uint64_t file_id, uint64_t block, uint32
 	}
 	if (c->npending == c->cap) {
 		size_t cap = c->cap ? 2 * c->cap : 64;
-		struct pending *grown = realloc(c->pending, cap * sizeof(*grown));
+		struct hy_indirector_copy *grown = realloc(c->pending, cap * sizeof(*grown));
+		bool *flags;
 
 		if (!grown) {
 			snprintf(why, why_size, "out of memory");
 			return -ENOMEM;
 		}
 		c->pending = grown;
+		flags = realloc(c->committed, cap * sizeof(*flags));
+		if (!flags) {
+			snprintf(why, why_size, "out of memory");
+			return -ENOMEM;
+		}
+		c->committed = flags;
 		c->cap = cap;
 	}
 	/* fault.h: the chunk is in the BOPT, not yet in the map */
 	hy_fault_point("reorg.copy.mid");
-	p.fd = fd;
 	if (c->npending == 0)
 		clock_gettime(CLOCK_MONOTONIC, &c->batch_started);
 	c->pending[c->npending++] = p;
@@ -1267,6 +1200,7 @@ static int copy_all(struct hy_borg *b, const struct hy_reorganize_diff *diff, ch
 	}
 	search_free(&c.files);
 	free(c.pending);
+	free(c.committed);
 	free(c.buf);
 	return rc;
 }
@@ -1279,73 +1213,24 @@ static int copy_all(struct hy_borg *b, const struct hy_reorganize_diff *diff, ch
  * copies planned onto their BOPT blocks are then refused and skipped.
  * Then a barrier (every gate taken once) waits out reads that may still
  * use the old places. */
-static int cmp_stripe(const void *x, const void *y, void *arg)
-{
-	const struct hy_reorganize_range *d = arg;
-	size_t i = *(const size_t *)x, j = *(const size_t *)y;
-	uint64_t si = d[i].file_id % HY_ENGINE_GATES, sj = d[j].file_id % HY_ENGINE_GATES;
-
-	if (si != sj)
-		return si < sj ? -1 : 1;
-	return i < j ? -1 : i > j;
-}
-
 static int drop_all(struct hy_borg *b, const struct hy_reorganize_diff *diff, char *why,
 		    size_t why_size)
 {
-	struct hy_engine *engine = b->config.engine;
-	size_t *order = malloc((diff->ndrop ? diff->ndrop : 1) * sizeof(*order));
+	struct hy_indirector_range *ranges =
+		malloc((diff->ndrop ? diff->ndrop : 1) * sizeof(*ranges));
 	uint64_t kept_dirty = 0;
-	int rc = 0;
+	int rc;
 
-	if (!order) {
+	if (!ranges) {
 		snprintf(why, why_size, "out of memory");
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < diff->ndrop; i++)
-		order[i] = i;
-	qsort_r(order, diff->ndrop, sizeof(*order), cmp_stripe, diff->drop);
-	for (size_t i = 0; i < diff->ndrop && rc == 0;) {
-		uint64_t stripe = diff->drop[order[i]].file_id % HY_ENGINE_GATES, ticket = 0;
-		uint64_t locked = diff->drop[order[i]].file_id;
-
-		hy_engine_gate_lock(engine, locked);
-		for (; i < diff->ndrop && rc == 0 &&
-		       diff->drop[order[i]].file_id % HY_ENGINE_GATES == stripe;
-		     i++) {
-			const struct hy_reorganize_range *d = &diff->drop[order[i]];
-			struct hy_map_piece piece;
-			uint64_t at = d->block, end = d->block + d->nblocks;
-
-			while (at < end && rc == 0) {
-				struct hy_map_journal_record rec = {.type = HY_MJ_RELEASE,
-								    .file_id = d->file_id};
-				int n = hy_map_lookup(b->map, d->file_id, at, (uint32_t)(end - at),
-						      &piece, 1);
-
-				if (n < 0) {
-					rc = n;
-					break;
-				}
-				if (piece.bopt_block != HY_MAP_HOME && piece.dirty) {
-					kept_dirty += piece.nblocks;
-				} else if (piece.bopt_block != HY_MAP_HOME) {
-					rec.block = piece.block;
-					rec.nblocks = piece.nblocks;
-					rc = hy_map_journal_write(b->journal, &rec, &ticket);
-					if (rc == 0 &&
-					    hy_map_release(b->map, d->file_id, piece.block,
-							   piece.nblocks) < 0)
-						rc = -ENOMEM;
-				}
-				at = piece.block + piece.nblocks;
-			}
-		}
-		if (rc == 0 && ticket)
-			rc = hy_map_journal_wait(b->journal, ticket);
-		hy_engine_gate_unlock(engine, locked);
-	}
-	free(order);
+		ranges[i] = (struct hy_indirector_range){diff->drop[i].file_id, diff->drop[i].block,
+							 diff->drop[i].nblocks};
+	rc = hy_indirector_drop(hy_engine_indirector(b->config.engine), ranges, diff->ndrop,
+				&kept_dirty);
+	free(ranges);
 	if (rc) {
 		snprintf(why, why_size, "dropping extents from the map failed: %s", strerror(-rc));
 		return rc;
@@ -1360,8 +1245,6 @@ static int drop_all(struct hy_borg *b, const struct hy_reorganize_diff *diff, ch
 		b->progress.kept_blocks += kept_dirty;
 		pthread_mutex_unlock(&b->lock);
 	}
-	hy_engine_quiesce(engine);
-	hy_engine_resume(engine);
 	return 0;
 }
 

@@ -9,7 +9,9 @@
 #include "hybridfs/cache_store.h"
 #include "hybridfs/category.h"
 #include "hybridfs/classify.h"
+#include "hybridfs/device.h"
 #include "hybridfs/devmodel.h"
+#include "hybridfs/indirector.h"
 #include "hybridfs/replay.h"
 #include "hybridfs/sim_full.h"
 #include "hybridfs/trace_reader.h"
@@ -27,6 +29,8 @@
 struct hy_sim_full {
 	struct hy_sim_full_config cfg;
 	struct hy_cache *cache;
+	struct hy_indirector *below; /* the path below the cache, over home */
+	struct hy_device *home;	     /* a model of home that keeps nothing */
 	char *store_path;
 	struct hy_devmodel *backing; /* NULL: untimed */
 	double backing_busy_ms;
@@ -46,84 +50,73 @@ static uint64_t home_address(uint64_t file_id, uint64_t off)
 	return ((file_id - 1) << 40) + off;
 }
 
-static void home_serve(struct hy_sim_full *f, const struct hy_cache_file *file, size_t len,
-		       off_t off, bool write)
+/* The home device's objects are file ids (the replay's device + 1). */
+static void home_serve(struct hy_sim_full *f, int64_t object, size_t len, off_t off, bool write)
 {
 	if (f->backing)
 		f->backing_busy_ms += hy_devmodel_serve(
-			f->backing, home_address(file->file_id, (uint64_t)off), len, write);
+			f->backing, home_address((uint64_t)object, (uint64_t)off), len, write);
 }
 
-static ssize_t home_read(void *arg, const struct hy_cache_file *f, void *buf, size_t len, off_t off)
+static ssize_t home_read(struct hy_device *dev, int64_t object, void *buf, size_t len, off_t off)
 {
-	home_serve(arg, f, len, off, false);
+	home_serve(dev->priv, object, len, off, false);
 	memset(buf, 0, len);
 	return (ssize_t)len;
 }
 
-static ssize_t home_write(void *arg, const struct hy_cache_file *f, const void *buf, size_t len,
+static ssize_t home_write(struct hy_device *dev, int64_t object, const void *buf, size_t len,
 			  off_t off)
 {
 	(void)buf;
-	home_serve(arg, f, len, off, true);
+	home_serve(dev->priv, object, len, off, true);
 	return (ssize_t)len;
 }
 
-static int home_addresses(void *arg, const struct hy_cache_file *f, const uint64_t *blocks,
-			  size_t n, uint64_t *out)
+static int home_addresses(struct hy_device *dev, int64_t object, const uint64_t *offsets, size_t n,
+			  uint64_t *out)
 {
-	(void)arg;
+	(void)dev;
 	for (size_t i = 0; i < n; i++)
-		out[i] = home_address(f->file_id, blocks[i] * BLOCK);
+		out[i] = home_address((uint64_t)object, offsets[i]);
 	return 0;
 }
 
-static int home_getattr(void *arg, const struct hy_cache_file *f, struct hy_device_attr *out)
+static int home_getattr(struct hy_device *dev, int64_t object, struct hy_device_attr *out)
 {
-	(void)arg;
-	(void)f;
+	(void)dev;
+	(void)object;
 	out->stamp = 1;
 	out->mtime_ns = 1;
 	out->size = UINT64_C(1) << 56; /* every block of a trace lies inside */
 	return 0;
 }
 
-static int home_set_mtime(void *arg, const struct hy_cache_file *f, int64_t mtime_ns)
+static int home_set_mtime(struct hy_device *dev, int64_t object, int64_t mtime_ns)
 {
-	(void)arg;
-	(void)f;
+	(void)dev;
+	(void)object;
 	(void)mtime_ns;
 	return 0;
 }
 
-static int home_sync(void *arg, const struct hy_cache_file *f)
+static int home_sync(struct hy_device *dev, int64_t object, bool data_only)
 {
-	(void)arg;
-	(void)f;
-	return 0;
-}
-
-static int home_hold(void *arg, const struct hy_cache_file *f, int64_t *object)
-{
-	(void)arg;
-	*object = f->object;
-	return 0;
-}
-
-static void home_put(void *arg, int64_t object)
-{
-	(void)arg;
+	(void)dev;
 	(void)object;
+	(void)data_only;
+	return 0;
 }
 
-static const struct hy_cache_lower home = {
+/* No writable(), hold() or close_object(): an object is a number, its own
+ * writer, and nothing to close. The device's private data is the
+ * simulator's, not the device's (no destroy). */
+static const struct hy_device_ops home_ops = {
 	.read = home_read,
 	.write = home_write,
 	.getattr = home_getattr,
 	.set_mtime = home_set_mtime,
 	.sync = home_sync,
-	.hold_object = home_hold,
-	.put_object = home_put,
 	.addresses = home_addresses,
 };
 
@@ -165,7 +158,6 @@ int hy_sim_full_new(const struct hy_sim_full_config *cfg, struct hy_sim_full **o
 {
 	struct hy_sim_full *f;
 	struct hy_cache_config cc;
-	struct hy_cache_lower lower = home;
 	const char *dir = cfg->store_dir ? cfg->store_dir : getenv("TMPDIR");
 	unsigned permille = cfg->front_permille ? cfg->front_permille : 125;
 	uint64_t front, lines;
@@ -223,7 +215,6 @@ int hy_sim_full_new(const struct hy_sim_full_config *cfg, struct hy_sim_full **o
 	cc.uuid = SIM_UUID;
 	cc.write_policy = cfg->write_back ? HY_CACHE_WRITE_BACK : HY_CACHE_WRITE_THROUGH;
 	cc.pore = cfg->pore;
-	lower.arg = f;
 	if (cc.pore.rule != HY_PORE_OFF && !cc.pore.period_blocks)
 		cc.pore.period_blocks = cfg->backing && cfg->backing->buffer_bytes >= BLOCK
 						? cfg->backing->buffer_bytes / BLOCK
@@ -233,8 +224,17 @@ int hy_sim_full_new(const struct hy_sim_full_config *cfg, struct hy_sim_full **o
 	cc.heat_periods = 8;
 	cc.heat_threshold = cfg->heat_threshold < 0 ? 1.5 : cfg->heat_threshold;
 	cc.no_threads = true;
+	/* the path below the cache is the daemon's: an indirector (without a
+	 * BOPT) over a device, here a model of home that keeps nothing */
+	if (rc == 0) {
+		rc = hy_device_new("sim-home", &home_ops, f, &f->home);
+		if (rc == 0)
+			rc = hy_indirector_new(f->home, &f->below);
+		if (rc < 0)
+			snprintf(why, why_size, "out of memory");
+	}
 	if (rc == 0)
-		rc = hy_cache_open(&cc, &lower, &f->cache, why, why_size);
+		rc = hy_cache_open(&cc, f->below, &f->cache, why, why_size);
 	if (rc == 0 && cfg->reca) {
 		f->histories = calloc(MAX_HISTORIES, sizeof(*f->histories));
 		f->categories = calloc(MAX_PROCESSES, sizeof(*f->categories));
@@ -272,6 +272,8 @@ void hy_sim_full_free(struct hy_sim_full *f)
 		return;
 	if (f->cache && hy_cache_close(f->cache) < 0)
 		fprintf(stderr, "hybridfs simulator: closing the cache failed\n");
+	hy_indirector_free(f->below);
+	hy_device_free(f->home);
 	hy_devmodel_free(f->backing);
 	if (f->store_path && unlink(f->store_path) < 0)
 		fprintf(stderr, "hybridfs simulator: cannot remove \"%s\": %s\n", f->store_path,

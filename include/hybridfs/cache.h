@@ -5,9 +5,10 @@
  * What it is for: the engine (engine.c) hands it every read and write of a
  * file with a file id; it answers from DRAM or from the SSD store's lines,
  * and sends what it cannot answer (a miss) and what must reach home (write
- * policies, the cleaner) to the path below it, the "lower" path that the
- * engine gives: BORG's indirection map, then the BOPT or the backing file.
- * No FUSE here: the simulator drives the same code.
+ * policies, the cleaner) to the path below it, the indirector
+ * (indirector.h): BORG's indirection map, then the BOPT or the backing
+ * file, then the device. It calls nothing above it. No FUSE here: the
+ * simulator drives the same code over a model device.
  *
  * The tiers, as the papers describe them:
  *   - DRAM front buffer (FusionCache): a block missed or written enters it
@@ -77,7 +78,7 @@
  *   - PORE (backend=smr, pore.h): home is a shingled disk, where dirty
  *     blocks written home all over it cost a band rewrite each. The
  *     cleaner then writes home only the dirty blocks of open zones (their
- *     addresses from the lower path's addresses()), re-dividing the zones
+ *     addresses from hy_indirector_addresses()), re-dividing the zones
  *     into open and forbidden once a period of blocks written into the
  *     cache, by the configured rule (a line's hits since the last division
  *     are its popularity); the others stay cached, dirty. Victims are clean
@@ -96,7 +97,8 @@
  * Who calls it: engine.c (read, write, truncate, fallocate, copy, fsync,
  * close); fs/main.c (open, flush, stats, close); the simulator's whole
  * cache (sim/full.c, hence hybridctl simulate --policy full and tune) over
- * a model of home; the unit tests with their own lower path.
+ * an indirector over a model of home; the unit tests over an indirector on
+ * a memory device of their own.
  *
  * Memory: hy_cache_open() allocates everything: the front buffer's slots
  * (front_buffer bytes of data plus 88 bytes a slot: its state, hash and
@@ -116,11 +118,11 @@
  * the front buffer's mutex (its table, lists and heat; never held across
  * I/O), the lines' mutex (policy, line state, free lines; never across
  * I/O), the journal's rwlock (appends shared, a checkpoint exclusive), then
- * the index's and the store's own. The lower path is called with the
- * file's gate held and nothing else: it takes the engine's gates (order:
- * cache gate, then engine gate). The cleaner's mutex is taken before any
- * gate; it also serializes PORE's zones (the cleaner's pass asks the lower
- * path where blocks lie with a file's gate shared), whose figures for the
+ * the index's and the store's own. The indirector is called with the
+ * file's gate held and nothing else: it takes its own gates (order: cache
+ * gate, then the indirector's). The cleaner's mutex is taken before any
+ * gate; it also serializes PORE's zones (the cleaner's pass asks the
+ * indirector where blocks lie with a file's gate shared), whose figures for the
  * stats are copied under the lines' mutex.
  */
 #ifndef HYBRIDFS_CACHE_H
@@ -140,38 +142,10 @@
 #define HY_CACHE_GATES 256
 
 /* A file as a request names it: its id (never 0) and its backing object
- * (a descriptor in the daemon), which the lower path reads and writes. */
+ * (a descriptor in the daemon), which the indirector reads and writes. */
 struct hy_cache_file {
 	uint64_t file_id;
 	int64_t object;
-};
-
-/* The path below the cache, given by its driver. Every call may fail with
- * a negative errno. */
-struct hy_cache_lower {
-	void *arg;
-	ssize_t (*read)(void *arg, const struct hy_cache_file *f, void *buf, size_t len, off_t off);
-	ssize_t (*write)(void *arg, const struct hy_cache_file *f, const void *buf, size_t len,
-			 off_t off);
-	int (*getattr)(void *arg, const struct hy_cache_file *f, struct hy_device_attr *out);
-	/* @mtime_ns < 0: now */
-	int (*set_mtime)(void *arg, const struct hy_cache_file *f, int64_t mtime_ns);
-	int (*sync)(void *arg, const struct hy_cache_file *f);
-	/* An object of the cache's own for writing @f's data home later
-	 * (the request's may be read-only or closed by then); released by
-	 * put_object(). */
-	int (*hold_object)(void *arg, const struct hy_cache_file *f, int64_t *object);
-	void (*put_object)(void *arg, int64_t object);
-	/* PORE: the byte addresses on the backing disk of @f's 4 KiB blocks
-	 * @blocks[0..n) (ascending) into @out. May be NULL, or fail: then a
-	 * block lies at its file id * 64 MiB + its offset. */
-	int (*addresses)(void *arg, const struct hy_cache_file *f, const uint64_t *blocks, size_t n,
-			 uint64_t *out);
-	/* Reserves room at home for [@off, @off + @len) without changing the
-	 * file's size (a write-back write takes it before the block is
-	 * dirty: a block home cannot hold would be stuck in the cache).
-	 * May be NULL; -EOPNOTSUPP when the home filesystem cannot. */
-	int (*reserve)(void *arg, const struct hy_cache_file *f, uint64_t off, uint64_t len);
 };
 
 /* At mount: opens, for writing, the home files of @ids (sorted, unique)
@@ -270,7 +244,8 @@ struct hy_cache;
 /* Opens (or makes) the store, writes home what a crash left dirty in it,
  * and starts the cache empty, with its threads. 0 or a negative errno
  * with a message in @why. */
-int hy_cache_open(const struct hy_cache_config *cfg, const struct hy_cache_lower *lower,
+struct hy_indirector;
+int hy_cache_open(const struct hy_cache_config *cfg, struct hy_indirector *below,
 		  struct hy_cache **out, char *why, size_t why_size);
 
 /* Writes every dirty block home, checkpoints, marks the store clean,

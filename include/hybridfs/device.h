@@ -61,7 +61,19 @@ struct hy_device_ops {
 	 * (*@opened true) that close_object() gives back. May be NULL: then
 	 * every object is writable. */
 	int (*writable)(struct hy_device *dev, int64_t object, int64_t *out, bool *opened);
+	/* An object of the caller's own that reads and writes @object's data
+	 * and stays valid after @object is closed (the cache keeps one to
+	 * write a file home later), given back by close_object(). May be
+	 * NULL: then writable() answers, and the holder still gives the
+	 * object back through close_object(), which such a device makes
+	 * harmless for an object it did not open (a model's are numbers). */
+	int (*hold)(struct hy_device *dev, int64_t object, int64_t *out);
 	void (*close_object)(struct hy_device *dev, int64_t object);
+	/* Where @object's bytes at @offsets[0..n) lie on the disk (a model's
+	 * own placement); may be NULL: hy_device_addresses() asks the
+	 * filesystem. */
+	int (*addresses)(struct hy_device *dev, int64_t object, const uint64_t *offsets, size_t n,
+			 uint64_t *out);
 	/* Releases the device's private data (may be NULL). */
 	void (*destroy)(struct hy_device *dev);
 };
@@ -120,6 +132,9 @@ int hy_device_getattr(struct hy_device *dev, int64_t object, struct hy_device_at
 int hy_device_stamp(struct hy_device *dev, int64_t object, int64_t *stamp);
 int hy_device_set_mtime(struct hy_device *dev, int64_t object, int64_t mtime_ns);
 int hy_device_writable(struct hy_device *dev, int64_t object, int64_t *out, bool *opened);
+/* The table's hold(), else writable(); *@opened says whether *@out must
+ * go back through hy_device_close_object(). */
+int hy_device_hold(struct hy_device *dev, int64_t object, int64_t *out, bool *opened);
 void hy_device_close_object(struct hy_device *dev, int64_t object);
 
 void hy_device_get_stats(struct hy_device *dev, struct hy_device_stats *out);

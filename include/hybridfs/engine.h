@@ -3,46 +3,38 @@
  * data goes, whatever drives it.
  *
  * What it is for: DESIGN.md's "one engine, two drivers". The FUSE glue in
- * fs/ hands file data requests here, and so will the trace simulator. The
- * engine decides where the bytes live and asks the device layer
- * (device.h) for them. In order: the cache (cache.h: DRAM front buffer and
- * SSD store), when the mount has one; below it the "lower" path, BORG's
- * indirection map, then the BOPT or the backing file. ReCA's
- * classification is made before the engine is called: fs/ops.c gets each
- * request's cache hint from the profiler (hy_profiler_begin()'s ticket,
- * profiler.h) and passes it to hy_engine_read_hinted()/_write_hinted().
+ * fs/ hands file data requests here. The data path runs one way, each
+ * layer calling only the one below it:
+ *
+ *	engine (this)  ->  cache (cache.h)  ->  indirector (indirector.h)  ->  device (device.h)
+ *
+ * The engine sends a file's reads and writes to the cache when the mount
+ * has one and the file has an id, else straight to the indirector (BORG's
+ * indirection map, then the BOPT or the backing file). What changes a
+ * file's data outside reads and writes (truncation, allocation, copies,
+ * O_TRUNC opens, metadata changes, fsync, close) it orders across the two:
+ * the cache's gate and its dirty blocks first, then the indirector's
+ * change. ReCA's classification is made before the engine is called:
+ * fs/ops.c gets each request's cache hint from the profiler
+ * (hy_profiler_begin()'s ticket, profiler.h) and passes it to
+ * hy_engine_read_hinted()/_write_hinted().
  *
  * Who calls it: fs/ops.c (read, write, setattr size, fallocate, fsync,
  * release, the metadata gate around setattr, rename, link, unlink and
- * xattrs), fs/cache_glue.c (the cache's lower path), reconfig/borg.c (the
- * reconfigurator's gates, copies and write-back home) and the unit tests.
- * The simulator drives the cache (sim/full.c), not yet the engine.
+ * xattrs), fs/cache_glue.c (the cache over the engine's indirector),
+ * reconfig/borg.c (the indirector, and a flush's write-back home) and the
+ * unit tests.
  *
- * Memory: struct hy_engine is owned by its creator; it borrows the backing
- * device, which must outlive it. struct hy_engine_file is embedded in the
- * caller's open-file state and set up by hy_engine_file_init(); the engine
- * does not own the file descriptor in it.
+ * Memory: struct hy_engine is owned by its creator and owns its
+ * indirector; it borrows the backing device, which must outlive it, and
+ * the cache. struct hy_engine_file is embedded in the caller's open-file
+ * state and set up by hy_engine_file_init(); the engine does not own the
+ * file descriptor in it.
  *
- * Locks: the cache takes its own gates first (cache.h), then calls the
- * lower path, which takes the engine's. With a BOPT in use, HY_ENGINE_GATES gates (rwlocks) striped
- * by file id order the changes of a file's data against the reconfigurator: a write holds its
- * file's gate shared across its I/O (writers of a file run in parallel: they only add dirty marks,
- * which commute); a truncation, allocation, copy or sync home holds it exclusive (they send dirty
- * blocks home and release ranges); a read that uses the BOPT holds it shared (reads of home only
- * take none); the reconfigurator holds it exclusive to drop extents and to check and commit a copy
- * (hy_engine_gate_*), and takes every gate once as a barrier and for a
- * checkpoint (hy_engine_quiesce). Order: gate, then the journal's lock,
- * then the map's locks. Requests on different files, and on different
- * ranges of one file, run in parallel; the map (map.h) takes its per-file
- * rwlock for a lookup.
- *
- * Stale copies: a relocated file's map entry keeps the home file's ctime
- * from when it was copied (its stamp). A read that would use the BOPT
- * compares it with the home file's ctime first; when they differ the file
- * was changed outside the mount (deleted and replaced, truncated,
- * rewritten, or written while hybridfs was not mounted), and all its
- * copies are dropped before the read goes home. Writes through the mount
- * refresh the stamp after they change the home file.
+ * Locks: none of its own. Order, as every path takes them: the cache's
+ * gate of the file (cache.h), then the indirector's gate (indirector.h),
+ * then the map journal's and the map's. Requests on different files run
+ * in parallel.
  */
 #ifndef HYBRIDFS_ENGINE_H
 #define HYBRIDFS_ENGINE_H
@@ -53,44 +45,17 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define HY_ENGINE_GATES 256
-
 struct hy_cache;
-struct hy_cache_lower;
 struct hy_device;
-struct hy_map;
-struct hy_map_journal;
+struct hy_indirector;
 
 struct hy_engine {
-	struct hy_device *backing; /* borrowed */
-
-	/* BORG, once a BOPT is in use (hy_engine_set_bopt); all borrowed,
-	 * NULL otherwise. Set before requests flow, never changed during. */
-	struct hy_map *map;
-	struct hy_device *bopt;
-	uint64_t bopt_read_base;	/* byte offset of read-region block 0 */
-	struct hy_map_journal *journal; /* where map changes are made durable */
-
-	struct hy_engine_gate {
-		pthread_rwlock_t lock;
-		_Atomic uint64_t changes; /* data changes begun under this gate */
-	} gates[HY_ENGINE_GATES];
-	_Atomic uint64_t stale_files;	  /* files whose copies were dropped as stale */
-	_Atomic uint64_t bopt_reads;	  /* read requests sent to the BOPT */
-	_Atomic uint64_t released_blocks; /* relocated blocks released by changes */
-	_Atomic uint64_t bopt_writes;	  /* write requests sent to the BOPT */
-	_Atomic uint64_t synced_blocks;	  /* dirty BOPT blocks written home */
-	bool bopt_writes_on;		  /* hy_engine_set_bopt_writes() */
-
+	struct hy_device *backing;	  /* borrowed */
+	struct hy_indirector *indirector; /* owned: the path below the cache */
 	/* The cache (cache.h), once hy_engine_set_cache() put it in the path;
-	 * borrowed. Objects it holds to write files home, bounded. */
+	 * borrowed. */
 	struct hy_cache *cache;
-	_Atomic uint64_t cache_objects;
 };
-
-/* Files with cached writes the cache may hold a descriptor of at once;
- * past it, writes to further files go through. */
-#define HY_ENGINE_CACHE_OBJECTS 256
 
 /* One open backing file, as the engine sees it. */
 struct hy_engine_file {
@@ -101,53 +66,19 @@ struct hy_engine_file {
 
 int hy_engine_new(struct hy_device *backing, struct hy_engine **out);
 
-/* The reconfigurator's side of a file's gate. lock/unlock take it
- * exclusive: no write, truncation or copy of the file is in progress while
- * it is held. changes() is the number of data changes begun under the
- * gate so far: read it with the gate held before copying a range, and
- * again before committing the copy; if it moved, a change may have raced
- * the copy. */
-void hy_engine_gate_lock(struct hy_engine *engine, uint64_t file_id);
-void hy_engine_gate_unlock(struct hy_engine *engine, uint64_t file_id);
-uint64_t hy_engine_gate_changes(struct hy_engine *engine, uint64_t file_id);
-
-/* Every gate exclusive (in order) / released: for a checkpoint of the map
- * while the filesystem is in use. */
-void hy_engine_quiesce(struct hy_engine *engine);
-void hy_engine_resume(struct hy_engine *engine);
-
-/* Puts BORG's indirection map in the path: reads of relocated blocks go to
- * the BOPT device at @read_base + bopt_block * 4096, adjacent relocated
- * blocks in one request; writes to them go there too with bopt_writes
- * (hy_engine_set_bopt_writes), else release them; a truncation, hole
- * punch or copy that changes relocated blocks first sends their dirty
- * blocks home and releases them (journaled in @journal when it is not
- * NULL, before the map changes), so their one current copy is home. A
- * plan must never relocate a file's last partial block, so relocated
- * blocks are always whole blocks of data. */
-void hy_engine_set_bopt(struct hy_engine *engine, struct hy_map *map, struct hy_device *bopt,
-			uint64_t read_base, struct hy_map_journal *journal);
+/* The path below the cache (indirector.h), which the engine owns: the
+ * cache is opened over it (hy_cache_open), BORG puts its map and BOPT in it
+ * (hy_indirector_set_bopt) and the reconfigurator works through it. */
+struct hy_indirector *hy_engine_indirector(struct hy_engine *engine);
 void hy_engine_free(struct hy_engine *engine);
 
-/* The cache's side: hy_engine_cache_lower() fills the path below the cache
- * (the map, then the BOPT or home) for hy_cache_open(); set_cache() puts
- * the opened cache in front of it for every file with an id (before
- * requests flow; NULL takes it out, after they stopped). Then reads and
- * writes go through the cache; truncation, allocation and copies hold the
- * file's cache gate across their change after its dirty blocks in the
- * range went home; fsync journals the file's dirty blocks; the last close
- * queues them for the cleaner. */
-void hy_engine_cache_lower(struct hy_engine *engine, struct hy_cache_lower *out);
+/* Puts the opened cache in front of the indirector for every file with an
+ * id (before requests flow; NULL takes it out, after they stopped). Then
+ * reads and writes go through the cache; truncation, allocation and copies
+ * hold the file's cache gate across their change after its dirty blocks in
+ * the range went home; fsync journals the file's dirty blocks; the last
+ * close queues them for the cleaner. */
 void hy_engine_set_cache(struct hy_engine *engine, struct hy_cache *cache);
-
-/* BORG's writes into the BOPT (bopt_writes=on): a write to relocated
- * blocks goes to their BOPT copy, marked dirty (journaled before the data
- * goes there), and the home file's modification time is set; dirty blocks
- * go home (hy_engine_sync_home) at fsync, at close (FusionCache's session
- * write-back), before anything releases them, and when the daemon flushes.
- * Off: a write to relocated blocks releases them and goes home. Set before
- * requests flow. */
-void hy_engine_set_bopt_writes(struct hy_engine *engine, bool on);
 
 /* Writes @file's dirty BOPT blocks home (durably, keeping the home file's
  * modification time) and marks them clean, under the file's gate held

@@ -16,6 +16,8 @@
 
 #include "hybridfs/cache.h"
 #include "hybridfs/cache_store.h"
+#include "hybridfs/device.h"
+#include "hybridfs/indirector.h"
 #include "suites.h"
 
 #define BLK	 4096
@@ -43,6 +45,10 @@ static struct {
 	unsigned reserves;
 } H;
 
+/* The suite's home device and the indirector over it (suite init/clean). */
+static struct hy_device *HOME_DEVICE;
+static struct hy_indirector *LOWER;
+
 static void home_reset(void)
 {
 	for (int i = 0; i < MF; i++)
@@ -51,6 +57,10 @@ static void home_reset(void)
 	H.clock = 1000;
 	for (int i = 0; i < MF; i++)
 		H.f[i].stamp = 1;
+	/* a test that crashes its cache (abandons it) never puts back what it
+	 * held: the next test's home starts with none held */
+	if (LOWER)
+		atomic_store(&LOWER->held_objects, 0);
 }
 
 static void grow(struct mfile *m, uint64_t n)
@@ -70,38 +80,43 @@ static void grow(struct mfile *m, uint64_t n)
 	}
 }
 
-static struct mfile *obj(const struct hy_cache_file *f)
+/* The cache reaches home the way the daemon's does: through an
+ * indirector (no BOPT) over a device, here one whose objects are the
+ * files above (object n is file n). */
+static struct mfile *obj(int64_t object)
 {
-	if (f->object < 1 || f->object >= MF || (uint64_t)f->object != f->file_id) {
+	if (object < 1 || object >= MF) {
 		H.bad_objects++;
 		return NULL;
 	}
-	return &H.f[f->object];
+	return &H.f[object];
 }
 
-static ssize_t lw_read(void *arg, const struct hy_cache_file *f, void *buf, size_t len, off_t off)
+static ssize_t lw_read(struct hy_device *dev, int64_t object, void *buf, size_t len, off_t off)
 {
-	struct mfile *m = obj(f);
+	struct mfile *m = obj(object);
 	size_t n;
 
-	(void)arg;
+	(void)dev;
 	if (!m)
 		return -EBADF;
-	m->reads++;
+	/* the device layer reads on after a short read until it gets 0 (the
+	 * end): that probe is not a read of the file's data */
 	if ((uint64_t)off >= m->size)
 		return 0;
+	m->reads++;
 	n = m->size - (uint64_t)off < len ? (size_t)(m->size - (uint64_t)off) : len;
 	memcpy(buf, m->data + off, n);
 	m->rbytes += n;
 	return (ssize_t)n;
 }
 
-static ssize_t lw_write(void *arg, const struct hy_cache_file *f, const void *buf, size_t len,
+static ssize_t lw_write(struct hy_device *dev, int64_t object, const void *buf, size_t len,
 			off_t off)
 {
-	struct mfile *m = obj(f);
+	struct mfile *m = obj(object);
 
-	(void)arg;
+	(void)dev;
 	if (!m)
 		return -EBADF;
 	if (H.fail_writes)
@@ -115,11 +130,11 @@ static ssize_t lw_write(void *arg, const struct hy_cache_file *f, const void *bu
 	return (ssize_t)len;
 }
 
-static int lw_getattr(void *arg, const struct hy_cache_file *f, struct hy_device_attr *out)
+static int lw_getattr(struct hy_device *dev, int64_t object, struct hy_device_attr *out)
 {
-	struct mfile *m = obj(f);
+	struct mfile *m = obj(object);
 
-	(void)arg;
+	(void)dev;
 	if (!m)
 		return -EBADF;
 	out->stamp = m->stamp;
@@ -128,11 +143,11 @@ static int lw_getattr(void *arg, const struct hy_cache_file *f, struct hy_device
 	return 0;
 }
 
-static int lw_set_mtime(void *arg, const struct hy_cache_file *f, int64_t mtime_ns)
+static int lw_set_mtime(struct hy_device *dev, int64_t object, int64_t mtime_ns)
 {
-	struct mfile *m = obj(f);
+	struct mfile *m = obj(object);
 
-	(void)arg;
+	(void)dev;
 	if (!m)
 		return -EBADF;
 	m->set_mtimes++;
@@ -141,64 +156,83 @@ static int lw_set_mtime(void *arg, const struct hy_cache_file *f, int64_t mtime_
 	return 0;
 }
 
-static int lw_sync(void *arg, const struct hy_cache_file *f)
+static int lw_sync(struct hy_device *dev, int64_t object, bool data_only)
 {
-	(void)arg;
-	if (!obj(f))
+	(void)dev;
+	(void)data_only;
+	if (!obj(object))
 		return -EBADF;
 	H.syncs++;
 	return 0;
 }
 
-static int lw_hold(void *arg, const struct hy_cache_file *f, int64_t *object)
+static int lw_hold(struct hy_device *dev, int64_t object, int64_t *out)
 {
-	(void)arg;
-	if (!obj(f))
+	(void)dev;
+	if (!obj(object))
 		return -EBADF;
-	*object = f->object;
+	*out = object;
 	H.holds++;
 	return 0;
 }
 
-static void lw_put(void *arg, int64_t object)
+static void lw_put(struct hy_device *dev, int64_t object)
 {
-	(void)arg;
+	(void)dev;
 	if (object < 1 || object >= MF)
 		H.bad_objects++;
 	H.puts++;
 }
 
 /* PORE: file f's blocks lie in zone f (16 MiB a file: the default zone) */
-static int lw_addresses(void *arg, const struct hy_cache_file *f, const uint64_t *blocks, size_t n,
+static int lw_addresses(struct hy_device *dev, int64_t object, const uint64_t *offsets, size_t n,
 			uint64_t *out)
 {
-	(void)arg;
+	(void)dev;
 	for (size_t i = 0; i < n; i++)
-		out[i] = f->file_id * (UINT64_C(16) << 20) + blocks[i] * BLK;
+		out[i] = (uint64_t)object * (UINT64_C(16) << 20) + offsets[i];
 	return 0;
 }
 
-static int lw_reserve(void *arg, const struct hy_cache_file *f, uint64_t off, uint64_t len)
+/* Room reserved for a write-back write (the size kept). */
+static int lw_allocate(struct hy_device *dev, int64_t object, int mode, off_t off, off_t len)
 {
-	(void)arg;
-	(void)f;
+	(void)dev;
+	(void)object;
+	(void)mode;
 	(void)off;
 	(void)len;
 	H.reserves++;
 	return H.disk_full ? -ENOSPC : 0;
 }
 
-static const struct hy_cache_lower LOWER = {
+static const struct hy_device_ops HOME_OPS = {
 	.read = lw_read,
 	.write = lw_write,
 	.getattr = lw_getattr,
 	.set_mtime = lw_set_mtime,
 	.sync = lw_sync,
-	.hold_object = lw_hold,
-	.put_object = lw_put,
+	.hold = lw_hold,
+	.close_object = lw_put,
 	.addresses = lw_addresses,
-	.reserve = lw_reserve,
+	.allocate = lw_allocate,
 };
+
+static int below_init(void)
+{
+	if (hy_device_new("home", &HOME_OPS, NULL, &HOME_DEVICE) < 0)
+		return -1;
+	return hy_indirector_new(HOME_DEVICE, &LOWER) < 0 ? -1 : 0;
+}
+
+static int below_clean(void)
+{
+	hy_indirector_free(LOWER);
+	hy_device_free(HOME_DEVICE);
+	LOWER = NULL;
+	HOME_DEVICE = NULL;
+	return 0;
+}
 
 static int open_homes_calls;
 
@@ -296,7 +330,7 @@ static struct hy_cache *copen(const char *store, enum hy_cache_write_policy wp,
 	cfg_init(&cfg, store, wp, policy, front_slots, lines, threshold);
 	cfg.pore = copen_pore;
 	why[0] = 0;
-	rc = hy_cache_open(&cfg, &LOWER, &c, why, sizeof(why));
+	rc = hy_cache_open(&cfg, LOWER, &c, why, sizeof(why));
 	if (rc)
 		fprintf(stderr, "hy_cache_open: %d %s\n", rc, why);
 	return rc ? NULL : c;
@@ -1190,7 +1224,7 @@ static void test_fsync_retry(void)
 	home_set(1, old1, sizeof(old1));
 	cfg_init(&cfg, store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, 32, 1.5);
 	cfg.ids_durable = ids_durable_flaky;
-	CU_ASSERT_EQUAL_FATAL(hy_cache_open(&cfg, &LOWER, &c, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_cache_open(&cfg, LOWER, &c, why, sizeof(why)), 0);
 	fill_pattern(neu1, sizeof(neu1), 111);
 	for (size_t b = 0; b < 4; b += 2)
 		CU_ASSERT_EQUAL(hy_cache_write(c, &f1, neu1 + b * BLK, BLK, (off_t)(b * BLK)), BLK);
@@ -1287,7 +1321,7 @@ static void test_fsync_recovery(void)
 		cfg_init(&cfg, copy, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, 32, 1.5);
 		cfg.open_homes = NULL;
 		/* without a way home the mount is refused, the store kept */
-		CU_ASSERT_EQUAL(hy_cache_open(&cfg, &LOWER, &c, why, sizeof(why)), -EUCLEAN);
+		CU_ASSERT_EQUAL(hy_cache_open(&cfg, LOWER, &c, why, sizeof(why)), -EUCLEAN);
 		CU_ASSERT_PTR_NULL(c);
 		CU_ASSERT(home_equals(1, old[0], sizeof(old[0])));
 	}
@@ -1668,7 +1702,7 @@ static void test_seq_cutoff(void)
 	home_reset();
 	cfg_init(&cfg, store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, 128, 1.5);
 	cfg.seq_cutoff = 4 * piece;
-	CU_ASSERT_EQUAL_FATAL(hy_cache_open(&cfg, &LOWER, &c, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_cache_open(&cfg, LOWER, &c, why, sizeof(why)), 0);
 	fill_pattern(ref[0], sizeof(ref[0]), 80);
 	fill_pattern(ref[1], sizeof(ref[1]), 81);
 	for (size_t i = 0; i < n; i++)
@@ -2729,7 +2763,7 @@ static void pore_cleaner(bool pore, bool *held_back)
 	cfg_init(&cfg, store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, 64, 1.5);
 	if (pore)
 		cfg.pore = (struct hy_pore_config){HY_PORE_COVERAGE, 0, 100, 1000};
-	CU_ASSERT_EQUAL_FATAL(hy_cache_open(&cfg, &LOWER, &c, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_cache_open(&cfg, LOWER, &c, why, sizeof(why)), 0);
 	for (uint64_t id = 1; id <= 10; id++) {
 		struct hy_cache_file f = F(id);
 		size_t len = id == 1 ? sizeof(ref) : BLK;
@@ -2820,7 +2854,7 @@ static void test_pore_front(void)
 		cfg_init(&cfg, store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 16, 32, 1.5);
 		if (pore)
 			cfg.pore = (struct hy_pore_config){HY_PORE_BALANCE, 0, 100, 1000};
-		CU_ASSERT_EQUAL_FATAL(hy_cache_open(&cfg, &LOWER, &c, why, sizeof(why)), 0);
+		CU_ASSERT_EQUAL_FATAL(hy_cache_open(&cfg, LOWER, &c, why, sizeof(why)), 0);
 		for (uint64_t b = 0; b < 16; b++)
 			CU_ASSERT_EQUAL(hy_cache_write(c, &f, ref + b * BLK, BLK, (off_t)(b * BLK)),
 					BLK);
@@ -2850,7 +2884,7 @@ static void test_pore_front(void)
 
 int hy_test_add_cache(void)
 {
-	CU_pSuite s = CU_add_suite("cache", NULL, NULL);
+	CU_pSuite s = CU_add_suite("cache", below_init, below_clean);
 
 	if (!s)
 		return -1;

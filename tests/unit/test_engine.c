@@ -18,9 +18,45 @@
 #include "hybridfs/device.h"
 #include "hybridfs/devmodel.h"
 #include "hybridfs/engine.h"
+#include "hybridfs/indirector.h"
 #include "hybridfs/map.h"
 #include "hybridfs/map_journal.h"
 #include "suites.h"
+
+/* The indirector's gates as the reconfigurator's operations use them
+ * (indirector.h keeps them private to its functions): the tests hold and
+ * count them directly. */
+static struct hy_indirector_gate *gate_of(struct hy_engine *engine, uint64_t file_id)
+{
+	return &hy_engine_indirector(engine)->gates[file_id % HY_INDIRECTOR_GATES];
+}
+
+static uint64_t gate_changes(struct hy_engine *engine, uint64_t file_id)
+{
+	return atomic_load(&gate_of(engine, file_id)->changes);
+}
+
+static void gate_lock(struct hy_engine *engine, uint64_t file_id)
+{
+	pthread_rwlock_wrlock(&gate_of(engine, file_id)->lock);
+}
+
+static void gate_unlock(struct hy_engine *engine, uint64_t file_id)
+{
+	pthread_rwlock_unlock(&gate_of(engine, file_id)->lock);
+}
+
+static void gate_quiesce(struct hy_engine *engine)
+{
+	for (uint64_t i = 0; i < HY_INDIRECTOR_GATES; i++)
+		gate_lock(engine, i);
+}
+
+static void gate_resume(struct hy_engine *engine)
+{
+	for (uint64_t i = HY_INDIRECTOR_GATES; i-- > 0;)
+		gate_unlock(engine, i);
+}
 
 /* A device that keeps one object in memory and returns short transfers,
  * the way a model or a fault injector plugs in. With @watch_map set (a
@@ -283,7 +319,7 @@ static void test_engine_reads_through_map(void)
 	CU_ASSERT_EQUAL_FATAL(hy_map_new(&map), 0);
 	CU_ASSERT_EQUAL(hy_map_relocate(map, &e1), 0);
 	CU_ASSERT_EQUAL(hy_map_relocate(map, &e2), 0);
-	hy_engine_set_bopt(engine, map, bopt, base, NULL);
+	hy_indirector_set_bopt(hy_engine_indirector(engine), map, bopt, base, NULL);
 	hy_engine_file_init(engine, &file, 0);
 
 	/* a file without an id is never relocated: all from home */
@@ -674,7 +710,8 @@ static void fx_setup(struct fixture *fx, const struct hy_device_ops *ops, bool w
 							  &fx->journal, NULL, why, sizeof(why)),
 				      0);
 	}
-	hy_engine_set_bopt(fx->engine, fx->map, fx->bopt, FX_BASE, fx->journal);
+	hy_indirector_set_bopt(hy_engine_indirector(fx->engine), fx->map, fx->bopt, FX_BASE,
+			       fx->journal);
 	hy_engine_file_init(fx->engine, &fx->file, FX_OBJECT);
 	hy_engine_file_set_id(&fx->file, FX_FILE);
 }
@@ -814,8 +851,8 @@ static void test_stamp_fresh_copies(void)
 	/* blocks 2-5 (one request) and 8 from the BOPT, the rest home */
 	fx_read_all(&fx, "ABcdefGHiJKL");
 	CU_ASSERT_EQUAL(bopt_reads(&fx), 2);
-	CU_ASSERT_EQUAL(fx.engine->bopt_reads, 2);
-	CU_ASSERT_EQUAL(fx.engine->stale_files, 0);
+	CU_ASSERT_EQUAL(fx.engine->indirector->bopt_reads, 2);
+	CU_ASSERT_EQUAL(fx.engine->indirector->stale_files, 0);
 	CU_ASSERT(fx.home->stamp_calls >= 1); /* the stamp was looked at */
 	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 5);
 	/* a read of home blocks only never asks for the stamp */
@@ -852,7 +889,7 @@ static void test_stamp_outside_change(void)
 	outside_write(fx.home, FX_OBJECT, 3 * BLK, BLK, 'X');
 	fx_read_all(&fx, "ABCXEFGHIJKL");
 	CU_ASSERT_EQUAL(bopt_reads(&fx), 2); /* none more */
-	CU_ASSERT_EQUAL(fx.engine->stale_files, 1);
+	CU_ASSERT_EQUAL(fx.engine->indirector->stale_files, 1);
 	/* every copy of the file is gone, not just block 3's */
 	CU_ASSERT_EQUAL(fx_map(&fx).files, 0);
 	CU_ASSERT_EQUAL(fx_map(&fx).extents, 0);
@@ -903,7 +940,7 @@ static void test_stamp_outside_change(void)
 
 	/* Later reads go home without counting the file again. */
 	fx_read_all(&fx, "ABCXEFGHIJKL");
-	CU_ASSERT_EQUAL(fx.engine->stale_files, 1);
+	CU_ASSERT_EQUAL(fx.engine->indirector->stale_files, 1);
 	CU_ASSERT_EQUAL(bopt_reads(&fx), 2);
 	CU_ASSERT_EQUAL(fx.journal->written, 2);
 	fx_teardown(&fx);
@@ -920,7 +957,7 @@ static void test_stamp_outside_then_write(void)
 	outside_write(fx.home, FX_OBJECT, 9 * BLK, BLK, 'Y'); /* not even a copied block */
 	memset(buf, 'W', sizeof(buf));
 	CU_ASSERT_EQUAL(hy_engine_write(fx.engine, &fx.file, buf, BLK, 0), BLK);
-	CU_ASSERT_EQUAL(fx.engine->stale_files, 1);
+	CU_ASSERT_EQUAL(fx.engine->indirector->stale_files, 1);
 	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 0);
 	fx_read_all(&fx, "WBCDEFGHIYKL");
 	CU_ASSERT_EQUAL(bopt_reads(&fx), 0);
@@ -943,16 +980,16 @@ static void test_stamp_refreshed_by_write(void)
 	CU_ASSERT_NOT_EQUAL(fx.home->obj[FX_OBJECT].stamp, before);
 	CU_ASSERT_EQUAL(hy_map_get_stamp(fx.map, FX_FILE, &stamp), 0);
 	CU_ASSERT_EQUAL(stamp, fx.home->obj[FX_OBJECT].stamp);
-	CU_ASSERT_EQUAL(fx.engine->released_blocks, 1);
+	CU_ASSERT_EQUAL(fx.engine->indirector->released_blocks, 1);
 	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 4);
 	/* journaled, not waited for: the home write moved the ctime, which
 	 * drops the copies after a crash that loses the record */
 	CU_ASSERT_EQUAL(fx.journal->written, 1);
 	/* BORG's writes are off (the default): nothing went to the BOPT, and
 	 * the one record is the release, not a dirty mark */
-	CU_ASSERT_FALSE(fx.engine->bopt_writes_on);
-	CU_ASSERT_EQUAL(fx.engine->bopt_writes, 0);
-	CU_ASSERT_EQUAL(fx.engine->synced_blocks, 0);
+	CU_ASSERT_FALSE(fx.engine->indirector->bopt_writes_on);
+	CU_ASSERT_EQUAL(fx.engine->indirector->bopt_writes, 0);
+	CU_ASSERT_EQUAL(fx.engine->indirector->synced_blocks, 0);
 	{
 		const struct want_record want[] = {{HY_MJ_RELEASE, 3, 1}};
 		struct hy_device_stats bs;
@@ -968,14 +1005,14 @@ static void test_stamp_refreshed_by_write(void)
 	/* the other copies are still current: read from the BOPT (2, 4-5, 8) */
 	fx_read_all(&fx, "ABcWefGHiJKL");
 	CU_ASSERT_EQUAL(bopt_reads(&fx), 3);
-	CU_ASSERT_EQUAL(fx.engine->stale_files, 0);
+	CU_ASSERT_EQUAL(fx.engine->indirector->stale_files, 0);
 
 	/* A write to a home block of the file moves the stamp too. */
 	memset(buf, 'V', sizeof(buf));
 	CU_ASSERT_EQUAL(hy_engine_write(fx.engine, &fx.file, buf, BLK, 10 * BLK), BLK);
 	CU_ASSERT_EQUAL(hy_map_get_stamp(fx.map, FX_FILE, &stamp), 0);
 	CU_ASSERT_EQUAL(stamp, fx.home->obj[FX_OBJECT].stamp);
-	CU_ASSERT_EQUAL(fx.engine->released_blocks, 1);
+	CU_ASSERT_EQUAL(fx.engine->indirector->released_blocks, 1);
 	CU_ASSERT_EQUAL(fx.journal->written, 1); /* nothing relocated: no record */
 	fx_read_all(&fx, "ABcWefGHiJVL");
 	CU_ASSERT_EQUAL(bopt_reads(&fx), 6);
@@ -984,7 +1021,7 @@ static void test_stamp_refreshed_by_write(void)
 	CU_ASSERT_EQUAL(hy_engine_truncate(fx.engine, &fx.file, 5 * BLK), 0);
 	CU_ASSERT_EQUAL(hy_map_get_stamp(fx.map, FX_FILE, &stamp), 0);
 	CU_ASSERT_EQUAL(stamp, fx.home->obj[FX_OBJECT].stamp);
-	CU_ASSERT_EQUAL(fx.engine->released_blocks, 3);
+	CU_ASSERT_EQUAL(fx.engine->indirector->released_blocks, 3);
 	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 2); /* 2 and 4 */
 	CU_ASSERT_EQUAL(hy_engine_read(fx.engine, &fx.file, buf, BLK, 4 * BLK), BLK);
 	CU_ASSERT_EQUAL(buf[0], 'e');
@@ -998,7 +1035,7 @@ static void test_stamp_refreshed_by_write(void)
 	CU_ASSERT_EQUAL(hy_engine_read(fx.engine, &fx.file, buf, BLK, 2 * BLK), BLK);
 	CU_ASSERT_EQUAL(buf[0], 'c');
 	CU_ASSERT_EQUAL(bopt_reads(&fx), 8);
-	CU_ASSERT_EQUAL(fx.engine->stale_files, 0);
+	CU_ASSERT_EQUAL(fx.engine->indirector->stale_files, 0);
 	fx_teardown(&fx);
 }
 
@@ -1039,12 +1076,12 @@ static void check_blocks(struct fixture *fx, void (*hold)(struct hy_engine *, ui
 
 static void quiesce(struct hy_engine *engine, uint64_t file_id)
 {
-	hy_engine_quiesce(engine);
+	gate_quiesce(engine);
 }
 
 static void resume(struct hy_engine *engine, uint64_t file_id)
 {
-	hy_engine_resume(engine);
+	gate_resume(engine);
 }
 
 static void test_gates(void)
@@ -1055,52 +1092,52 @@ static void test_gates(void)
 	char buf[BLK];
 
 	fx_setup(&fx, &stamped_ops, false, -1);
-	c0 = hy_engine_gate_changes(fx.engine, FX_FILE);
+	c0 = gate_changes(fx.engine, FX_FILE);
 	CU_ASSERT_EQUAL(c0, 0);
 	memset(buf, 'W', sizeof(buf));
 	CU_ASSERT_EQUAL(hy_engine_write(fx.engine, &fx.file, buf, 10, 0), 10);
-	CU_ASSERT_EQUAL(hy_engine_gate_changes(fx.engine, FX_FILE), 1);
+	CU_ASSERT_EQUAL(gate_changes(fx.engine, FX_FILE), 1);
 	CU_ASSERT_EQUAL(hy_engine_truncate(fx.engine, &fx.file, 11 * BLK), 0);
-	CU_ASSERT_EQUAL(hy_engine_gate_changes(fx.engine, FX_FILE), 2);
+	CU_ASSERT_EQUAL(gate_changes(fx.engine, FX_FILE), 2);
 	CU_ASSERT_EQUAL(hy_engine_fallocate(fx.engine, &fx.file, 0, 11 * BLK, BLK), 0);
-	CU_ASSERT_EQUAL(hy_engine_gate_changes(fx.engine, FX_FILE), 3);
+	CU_ASSERT_EQUAL(gate_changes(fx.engine, FX_FILE), 3);
 	/* reads and syncs change nothing */
 	CU_ASSERT_EQUAL(hy_engine_read(fx.engine, &fx.file, buf, BLK, 0), BLK);
 	CU_ASSERT_EQUAL(hy_engine_fsync(fx.engine, &fx.file, true), 0);
-	CU_ASSERT_EQUAL(hy_engine_gate_changes(fx.engine, FX_FILE), 3);
+	CU_ASSERT_EQUAL(gate_changes(fx.engine, FX_FILE), 3);
 	/* a file with no id takes no gate: gate 0 stays still */
 	hy_engine_file_init(fx.engine, &anon, 2);
 	CU_ASSERT_EQUAL(hy_engine_write(fx.engine, &anon, buf, 10, 0), 10);
 	CU_ASSERT_EQUAL(hy_engine_truncate(fx.engine, &anon, 5), 0);
-	CU_ASSERT_EQUAL(hy_engine_gate_changes(fx.engine, 0), 0);
-	CU_ASSERT_EQUAL(hy_engine_gate_changes(fx.engine, FX_FILE), 3);
-	CU_ASSERT_EQUAL(fx.engine->stale_files, 0);
+	CU_ASSERT_EQUAL(gate_changes(fx.engine, 0), 0);
+	CU_ASSERT_EQUAL(gate_changes(fx.engine, FX_FILE), 3);
+	CU_ASSERT_EQUAL(fx.engine->indirector->stale_files, 0);
 	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 5);
 
 	/* The reconfigurator's side: the gate held exclusive. */
-	hy_engine_gate_lock(fx.engine, FX_FILE);
-	CU_ASSERT_EQUAL(hy_engine_gate_changes(fx.engine, FX_FILE), 3);
-	hy_engine_gate_unlock(fx.engine, FX_FILE);
+	gate_lock(fx.engine, FX_FILE);
+	CU_ASSERT_EQUAL(gate_changes(fx.engine, FX_FILE), 3);
+	gate_unlock(fx.engine, FX_FILE);
 
 	/* Quiesce and resume, then a write works; writers wait meanwhile. */
-	hy_engine_quiesce(fx.engine);
-	hy_engine_resume(fx.engine);
+	gate_quiesce(fx.engine);
+	gate_resume(fx.engine);
 	CU_ASSERT_EQUAL(hy_engine_write(fx.engine, &fx.file, buf, 10, 0), 10);
-	CU_ASSERT_EQUAL(hy_engine_gate_changes(fx.engine, FX_FILE), 4);
+	CU_ASSERT_EQUAL(gate_changes(fx.engine, FX_FILE), 4);
 	check_blocks(&fx, quiesce, resume);
-	CU_ASSERT_EQUAL(hy_engine_gate_changes(fx.engine, FX_FILE), 5);
-	check_blocks(&fx, hy_engine_gate_lock, hy_engine_gate_unlock);
-	CU_ASSERT_EQUAL(hy_engine_gate_changes(fx.engine, FX_FILE), 6);
+	CU_ASSERT_EQUAL(gate_changes(fx.engine, FX_FILE), 5);
+	check_blocks(&fx, gate_lock, gate_unlock);
+	CU_ASSERT_EQUAL(gate_changes(fx.engine, FX_FILE), 6);
 	CU_ASSERT_EQUAL(hy_engine_read(fx.engine, &fx.file, buf, 10, 11 * BLK), 10);
 	CU_ASSERT_EQUAL(memcmp(buf, "QQQQQQQQQQ", 10), 0);
 	fx_teardown(&fx);
 
 	/* Without a map the gates are not used. */
 	fx_setup(&fx, &stamped_ops, false, -1);
-	hy_engine_set_bopt(fx.engine, NULL, NULL, 0, NULL);
+	hy_indirector_set_bopt(hy_engine_indirector(fx.engine), NULL, NULL, 0, NULL);
 	CU_ASSERT_EQUAL(hy_engine_write(fx.engine, &fx.file, buf, 10, 0), 10);
 	CU_ASSERT_EQUAL(hy_engine_truncate(fx.engine, &fx.file, 5), 0);
-	CU_ASSERT_EQUAL(hy_engine_gate_changes(fx.engine, FX_FILE), 0);
+	CU_ASSERT_EQUAL(gate_changes(fx.engine, FX_FILE), 0);
 	fx_teardown(&fx);
 }
 
@@ -1125,7 +1162,7 @@ static void test_stamp_unsupported(void)
 	CU_ASSERT_EQUAL(stamp, 0);
 	fx_read_all(&fx, "ABcdefGHiJKL");
 	CU_ASSERT_EQUAL(bopt_reads(&fx), 2);
-	CU_ASSERT_EQUAL(fx.engine->stale_files, 0);
+	CU_ASSERT_EQUAL(fx.engine->indirector->stale_files, 0);
 	/* a write elsewhere in the file leaves the copies and the stamp */
 	memset(buf, 'W', sizeof(buf));
 	CU_ASSERT_EQUAL(hy_engine_write(fx.engine, &fx.file, buf, BLK, 0), BLK);
@@ -1133,7 +1170,7 @@ static void test_stamp_unsupported(void)
 	CU_ASSERT_EQUAL(stamp, 0);
 	fx_read_all(&fx, "WBcdefGHiJKL");
 	CU_ASSERT_EQUAL(bopt_reads(&fx), 4);
-	CU_ASSERT_EQUAL(fx.engine->stale_files, 0);
+	CU_ASSERT_EQUAL(fx.engine->indirector->stale_files, 0);
 	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 5);
 	fx_teardown(&fx);
 
@@ -1141,7 +1178,7 @@ static void test_stamp_unsupported(void)
 	fx_setup(&fx, &stamped_ops, false, 0);
 	fx_read_all(&fx, "ABCDEFGHIJKL");
 	CU_ASSERT_EQUAL(bopt_reads(&fx), 0);
-	CU_ASSERT_EQUAL(fx.engine->stale_files, 1);
+	CU_ASSERT_EQUAL(fx.engine->indirector->stale_files, 1);
 	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 0);
 	fx_teardown(&fx);
 }
@@ -1180,7 +1217,7 @@ static void *race_read(void *arg)
 static void fx_setup_writes(struct fixture *fx)
 {
 	fx_setup(fx, &stamped_ops, true, -1);
-	hy_engine_set_bopt_writes(fx->engine, true);
+	hy_indirector_set_bopt_writes(hy_engine_indirector(fx->engine), true);
 	fx->bm->watch_map = fx->map;
 	fx->bm->watch_journal = fx->journal;
 	fx->bm->watch_stamp = &fx->home->obj[FX_OBJECT].stamp;
@@ -1237,7 +1274,7 @@ static void test_read_meets_write_in_flight(void)
 	CU_ASSERT_EQUAL(w.rc, BLK);
 	CU_ASSERT_EQUAL(r.rc, BLK);
 	CU_ASSERT(all_bytes(r.got, BLK, 'N'));
-	CU_ASSERT_EQUAL(fx.engine->stale_files, 0);
+	CU_ASSERT_EQUAL(fx.engine->indirector->stale_files, 0);
 	fx.home->hook = NULL;
 	pthread_cond_destroy(&hook.cond);
 	pthread_mutex_destroy(&hook.lock);
@@ -1263,7 +1300,7 @@ static void test_bopt_write_dirty(void)
 
 	fx_setup_writes(&fx);
 	home = &fx.home->obj[FX_OBJECT];
-	CU_ASSERT(fx.engine->bopt_writes_on);
+	CU_ASSERT(fx.engine->indirector->bopt_writes_on);
 	stamp0 = home->stamp;
 
 	/* Two blocks: relocated, clean block 5 (BOPT block 13) and home block
@@ -1289,9 +1326,9 @@ static void test_bopt_write_dirty(void)
 	CU_ASSERT_EQUAL(fx.bm->written_at_write, 1);
 	CU_ASSERT_EQUAL(fx.bm->dirty_at_write, 1);
 	CU_ASSERT(fx.bm->stamp_at_write > stamp0);
-	CU_ASSERT_EQUAL(fx.engine->bopt_writes, 1);
-	CU_ASSERT_EQUAL(fx.engine->released_blocks, 0);
-	CU_ASSERT_EQUAL(fx.engine->synced_blocks, 0);
+	CU_ASSERT_EQUAL(fx.engine->indirector->bopt_writes, 1);
+	CU_ASSERT_EQUAL(fx.engine->indirector->released_blocks, 0);
+	CU_ASSERT_EQUAL(fx.engine->indirector->synced_blocks, 0);
 
 	/* One relocated block only: block 3 into BOPT block 11. The home data
 	 * stays byte for byte, but its modification time moves. */
@@ -1314,7 +1351,7 @@ static void test_bopt_write_dirty(void)
 	CU_ASSERT_EQUAL(fx.bm->dirty_at_write, 2);
 	CU_ASSERT(fx.bm->stamp_at_write > stamp0);	     /* the ctime moved first */
 	CU_ASSERT_EQUAL(home->stamp, fx.bm->stamp_at_write); /* and not after */
-	CU_ASSERT_EQUAL(fx.engine->bopt_writes, 2);
+	CU_ASSERT_EQUAL(fx.engine->indirector->bopt_writes, 2);
 	/* the stamp follows the home's new change time: the copies stay fresh */
 	CU_ASSERT_EQUAL(hy_map_get_stamp(fx.map, FX_FILE, &stamp), 0);
 	CU_ASSERT_EQUAL(stamp, home->stamp);
@@ -1329,12 +1366,12 @@ static void test_bopt_write_dirty(void)
 		hy_device_get_stats(fx.bopt, &after);
 		CU_ASSERT_EQUAL(after.bytes_read - bs.bytes_read, 5 * BLK);
 	}
-	CU_ASSERT_EQUAL(fx.engine->stale_files, 0);
+	CU_ASSERT_EQUAL(fx.engine->indirector->stale_files, 0);
 
 	/* A second write to dirty block 3: no new mark, straight to the BOPT. */
 	CU_ASSERT_EQUAL(hy_engine_write(fx.engine, &fx.file, "UUUUUUUUUU", 10, 3 * BLK + 100), 10);
 	check_journal(&fx, want, 2);
-	CU_ASSERT_EQUAL(fx.engine->bopt_writes, 3);
+	CU_ASSERT_EQUAL(fx.engine->indirector->bopt_writes, 3);
 	CU_ASSERT(all_bytes(bopt_block(&fx, 11), 100, 'V'));
 	CU_ASSERT(all_bytes(bopt_block(&fx, 11) + 100, 10, 'U'));
 	CU_ASSERT(all_bytes(bopt_block(&fx, 11) + 110, BLK - 110, 'V'));
@@ -1351,9 +1388,9 @@ static void test_bopt_write_dirty(void)
 	CU_ASSERT_EQUAL(fx_map(&fx).extents, 2);
 	CU_ASSERT_EQUAL(memcmp(snap, home->data, sizeof(snap)), 0);
 	fx_read_all(&fx, "ABXXXWWHiJKL");
-	CU_ASSERT_EQUAL(fx.engine->released_blocks, 0);
-	CU_ASSERT_EQUAL(fx.engine->synced_blocks, 0);
-	CU_ASSERT_EQUAL(fx.engine->stale_files, 0);
+	CU_ASSERT_EQUAL(fx.engine->indirector->released_blocks, 0);
+	CU_ASSERT_EQUAL(fx.engine->indirector->synced_blocks, 0);
+	CU_ASSERT_EQUAL(fx.engine->indirector->stale_files, 0);
 	fx_teardown(&fx);
 }
 
@@ -1394,28 +1431,28 @@ static void test_bopt_write_sync_home(void)
 	CU_ASSERT_EQUAL(fx_map(&fx).dirty_blocks, 0);
 	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 5);
 	CU_ASSERT_EQUAL(fx_map(&fx).extents, 2); /* 2-5 one extent again */
-	CU_ASSERT_EQUAL(fx.engine->synced_blocks, 1);
-	CU_ASSERT_EQUAL(fx.engine->released_blocks, 0);
+	CU_ASSERT_EQUAL(fx.engine->indirector->synced_blocks, 1);
+	CU_ASSERT_EQUAL(fx.engine->indirector->released_blocks, 0);
 	CU_ASSERT(all_bytes(bopt_block(&fx, 11), BLK, 'W'));
 	/* the stamp follows the home's change time: the copies stay in use */
 	CU_ASSERT_EQUAL(hy_map_get_stamp(fx.map, FX_FILE, &stamp), 0);
 	CU_ASSERT_EQUAL(stamp, home->stamp);
 	fx_read_all(&fx, "ABcWefGHiJKL");
-	CU_ASSERT_EQUAL(fx.engine->bopt_reads, 2);
-	CU_ASSERT_EQUAL(fx.engine->stale_files, 0);
+	CU_ASSERT_EQUAL(fx.engine->indirector->bopt_reads, 2);
+	CU_ASSERT_EQUAL(fx.engine->indirector->stale_files, 0);
 
 	/* Nothing dirty: nothing to do. */
 	CU_ASSERT_EQUAL(hy_engine_sync_home(fx.engine, &fx.file), 0);
 	CU_ASSERT_EQUAL(home->syncs, 1);
 	CU_ASSERT_EQUAL(home->mtime_ns, mtime);
 	check_journal(&fx, want, 2);
-	CU_ASSERT_EQUAL(fx.engine->synced_blocks, 1);
+	CU_ASSERT_EQUAL(fx.engine->indirector->synced_blocks, 1);
 	fx_teardown(&fx);
 
 	/* A home device with no getattr, set_mtime or writable op: the whole
 	 * block goes home through the object itself. */
 	fx_setup(&fx, &unstamped_ops, true, 0);
-	hy_engine_set_bopt_writes(fx.engine, true);
+	hy_indirector_set_bopt_writes(hy_engine_indirector(fx.engine), true);
 	write_block(&fx, 8, 'W');
 	CU_ASSERT(all_bytes(home_block(&fx, 8), BLK, 'I'));
 	CU_ASSERT(piece_at(fx.map, 8).dirty);
@@ -1459,7 +1496,7 @@ static void test_bopt_write_fsync_close(void)
 	CU_ASSERT_EQUAL(home->mtime_ns, mtime);
 	CU_ASSERT_FALSE(piece_at(fx.map, 4).dirty);
 	CU_ASSERT_EQUAL(fx_map(&fx).dirty_blocks, 0);
-	CU_ASSERT_EQUAL(fx.engine->synced_blocks, 1);
+	CU_ASSERT_EQUAL(fx.engine->indirector->synced_blocks, 1);
 	check_journal(&fx, want, 2);
 	CU_ASSERT_EQUAL(fx.journal->durable, 2);
 	/* the BOPT copy, clean and still in use, is durable too */
@@ -1480,7 +1517,7 @@ static void test_bopt_write_fsync_close(void)
 	CU_ASSERT(all_bytes(home->synced + 8 * BLK, BLK, 'V'));
 	CU_ASSERT_EQUAL(home->mtime_ns, mtime);
 	CU_ASSERT_FALSE(piece_at(fx.map, 8).dirty);
-	CU_ASSERT_EQUAL(fx.engine->synced_blocks, 2);
+	CU_ASSERT_EQUAL(fx.engine->indirector->synced_blocks, 2);
 	check_journal(&fx, want, 4);
 	CU_ASSERT_EQUAL(fx.journal->durable, 4);
 	CU_ASSERT_EQUAL(hy_engine_close(fx.engine, &fx.file), 0);
@@ -1499,14 +1536,14 @@ static void test_bopt_write_fsync_close(void)
 	CU_ASSERT_EQUAL(fx.home->closed, 1);
 	CU_ASSERT_EQUAL(fx.home->bad_closes, 0);
 	CU_ASSERT_FALSE(piece_at(fx.map, 2).dirty);
-	CU_ASSERT_EQUAL(fx.engine->synced_blocks, 3);
+	CU_ASSERT_EQUAL(fx.engine->indirector->synced_blocks, 3);
 	check_journal(&fx, want, 6);
 	CU_ASSERT_EQUAL(fx.journal->durable, 6);
 	/* a writable handle is asked for only when there is something to write */
 	CU_ASSERT_EQUAL(hy_engine_close(fx.engine, &ro), 0);
 	CU_ASSERT_EQUAL(fx.home->opened, 1);
 	fx_read_all(&fx, "ABUdWfGHVJKL");
-	CU_ASSERT_EQUAL(fx.engine->stale_files, 0);
+	CU_ASSERT_EQUAL(fx.engine->indirector->stale_files, 0);
 	fx_teardown(&fx);
 }
 
@@ -1539,8 +1576,8 @@ static void test_bopt_write_truncate(void)
 	CU_ASSERT_EQUAL(piece_at(fx.map, 2).bopt_block, 10);
 	CU_ASSERT_EQUAL(piece_at(fx.map, 3).bopt_block, HY_MAP_HOME);
 	CU_ASSERT_EQUAL(piece_at(fx.map, 8).bopt_block, HY_MAP_HOME);
-	CU_ASSERT_EQUAL(fx.engine->synced_blocks, 1);
-	CU_ASSERT_EQUAL(fx.engine->released_blocks, 4);
+	CU_ASSERT_EQUAL(fx.engine->indirector->synced_blocks, 1);
+	CU_ASSERT_EQUAL(fx.engine->indirector->released_blocks, 4);
 	check_journal(&fx, want, 4);
 	CU_ASSERT(fx.journal->durable >= 2); /* the block was home, durably, first */
 	CU_ASSERT_EQUAL(hy_map_get_stamp(fx.map, FX_FILE, &stamp), 0);
@@ -1550,7 +1587,7 @@ static void test_bopt_write_truncate(void)
 	CU_ASSERT(all_bytes(out, BLK, 'A'));
 	CU_ASSERT(all_bytes(out + 2 * BLK, BLK, 'c')); /* still from the BOPT */
 	CU_ASSERT(all_bytes(out + 3 * BLK, 100, 'W'));
-	CU_ASSERT_EQUAL(fx.engine->stale_files, 0);
+	CU_ASSERT_EQUAL(fx.engine->indirector->stale_files, 0);
 	fx_teardown(&fx);
 
 	/* to 0, with two dirty blocks */
@@ -1565,8 +1602,8 @@ static void test_bopt_write_truncate(void)
 	CU_ASSERT_EQUAL(fx_map(&fx).extents, 0);
 	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 0);
 	CU_ASSERT_EQUAL(hy_map_get_stamp(fx.map, FX_FILE, &stamp), -ENOENT);
-	CU_ASSERT_EQUAL(fx.engine->synced_blocks, 2);
-	CU_ASSERT_EQUAL(fx.engine->released_blocks, 5);
+	CU_ASSERT_EQUAL(fx.engine->indirector->synced_blocks, 2);
+	CU_ASSERT_EQUAL(fx.engine->indirector->released_blocks, 5);
 	check_journal(&fx, want0, 6);
 	CU_ASSERT(fx.journal->durable >= 4);
 	CU_ASSERT_EQUAL(hy_engine_read(fx.engine, &fx.file, out, sizeof(out), 0), 0);
@@ -1598,20 +1635,20 @@ static void test_bopt_write_punch_hole(void)
 	CU_ASSERT_EQUAL(piece_at(fx.map, 3).bopt_block, HY_MAP_HOME);
 	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 4);
 	CU_ASSERT_EQUAL(fx_map(&fx).dirty_blocks, 0);
-	CU_ASSERT_EQUAL(fx.engine->synced_blocks, 1);
-	CU_ASSERT_EQUAL(fx.engine->released_blocks, 1);
+	CU_ASSERT_EQUAL(fx.engine->indirector->synced_blocks, 1);
+	CU_ASSERT_EQUAL(fx.engine->indirector->released_blocks, 1);
 	check_journal(&fx, want, 3);
 	CU_ASSERT(fx.journal->durable >= 2);
 	CU_ASSERT_EQUAL(hy_engine_read(fx.engine, &fx.file, buf, BLK, 3 * BLK), BLK);
 	CU_ASSERT_EQUAL(memcmp(buf, home_block(&fx, 3), BLK), 0);
 	fx_read_all(&fx, "ABcWefGHiJKL");
-	CU_ASSERT_EQUAL(fx.engine->stale_files, 0);
+	CU_ASSERT_EQUAL(fx.engine->indirector->stale_files, 0);
 
 	/* clean block 8: released, nothing synced */
 	CU_ASSERT_EQUAL(hy_engine_fallocate(fx.engine, &fx.file, punch, 8 * BLK, BLK), 0);
 	CU_ASSERT(all_bytes(home_block(&fx, 8), BLK, '\0'));
-	CU_ASSERT_EQUAL(fx.engine->synced_blocks, 1);
-	CU_ASSERT_EQUAL(fx.engine->released_blocks, 2);
+	CU_ASSERT_EQUAL(fx.engine->indirector->synced_blocks, 1);
+	CU_ASSERT_EQUAL(fx.engine->indirector->released_blocks, 2);
 	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 3);
 	check_journal(&fx, want, 4);
 	fx_teardown(&fx);
@@ -1636,10 +1673,10 @@ static void test_bopt_write_outside_change(void)
 	write_block(&fx, 3, 'W');
 	outside_write(fx.home, FX_OBJECT, 9 * BLK, BLK, 'Y');
 	fx_read_all(&fx, "ABCWEFGHIYKL");
-	CU_ASSERT_EQUAL(fx.engine->stale_files, 1);
-	CU_ASSERT_EQUAL(fx.engine->bopt_reads, 0);
-	CU_ASSERT_EQUAL(fx.engine->synced_blocks, 1);
-	CU_ASSERT_EQUAL(fx.engine->released_blocks, 5);
+	CU_ASSERT_EQUAL(fx.engine->indirector->stale_files, 1);
+	CU_ASSERT_EQUAL(fx.engine->indirector->bopt_reads, 0);
+	CU_ASSERT_EQUAL(fx.engine->indirector->synced_blocks, 1);
+	CU_ASSERT_EQUAL(fx.engine->indirector->released_blocks, 5);
 	CU_ASSERT_EQUAL(fx_map(&fx).files, 0);
 	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 0);
 	CU_ASSERT(all_bytes(home_block(&fx, 3), BLK, 'W'));
@@ -1659,8 +1696,8 @@ static void test_bopt_write_outside_change(void)
 	CU_ASSERT(all_bytes(out + 2 * BLK, BLK, 'C'));
 	CU_ASSERT(all_bytes(out + 3 * BLK, 100, 'W'));
 	CU_ASSERT_EQUAL(home->size, 3 * BLK + 100);
-	CU_ASSERT_EQUAL(fx.engine->stale_files, 1);
-	CU_ASSERT_EQUAL(fx.engine->synced_blocks, 1);
+	CU_ASSERT_EQUAL(fx.engine->indirector->stale_files, 1);
+	CU_ASSERT_EQUAL(fx.engine->indirector->synced_blocks, 1);
 	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 0);
 	check_journal(&fx, want, 4);
 	fx_teardown(&fx);
@@ -1672,7 +1709,7 @@ static void test_bopt_write_outside_change(void)
 	outside_truncate(fx.home, FX_OBJECT, 2 * BLK);
 	CU_ASSERT_EQUAL(hy_engine_read(fx.engine, &fx.file, out, sizeof(out), 0), 2 * BLK);
 	CU_ASSERT_EQUAL(home->size, 2 * BLK);
-	CU_ASSERT_EQUAL(fx.engine->stale_files, 1);
+	CU_ASSERT_EQUAL(fx.engine->indirector->stale_files, 1);
 	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 0);
 	fx_teardown(&fx);
 }
@@ -1687,7 +1724,7 @@ static void test_home_write_settles_dirty(void)
 	struct fixture fx;
 
 	fx_setup(&fx, &stamped_ops, true, -1);
-	CU_ASSERT_FALSE(fx.engine->bopt_writes_on);
+	CU_ASSERT_FALSE(fx.engine->indirector->bopt_writes_on);
 	CU_ASSERT_EQUAL(hy_map_set_dirty(fx.map, FX_FILE, 3, 1, true), 1);
 	fill(fx.bm, FX_BASE + 11 * BLK, BLK, 'W');
 	CU_ASSERT_EQUAL(hy_engine_write(fx.engine, &fx.file, "QQQQQQQQQQ", 10, 3 * BLK + 50), 10);
@@ -1697,15 +1734,15 @@ static void test_home_write_settles_dirty(void)
 	CU_ASSERT_EQUAL(piece_at(fx.map, 3).bopt_block, HY_MAP_HOME);
 	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 4);
 	CU_ASSERT_EQUAL(fx_map(&fx).dirty_blocks, 0);
-	CU_ASSERT_EQUAL(fx.engine->synced_blocks, 1);
-	CU_ASSERT_EQUAL(fx.engine->released_blocks, 1);
-	CU_ASSERT_EQUAL(fx.engine->bopt_writes, 0);
+	CU_ASSERT_EQUAL(fx.engine->indirector->synced_blocks, 1);
+	CU_ASSERT_EQUAL(fx.engine->indirector->released_blocks, 1);
+	CU_ASSERT_EQUAL(fx.engine->indirector->bopt_writes, 0);
 	hy_device_get_stats(fx.bopt, &bs);
 	CU_ASSERT_EQUAL(bs.writes, 0);
 	check_journal(&fx, want, 2);
 	CU_ASSERT(fx.journal->durable >= 1);
 	fx_read_all(&fx, "ABcWefGHiJKL");
-	CU_ASSERT_EQUAL(fx.engine->stale_files, 0);
+	CU_ASSERT_EQUAL(fx.engine->indirector->stale_files, 0);
 	fx_teardown(&fx);
 }
 
@@ -1874,8 +1911,8 @@ static void test_bopt_write_real_files(void)
 	CU_ASSERT_EQUAL(hy_map_relocate(map, &e), 0);
 	CU_ASSERT_EQUAL_FATAL(
 		hy_map_journal_open(jpath, 1, 0, map, &journal, NULL, why, sizeof(why)), 0);
-	hy_engine_set_bopt(engine, map, bopt, FX_BASE, journal);
-	hy_engine_set_bopt_writes(engine, true);
+	hy_indirector_set_bopt(hy_engine_indirector(engine), map, bopt, FX_BASE, journal);
+	hy_indirector_set_bopt_writes(hy_engine_indirector(engine), true);
 	hy_engine_file_init(engine, &in, fd);
 	hy_engine_file_set_id(&in, FX_FILE);
 	hy_engine_file_init(engine, &out, fd_out);
@@ -1899,15 +1936,15 @@ static void test_bopt_write_real_files(void)
 	CU_ASSERT_EQUAL(mtime_of(fd), mtime);
 	CU_ASSERT_FALSE(piece_at(map, 3).dirty);
 	CU_ASSERT_EQUAL(piece_at(map, 3).bopt_block, 11);
-	CU_ASSERT_EQUAL(engine->synced_blocks, 1);
-	CU_ASSERT_EQUAL(engine->released_blocks, 0);
+	CU_ASSERT_EQUAL(engine->indirector->synced_blocks, 1);
+	CU_ASSERT_EQUAL(engine->indirector->released_blocks, 0);
 	CU_ASSERT_EQUAL(journal->written, 2);
 	CU_ASSERT_EQUAL(journal->durable, 2);
 	/* the source's copies are still good */
 	CU_ASSERT_EQUAL(hy_engine_read(engine, &in, buf, BLK, 3 * BLK), BLK);
 	CU_ASSERT(all_bytes(buf, BLK, 'W'));
-	CU_ASSERT_EQUAL(engine->bopt_reads, 1);
-	CU_ASSERT_EQUAL(engine->stale_files, 0);
+	CU_ASSERT_EQUAL(engine->indirector->bopt_reads, 1);
+	CU_ASSERT_EQUAL(engine->indirector->stale_files, 0);
 
 	/* a read-only handle's close */
 	fd_ro = open(src, O_RDONLY);
@@ -1925,7 +1962,7 @@ static void test_bopt_write_real_files(void)
 	CU_ASSERT(all_bytes(buf, BLK, 'V'));
 	CU_ASSERT_EQUAL(mtime_of(fd), mtime);
 	CU_ASSERT_FALSE(piece_at(map, 4).dirty);
-	CU_ASSERT_EQUAL(engine->synced_blocks, 2);
+	CU_ASSERT_EQUAL(engine->indirector->synced_blocks, 2);
 	CU_ASSERT_EQUAL(journal->written, 4);
 
 	hy_map_journal_close(journal);
@@ -2010,8 +2047,8 @@ static void test_bopt_write_back_meets_o_trunc(void)
 	CU_ASSERT_EQUAL(hy_map_relocate(map, &e), 0);
 	CU_ASSERT_EQUAL_FATAL(
 		hy_map_journal_open(jpath, 1, 0, map, &journal, NULL, why, sizeof(why)), 0);
-	hy_engine_set_bopt(engine, map, bopt, FX_BASE, journal);
-	hy_engine_set_bopt_writes(engine, true);
+	hy_indirector_set_bopt(hy_engine_indirector(engine), map, bopt, FX_BASE, journal);
+	hy_indirector_set_bopt_writes(hy_engine_indirector(engine), true);
 	hy_engine_file_init(engine, &in, fd);
 	hy_engine_file_set_id(&in, FX_FILE);
 
@@ -2038,7 +2075,7 @@ static void test_bopt_write_back_meets_o_trunc(void)
 	hy_engine_file_init(engine, &after, t.fd);
 	hy_engine_file_set_id(&after, FX_FILE);
 	CU_ASSERT_EQUAL(hy_engine_read(engine, &after, buf, BLK, 3 * BLK), 0);
-	CU_ASSERT_EQUAL(engine->stale_files, 0);
+	CU_ASSERT_EQUAL(engine->indirector->stale_files, 0);
 	CU_ASSERT_EQUAL(piece_at(map, 3).bopt_block, HY_MAP_HOME);
 
 	hy_map_journal_close(journal);
