@@ -19,6 +19,7 @@
 #include "hybridfs/cache.h"
 #include "hybridfs/device.h"
 #include "hybridfs/engine.h"
+#include "hybridfs/fault.h"
 #include "hybridfs/fs.h"
 #include "hybridfs/inode.h"
 #include "hybridfs/map.h"
@@ -149,6 +150,7 @@ struct json_object *hy_fs_flush(void *ctx, struct json_object *req, char *why, s
 
 	(void)req;
 	synced = 0;
+	hy_fault_point("control.flush"); /* fault.h: a test holds the request here */
 	/* the cache first: its blocks go home through the map, into the BOPT
 	 * for relocated ones, which BORG's flush then sends home */
 	if (fs->cache && (cached = hy_cache_flush(fs->cache)) < 0) {
