@@ -1,6 +1,6 @@
 /*
  * borg_handlers.c - the control requests of BORG: "reorganize",
- * "progress" and "explain" (control.h), and BORG's part of "status".
+ * "progress", "explain" and "flush" (control.h), and BORG's part of "status".
  * They run on the control thread; see fs.h and borg.h.
  */
 #include <errno.h>
@@ -11,10 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
-#include <sqlite3.h>
 
+#include "hybridfs/analyzer.h"
 #include "hybridfs/borg.h"
 #include "hybridfs/cache.h"
 #include "hybridfs/device.h"
@@ -23,6 +24,7 @@
 #include "hybridfs/fs.h"
 #include "hybridfs/inode.h"
 #include "hybridfs/map.h"
+#include "hybridfs/profiler.h"
 
 #define BLOCK 4096
 /* Ranges an explain answer lists at most (the line limit is 64 KiB). */
@@ -199,71 +201,9 @@ struct json_object *hy_fs_borg_status(struct hy_fs *fs)
 
 /* ---- explain -------------------------------------------------------- */
 
-struct vertex {
-	uint64_t block, nblocks;
-	double weight;
-};
-
-/* The file's id: the newest files row with its dev, ino and birth. */
-static int file_id_of(sqlite3 *db, const struct stat *st, int64_t birth_ns, uint64_t *id)
-{
-	sqlite3_stmt *q;
-	int rc = -ENOENT;
-
-	if (sqlite3_prepare_v2(
-		    db,
-		    "SELECT id FROM files WHERE dev = ?1 AND ino = ?2 AND"
-		    " (birth_ns = ?3 OR ?3 = 0 OR birth_ns = 0) ORDER BY id DESC LIMIT 1",
-		    -1, &q, NULL) != SQLITE_OK)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, (sqlite3_int64)st->st_dev);
-	sqlite3_bind_int64(q, 2, (sqlite3_int64)st->st_ino);
-	sqlite3_bind_int64(q, 3, birth_ns);
-	if (sqlite3_step(q) == SQLITE_ROW) {
-		*id = (uint64_t)sqlite3_column_int64(q, 0);
-		rc = 0;
-	}
-	sqlite3_finalize(q);
-	return rc;
-}
-
-static int load_vertices(sqlite3 *db, uint64_t id, struct vertex **out, size_t *n)
-{
-	sqlite3_stmt *q;
-	size_t cap = 0;
-	int step;
-
-	*out = NULL;
-	*n = 0;
-	if (sqlite3_prepare_v2(
-		    db,
-		    "SELECT block, nblocks, weight FROM graph_vertices WHERE file_id = ?1"
-		    " ORDER BY block",
-		    -1, &q, NULL) != SQLITE_OK)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, (sqlite3_int64)id);
-	while ((step = sqlite3_step(q)) == SQLITE_ROW) {
-		if (*n == cap) {
-			struct vertex *grown;
-
-			cap = cap ? 2 * cap : 64;
-			grown = realloc(*out, cap * sizeof(*grown));
-			if (!grown) {
-				sqlite3_finalize(q);
-				return -ENOMEM;
-			}
-			*out = grown;
-		}
-		(*out)[(*n)++] = (struct vertex){(uint64_t)sqlite3_column_int64(q, 0),
-						 (uint64_t)sqlite3_column_int64(q, 1),
-						 sqlite3_column_double(q, 2)};
-	}
-	sqlite3_finalize(q);
-	return step == SQLITE_DONE ? 0 : -EIO;
-}
-
 /* The heat at @block: the weight of the vertex holding it, or -1. */
-static double heat_at(const struct vertex *v, size_t n, uint64_t block, uint64_t *next_edge)
+static double heat_at(const struct hy_analyzer_heat *v, size_t n, uint64_t block,
+		      uint64_t *next_edge)
 {
 	size_t lo = 0, hi = n;
 
@@ -308,14 +248,12 @@ struct json_object *hy_fs_explain(void *ctx, struct json_object *req, char *why,
 	struct hy_map *map = hy_borg_map(fs->borg);
 	struct json_object *v, *result = NULL, *ranges;
 	struct hy_map_piece *pieces = NULL;
-	struct vertex *vertices = NULL;
+	struct hy_analyzer_heat *vertices = NULL;
 	const char *path;
-	struct statx stx;
 	struct stat st;
-	sqlite3 *db = NULL;
 	uint64_t id = 0, nblocks, listed = 0;
 	size_t nv = 0;
-	int n, rc;
+	int n, fd = -1;
 
 	if (!json_object_object_get_ex(req, "path", &v) ||
 	    !json_object_is_type(v, json_type_string)) {
@@ -327,34 +265,21 @@ struct json_object *hy_fs_explain(void *ctx, struct json_object *req, char *why,
 		snprintf(why, why_size, "\"%s\" is not a path inside the mount", path);
 		return NULL;
 	}
-	if (fstatat(fs->inodes->root->fd, path, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+	/* O_PATH: the file is only named, never opened for its data */
+	fd = openat(fs->inodes->root->fd, path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) != 0) {
 		snprintf(why, why_size, "\"%s\": %s", path, strerror(errno));
-		return NULL;
+		goto out;
 	}
 	if (!S_ISREG(st.st_mode)) {
 		snprintf(why, why_size, "\"%s\" is not a regular file", path);
-		return NULL;
-	}
-	memset(&stx, 0, sizeof(stx));
-	if (statx(fs->inodes->root->fd, path, AT_SYMLINK_NOFOLLOW, STATX_BTIME, &stx) != 0)
-		stx.stx_mask = 0;
-	if (sqlite3_open_v2(fs->db_path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) !=
-	    SQLITE_OK) {
-		snprintf(why, why_size, "state database \"%s\": %s", fs->db_path,
-			 db ? sqlite3_errmsg(db) : "out of memory");
 		goto out;
 	}
-	sqlite3_busy_timeout(db, 5000);
-	rc = file_id_of(db, &st,
-			(stx.stx_mask & STATX_BTIME)
-				? (int64_t)stx.stx_btime.tv_sec * 1000000000 + stx.stx_btime.tv_nsec
-				: 0,
-			&id);
-	if (rc == 0 && load_vertices(db, id, &vertices, &nv) < 0) {
-		snprintf(why, why_size, "state database \"%s\": cannot read the graph",
-			 fs->db_path);
+	/* the profiler knows files by (dev, ino, birth); BORG by that id */
+	if (fs->profiler)
+		id = hy_profiler_find_file(fs->profiler, fd, &st);
+	if (id && hy_analyzer_file_heat(fs->db_path, id, &vertices, &nv, why, why_size) < 0)
 		goto out;
-	}
 	result = json_object_new_object();
 	ranges = json_object_new_array();
 	if (!result || !ranges) {
@@ -426,6 +351,7 @@ fail:
 out:
 	free(pieces);
 	free(vertices);
-	sqlite3_close(db);
+	if (fd >= 0)
+		close(fd);
 	return result;
 }
