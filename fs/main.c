@@ -39,7 +39,6 @@
 #include "hybridfs/fs.h"
 #include "hybridfs/profiler.h"
 #include "hybridfs/log.h"
-#include "hybridfs/map.h"
 #include "hybridfs/map_journal.h"
 #include "hybridfs/ondisk.h"
 #include "hybridfs/options.h"
@@ -457,13 +456,6 @@ static int emulation_new(const char *spec, struct hy_device_emulation **out, cha
 	return rc;
 }
 
-static int count_dirty_line(void *arg, uint64_t line, const struct hy_cache_line *l)
-{
-	(void)line;
-	*(uint64_t *)arg += l->dirty != 0;
-	return 0;
-}
-
 /* After a crash, the default store and BOPT may hold data written through
  * the mount and not home yet: only a mount that opens them writes it home,
  * and reads it meanwhile. A mount that leaves them out (profile=off, or a
@@ -479,19 +471,12 @@ static int check_left_out(const struct hy_options *opts, const struct hy_fs *fs,
 	bool cache_out = !fs->profiler || (opts->cache && strcmp(opts->cache, "none") == 0);
 	bool bopt_out = !fs->profiler || (opts->bopt && strcmp(opts->bopt, "none") == 0);
 	const char *how = !fs->profiler ? "without the profiler" : "with cache=none or bopt=none";
-	char path[4096], msg[1024];
+	char path[4096];
 	uint64_t dirty = 0;
 
 	snprintf(path, sizeof(path), "%s/%s", opts->state_at, HY_OPTIONS_CACHE_NAME);
-	if (cache_out && access(path, F_OK) == 0) {
-		struct hy_cache_store *s = NULL;
-
-		if (hy_cache_store_open(path, state->uuid, &s, msg, sizeof(msg)) == 0 &&
-		    !s->header.clean_shutdown &&
-		    hy_cache_store_load(s, count_dirty_line, &dirty, NULL, msg, sizeof(msg)) < 0)
-			dirty = 0;
-		hy_cache_store_close(s);
-	}
+	if (cache_out && access(path, F_OK) == 0)
+		dirty = hy_cache_store_left_dirty(path, state->uuid);
 	if (dirty) {
 		snprintf(
 			why, why_size,
@@ -503,33 +488,8 @@ static int check_left_out(const struct hy_options *opts, const struct hy_fs *fs,
 		return -EBUSY;
 	}
 	snprintf(path, sizeof(path), "%s/bopt", opts->state_at);
-	if (bopt_out && access(path, F_OK) == 0) {
-		struct hy_map_journal *journal = NULL;
-		struct hy_bopt *bopt = NULL;
-		struct hy_map *map = NULL;
-		struct hy_map_stats stats;
-		uint32_t epoch = 0;
-		char *jpath = NULL;
-
-		if (hy_bopt_open(path, state->uuid, &bopt, msg, sizeof(msg)) == 0 &&
-		    hy_map_new(&map) == 0 &&
-		    hy_map_load(map, state->db, bopt->header.generation, &epoch, msg,
-				sizeof(msg)) == 0 &&
-		    asprintf(&jpath, "%s/%s", opts->state_at, HY_MAP_JOURNAL_NAME) >= 0) {
-			/* what the journal adds; a refused record keeps what came
-			 * before it, as the real open does */
-			hy_map_journal_open(jpath, bopt->header.generation, epoch, map, &journal,
-					    NULL, msg, sizeof(msg));
-			hy_map_journal_close(journal);
-			hy_map_get_stats(map, &stats);
-			dirty = stats.dirty_blocks;
-		} else {
-			jpath = NULL;
-		}
-		free(jpath);
-		hy_map_free(map);
-		hy_bopt_close(bopt);
-	}
+	if (bopt_out && access(path, F_OK) == 0)
+		dirty = hy_borg_left_dirty(opts->state_at, state->uuid, state->db);
 	if (dirty) {
 		snprintf(why, why_size,
 			 "bopt: \"%.600s\" holds %" PRIu64

@@ -323,6 +323,12 @@ int hy_cache_store_set_clean(struct hy_cache_store *store, bool clean);
 /* Closes; NULL is fine. */
 void hy_cache_store_close(struct hy_cache_store *store);
 
+/* For a mount that leaves the store at @path out (fs/main.c): the dirty
+ * lines a crash left in it (opened for @uuid, loaded, closed), which only a
+ * mount that uses it writes home; 0 after a clean shutdown, and for a store
+ * that cannot be opened or loaded. */
+uint64_t hy_cache_store_left_dirty(const char *path, const char *uuid);
+
 /* Encodings, for the tests and a fuzzer: @buf is HY_CACHE_STORE_BLOCK
  * bytes (superblock) or HY_CACHE_JOURNAL_RECORD bytes. Decoders return 0
  * or -EUCLEAN / -EPROTO (superblock, with a message). */
