@@ -1,7 +1,9 @@
 /*
  * borg_handlers.c - the control requests of BORG: "reorganize",
  * "progress", "explain" and "flush" (control.h), and BORG's part of "status".
- * They run on the control thread; see fs.h and borg.h.
+ * "progress" runs on the control loop's thread, the others on its worker
+ * (control_server.h); each sees its narrow context (fs.h), never the
+ * struct hy_fs. See borg.h.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +23,7 @@
 #include "hybridfs/device.h"
 #include "hybridfs/engine.h"
 #include "hybridfs/fault.h"
-#include "hybridfs/fs.h"
+#include "fs_internal.h"
 #include "hybridfs/inode.h"
 #include "hybridfs/map.h"
 #include "hybridfs/profiler.h"
@@ -59,7 +61,7 @@ static int member_number(struct json_object *req, const char *key, double lo, do
 
 struct json_object *hy_fs_reorganize(void *ctx, struct json_object *req, char *why, size_t why_size)
 {
-	struct hy_fs *fs = ctx;
+	struct hy_borg *borg = ctx;
 	struct hy_reorganize_params params = {.decay = 0.5};
 	struct json_object *v, *result;
 	double x;
@@ -90,13 +92,13 @@ struct json_object *hy_fs_reorganize(void *ctx, struct json_object *req, char *w
 	if (member_number(req, "capacity_blocks", 1, 1.8e19, &x, &given, why, why_size))
 		return NULL;
 	params.capacity_blocks = given ? (uint64_t)x : 0;
-	if (hy_borg_reorganize(fs->borg, &params, why, why_size) < 0)
+	if (hy_borg_reorganize(borg, &params, why, why_size) < 0)
 		return NULL;
 	result = json_object_new_object();
 	if (result) {
 		struct hy_borg_progress p;
 
-		hy_borg_get_progress(fs->borg, &p);
+		hy_borg_get_progress(borg, &p);
 		add_u64(result, "run", p.run);
 	}
 	return result;
@@ -134,17 +136,15 @@ static struct json_object *progress_json(struct hy_borg *borg)
 
 struct json_object *hy_fs_progress(void *ctx, struct json_object *req, char *why, size_t why_size)
 {
-	struct hy_fs *fs = ctx;
-
 	(void)req;
 	(void)why;
 	(void)why_size;
-	return progress_json(fs->borg);
+	return progress_json(ctx);
 }
 
 struct json_object *hy_fs_flush(void *ctx, struct json_object *req, char *why, size_t why_size)
 {
-	struct hy_fs *fs = ctx;
+	const struct hy_fs_flush_ctx *fc = ctx;
 	struct json_object *result;
 	uint64_t synced;
 
@@ -155,29 +155,29 @@ struct json_object *hy_fs_flush(void *ctx, struct json_object *req, char *why, s
 	hy_fault_point("control.flush"); /* fault.h: a test holds the request here */
 	/* the cache first: its blocks go home through the map, into the BOPT
 	 * for relocated ones, which BORG's flush then sends home */
-	if (fs->cache && (cached = hy_cache_flush(fs->cache)) < 0) {
+	if (fc->cache && (cached = hy_cache_flush(fc->cache)) < 0) {
 		snprintf(why, why_size, "the cache's dirty blocks cannot all go home: %s",
 			 strerror((int)-cached));
 		return NULL;
 	}
-	if (fs->borg && hy_borg_flush(fs->borg, &synced, why, why_size) < 0)
+	if (fc->borg && hy_borg_flush(fc->borg, &synced, why, why_size) < 0)
 		return NULL;
 	result = json_object_new_object();
-	if (result && fs->cache)
+	if (result && fc->cache)
 		add_u64(result, "cache_blocks", (uint64_t)cached);
-	if (result && fs->borg)
+	if (result && fc->borg)
 		add_u64(result, "synced_blocks", synced);
 	return result;
 }
 
-struct json_object *hy_fs_borg_status(struct hy_fs *fs)
+struct json_object *hy_fs_borg_status(struct hy_borg *borg, struct hy_engine *engine)
 {
 	struct json_object *o = json_object_new_object();
 	struct hy_borg_info info;
 
 	if (!o)
 		return NULL;
-	hy_borg_get_info(fs->borg, &info);
+	hy_borg_get_info(borg, &info);
 	json_object_object_add(o, "path", json_object_new_string(info.path));
 	add_u64(o, "bytes", info.total_blocks * BLOCK);
 	add_u64(o, "read_region_blocks", info.read_blocks);
@@ -188,14 +188,14 @@ struct json_object *hy_fs_borg_status(struct hy_fs *fs)
 	add_u64(o, "map_extents", info.map_extents);
 	add_u64(o, "map_blocks", info.map_blocks);
 	add_u64(o, "dirty_blocks", info.dirty_blocks);
-	add_u64(o, "bopt_writes", atomic_load(&fs->engine->bopt_writes));
-	add_u64(o, "synced_blocks", atomic_load(&fs->engine->synced_blocks));
-	add_u64(o, "bopt_reads", atomic_load(&fs->engine->bopt_reads));
-	add_u64(o, "released_blocks", atomic_load(&fs->engine->released_blocks));
-	add_u64(o, "stale_files", atomic_load(&fs->engine->stale_files));
-	if (fs->engine->bopt)
-		json_object_object_add(o, "device", hy_fs_device_status(fs->engine->bopt));
-	json_object_object_add(o, "reorganization", progress_json(fs->borg));
+	add_u64(o, "bopt_writes", atomic_load(&engine->bopt_writes));
+	add_u64(o, "synced_blocks", atomic_load(&engine->synced_blocks));
+	add_u64(o, "bopt_reads", atomic_load(&engine->bopt_reads));
+	add_u64(o, "released_blocks", atomic_load(&engine->released_blocks));
+	add_u64(o, "stale_files", atomic_load(&engine->stale_files));
+	if (engine->bopt)
+		json_object_object_add(o, "device", hy_fs_device_status(engine->bopt));
+	json_object_object_add(o, "reorganization", progress_json(borg));
 	return o;
 }
 
@@ -244,8 +244,8 @@ static bool safe_relative(const char *path)
 
 struct json_object *hy_fs_explain(void *ctx, struct json_object *req, char *why, size_t why_size)
 {
-	struct hy_fs *fs = ctx;
-	struct hy_map *map = hy_borg_map(fs->borg);
+	const struct hy_fs_explain_ctx *ec = ctx;
+	struct hy_map *map = hy_borg_map(ec->borg);
 	struct json_object *v, *result = NULL, *ranges;
 	struct hy_map_piece *pieces = NULL;
 	struct hy_analyzer_heat *vertices = NULL;
@@ -266,7 +266,7 @@ struct json_object *hy_fs_explain(void *ctx, struct json_object *req, char *why,
 		return NULL;
 	}
 	/* O_PATH: the file is only named, never opened for its data */
-	fd = openat(fs->inodes->root->fd, path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	fd = openat(ec->root_fd, path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st) != 0) {
 		snprintf(why, why_size, "\"%s\": %s", path, strerror(errno));
 		goto out;
@@ -276,9 +276,9 @@ struct json_object *hy_fs_explain(void *ctx, struct json_object *req, char *why,
 		goto out;
 	}
 	/* the profiler knows files by (dev, ino, birth); BORG by that id */
-	if (fs->profiler)
-		id = hy_profiler_find_file(fs->profiler, fd, &st);
-	if (id && hy_analyzer_file_heat(fs->db_path, id, &vertices, &nv, why, why_size) < 0)
+	if (ec->profiler)
+		id = hy_profiler_find_file(ec->profiler, fd, &st);
+	if (id && hy_analyzer_file_heat(ec->db_path, id, &vertices, &nv, why, why_size) < 0)
 		goto out;
 	result = json_object_new_object();
 	ranges = json_object_new_array();

@@ -92,14 +92,13 @@ static void reply_and_close(struct bufferevent *bev, char *line)
 
 /* A handler's answer: its result, or its error. A NULL handler answers
  * @missing when given, else that the mount has no BOPT to @name with. */
-static char *
-from_handler(struct json_object *(*handler)(void *, struct json_object *, char *, size_t),
-	     void *ctx, struct json_object *request, const char *name, const char *missing)
+static char *from_handler(const struct hy_control_handler *handler, struct json_object *request,
+			  const char *name, const char *missing)
 {
 	struct json_object *result;
 	char why[1024];
 
-	if (!handler) {
+	if (!handler->answer) {
 		if (missing)
 			return hy_control_format_error(missing);
 		snprintf(why, sizeof(why),
@@ -109,7 +108,7 @@ from_handler(struct json_object *(*handler)(void *, struct json_object *, char *
 		return hy_control_format_error(why);
 	}
 	snprintf(why, sizeof(why), "out of memory");
-	result = handler(ctx, request, why, sizeof(why));
+	result = handler->answer(handler->ctx, request, why, sizeof(why));
 	/* a state file is named by its folder's path, not by the daemon's
 	 * /proc/self/fd name for it */
 	return result ? hy_control_format_result(result)
@@ -143,23 +142,20 @@ static char *answer(struct hy_control_server *srv, const struct hy_control_reque
 		out = result ? hy_control_format_result(result) : NULL;
 		break;
 	case HY_CONTROL_REORGANIZE:
-		out = from_handler(srv->handlers.reorganize, srv->handlers.ctx, req->object,
-				   "reorganize", NULL);
+		out = from_handler(&srv->handlers.reorganize, req->object, "reorganize", NULL);
 		break;
 	case HY_CONTROL_PROGRESS:
-		out = from_handler(srv->handlers.progress, srv->handlers.ctx, req->object,
-				   "report a reorganization", NULL);
+		out = from_handler(&srv->handlers.progress, req->object, "report a reorganization",
+				   NULL);
 		break;
 	case HY_CONTROL_EXPLAIN:
-		out = from_handler(srv->handlers.explain, srv->handlers.ctx, req->object, "explain",
-				   NULL);
+		out = from_handler(&srv->handlers.explain, req->object, "explain", NULL);
 		break;
 	case HY_CONTROL_FLUSH:
-		out = from_handler(srv->handlers.flush, srv->handlers.ctx, req->object, "flush",
-				   NULL);
+		out = from_handler(&srv->handlers.flush, req->object, "flush", NULL);
 		break;
 	case HY_CONTROL_POLICY:
-		out = from_handler(srv->handlers.policy, srv->handlers.ctx, req->object, "policy",
+		out = from_handler(&srv->handlers.policy, req->object, "policy",
 				   "this mount has no cache policy table (profile=off)");
 		break;
 	default:

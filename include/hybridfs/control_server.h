@@ -45,26 +45,25 @@
 
 struct json_object;
 
-struct hy_control_handlers {
+/* "reorganize", "progress", "explain", "flush", "policy": the result for
+ * @request (the whole request object, borrowed), or NULL with a message
+ * in @why. @ctx is the handler's own (what it needs, nothing more). A NULL
+ * answer answers that the mount cannot do it. */
+struct hy_control_handler {
+	struct json_object *(*answer)(void *ctx, struct json_object *request, char *why,
+				      size_t why_size);
 	void *ctx;
+};
+
+struct hy_control_handlers {
+	void *ctx; /* status's and sync's */
 	/* The "status" result; NULL when out of memory. */
 	struct json_object *(*status)(void *ctx);
 	/* "sync": 0 once every profiler record so far is in the database. */
 	int (*sync)(void *ctx);
-	/* "reorganize", "progress", "explain", "flush", "policy": the result for
-	 * @request (the whole request object, borrowed), or NULL with a message
-	 * in @why. NULL handlers answer that the mount cannot do it. */
-	struct json_object *(*reorganize)(void *ctx, struct json_object *request, char *why,
-					  size_t why_size);
-	struct json_object *(*progress)(void *ctx, struct json_object *request, char *why,
-					size_t why_size);
-	struct json_object *(*explain)(void *ctx, struct json_object *request, char *why,
-				       size_t why_size);
-	struct json_object *(*flush)(void *ctx, struct json_object *request, char *why,
-				     size_t why_size);
-	/* NULL when the mount has no policy table (profile=off) */
-	struct json_object *(*policy)(void *ctx, struct json_object *request, char *why,
-				      size_t why_size);
+	struct hy_control_handler reorganize, progress, explain, flush;
+	/* answer NULL when the mount has no policy table (profile=off) */
+	struct hy_control_handler policy;
 };
 
 struct hy_control_server;
