@@ -114,7 +114,8 @@
  * problem; nothing is written to a store that failed.
  *
  * Who calls it: the cache at mount (open, claim, load, then appends and
- * checkpoints), `hybridctl format-cache` (create, unclaimed); the tests.
+ * checkpoints), `hybridctl format-cache` (create, unclaimed), fs/main.c for
+ * a mount that leaves the store out (hy_cache_store_left_dirty); the tests.
  *
  * Memory: struct hy_cache_store owns its descriptor, its device (object 0,
  * offsets in bytes from the start of the store) and, from load() until
