@@ -1642,3 +1642,67 @@ fail:
 	*last_rowid = 0;
 	return rc;
 }
+
+/* ---- one file's heat, for explain ------------------------------------ */
+
+int hy_analyzer_file_heat(const char *db_path, uint64_t file_id, struct hy_analyzer_heat **out,
+			  size_t *n, char *why, size_t why_size)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *q = NULL;
+	size_t cap = 0;
+	int step, rc = 0;
+
+	*out = NULL;
+	*n = 0;
+	/* its own read-only connection: the reconfigurator's may be busy on
+	 * its thread, and the graph is read as the last run saved it */
+	if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) !=
+	    SQLITE_OK) {
+		snprintf(why, why_size, "state database \"%s\": %s", db_path,
+			 db ? sqlite3_errmsg(db) : "out of memory");
+		sqlite3_close(db);
+		return -EIO;
+	}
+	sqlite3_busy_timeout(db, 5000);
+	if (sqlite3_prepare_v2(
+		    db,
+		    "SELECT block, nblocks, weight FROM graph_vertices WHERE file_id = ?1"
+		    " ORDER BY block",
+		    -1, &q, NULL) != SQLITE_OK) {
+		rc = -EIO;
+		goto out;
+	}
+	sqlite3_bind_int64(q, 1, (sqlite3_int64)file_id);
+	while ((step = sqlite3_step(q)) == SQLITE_ROW) {
+		if (*n == cap) {
+			struct hy_analyzer_heat *grown;
+
+			cap = cap ? 2 * cap : 64;
+			grown = realloc(*out, cap * sizeof(*grown));
+			if (!grown) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			*out = grown;
+		}
+		(*out)[(*n)++] = (struct hy_analyzer_heat){(uint64_t)sqlite3_column_int64(q, 0),
+							   (uint64_t)sqlite3_column_int64(q, 1),
+							   sqlite3_column_double(q, 2)};
+	}
+	if (step != SQLITE_DONE)
+		rc = -EIO;
+out:
+	if (rc == -EIO)
+		snprintf(why, why_size, "state database \"%s\": cannot read the graph", db_path);
+	else if (rc == -ENOMEM)
+		snprintf(why, why_size, "out of memory");
+	if (rc) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+	return rc;
+}

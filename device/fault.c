@@ -1,5 +1,6 @@
 /* fault.c - see include/hybridfs/fault.h. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -19,11 +20,12 @@ enum op { OP_READ, OP_WRITE, OP_SYNC, OP_COUNT };
 enum when { WHEN_NTH, WHEN_EVERY, WHEN_AFTER };
 
 struct rule {
-	bool point;	/* a crash point; else a device rule */
-	char name[32];	/* the device or the point */
-	enum op op;	/* device rules */
-	int err;	/* -EIO, -ENOSPC or ERR_SHORT */
-	enum when when; /* points: WHEN_NTH */
+	bool point;	 /* a crash point; else a device rule */
+	char name[32];	 /* the device or the point */
+	char stall[256]; /* points: the FIFO to wait on instead of crashing, or "" */
+	enum op op;	 /* device rules */
+	int err;	 /* -EIO, -ENOSPC or ERR_SHORT */
+	enum when when;	 /* points: WHEN_NTH */
 	uint64_t n;
 	_Atomic uint64_t calls;
 };
@@ -32,7 +34,7 @@ static const char *const op_names[OP_COUNT] = {"read", "write", "sync"};
 static const char *const devices[] = {"backing", "bopt", "cache"};
 static const char *const points[] = {
 	"cache.journal.before", "cache.journal.after", "cache.clean.mid",   "cache.migrate.mid",
-	"reorg.copy.mid",	"map.journal.before",  "map.journal.after",
+	"reorg.copy.mid",	"map.journal.before",  "map.journal.after", "control.flush",
 };
 
 bool hy_fault_enabled;
@@ -70,6 +72,7 @@ static int parse_count(const char *s, uint64_t *out)
 static int parse_rule(char *text, const char *whole, struct rule *r, char *why, size_t why_size)
 {
 	const char *dev = NULL, *point = NULL, *op = NULL, *err = NULL, *when_key = NULL;
+	const char *stall = NULL;
 	uint64_t n = 0;
 	char *rest = text, *field;
 
@@ -100,14 +103,15 @@ static int parse_rule(char *text, const char *whole, struct rule *r, char *why, 
 			slot = &op;
 		else if (strcmp(key, "err") == 0)
 			slot = &err;
+		else if (strcmp(key, "stall") == 0)
+			slot = &stall;
 		else if (strcmp(key, "nth") == 0 || strcmp(key, "every") == 0 ||
 			 strcmp(key, "after") == 0)
 			slot = &when_key;
 		if (!slot) {
 			snprintf(why, why_size,
 				 "%s: \"%s\": unknown key \"%s\" (expected dev, point, op, err, "
-				 "nth, "
-				 "every or after)",
+				 "stall, nth, every or after)",
 				 HY_FAULT_ENV, whole, key);
 			return -EINVAL;
 		}
@@ -167,9 +171,21 @@ static int parse_rule(char *text, const char *whole, struct rule *r, char *why, 
 				 HY_FAULT_ENV, whole);
 			return -EINVAL;
 		}
+		if (stall && (*stall != '/' || strlen(stall) >= sizeof(r->stall))) {
+			snprintf(why, why_size,
+				 "%s: \"%s\": stall= names a FIFO by its absolute path (at most "
+				 "%zu bytes)",
+				 HY_FAULT_ENV, whole, sizeof(r->stall) - 1);
+			return -EINVAL;
+		}
 		r->point = true;
 		snprintf(r->name, sizeof(r->name), "%s", point);
+		snprintf(r->stall, sizeof(r->stall), "%s", stall ? stall : "");
 		return 0;
+	}
+	if (stall) {
+		snprintf(why, why_size, "%s: \"%s\": stall= is for a point=", HY_FAULT_ENV, whole);
+		return -EINVAL;
 	}
 	if (!in_list(dev, devices, sizeof(devices) / sizeof(devices[0]))) {
 		snprintf(why, why_size,
@@ -310,6 +326,31 @@ uint64_t hy_fault_point_count(const char *name)
 	return 0;
 }
 
+/* The thread that reached a stalling point waits until a test has opened
+ * the FIFO for writing and closed it again: opening a FIFO to read blocks
+ * until a writer comes, reading it until the last writer leaves. The test
+ * knows the point is reached when its own open returns. */
+static void stall_on(const struct rule *r)
+{
+	char buf[64];
+	int fd;
+
+	hy_log(LOG_WARNING, "fault: point \"%s\" reached: waiting on \"%s\"", r->name, r->stall);
+	fd = open(r->stall, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		hy_log(LOG_ERR, "fault: \"%s\": %s; going on", r->stall, strerror(errno));
+		return;
+	}
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+
+		if (n == 0 || (n < 0 && errno != EINTR))
+			break;
+	}
+	close(fd);
+	hy_log(LOG_WARNING, "fault: point \"%s\": released", r->name);
+}
+
 void hy_fault_point_hit(const char *name)
 {
 	for (size_t i = 0; i < nrules; i++) {
@@ -319,6 +360,10 @@ void hy_fault_point_hit(const char *name)
 
 		if (!r->point || strcmp(r->name, name) != 0 || !due(r))
 			continue;
+		if (r->stall[0]) {
+			stall_on(r);
+			continue;
+		}
 		if (crash_hook) {
 			crash_hook(name);
 			continue;

@@ -1,7 +1,9 @@
 /*
  * borg_handlers.c - the control requests of BORG: "reorganize",
- * "progress" and "explain" (control.h), and BORG's part of "status".
- * They run on the control thread; see fs.h and borg.h.
+ * "progress", "explain" and "flush" (control.h), and BORG's part of "status".
+ * "progress" runs on the control loop's thread, the others on its worker
+ * (control_server.h); each sees its narrow context (fs.h), never the
+ * struct hy_fs. See borg.h.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -11,18 +13,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
-#include <sqlite3.h>
 
+#include "hybridfs/analyzer.h"
 #include "hybridfs/borg.h"
 #include "hybridfs/cache.h"
 #include "hybridfs/device.h"
 #include "hybridfs/engine.h"
-#include "hybridfs/fs.h"
+#include "hybridfs/fault.h"
 #include "hybridfs/indirector.h"
+#include "fs_internal.h"
 #include "hybridfs/inode.h"
 #include "hybridfs/map.h"
+#include "hybridfs/profiler.h"
 
 #define BLOCK 4096
 /* Ranges an explain answer lists at most (the line limit is 64 KiB). */
@@ -57,7 +62,7 @@ static int member_number(struct json_object *req, const char *key, double lo, do
 
 struct json_object *hy_fs_reorganize(void *ctx, struct json_object *req, char *why, size_t why_size)
 {
-	struct hy_fs *fs = ctx;
+	struct hy_borg *borg = ctx;
 	struct hy_reorganize_params params = {.decay = 0.5};
 	struct json_object *v, *result;
 	double x;
@@ -88,13 +93,13 @@ struct json_object *hy_fs_reorganize(void *ctx, struct json_object *req, char *w
 	if (member_number(req, "capacity_blocks", 1, 1.8e19, &x, &given, why, why_size))
 		return NULL;
 	params.capacity_blocks = given ? (uint64_t)x : 0;
-	if (hy_borg_reorganize(fs->borg, &params, why, why_size) < 0)
+	if (hy_borg_reorganize(borg, &params, why, why_size) < 0)
 		return NULL;
 	result = json_object_new_object();
 	if (result) {
 		struct hy_borg_progress p;
 
-		hy_borg_get_progress(fs->borg, &p);
+		hy_borg_get_progress(borg, &p);
 		add_u64(result, "run", p.run);
 	}
 	return result;
@@ -132,17 +137,15 @@ static struct json_object *progress_json(struct hy_borg *borg)
 
 struct json_object *hy_fs_progress(void *ctx, struct json_object *req, char *why, size_t why_size)
 {
-	struct hy_fs *fs = ctx;
-
 	(void)req;
 	(void)why;
 	(void)why_size;
-	return progress_json(fs->borg);
+	return progress_json(ctx);
 }
 
 struct json_object *hy_fs_flush(void *ctx, struct json_object *req, char *why, size_t why_size)
 {
-	struct hy_fs *fs = ctx;
+	const struct hy_fs_flush_ctx *fc = ctx;
 	struct json_object *result;
 	uint64_t synced;
 
@@ -150,24 +153,25 @@ struct json_object *hy_fs_flush(void *ctx, struct json_object *req, char *why, s
 
 	(void)req;
 	synced = 0;
+	hy_fault_point("control.flush"); /* fault.h: a test holds the request here */
 	/* the cache first: its blocks go home through the map, into the BOPT
 	 * for relocated ones, which BORG's flush then sends home */
-	if (fs->cache && (cached = hy_cache_flush(fs->cache)) < 0) {
+	if (fc->cache && (cached = hy_cache_flush(fc->cache)) < 0) {
 		snprintf(why, why_size, "the cache's dirty blocks cannot all go home: %s",
 			 strerror((int)-cached));
 		return NULL;
 	}
-	if (fs->borg && hy_borg_flush(fs->borg, &synced, why, why_size) < 0)
+	if (fc->borg && hy_borg_flush(fc->borg, &synced, why, why_size) < 0)
 		return NULL;
 	result = json_object_new_object();
-	if (result && fs->cache)
+	if (result && fc->cache)
 		add_u64(result, "cache_blocks", (uint64_t)cached);
-	if (result && fs->borg)
+	if (result && fc->borg)
 		add_u64(result, "synced_blocks", synced);
 	return result;
 }
 
-struct json_object *hy_fs_borg_status(struct hy_fs *fs)
+struct json_object *hy_fs_borg_status(struct hy_borg *borg, struct hy_engine *engine)
 {
 	struct json_object *o = json_object_new_object();
 	struct hy_borg_info info;
@@ -175,7 +179,7 @@ struct json_object *hy_fs_borg_status(struct hy_fs *fs)
 
 	if (!o)
 		return NULL;
-	hy_borg_get_info(fs->borg, &info);
+	hy_borg_get_info(borg, &info);
 	json_object_object_add(o, "path", json_object_new_string(info.path));
 	add_u64(o, "bytes", info.total_blocks * BLOCK);
 	add_u64(o, "read_region_blocks", info.read_blocks);
@@ -186,7 +190,7 @@ struct json_object *hy_fs_borg_status(struct hy_fs *fs)
 	add_u64(o, "map_extents", info.map_extents);
 	add_u64(o, "map_blocks", info.map_blocks);
 	add_u64(o, "dirty_blocks", info.dirty_blocks);
-	hy_indirector_get_stats(hy_engine_indirector(fs->engine), &ind);
+	hy_indirector_get_stats(hy_engine_indirector(engine), &ind);
 	add_u64(o, "bopt_writes", ind.bopt_writes);
 	add_u64(o, "synced_blocks", ind.synced_blocks);
 	add_u64(o, "bopt_reads", ind.bopt_reads);
@@ -194,77 +198,15 @@ struct json_object *hy_fs_borg_status(struct hy_fs *fs)
 	add_u64(o, "stale_files", ind.stale_files);
 	if (ind.bopt)
 		json_object_object_add(o, "device", hy_fs_device_status(ind.bopt));
-	json_object_object_add(o, "reorganization", progress_json(fs->borg));
+	json_object_object_add(o, "reorganization", progress_json(borg));
 	return o;
 }
 
 /* ---- explain -------------------------------------------------------- */
 
-struct vertex {
-	uint64_t block, nblocks;
-	double weight;
-};
-
-/* The file's id: the newest files row with its dev, ino and birth. */
-static int file_id_of(sqlite3 *db, const struct stat *st, int64_t birth_ns, uint64_t *id)
-{
-	sqlite3_stmt *q;
-	int rc = -ENOENT;
-
-	if (sqlite3_prepare_v2(
-		    db,
-		    "SELECT id FROM files WHERE dev = ?1 AND ino = ?2 AND"
-		    " (birth_ns = ?3 OR ?3 = 0 OR birth_ns = 0) ORDER BY id DESC LIMIT 1",
-		    -1, &q, NULL) != SQLITE_OK)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, (sqlite3_int64)st->st_dev);
-	sqlite3_bind_int64(q, 2, (sqlite3_int64)st->st_ino);
-	sqlite3_bind_int64(q, 3, birth_ns);
-	if (sqlite3_step(q) == SQLITE_ROW) {
-		*id = (uint64_t)sqlite3_column_int64(q, 0);
-		rc = 0;
-	}
-	sqlite3_finalize(q);
-	return rc;
-}
-
-static int load_vertices(sqlite3 *db, uint64_t id, struct vertex **out, size_t *n)
-{
-	sqlite3_stmt *q;
-	size_t cap = 0;
-	int step;
-
-	*out = NULL;
-	*n = 0;
-	if (sqlite3_prepare_v2(
-		    db,
-		    "SELECT block, nblocks, weight FROM graph_vertices WHERE file_id = ?1"
-		    " ORDER BY block",
-		    -1, &q, NULL) != SQLITE_OK)
-		return -EIO;
-	sqlite3_bind_int64(q, 1, (sqlite3_int64)id);
-	while ((step = sqlite3_step(q)) == SQLITE_ROW) {
-		if (*n == cap) {
-			struct vertex *grown;
-
-			cap = cap ? 2 * cap : 64;
-			grown = realloc(*out, cap * sizeof(*grown));
-			if (!grown) {
-				sqlite3_finalize(q);
-				return -ENOMEM;
-			}
-			*out = grown;
-		}
-		(*out)[(*n)++] = (struct vertex){(uint64_t)sqlite3_column_int64(q, 0),
-						 (uint64_t)sqlite3_column_int64(q, 1),
-						 sqlite3_column_double(q, 2)};
-	}
-	sqlite3_finalize(q);
-	return step == SQLITE_DONE ? 0 : -EIO;
-}
-
 /* The heat at @block: the weight of the vertex holding it, or -1. */
-static double heat_at(const struct vertex *v, size_t n, uint64_t block, uint64_t *next_edge)
+static double heat_at(const struct hy_analyzer_heat *v, size_t n, uint64_t block,
+		      uint64_t *next_edge)
 {
 	size_t lo = 0, hi = n;
 
@@ -305,18 +247,16 @@ static bool safe_relative(const char *path)
 
 struct json_object *hy_fs_explain(void *ctx, struct json_object *req, char *why, size_t why_size)
 {
-	struct hy_fs *fs = ctx;
-	struct hy_map *map = hy_borg_map(fs->borg);
+	const struct hy_fs_explain_ctx *ec = ctx;
+	struct hy_map *map = hy_borg_map(ec->borg);
 	struct json_object *v, *result = NULL, *ranges;
 	struct hy_map_piece *pieces = NULL;
-	struct vertex *vertices = NULL;
+	struct hy_analyzer_heat *vertices = NULL;
 	const char *path;
-	struct statx stx;
 	struct stat st;
-	sqlite3 *db = NULL;
 	uint64_t id = 0, nblocks, listed = 0;
 	size_t nv = 0;
-	int n, rc;
+	int n, fd = -1;
 
 	if (!json_object_object_get_ex(req, "path", &v) ||
 	    !json_object_is_type(v, json_type_string)) {
@@ -328,34 +268,21 @@ struct json_object *hy_fs_explain(void *ctx, struct json_object *req, char *why,
 		snprintf(why, why_size, "\"%s\" is not a path inside the mount", path);
 		return NULL;
 	}
-	if (fstatat(fs->inodes->root->fd, path, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+	/* O_PATH: the file is only named, never opened for its data */
+	fd = openat(ec->root_fd, path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) != 0) {
 		snprintf(why, why_size, "\"%s\": %s", path, strerror(errno));
-		return NULL;
+		goto out;
 	}
 	if (!S_ISREG(st.st_mode)) {
 		snprintf(why, why_size, "\"%s\" is not a regular file", path);
-		return NULL;
-	}
-	memset(&stx, 0, sizeof(stx));
-	if (statx(fs->inodes->root->fd, path, AT_SYMLINK_NOFOLLOW, STATX_BTIME, &stx) != 0)
-		stx.stx_mask = 0;
-	if (sqlite3_open_v2(fs->db_path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) !=
-	    SQLITE_OK) {
-		snprintf(why, why_size, "state database \"%s\": %s", fs->db_path,
-			 db ? sqlite3_errmsg(db) : "out of memory");
 		goto out;
 	}
-	sqlite3_busy_timeout(db, 5000);
-	rc = file_id_of(db, &st,
-			(stx.stx_mask & STATX_BTIME)
-				? (int64_t)stx.stx_btime.tv_sec * 1000000000 + stx.stx_btime.tv_nsec
-				: 0,
-			&id);
-	if (rc == 0 && load_vertices(db, id, &vertices, &nv) < 0) {
-		snprintf(why, why_size, "state database \"%s\": cannot read the graph",
-			 fs->db_path);
+	/* the profiler knows files by (dev, ino, birth); BORG by that id */
+	if (ec->profiler)
+		id = hy_profiler_find_file(ec->profiler, fd, &st);
+	if (id && hy_analyzer_file_heat(ec->db_path, id, &vertices, &nv, why, why_size) < 0)
 		goto out;
-	}
 	result = json_object_new_object();
 	ranges = json_object_new_array();
 	if (!result || !ranges) {
@@ -427,6 +354,7 @@ fail:
 out:
 	free(pieces);
 	free(vertices);
-	sqlite3_close(db);
+	if (fd >= 0)
+		close(fd);
 	return result;
 }

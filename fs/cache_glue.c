@@ -17,7 +17,7 @@
 #include "hybridfs/cache.h"
 #include "hybridfs/cache_store.h"
 #include "hybridfs/engine.h"
-#include "hybridfs/fs.h"
+#include "fs_internal.h"
 #include "hybridfs/inode.h"
 #include "hybridfs/log.h"
 #include "hybridfs/ondisk.h"
@@ -194,7 +194,7 @@ static double ratio(uint64_t hits, uint64_t total)
 	return total ? (double)hits / (double)total : 0.0;
 }
 
-struct json_object *hy_fs_cache_status(struct hy_fs *fs)
+struct json_object *hy_fs_cache_status(struct hy_cache *cache)
 {
 	struct json_object *o = json_object_new_object();
 	struct hy_cache_stats s;
@@ -202,7 +202,7 @@ struct json_object *hy_fs_cache_status(struct hy_fs *fs)
 
 	if (!o)
 		return NULL;
-	hy_cache_get_stats(fs->cache, &s);
+	hy_cache_get_stats(cache, &s);
 	reads = s.read_hits_dram + s.read_hits_ssd + s.read_misses;
 	writes = s.write_hits_dram + s.write_hits_ssd + s.write_misses;
 	json_object_object_add(o, "path", json_object_new_string(s.path));

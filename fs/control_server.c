@@ -23,14 +23,41 @@
 #include "hybridfs/log.h"
 
 #define IDLE_SECONDS 10 /* a connection that sends no full line in this long is closed */
+/* Long requests waiting behind the running one, at most; one more is
+ * answered "busy" (control_server.h). */
+#define MAX_WAITING 16
+
+/* A long request on its way through the worker: parsed on the loop,
+ * answered on the worker, its answer written on the loop. */
+struct job {
+	struct job *next;
+	struct bufferevent *bev; /* touched on the loop's thread only */
+	struct hy_control_request req;
+	char *out; /* the answer line, once the worker has it */
+};
+
+struct job_list {
+	struct job *head, **tail;
+	size_t n;
+};
 
 struct hy_control_server {
 	struct hy_control_handlers handlers;
 	struct event_base *base;
 	struct evconnlistener *listener;
 	struct event *stop_event; /* made active by stop(), run on the loop */
+	struct event *done_event; /* made active by the worker: answers to write */
 	pthread_t thread;
 	bool thread_started;
+
+	/* the worker and what it shares with the loop */
+	pthread_t worker;
+	bool worker_started;
+	pthread_mutex_t lock; /* protects the rest of this block */
+	pthread_cond_t wake;  /* a job waits, or stop */
+	struct job_list waiting, done;
+	const char *running; /* the command the worker answers now, or NULL */
+	bool stopping;
 	int dir_fd; /* O_PATH descriptor of the state folder */
 	char path[128];
 	uid_t uid;
@@ -65,14 +92,13 @@ static void reply_and_close(struct bufferevent *bev, char *line)
 
 /* A handler's answer: its result, or its error. A NULL handler answers
  * @missing when given, else that the mount has no BOPT to @name with. */
-static char *
-from_handler(struct json_object *(*handler)(void *, struct json_object *, char *, size_t),
-	     void *ctx, struct json_object *request, const char *name, const char *missing)
+static char *from_handler(const struct hy_control_handler *handler, struct json_object *request,
+			  const char *name, const char *missing)
 {
 	struct json_object *result;
 	char why[1024];
 
-	if (!handler) {
+	if (!handler->answer) {
 		if (missing)
 			return hy_control_format_error(missing);
 		snprintf(why, sizeof(why),
@@ -82,23 +108,21 @@ from_handler(struct json_object *(*handler)(void *, struct json_object *, char *
 		return hy_control_format_error(why);
 	}
 	snprintf(why, sizeof(why), "out of memory");
-	result = handler(ctx, request, why, sizeof(why));
+	result = handler->answer(handler->ctx, request, why, sizeof(why));
 	/* a state file is named by its folder's path, not by the daemon's
 	 * /proc/self/fd name for it */
 	return result ? hy_control_format_result(result)
 		      : hy_control_format_error(hy_log_unalias(why, sizeof(why)));
 }
 
-static char *answer(struct hy_control_server *srv, const char *line, size_t len)
+/* The answer to @req, on whichever thread is_long() chose. */
+static char *answer(struct hy_control_server *srv, const struct hy_control_request *req)
 {
-	struct hy_control_request req;
 	struct json_object *result;
 	char why[256], *out = NULL;
-	int rc = hy_control_parse_request(line, len, &req, why, sizeof(why));
+	int rc;
 
-	if (rc)
-		return hy_control_format_error(why);
-	switch (req.command) {
+	switch (req->command) {
 	case HY_CONTROL_PING:
 		out = hy_control_format_result(json_object_new_object());
 		break;
@@ -118,39 +142,158 @@ static char *answer(struct hy_control_server *srv, const char *line, size_t len)
 		out = result ? hy_control_format_result(result) : NULL;
 		break;
 	case HY_CONTROL_REORGANIZE:
-		out = from_handler(srv->handlers.reorganize, srv->handlers.ctx, req.object,
-				   "reorganize", NULL);
+		out = from_handler(&srv->handlers.reorganize, req->object, "reorganize", NULL);
 		break;
 	case HY_CONTROL_PROGRESS:
-		out = from_handler(srv->handlers.progress, srv->handlers.ctx, req.object,
-				   "report a reorganization", NULL);
+		out = from_handler(&srv->handlers.progress, req->object, "report a reorganization",
+				   NULL);
 		break;
 	case HY_CONTROL_EXPLAIN:
-		out = from_handler(srv->handlers.explain, srv->handlers.ctx, req.object, "explain",
-				   NULL);
+		out = from_handler(&srv->handlers.explain, req->object, "explain", NULL);
 		break;
 	case HY_CONTROL_FLUSH:
-		out = from_handler(srv->handlers.flush, srv->handlers.ctx, req.object, "flush",
-				   NULL);
+		out = from_handler(&srv->handlers.flush, req->object, "flush", NULL);
 		break;
 	case HY_CONTROL_POLICY:
-		out = from_handler(srv->handlers.policy, srv->handlers.ctx, req.object, "policy",
+		out = from_handler(&srv->handlers.policy, req->object, "policy",
 				   "this mount has no cache policy table (profile=off)");
 		break;
 	default:
 		out = hy_control_format_error("unknown command");
 	}
-	hy_control_request_clear(&req);
 	return out;
+}
+
+/* The requests that do I/O or wait (on the profiler, the database, the
+ * devices): answered on the worker, so that the loop goes on answering
+ * status, progress and ping meanwhile. */
+static bool is_long(enum hy_control_command command)
+{
+	switch (command) {
+	case HY_CONTROL_SYNC:
+	case HY_CONTROL_REORGANIZE:
+	case HY_CONTROL_EXPLAIN:
+	case HY_CONTROL_FLUSH:
+	case HY_CONTROL_POLICY:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static void job_push(struct job_list *list, struct job *job)
+{
+	job->next = NULL;
+	*list->tail = job;
+	list->tail = &job->next;
+	list->n++;
+}
+
+static struct job *job_pop(struct job_list *list)
+{
+	struct job *job = list->head;
+
+	if (job) {
+		list->head = job->next;
+		if (!list->head)
+			list->tail = &list->head;
+		list->n--;
+	}
+	return job;
+}
+
+static void *worker_main(void *arg)
+{
+	struct hy_control_server *srv = arg;
+	struct job *job;
+
+	pthread_setname_np(pthread_self(), "hy-control-long");
+	pthread_mutex_lock(&srv->lock);
+	while (!srv->stopping) {
+		job = job_pop(&srv->waiting);
+		if (!job) {
+			pthread_cond_wait(&srv->wake, &srv->lock);
+			continue;
+		}
+		srv->running = hy_control_command_name(job->req.command);
+		pthread_mutex_unlock(&srv->lock);
+		job->out = answer(srv, &job->req);
+		hy_control_request_clear(&job->req);
+		pthread_mutex_lock(&srv->lock);
+		srv->running = NULL;
+		job_push(&srv->done, job);
+		/* thread-safe: the base was made after evthread_use_pthreads() */
+		event_active(srv->done_event, EV_READ, 0);
+	}
+	pthread_mutex_unlock(&srv->lock);
+	return NULL;
+}
+
+/* On the loop: the worker's answers go out. */
+static void write_done(evutil_socket_t fd, short what, void *arg)
+{
+	struct hy_control_server *srv = arg;
+	struct job_list done;
+	struct job *job;
+
+	(void)fd;
+	(void)what;
+	pthread_mutex_lock(&srv->lock);
+	done = srv->done;
+	if (!done.head)
+		done.tail = &done.head;
+	srv->done.head = NULL;
+	srv->done.tail = &srv->done.head;
+	srv->done.n = 0;
+	pthread_mutex_unlock(&srv->lock);
+	while ((job = job_pop(&done))) {
+		reply_and_close(job->bev, job->out);
+		free(job);
+	}
+}
+
+/* Hands @req (taken over) to the worker; NULL, or the answer when it cannot
+ * wait: too many wait already, or out of memory. */
+static char *queue_long(struct hy_control_server *srv, struct bufferevent *bev,
+			struct hy_control_request *req)
+{
+	struct job *job = calloc(1, sizeof(*job));
+	char why[256];
+
+	if (!job) {
+		hy_control_request_clear(req);
+		return hy_control_format_error("out of memory");
+	}
+	pthread_mutex_lock(&srv->lock);
+	if (srv->waiting.n >= MAX_WAITING) {
+		snprintf(why, sizeof(why),
+			 "busy: a \"%s\" request is running and %zu more wait; ask again once "
+			 "they have been answered",
+			 srv->running ? srv->running : "long", srv->waiting.n);
+		pthread_mutex_unlock(&srv->lock);
+		hy_control_request_clear(req);
+		free(job);
+		return hy_control_format_error(why);
+	}
+	job->bev = bev;
+	job->req = *req;
+	job_push(&srv->waiting, job);
+	pthread_cond_signal(&srv->wake);
+	pthread_mutex_unlock(&srv->lock);
+	/* nothing more is read; the answer comes through write_done() */
+	bufferevent_disable(bev, EV_READ);
+	bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
+	return NULL;
 }
 
 static void connection_read(struct bufferevent *bev, void *arg)
 {
 	struct hy_control_server *srv = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
+	struct hy_control_request req;
 	struct evbuffer_ptr eol;
 	size_t eol_len = 0, len;
-	char *line, msg[96];
+	char *line, msg[256];
 
 	eol = evbuffer_search_eol(in, NULL, &eol_len, EVBUFFER_EOL_LF);
 	if (eol.pos < 0) {
@@ -163,7 +306,22 @@ static void connection_read(struct bufferevent *bev, void *arg)
 	}
 	len = (size_t)eol.pos;
 	line = (char *)evbuffer_pullup(in, (ssize_t)(len + eol_len));
-	reply_and_close(bev, line ? answer(srv, line, len) : NULL);
+	if (!line) {
+		reply_and_close(bev, NULL);
+		return;
+	}
+	if (hy_control_parse_request(line, len, &req, msg, sizeof(msg))) {
+		reply_and_close(bev, hy_control_format_error(msg));
+		return;
+	}
+	if (is_long(req.command)) {
+		line = queue_long(srv, bev, &req);
+		if (line)
+			reply_and_close(bev, line);
+		return;
+	}
+	reply_and_close(bev, answer(srv, &req));
+	hy_control_request_clear(&req);
 }
 
 static void refuse(int fd, const char *why)
@@ -280,6 +438,10 @@ int hy_control_server_start(const char *state_dir, const struct hy_control_handl
 	srv->handlers = *handlers;
 	srv->uid = geteuid();
 	srv->dir_fd = -1;
+	pthread_mutex_init(&srv->lock, NULL);
+	pthread_cond_init(&srv->wake, NULL);
+	srv->waiting.tail = &srv->waiting.head;
+	srv->done.tail = &srv->done.head;
 	rc = open_dir(state_dir, &srv->dir_fd, srv->path, sizeof(srv->path), why, why_size);
 	if (rc)
 		goto fail;
@@ -327,11 +489,19 @@ int hy_control_server_start(const char *state_dir, const struct hy_control_handl
 	}
 	fd = -1; /* the listener owns it */
 	srv->stop_event = event_new(srv->base, -1, 0, stop_now, srv);
-	if (!srv->stop_event) {
+	srv->done_event = event_new(srv->base, -1, 0, write_done, srv);
+	if (!srv->stop_event || !srv->done_event) {
 		snprintf(why, why_size, "control: out of memory");
 		rc = -ENOMEM;
 		goto fail;
 	}
+	rc = pthread_create(&srv->worker, NULL, worker_main, srv);
+	if (rc) {
+		snprintf(why, why_size, "control: cannot start the worker: %s", strerror(rc));
+		rc = -rc;
+		goto fail;
+	}
+	srv->worker_started = true;
 	rc = pthread_create(&srv->thread, NULL, control_main, srv);
 	if (rc) {
 		snprintf(why, why_size, "control: cannot start the thread: %s", strerror(rc));
@@ -350,12 +520,36 @@ fail:
 
 void hy_control_server_stop(struct hy_control_server *srv)
 {
+	struct job *job;
+
 	if (!srv)
 		return;
 	if (srv->thread_started) {
 		event_active(srv->stop_event, EV_READ, 0);
 		pthread_join(srv->thread, NULL);
 	}
+	/* the loop has stopped: the worker finishes the request it runs (as the
+	 * loop would have, had it run it) and takes no other */
+	if (srv->worker_started) {
+		pthread_mutex_lock(&srv->lock);
+		srv->stopping = true;
+		pthread_cond_signal(&srv->wake);
+		pthread_mutex_unlock(&srv->lock);
+		pthread_join(srv->worker, NULL);
+	}
+	/* their peers see the connection close unanswered */
+	while ((job = job_pop(&srv->waiting))) {
+		hy_control_request_clear(&job->req);
+		bufferevent_free(job->bev);
+		free(job);
+	}
+	while ((job = job_pop(&srv->done))) {
+		free(job->out);
+		bufferevent_free(job->bev);
+		free(job);
+	}
+	if (srv->done_event)
+		event_free(srv->done_event);
 	if (srv->stop_event)
 		event_free(srv->stop_event);
 	if (srv->listener)
@@ -366,5 +560,7 @@ void hy_control_server_stop(struct hy_control_server *srv)
 		unlinkat(srv->dir_fd, HY_CONTROL_SOCKET, 0);
 		close(srv->dir_fd);
 	}
+	pthread_cond_destroy(&srv->wake);
+	pthread_mutex_destroy(&srv->lock);
 	free(srv);
 }

@@ -27,6 +27,7 @@
 #include <linux/openat2.h>
 #include <sqlite3.h>
 
+#include "fs_internal.h"
 #include "hybridfs/bopt.h"
 #include "hybridfs/borg.h"
 #include "hybridfs/cache_store.h"
@@ -36,10 +37,8 @@
 #include "hybridfs/devmodel.h"
 #include "hybridfs/fault.h"
 #include "hybridfs/inode.h"
-#include "hybridfs/fs.h"
 #include "hybridfs/profiler.h"
 #include "hybridfs/log.h"
-#include "hybridfs/map.h"
 #include "hybridfs/map_journal.h"
 #include "hybridfs/ondisk.h"
 #include "hybridfs/options.h"
@@ -327,71 +326,6 @@ static void remove_new_files(const char *state_dir)
 		       state_dir, strerror(errno));
 }
 
-/*
- * The caller's umask, applied where POSIX applies it. With POSIX ACLs the
- * kernel sends a new node's mode unmasked (hy_init asks for
- * FUSE_CAP_DONT_MASK): in a folder with a default ACL the umask is not
- * applied at all, and elsewhere it is; only the backing filesystem knows
- * which, so each creating request runs with the caller's umask as the
- * thread's own (a worker unshares its umask, cwd and root once). The
- * umask stays the last caller's until the next creating request sets it
- * (umask(2) only when it differs: most requests come from one user with
- * one umask); nothing else a worker does depends on it (the daemon's own
- * files are made by other threads, or are there since the mount). A kernel
- * that refuses the unshare gets the umask applied to the mode, as the
- * kernel would have.
- */
-static struct fuse_lowlevel_ops hy_ops;
-static __thread int umask_own;	  /* 1: the thread's own umask; -1: cannot be */
-static __thread mode_t umask_now; /* the thread's umask, when umask_own is 1 */
-
-static void caller_umask(fuse_req_t req, mode_t *mode)
-{
-	mode_t mask = fuse_req_ctx(req)->umask;
-
-	if (umask_own == 0) {
-		umask_own = unshare(CLONE_FS) == 0 ? 1 : -1;
-		if (umask_own < 0)
-			hy_log(LOG_WARNING,
-			       "fs: a worker cannot have a umask of its own (%s): new nodes get "
-			       "the caller's umask even where a default ACL would rule",
-			       strerror(errno));
-		if (umask_own > 0) {
-			umask(mask);
-			umask_now = mask;
-			return;
-		}
-	}
-	if (umask_own < 0) {
-		*mode &= ~mask;
-		return;
-	}
-	if (mask != umask_now) {
-		umask(mask);
-		umask_now = mask;
-	}
-}
-
-static void umask_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-			dev_t rdev)
-{
-	caller_umask(req, &mode);
-	hy_fs_operations.mknod(req, parent, name, mode, rdev);
-}
-
-static void umask_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
-{
-	caller_umask(req, &mode);
-	hy_fs_operations.mkdir(req, parent, name, mode);
-}
-
-static void umask_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-			 struct fuse_file_info *fi)
-{
-	caller_umask(req, &mode);
-	hy_fs_operations.create(req, parent, name, mode, fi);
-}
-
 /* Lets hybridctl find this mount from its mountpoint; a mount that cannot
  * be registered still works, hybridctl just cannot see it. */
 static bool register_mount(const struct hy_options *opts, const struct hy_state *state)
@@ -457,13 +391,6 @@ static int emulation_new(const char *spec, struct hy_device_emulation **out, cha
 	return rc;
 }
 
-static int count_dirty_line(void *arg, uint64_t line, const struct hy_cache_line *l)
-{
-	(void)line;
-	*(uint64_t *)arg += l->dirty != 0;
-	return 0;
-}
-
 /* After a crash, the default store and BOPT may hold data written through
  * the mount and not home yet: only a mount that opens them writes it home,
  * and reads it meanwhile. A mount that leaves them out (profile=off, or a
@@ -479,19 +406,12 @@ static int check_left_out(const struct hy_options *opts, const struct hy_fs *fs,
 	bool cache_out = !fs->profiler || (opts->cache && strcmp(opts->cache, "none") == 0);
 	bool bopt_out = !fs->profiler || (opts->bopt && strcmp(opts->bopt, "none") == 0);
 	const char *how = !fs->profiler ? "without the profiler" : "with cache=none or bopt=none";
-	char path[4096], msg[1024];
+	char path[4096];
 	uint64_t dirty = 0;
 
 	snprintf(path, sizeof(path), "%s/%s", opts->state_at, HY_OPTIONS_CACHE_NAME);
-	if (cache_out && access(path, F_OK) == 0) {
-		struct hy_cache_store *s = NULL;
-
-		if (hy_cache_store_open(path, state->uuid, &s, msg, sizeof(msg)) == 0 &&
-		    !s->header.clean_shutdown &&
-		    hy_cache_store_load(s, count_dirty_line, &dirty, NULL, msg, sizeof(msg)) < 0)
-			dirty = 0;
-		hy_cache_store_close(s);
-	}
+	if (cache_out && access(path, F_OK) == 0)
+		dirty = hy_cache_store_left_dirty(path, state->uuid);
 	if (dirty) {
 		snprintf(
 			why, why_size,
@@ -503,33 +423,8 @@ static int check_left_out(const struct hy_options *opts, const struct hy_fs *fs,
 		return -EBUSY;
 	}
 	snprintf(path, sizeof(path), "%s/bopt", opts->state_at);
-	if (bopt_out && access(path, F_OK) == 0) {
-		struct hy_map_journal *journal = NULL;
-		struct hy_bopt *bopt = NULL;
-		struct hy_map *map = NULL;
-		struct hy_map_stats stats;
-		uint32_t epoch = 0;
-		char *jpath = NULL;
-
-		if (hy_bopt_open(path, state->uuid, &bopt, msg, sizeof(msg)) == 0 &&
-		    hy_map_new(&map) == 0 &&
-		    hy_map_load(map, state->db, bopt->header.generation, &epoch, msg,
-				sizeof(msg)) == 0 &&
-		    asprintf(&jpath, "%s/%s", opts->state_at, HY_MAP_JOURNAL_NAME) >= 0) {
-			/* what the journal adds; a refused record keeps what came
-			 * before it, as the real open does */
-			hy_map_journal_open(jpath, bopt->header.generation, epoch, map, &journal,
-					    NULL, msg, sizeof(msg));
-			hy_map_journal_close(journal);
-			hy_map_get_stats(map, &stats);
-			dirty = stats.dirty_blocks;
-		} else {
-			jpath = NULL;
-		}
-		free(jpath);
-		hy_map_free(map);
-		hy_bopt_close(bopt);
-	}
+	if (bopt_out && access(path, F_OK) == 0)
+		dirty = hy_borg_left_dirty(opts->state_at, state->uuid, state->db);
 	if (dirty) {
 		snprintf(why, why_size,
 			 "bopt: \"%.600s\" holds %" PRIu64
@@ -685,7 +580,7 @@ static int open_borg(const struct hy_options *opts, struct hy_fs *fs, const stru
 static struct json_object *explain_handler(void *ctx, struct json_object *req, char *why,
 					   size_t why_size)
 {
-	struct hy_fs *fs = ctx;
+	const struct hy_fs_explain_ctx *ec = ctx;
 	struct open_how how = {
 		.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
 		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
@@ -697,7 +592,7 @@ static struct json_object *explain_handler(void *ctx, struct json_object *req, c
 	if (json_object_object_get_ex(req, "path", &v) &&
 	    json_object_is_type(v, json_type_string) && *(path = json_object_get_string(v)) &&
 	    *path != '/') {
-		fd = syscall(SYS_openat2, fs->inodes->root->fd, path, &how, sizeof(how));
+		fd = syscall(SYS_openat2, ec->root_fd, path, &how, sizeof(how));
 		if (fd >= 0) {
 			close((int)fd);
 		} else if (errno == EXDEV || errno == ELOOP) {
@@ -910,12 +805,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: out of memory\n", program);
 		goto out;
 	}
-	hy_ops = hy_fs_operations;
-	hy_ops.mknod = umask_mknod;
-	hy_ops.mkdir = umask_mkdir;
-	if (hy_ops.create)
-		hy_ops.create = umask_create;
-	se = fuse_session_new(&args, &hy_ops, sizeof(hy_ops), &fs);
+	se = fuse_session_new(&args, hy_fs_umask_operations(), sizeof(struct fuse_lowlevel_ops),
+			      &fs);
 	if (!se) {
 		fprintf(stderr, "%s: libfuse refused the options\n", program);
 		goto out;
@@ -1012,17 +903,26 @@ int main(int argc, char **argv)
 			goto out_unmount;
 	}
 	{
+		/* what each handler sees; they outlive the server, stopped
+		 * before main returns */
+		static struct hy_fs_flush_ctx flush_ctx;
+		static struct hy_fs_explain_ctx explain_ctx;
+		static struct hy_fs_policy_ctx policy_ctx;
 		struct hy_control_handlers handlers = {
 			.ctx = &fs,
 			.status = status_handler,
 			.sync = sync_handler,
-			.reorganize = fs.borg ? hy_fs_reorganize : NULL,
-			.progress = fs.borg ? hy_fs_progress : NULL,
-			.explain = fs.borg ? explain_handler : NULL,
-			.flush = fs.borg || fs.cache ? hy_fs_flush : NULL,
-			.policy = fs.profiler ? hy_fs_policy : NULL,
+			.reorganize = {fs.borg ? hy_fs_reorganize : NULL, fs.borg},
+			.progress = {fs.borg ? hy_fs_progress : NULL, fs.borg},
+			.explain = {fs.borg ? explain_handler : NULL, &explain_ctx},
+			.flush = {fs.borg || fs.cache ? hy_fs_flush : NULL, &flush_ctx},
+			.policy = {fs.profiler ? hy_fs_policy : NULL, &policy_ctx},
 		};
 
+		flush_ctx = (struct hy_fs_flush_ctx){fs.cache, fs.borg};
+		explain_ctx = (struct hy_fs_explain_ctx){fs.borg, fs.profiler, fs.inodes->root->fd,
+							 fs.db_path};
+		policy_ctx = (struct hy_fs_policy_ctx){fs.profiler, fs.db_path};
 		if (hy_control_server_start(state_at, &handlers, &control, why, sizeof(why)) < 0)
 			hy_log(LOG_WARNING, "%s; hybridctl cannot reach this mount", why);
 	}

@@ -22,7 +22,7 @@
 
 #include "hybridfs/device.h"
 #include "hybridfs/engine.h"
-#include "hybridfs/fs.h"
+#include "fs_internal.h"
 #include "hybridfs/inode.h"
 #include "hybridfs/log.h"
 #include "hybridfs/profiler.h"

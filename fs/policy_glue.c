@@ -12,7 +12,7 @@
 #include <json-c/json.h>
 #include <sqlite3.h>
 
-#include "hybridfs/fs.h"
+#include "fs_internal.h"
 #include "hybridfs/log.h"
 #include "hybridfs/profiler.h"
 #include "hybridfs/state.h"
@@ -69,15 +69,15 @@ static int count_changed(struct json_object *a, struct json_object *b)
 	return n;
 }
 
-static int store(struct hy_fs *fs, const struct hy_workload_policy_table *t, char *why,
+static int store(const char *db_path, const struct hy_workload_policy_table *t, char *why,
 		 size_t why_size)
 {
 	sqlite3 *db = NULL;
 	int rc;
 
-	rc = sqlite3_open_v2(fs->db_path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+	rc = sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK) {
-		snprintf(why, why_size, "cannot open the state database \"%s\": %s", fs->db_path,
+		snprintf(why, why_size, "cannot open the state database \"%s\": %s", db_path,
 			 db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
 		sqlite3_close(db);
 		return hy_state_errno(rc);
@@ -88,7 +88,7 @@ static int store(struct hy_fs *fs, const struct hy_workload_policy_table *t, cha
 		snprintf(why, why_size,
 			 "cannot store the policy table in the state database \"%s\": %s; "
 			 "nothing was changed",
-			 fs->db_path, strerror(-rc));
+			 db_path, strerror(-rc));
 	if (sqlite3_close(db) != SQLITE_OK)
 		hy_log(LOG_WARNING, "policy: closing the state database: %s", sqlite3_errmsg(db));
 	return rc;
@@ -96,12 +96,12 @@ static int store(struct hy_fs *fs, const struct hy_workload_policy_table *t, cha
 
 struct json_object *hy_fs_policy(void *ctx, struct json_object *request, char *why, size_t why_size)
 {
-	struct hy_fs *fs = ctx;
+	const struct hy_fs_policy_ctx *pc = ctx;
 	struct hy_workload_policy_table old, t;
 	struct json_object *member, *before, *after, *result;
 	int changed;
 
-	if (!hy_profiler_get_policy(fs->profiler, &old))
+	if (!hy_profiler_get_policy(pc->profiler, &old))
 		hy_workload_policy_defaults(&old);
 	t = old;
 	if (json_object_object_get_ex(request, "reset", &member)) {
@@ -151,8 +151,8 @@ struct json_object *hy_fs_policy(void *ctx, struct json_object *request, char *w
 	changed = count_changed(after, before);
 	json_object_put(before);
 	if (changed) {
-		if (store(fs, &t, why, why_size) < 0 ||
-		    hy_profiler_set_policy(fs->profiler, &t) < 0) {
+		if (store(pc->db_path, &t, why, why_size) < 0 ||
+		    hy_profiler_set_policy(pc->profiler, &t) < 0) {
 			if (strcmp(why, "out of memory") == 0)
 				snprintf(why, why_size,
 					 "out of memory: the change is stored, and in force from "

@@ -9,7 +9,7 @@
 #include <json-c/json.h>
 
 #include "hybridfs/device.h"
-#include "hybridfs/fs.h"
+#include "fs_internal.h"
 #include "hybridfs/inode.h"
 #include "hybridfs/classify.h"
 #include "hybridfs/profiler.h"
@@ -163,9 +163,10 @@ struct json_object *hy_fs_status(struct hy_fs *fs)
 	}
 	json_object_object_add(root, "profiler", prof);
 	/* BORG: the BOPT, the map and the last reorganization (null: none) */
-	json_object_object_add(root, "bopt", fs->borg ? hy_fs_borg_status(fs) : NULL);
+	json_object_object_add(root, "bopt",
+			       fs->borg ? hy_fs_borg_status(fs->borg, fs->engine) : NULL);
 	/* the cache: hits, occupancy, dirty bytes, the cleaner (null: none) */
-	json_object_object_add(root, "cache", fs->cache ? hy_fs_cache_status(fs) : NULL);
+	json_object_object_add(root, "cache", fs->cache ? hy_fs_cache_status(fs->cache) : NULL);
 	json_object_object_add(root, "processes", procs);
 	/* emulate=: the disk model's figures (null: no emulation) */
 	if (fs->emulation) {

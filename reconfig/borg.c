@@ -1571,3 +1571,33 @@ int hy_borg_reorganize(struct hy_borg *b, const struct hy_reorganize_params *par
 	pthread_mutex_unlock(&b->lock);
 	return 0;
 }
+
+/* ---- what a crash left, for a mount that leaves the BOPT out --------- */
+
+uint64_t hy_borg_left_dirty(const char *state_dir, const char *uuid, struct sqlite3 *db)
+{
+	struct hy_map_journal *journal = NULL;
+	struct hy_bopt *bopt = NULL;
+	struct hy_map *map = NULL;
+	struct hy_map_stats stats;
+	uint64_t dirty = 0;
+	uint32_t epoch = 0;
+	char path[4096], jpath[4096], msg[1024];
+
+	snprintf(path, sizeof(path), "%s/bopt", state_dir);
+	snprintf(jpath, sizeof(jpath), "%s/%s", state_dir, HY_MAP_JOURNAL_NAME);
+	/* the open-map-and-replay of hy_borg_open(), read only for the count */
+	if (hy_bopt_open(path, uuid, &bopt, msg, sizeof(msg)) == 0 && hy_map_new(&map) == 0 &&
+	    hy_map_load(map, db, bopt->header.generation, &epoch, msg, sizeof(msg)) == 0) {
+		/* what the journal adds; a refused record keeps what came before
+		 * it, as the real open does */
+		hy_map_journal_open(jpath, bopt->header.generation, epoch, map, &journal, NULL, msg,
+				    sizeof(msg));
+		hy_map_journal_close(journal);
+		hy_map_get_stats(map, &stats);
+		dirty = stats.dirty_blocks;
+	}
+	hy_map_free(map);
+	hy_bopt_close(bopt);
+	return dirty;
+}

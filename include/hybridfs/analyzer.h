@@ -46,10 +46,12 @@
  *
  * Who calls it: reconfig/reorganize.c (for `hybridctl reorganize` and the
  * daemon's reconfigurator), the trace simulator (sim/layout.c), the unit
- * tests.
+ * tests; fs/borg_handlers.c reads one file's saved heat for "explain"
+ * (hy_analyzer_file_heat(), no analyzer needed).
  *
- * Memory: the analyzer owns its graph; hy_analyzer_export() gives arrays
- * the caller frees with free(). Locks: none; one thread at a time.
+ * Memory: the analyzer owns its graph; hy_analyzer_export() and
+ * hy_analyzer_file_heat() give arrays the caller frees with free(). Locks: none; one thread at a
+ * time.
  */
 #ifndef HYBRIDFS_ANALYZER_H
 #define HYBRIDFS_ANALYZER_H
@@ -115,5 +117,18 @@ int hy_analyzer_save(const struct hy_analyzer *analyzer, struct sqlite3 *db, con
 		     int64_t last_rowid, char *why, size_t why_size);
 int hy_analyzer_load(struct hy_analyzer *analyzer, struct sqlite3 *db, int64_t *last_rowid,
 		     char *why, size_t why_size);
+
+/* One vertex of the saved graph, as "explain" shows a file's heat. */
+struct hy_analyzer_heat {
+	uint64_t block, nblocks;
+	double weight;
+};
+
+/* The saved graph's vertices of file @file_id (as the last run saved them
+ * in the state database at @db_path, read on a connection of its own,
+ * read-only), sorted by block, in *@out (freed by the caller; NULL when
+ * none). Returns 0, or -EIO / -ENOMEM with a message in @why. */
+int hy_analyzer_file_heat(const char *db_path, uint64_t file_id, struct hy_analyzer_heat **out,
+			  size_t *n, char *why, size_t why_size);
 
 #endif

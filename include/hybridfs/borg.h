@@ -183,4 +183,11 @@ void hy_borg_close(struct hy_borg *borg);
 int hy_borg_open_homes(const char *db_path, const char *backing, const char *state_dir, int root_fd,
 		       const uint64_t *ids, size_t n, int *fds, char *why, size_t why_size);
 
+/* For a mount that leaves the default BOPT in @state_dir out (fs/main.c):
+ * the blocks written through an earlier mount and not home yet, as the
+ * map saved in @db and its journal say (opened for @uuid, read, closed),
+ * which only a mount that uses the BOPT writes home; 0 when the BOPT, the
+ * map or the journal cannot be opened. */
+uint64_t hy_borg_left_dirty(const char *state_dir, const char *uuid, struct sqlite3 *db);
+
 #endif

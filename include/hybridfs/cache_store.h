@@ -114,7 +114,8 @@
  * problem; nothing is written to a store that failed.
  *
  * Who calls it: the cache at mount (open, claim, load, then appends and
- * checkpoints), `hybridctl format-cache` (create, unclaimed); the tests.
+ * checkpoints), `hybridctl format-cache` (create, unclaimed), fs/main.c for
+ * a mount that leaves the store out (hy_cache_store_left_dirty); the tests.
  *
  * Memory: struct hy_cache_store owns its descriptor, its device (object 0,
  * offsets in bytes from the start of the store) and, from load() until
@@ -322,6 +323,12 @@ int hy_cache_store_set_clean(struct hy_cache_store *store, bool clean);
 
 /* Closes; NULL is fine. */
 void hy_cache_store_close(struct hy_cache_store *store);
+
+/* For a mount that leaves the store at @path out (fs/main.c): the dirty
+ * lines a crash left in it (opened for @uuid, loaded, closed), which only a
+ * mount that uses it writes home; 0 after a clean shutdown, and for a store
+ * that cannot be opened or loaded. */
+uint64_t hy_cache_store_left_dirty(const char *path, const char *uuid);
 
 /* Encodings, for the tests and a fuzzer: @buf is HY_CACHE_STORE_BLOCK
  * bytes (superblock) or HY_CACHE_JOURNAL_RECORD bytes. Decoders return 0

@@ -5,7 +5,7 @@
  * (HY_CONTROL_SOCKET, mode 0600; peers of another uid are refused by
  * SO_PEERCRED). A client writes one request line and reads one response
  * line; each line is one JSON object ended by "\n", at most
- * HY_CONTROL_MAX_LINE bytes with the newline. The daemon (fs/control.c)
+ * HY_CONTROL_MAX_LINE bytes with the newline. The daemon (fs/control_server.c)
  * and hybridctl share this header and lib/control.c, so both ends agree.
  *
  *   request:   {"v": 1, "cmd": "status"}
@@ -51,11 +51,16 @@
  * each get an error response that says which; the daemon then closes that
  * connection and goes on serving others.
  *
+ * Long requests (sync, reorganize, explain, flush, policy) are answered
+ * one at a time, in the order they came, while status, progress and ping
+ * are answered at once (control_server.h); past 16 long requests waiting,
+ * one more gets the error "busy: a \"CMD\" request is running...".
+ *
  * The socket path can exceed sun_path (108 bytes) when the state folder is
  * deep, so both ends reach it through "/proc/self/fd/N/control.sock", N an
  * O_PATH descriptor of the state folder (hy_control_socket_path()).
  *
- * Who calls it: fs/control.c (the daemon's server), ctl/hybridctl.c, the
+ * Who calls it: fs/control_server.c (the daemon's server), ctl/hybridctl.c, the
  * unit tests and tests/integration.
  *
  * Memory: the hy_control_format_*() functions return malloc'd strings the

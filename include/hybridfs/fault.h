@@ -11,6 +11,7 @@
  *   HYBRIDFS_FAULTS="RULE;RULE;..."      (at most HY_FAULT_MAX_RULES)
  *   RULE   = dev=DEVICE:op=OP:err=ERR:WHEN
  *          | point=POINT:nth=N
+ *          | point=POINT:nth=N:stall=FIFO
  *   DEVICE = backing | bopt | cache      (struct hy_device's name)
  *   OP     = read | write | sync
  *   ERR    = EIO | ENOSPC | short        (short: read and write only; the
@@ -22,6 +23,12 @@
  *   POINT  = one of the names below; nth=N: the Nth time any thread reaches
  *            it, the daemon kills itself with SIGKILL (as kill -9 does: no
  *            handler, no flush, no unmount), after one line on stderr.
+ *   FIFO   = the absolute path of a FIFO (no ':' or ';' in it): instead of
+ *            crashing, the thread that reaches the point the Nth time
+ *            opens it to read and reads it to its end, so it waits until
+ *            a test has opened the FIFO to write (its open returns once
+ *            the daemon is there) and closed it again. A test holds a
+ *            request where it wants it without depending on timing.
  *
  * Keys may come in any order; each once. Anything else (an unknown key,
  * device, operation, error or point, a count that is not a number, a
@@ -49,6 +56,9 @@
  *                         is written
  *   map.journal.after     ... after records are durable, before the caller
  *                         (a commit, a write into the BOPT) goes on
+ *   control.flush         the "flush" control request, before it starts
+ *                         (tests/integration/ctlbusy.sh stalls it there,
+ *                         to ask "status" while it runs)
  *
  * Cost without a spec: no device is wrapped (its table is the plain one),
  * and a crash point is one test of a global flag that is always false, a
@@ -56,8 +66,8 @@
  *
  * Who calls it: fs/main.c once at start (hy_fault_init_env(), before any
  * thread and before any device is made); hy_device_new() for every device
- * (hy_fault_attach()); the crash points in cache/, borg/map_journal.c
- * and reconfig/; the unit tests (hy_fault_init(), hy_fault_reset()).
+ * (hy_fault_attach()); the crash points in cache/, borg/map_journal.c,
+ * reconfig/ and fs/borg_handlers.c; the unit tests (hy_fault_init(), hy_fault_reset()).
  *
  * Memory: the parsed spec is a static table (no allocation); a wrapped
  * device owns a small struct (its table and the inner one), freed by the

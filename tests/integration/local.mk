@@ -42,6 +42,11 @@ EXTRA_DIST += tests/integration/crash.sh tests/integration/cache.sh
 TESTS += tests/integration/reca.sh
 EXTRA_DIST += tests/integration/reca.sh
 
+# Long control requests off the control loop: status answers while a
+# flush is held at a fault point (ctlbusy.sh; uses hy-ctlpeer).
+TESTS += tests/integration/ctlbusy.sh
+EXTRA_DIST += tests/integration/ctlbusy.sh
+
 # The simulator: LRU against libCacheSim's figures in ../shared/traces
 # (skipped without the traces), and bad input.
 TESTS += tests/integration/simulate.sh tests/integration/simagree.sh tests/integration/tune.sh

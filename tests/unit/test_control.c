@@ -730,7 +730,7 @@ static void test_server_policy(void)
 	CU_ASSERT_STRING_EQUAL(why, "this mount has no cache policy table (profile=off)");
 	hy_control_server_stop(srv);
 
-	handlers.policy = echo_policy;
+	handlers.policy.answer = echo_policy;
 	CU_ASSERT_EQUAL_FATAL(hy_control_server_start(dir, &handlers, &srv, why, sizeof(why)), 0);
 	args = json_object_new_object();
 	set = json_object_new_array();

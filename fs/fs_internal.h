@@ -1,0 +1,128 @@
+/*
+ * fs_internal.h - what the files of fs/ share and nobody outside sees:
+ * struct hy_fs, the daemon's filesystem, and the pieces of "status" that
+ * one handler file builds for another.
+ *
+ * What it is for: fs/ops.c serves FUSE requests over a struct hy_fs (the
+ * backing root's inode table, the engine, the open handles, the counters);
+ * fs/main.c fills one in at mount; fs/status.c reads all of it for
+ * "status", the one request about the whole mount. The other control
+ * handlers (fs/borg_handlers.c, fs/policy_glue.c, fs/cache_glue.c) get
+ * narrow contexts instead (include/hybridfs/fs.h), and never see this.
+ *
+ * Who calls it: the files of fs/ only: ops.c, main.c, status.c, cache_glue.c and
+ * policy_glue.c (their mount-time halves), borg_handlers.c (for the
+ * status prototypes; its handlers take narrow contexts).
+ *
+ * Memory: struct hy_fs owns its inode table, device and engine; the
+ * profiler, BORG, the cache and the emulation are main's (see their
+ * members). Open files and directories are owned by their FUSE handle
+ * (fi->fh) from open to release, and are also listed in fs->handles so
+ * hy_fs_destroy() closes those the kernel never released. Locks: see
+ * inode.h; handles_lock protects the handles' list; the counters are
+ * atomics; nothing here is held across a reply.
+ */
+#ifndef HYBRIDFS_FS_INTERNAL_H
+#define HYBRIDFS_FS_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "hybridfs/fs.h"
+
+struct hy_inode_table;
+struct hy_engine;
+struct hy_device;
+struct hy_device_emulation;
+struct hy_profiler;
+struct hy_borg;
+struct hy_cache;
+struct json_object;
+
+/* The link every open file and directory handle has in its struct hy_fs,
+ * so that handles the kernel never released (unmount by a signal while
+ * files are open) are closed at teardown. */
+struct hy_fs_handle {
+	struct hy_fs_handle *prev, *next;
+	bool is_dir;
+};
+
+/* Operations counted for `hybridctl status`, by kind. */
+enum hy_fs_op {
+	HY_OP_LOOKUP,
+	HY_OP_GETATTR,
+	HY_OP_SETATTR,
+	HY_OP_READDIR,
+	HY_OP_OPEN,
+	HY_OP_CREATE,
+	HY_OP_READ,
+	HY_OP_WRITE,
+	HY_OP_FSYNC,
+	HY_OP_NAMESPACE, /* mknod, mkdir, symlink, link, unlink, rmdir, rename */
+	HY_OP_XATTR,
+	HY_OP_OTHER, /* statfs, access, readlink, fallocate, lseek, copy... */
+	HY_OP_COUNT
+};
+
+struct hy_profiler;
+struct hy_borg;
+struct hy_cache;
+struct json_object;
+
+struct hy_fs {
+	struct hy_inode_table *inodes;
+	struct hy_device *backing;
+	struct hy_engine *engine;
+
+	/* The state folder's place, to hide it: its parent's identity and its
+	 * name in that parent. */
+	dev_t state_parent_dev;
+	ino_t state_parent_ino;
+	char state_name[256];
+	bool state_is_child; /* the state folder is a directory in that parent */
+
+	double attr_timeout;
+	double entry_timeout;
+	double negative_timeout;
+	bool writeback_cache;
+	bool posix_acl;	   /* allow_other: the kernel checks ACLs (FUSE_CAP_POSIX_ACL) */
+	bool switch_creds; /* the daemon is root: create as the caller */
+
+	pthread_mutex_t handles_lock; /* protects handles */
+	struct hy_fs_handle handles;  /* sentinel of the open handles' list */
+
+	struct hy_profiler *profiler; /* NULL with profile=off; owned by main */
+	struct hy_borg *borg;	      /* NULL without a BOPT; owned by main */
+	struct hy_cache *cache;	      /* NULL with cache=none; hy_fs_open_cache() */
+	int cache_write;	      /* the cache's write policy (enum hy_cache_write_policy) */
+	/* emulate=: the disk model the backing files and the BOPT are delayed
+	 * by (NULL: none; owned by main), and the option's text */
+	struct hy_device_emulation *emulation;
+	const char *emulate;
+	uint64_t emulation_buffer; /* emulate=smr's persistent buffer, bytes (0: none) */
+	uint64_t cache_seq_cutoff; /* ... and its sequential cutoff, for "status" */
+	_Atomic uint64_t ops[HY_OP_COUNT];
+	_Atomic uint64_t bytes_read, bytes_written;
+
+	/* for status; borrowed from main's options and state */
+	const char *mountpoint, *backing_path, *state_dir, *db_path, *uuid;
+	int64_t started; /* seconds since the epoch */
+};
+
+/* Parts of "status" (fs/status.c puts them together): BORG's (the
+ * engine's BOPT counters with it), the cache's, a device's counters (the
+ * backing device, the BOPT), and the policy a process follows (@t: the
+ * table in force; fs/policy_glue.c). NULL when out of memory. */
+struct json_object *hy_fs_borg_status(struct hy_borg *borg, struct hy_engine *engine);
+struct json_object *hy_fs_cache_status(struct hy_cache *cache);
+struct json_object *hy_fs_device_status(struct hy_device *device);
+struct hy_workload_policy_table;
+struct hy_profiler_process;
+struct json_object *hy_fs_process_policy(struct hy_fs *fs, const struct hy_workload_policy_table *t,
+					 const struct hy_profiler_process *p);
+
+#endif
