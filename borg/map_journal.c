@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "hybridfs/fault.h"
+#include "hybridfs/group_commit.h"
 #include "hybridfs/map.h"
 #include "hybridfs/map_journal.h"
 #include "hybridfs/ondisk.h"
@@ -212,7 +213,7 @@ int hy_map_journal_open(const char *path, uint64_t generation, uint32_t epoch, s
 		snprintf(why, why_size, "%s: cannot make a mutex", path);
 		return -ENOMEM;
 	}
-	if (pthread_cond_init(&j->synced_cond, NULL) != 0) {
+	if (hy_group_commit_init(&j->commit, 0) != 0) {
 		pthread_mutex_destroy(&j->lock);
 		close(j->fd);
 		free(j->path);
@@ -254,7 +255,7 @@ int hy_map_journal_open(const char *path, uint64_t generation, uint32_t epoch, s
 			 strerror(-rc));
 		goto fail;
 	}
-	j->written = j->durable = good;
+	j->commit.written = j->commit.durable = good;
 	if (replayed)
 		*replayed = applied;
 	*out = j;
@@ -283,13 +284,14 @@ int hy_map_journal_write(struct hy_map_journal *j, const struct hy_map_journal_r
 		return rc;
 	}
 	hy_fault_point("map.journal.before"); /* fault.h: the record never reaches the file */
-	rc = hy_ondisk_write_full(j->fd, buf, sizeof(buf), j->written * HY_MAP_JOURNAL_RECORD);
+	rc = hy_ondisk_write_full(j->fd, buf, sizeof(buf),
+				  j->commit.written * HY_MAP_JOURNAL_RECORD);
 	if (rc) {
 		j->error = rc;
 		pthread_mutex_unlock(&j->lock);
 		return rc;
 	}
-	*ticket = ++j->written;
+	*ticket = hy_group_commit_issue(&j->commit);
 	pthread_mutex_unlock(&j->lock);
 	return 0;
 }
@@ -300,28 +302,8 @@ int hy_map_journal_wait(struct hy_map_journal *j, uint64_t ticket)
 	int rc;
 
 	pthread_mutex_lock(&j->lock);
-	waited = j->durable < ticket; /* for the crash point: records became durable */
-	/* Group commit: one fdatasync covers every record written before it. */
-	while (j->durable < ticket && !j->error) {
-		if (!j->syncing) {
-			uint64_t target = j->written;
-			int sync_rc;
-
-			j->syncing = true;
-			pthread_mutex_unlock(&j->lock);
-			sync_rc = fdatasync(j->fd) != 0 ? -errno : 0;
-			pthread_mutex_lock(&j->lock);
-			if (sync_rc)
-				j->error = sync_rc;
-			else if (j->durable < target)
-				j->durable = target;
-			j->syncing = false;
-			pthread_cond_broadcast(&j->synced_cond);
-		} else {
-			pthread_cond_wait(&j->synced_cond, &j->lock);
-		}
-	}
-	rc = j->durable >= ticket ? 0 : j->error;
+	waited = j->commit.durable < ticket; /* for the crash point: records became durable */
+	rc = hy_group_commit_wait(&j->commit, &j->lock, j->fd, &j->error, ticket);
 	pthread_mutex_unlock(&j->lock);
 	if (rc == 0 && waited)
 		hy_fault_point("map.journal.after"); /* durable; the caller not told yet */
@@ -341,7 +323,7 @@ uint64_t hy_map_journal_records(struct hy_map_journal *j)
 	uint64_t written;
 
 	pthread_mutex_lock(&j->lock);
-	written = j->written;
+	written = j->commit.written;
 	pthread_mutex_unlock(&j->lock);
 	return written;
 }
@@ -351,7 +333,7 @@ int hy_map_journal_sync(struct hy_map_journal *j)
 	uint64_t written;
 
 	pthread_mutex_lock(&j->lock);
-	written = j->written;
+	written = j->commit.written;
 	pthread_mutex_unlock(&j->lock);
 	return hy_map_journal_wait(j, written);
 }
@@ -411,8 +393,7 @@ int hy_map_journal_checkpoint(struct hy_map_journal *j, struct hy_map *map, stru
 	pthread_mutex_lock(&j->lock);
 	j->epoch = next;
 	/* A sync still running would set durable from the old file's count. */
-	while (j->syncing)
-		pthread_cond_wait(&j->synced_cond, &j->lock);
+	hy_group_commit_reset(&j->commit, &j->lock, 0);
 	if (ftruncate(j->fd, 0) != 0) {
 		rc = -errno;
 		j->error = rc; /* its records would replay onto the checkpoint */
@@ -420,7 +401,6 @@ int hy_map_journal_checkpoint(struct hy_map_journal *j, struct hy_map *map, stru
 			 strerror(-rc));
 		goto out;
 	}
-	j->written = j->durable = 0;
 	if (fdatasync(j->fd) != 0) {
 		rc = -errno;
 		j->error = rc;
@@ -438,7 +418,7 @@ void hy_map_journal_close(struct hy_map_journal *j)
 		return;
 	if (j->fd >= 0)
 		close(j->fd);
-	pthread_cond_destroy(&j->synced_cond);
+	hy_group_commit_destroy(&j->commit);
 	pthread_mutex_destroy(&j->lock);
 	free(j->path);
 	free(j);

@@ -23,6 +23,7 @@
 #include "hybridfs/cache_store.h"
 #include "hybridfs/device.h"
 #include "hybridfs/fault.h"
+#include "hybridfs/group_commit.h"
 #include "hybridfs/log.h"
 #include "hybridfs/ondisk.h"
 
@@ -756,7 +757,7 @@ static int store_open(const char *path, const char *uuid, bool salvage, struct h
 		hy_ondisk_say(why, why_size, "cache: cannot make a mutex for \"%s\"", path);
 		goto fail;
 	}
-	if (pthread_cond_init(&s->synced_cond, NULL) != 0) {
+	if (hy_group_commit_init(&s->commit, 0) != 0) {
 		pthread_mutex_destroy(&s->lock);
 		rc = -ENOMEM;
 		hy_ondisk_say(why, why_size, "cache: cannot make a condition variable for \"%s\"",
@@ -765,7 +766,7 @@ static int store_open(const char *path, const char *uuid, bool salvage, struct h
 	}
 	rc = hy_device_new("cache", &store_dev_ops, s, &s->device);
 	if (rc < 0) {
-		pthread_cond_destroy(&s->synced_cond);
+		hy_group_commit_destroy(&s->commit);
 		pthread_mutex_destroy(&s->lock);
 		hy_ondisk_say(why, why_size, "cache: out of memory opening \"%s\"", path);
 		goto fail;
@@ -943,7 +944,7 @@ out:
 			       s->path, st->cut_at);
 	}
 	s->journal_used = n;
-	s->written_seq = s->durable_seq = expect - 1;
+	s->commit.written = s->commit.durable = expect - 1;
 	free(buf);
 	return rc;
 }
@@ -987,7 +988,7 @@ int hy_cache_store_checkpoint_first_half(struct hy_cache_store *s)
 {
 	if (!s->loaded)
 		return -EINVAL;
-	return write_table(s, 1 - s->active_copy, s->written_seq);
+	return write_table(s, 1 - s->active_copy, s->commit.written);
 }
 
 /* A checkpoint at sequence @seq (>= the last written). */
@@ -1022,7 +1023,7 @@ static int checkpoint_at(struct hy_cache_store *s, uint64_t seq, char *why, size
 	s->active_copy = copy;
 	s->checkpoint_seq = seq;
 	s->journal_used = 0;
-	s->written_seq = s->durable_seq = seq;
+	s->commit.written = s->commit.durable = seq;
 	pthread_mutex_unlock(&s->lock);
 	return 0;
 }
@@ -1032,7 +1033,7 @@ int hy_cache_store_checkpoint(struct hy_cache_store *s, char *why, size_t why_si
 	uint64_t seq;
 
 	pthread_mutex_lock(&s->lock);
-	seq = s->written_seq;
+	seq = s->commit.written;
 	pthread_mutex_unlock(&s->lock);
 	return checkpoint_at(s, seq, why, why_size);
 }
@@ -1102,7 +1103,7 @@ int hy_cache_store_load(struct hy_cache_store *s, hy_cache_store_line_cb cb, voi
 	}
 	/* Skip a journal's worth of sequences: see the header. */
 	s->loaded = true;
-	rc = checkpoint_at(s, s->written_seq + s->journal_capacity, why, why_size);
+	rc = checkpoint_at(s, s->commit.written + s->journal_capacity, why, why_size);
 	if (rc < 0)
 		goto fail;
 	return 0;
@@ -1123,30 +1124,10 @@ uint64_t hy_cache_store_journal_room(struct hy_cache_store *s)
 	return room;
 }
 
-/* Waits until @seq is durable, running the fdatasync when nobody is.
- * Called and returns with s->lock held. */
+/* Waits until @seq is durable (the group commit). s->lock held. */
 static int wait_durable(struct hy_cache_store *s, uint64_t seq)
 {
-	while (s->durable_seq < seq && !s->error) {
-		if (s->syncing) {
-			pthread_cond_wait(&s->synced_cond, &s->lock);
-			continue;
-		}
-		uint64_t target = s->written_seq;
-		int rc;
-
-		s->syncing = true;
-		pthread_mutex_unlock(&s->lock);
-		rc = fdatasync(s->fd) < 0 ? -errno : 0;
-		pthread_mutex_lock(&s->lock);
-		s->syncing = false;
-		if (rc < 0)
-			s->error = rc;
-		else if (target > s->durable_seq)
-			s->durable_seq = target;
-		pthread_cond_broadcast(&s->synced_cond);
-	}
-	return s->durable_seq >= seq ? 0 : s->error;
+	return hy_group_commit_wait(&s->commit, &s->lock, s->fd, &s->error, seq);
 }
 
 int hy_cache_store_journal_write(struct hy_cache_store *s, const struct hy_cache_journal_record *r,
@@ -1171,7 +1152,7 @@ int hy_cache_store_journal_write(struct hy_cache_store *s, const struct hy_cache
 	}
 	/* fault.h: the record never reaches the file */
 	hy_fault_point("cache.journal.before");
-	rec.sequence = s->written_seq + 1;
+	rec.sequence = s->commit.written + 1;
 	rec.generation = s->header.generation;
 	hy_cache_journal_encode(&rec, buf);
 	rc = hy_ondisk_write_full(s->fd, buf, sizeof(buf),
@@ -1182,7 +1163,7 @@ int hy_cache_store_journal_write(struct hy_cache_store *s, const struct hy_cache
 		goto out;
 	}
 	s->journal_used++;
-	s->written_seq = rec.sequence;
+	s->commit.written = rec.sequence;
 	/* the table copy follows at once: a checkpoint (which syncs the whole
 	 * store before its header) may save it before the record is durable,
 	 * and that is as good as the record */
@@ -1201,7 +1182,7 @@ int hy_cache_store_journal_wait(struct hy_cache_store *s, uint64_t seq)
 	int rc;
 
 	pthread_mutex_lock(&s->lock);
-	waited = s->durable_seq < seq; /* for the crash point: records became durable */
+	waited = s->commit.durable < seq; /* for the crash point: records became durable */
 	rc = wait_durable(s, seq);
 	pthread_mutex_unlock(&s->lock);
 	if (rc < 0)
@@ -1351,7 +1332,7 @@ void hy_cache_store_close(struct hy_cache_store *s)
 	if (!s)
 		return;
 	hy_device_free(s->device);
-	pthread_cond_destroy(&s->synced_cond);
+	hy_group_commit_destroy(&s->commit);
 	pthread_mutex_destroy(&s->lock);
 	if (s->fd >= 0)
 		close(s->fd);

@@ -136,6 +136,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hybridfs/group_commit.h"
 #include "hybridfs/cache_index.h" /* the line's geometry: HY_CACHE_LINE_SIZE, sectors */
 
 #define HY_CACHE_STORE_MAGIC	   "HYCACHE\0"
@@ -198,10 +199,9 @@ struct hy_cache_store {
 	char *path;
 	struct hy_cache_store_header header;
 	struct hy_device *device;
-	uint64_t copy_blocks;	   /* blocks of one table copy, its header included */
-	uint64_t journal_capacity; /* records */
-	pthread_mutex_t lock;	   /* protects the fields below */
-	pthread_cond_t synced_cond;
+	uint64_t copy_blocks;	     /* blocks of one table copy, its header included */
+	uint64_t journal_capacity;   /* records */
+	pthread_mutex_t lock;	     /* protects the fields below */
 	struct hy_cache_line *lines; /* capacity entries; NULL until load, or external */
 	bool loaded;		     /* load() succeeded: appends and checkpoints may run */
 	void (*external)(void *arg, uint64_t line, struct hy_cache_line *out);
@@ -209,10 +209,9 @@ struct hy_cache_store {
 	int active_copy;	 /* 0 (A) or 1 (B): the copy replay uses */
 	uint64_t checkpoint_seq; /* of the active copy */
 	uint64_t journal_used;	 /* records since the checkpoint */
-	uint64_t written_seq;	 /* last sequence written */
-	uint64_t durable_seq;	 /* last sequence known synced */
-	bool syncing;		 /* a thread is in fdatasync */
-	int error;		 /* a failed write or sync: sticky -errno */
+	/* sequences: the last written, the last known synced */
+	struct hy_group_commit commit;
+	int error; /* a failed write or sync: sticky -errno */
 };
 
 /* Resolves `cache=`'s value: an absolute path, or UUID=, LABEL=, PARTUUID=,

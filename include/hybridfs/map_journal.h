@@ -52,6 +52,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hybridfs/group_commit.h"
 #include "hybridfs/map.h"
 
 #define HY_MAP_JOURNAL_RECORD 48
@@ -84,11 +85,9 @@ struct hy_map_journal {
 	uint64_t generation;
 	pthread_mutex_t lock; /* protects the fields below */
 	uint32_t epoch;	      /* of the records written now */
-	pthread_cond_t synced_cond;
-	uint64_t written; /* records written to the file */
-	uint64_t durable; /* records known synced */
-	bool syncing;	  /* a thread is in fdatasync now */
-	int error;	  /* a failed write or sync: 0 or -errno, sticky */
+	/* tickets: records written to the file, and known synced */
+	struct hy_group_commit commit;
+	int error; /* a failed write or sync: 0 or -errno, sticky */
 };
 
 /* Encoding, for the tests and the fuzzer: @buf is HY_MAP_JOURNAL_RECORD

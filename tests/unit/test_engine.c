@@ -115,7 +115,7 @@ static ssize_t mem_write(struct hy_device *dev, int64_t object, const void *buf,
 		m->written_at_write = 0;
 		if (m->watch_journal) {
 			pthread_mutex_lock(&m->watch_journal->lock);
-			m->written_at_write = m->watch_journal->written;
+			m->written_at_write = m->watch_journal->commit.written;
 			pthread_mutex_unlock(&m->watch_journal->lock);
 		}
 		m->stamp_at_write = m->watch_stamp ? *m->watch_stamp : 0;
@@ -828,7 +828,7 @@ static void check_journal(struct fixture *fx, const struct want_record *want, in
 	int got = journal_records(fx->journal_path, r, 16);
 
 	CU_ASSERT_EQUAL(got, n);
-	CU_ASSERT_EQUAL(fx->journal->written, (uint64_t)n);
+	CU_ASSERT_EQUAL(fx->journal->commit.written, (uint64_t)n);
 	for (int i = 0; i < n && i < got; i++) {
 		CU_ASSERT_EQUAL(r[i].type, want[i].type);
 		CU_ASSERT_EQUAL(r[i].generation, 1);
@@ -901,7 +901,7 @@ static void test_stamp_outside_change(void)
 	/* The drop was journaled first, one release per relocated extent (not
 	 * waited for: the outside change already moved the ctime, so a crash
 	 * that loses them drops the copies again). */
-	CU_ASSERT_EQUAL(fx.journal->written, 2);
+	CU_ASSERT_EQUAL(fx.journal->commit.written, 2);
 	fd = open(fx.journal_path, O_RDONLY);
 	CU_ASSERT_FATAL(fd >= 0);
 	CU_ASSERT_EQUAL(pread(fd, raw, sizeof(raw), 0), (ssize_t)sizeof(raw));
@@ -942,7 +942,7 @@ static void test_stamp_outside_change(void)
 	fx_read_all(&fx, "ABCXEFGHIJKL");
 	CU_ASSERT_EQUAL(fx.engine->indirector->stale_files, 1);
 	CU_ASSERT_EQUAL(bopt_reads(&fx), 2);
-	CU_ASSERT_EQUAL(fx.journal->written, 2);
+	CU_ASSERT_EQUAL(fx.journal->commit.written, 2);
 	fx_teardown(&fx);
 }
 
@@ -984,7 +984,7 @@ static void test_stamp_refreshed_by_write(void)
 	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 4);
 	/* journaled, not waited for: the home write moved the ctime, which
 	 * drops the copies after a crash that loses the record */
-	CU_ASSERT_EQUAL(fx.journal->written, 1);
+	CU_ASSERT_EQUAL(fx.journal->commit.written, 1);
 	/* BORG's writes are off (the default): nothing went to the BOPT, and
 	 * the one record is the release, not a dirty mark */
 	CU_ASSERT_FALSE(fx.engine->indirector->bopt_writes_on);
@@ -1013,7 +1013,7 @@ static void test_stamp_refreshed_by_write(void)
 	CU_ASSERT_EQUAL(hy_map_get_stamp(fx.map, FX_FILE, &stamp), 0);
 	CU_ASSERT_EQUAL(stamp, fx.home->obj[FX_OBJECT].stamp);
 	CU_ASSERT_EQUAL(fx.engine->indirector->released_blocks, 1);
-	CU_ASSERT_EQUAL(fx.journal->written, 1); /* nothing relocated: no record */
+	CU_ASSERT_EQUAL(fx.journal->commit.written, 1); /* nothing relocated: no record */
 	fx_read_all(&fx, "ABcWefGHiJVL");
 	CU_ASSERT_EQUAL(bopt_reads(&fx), 6);
 
@@ -1321,7 +1321,7 @@ static void test_bopt_write_dirty(void)
 	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 5);
 	check_journal(&fx, want, 1);
 	/* not waited for: fsync and close make it durable */
-	CU_ASSERT_EQUAL(fx.journal->durable, 0);
+	CU_ASSERT_EQUAL(fx.journal->commit.durable, 0);
 	CU_ASSERT(fx.bm->watched_writes >= 1);
 	CU_ASSERT_EQUAL(fx.bm->written_at_write, 1);
 	CU_ASSERT_EQUAL(fx.bm->dirty_at_write, 1);
@@ -1424,7 +1424,7 @@ static void test_bopt_write_sync_home(void)
 	/* the copy home is not a change of the user's: the time is as before */
 	CU_ASSERT_EQUAL(home->mtime_ns, mtime);
 	check_journal(&fx, want, 2);
-	CU_ASSERT_EQUAL(fx.journal->durable, 2); /* the dirty mark with the clean one */
+	CU_ASSERT_EQUAL(fx.journal->commit.durable, 2); /* the dirty mark with the clean one */
 	p = piece_at(fx.map, 3);
 	CU_ASSERT_EQUAL(p.bopt_block, 11);
 	CU_ASSERT_FALSE(p.dirty);
@@ -1498,7 +1498,7 @@ static void test_bopt_write_fsync_close(void)
 	CU_ASSERT_EQUAL(fx_map(&fx).dirty_blocks, 0);
 	CU_ASSERT_EQUAL(fx.engine->indirector->synced_blocks, 1);
 	check_journal(&fx, want, 2);
-	CU_ASSERT_EQUAL(fx.journal->durable, 2);
+	CU_ASSERT_EQUAL(fx.journal->commit.durable, 2);
 	/* the BOPT copy, clean and still in use, is durable too */
 	CU_ASSERT(fx.bm->syncs >= 1);
 	/* nothing dirty: one sync of the file */
@@ -1519,7 +1519,7 @@ static void test_bopt_write_fsync_close(void)
 	CU_ASSERT_FALSE(piece_at(fx.map, 8).dirty);
 	CU_ASSERT_EQUAL(fx.engine->indirector->synced_blocks, 2);
 	check_journal(&fx, want, 4);
-	CU_ASSERT_EQUAL(fx.journal->durable, 4);
+	CU_ASSERT_EQUAL(fx.journal->commit.durable, 4);
 	CU_ASSERT_EQUAL(hy_engine_close(fx.engine, &fx.file), 0);
 	CU_ASSERT_EQUAL(home->syncs, 4);
 	check_journal(&fx, want, 4);
@@ -1538,7 +1538,7 @@ static void test_bopt_write_fsync_close(void)
 	CU_ASSERT_FALSE(piece_at(fx.map, 2).dirty);
 	CU_ASSERT_EQUAL(fx.engine->indirector->synced_blocks, 3);
 	check_journal(&fx, want, 6);
-	CU_ASSERT_EQUAL(fx.journal->durable, 6);
+	CU_ASSERT_EQUAL(fx.journal->commit.durable, 6);
 	/* a writable handle is asked for only when there is something to write */
 	CU_ASSERT_EQUAL(hy_engine_close(fx.engine, &ro), 0);
 	CU_ASSERT_EQUAL(fx.home->opened, 1);
@@ -1579,7 +1579,7 @@ static void test_bopt_write_truncate(void)
 	CU_ASSERT_EQUAL(fx.engine->indirector->synced_blocks, 1);
 	CU_ASSERT_EQUAL(fx.engine->indirector->released_blocks, 4);
 	check_journal(&fx, want, 4);
-	CU_ASSERT(fx.journal->durable >= 2); /* the block was home, durably, first */
+	CU_ASSERT(fx.journal->commit.durable >= 2); /* the block was home, durably, first */
 	CU_ASSERT_EQUAL(hy_map_get_stamp(fx.map, FX_FILE, &stamp), 0);
 	CU_ASSERT_EQUAL(stamp, home->stamp);
 	memset(out, 0, sizeof(out));
@@ -1605,7 +1605,7 @@ static void test_bopt_write_truncate(void)
 	CU_ASSERT_EQUAL(fx.engine->indirector->synced_blocks, 2);
 	CU_ASSERT_EQUAL(fx.engine->indirector->released_blocks, 5);
 	check_journal(&fx, want0, 6);
-	CU_ASSERT(fx.journal->durable >= 4);
+	CU_ASSERT(fx.journal->commit.durable >= 4);
 	CU_ASSERT_EQUAL(hy_engine_read(fx.engine, &fx.file, out, sizeof(out), 0), 0);
 	fx_teardown(&fx);
 }
@@ -1638,7 +1638,7 @@ static void test_bopt_write_punch_hole(void)
 	CU_ASSERT_EQUAL(fx.engine->indirector->synced_blocks, 1);
 	CU_ASSERT_EQUAL(fx.engine->indirector->released_blocks, 1);
 	check_journal(&fx, want, 3);
-	CU_ASSERT(fx.journal->durable >= 2);
+	CU_ASSERT(fx.journal->commit.durable >= 2);
 	CU_ASSERT_EQUAL(hy_engine_read(fx.engine, &fx.file, buf, BLK, 3 * BLK), BLK);
 	CU_ASSERT_EQUAL(memcmp(buf, home_block(&fx, 3), BLK), 0);
 	fx_read_all(&fx, "ABcWefGHiJKL");
@@ -1682,7 +1682,7 @@ static void test_bopt_write_outside_change(void)
 	CU_ASSERT(all_bytes(home_block(&fx, 3), BLK, 'W'));
 	CU_ASSERT_EQUAL(home->size, FX_BLOCKS * BLK);
 	check_journal(&fx, want, 4);
-	CU_ASSERT(fx.journal->durable >= 2);
+	CU_ASSERT(fx.journal->commit.durable >= 2);
 	fx_teardown(&fx);
 
 	/* cut outside inside the dirty block: what is left of it goes home,
@@ -1740,7 +1740,7 @@ static void test_home_write_settles_dirty(void)
 	hy_device_get_stats(fx.bopt, &bs);
 	CU_ASSERT_EQUAL(bs.writes, 0);
 	check_journal(&fx, want, 2);
-	CU_ASSERT(fx.journal->durable >= 1);
+	CU_ASSERT(fx.journal->commit.durable >= 1);
 	fx_read_all(&fx, "ABcWefGHiJKL");
 	CU_ASSERT_EQUAL(fx.engine->indirector->stale_files, 0);
 	fx_teardown(&fx);
@@ -1938,8 +1938,8 @@ static void test_bopt_write_real_files(void)
 	CU_ASSERT_EQUAL(piece_at(map, 3).bopt_block, 11);
 	CU_ASSERT_EQUAL(engine->indirector->synced_blocks, 1);
 	CU_ASSERT_EQUAL(engine->indirector->released_blocks, 0);
-	CU_ASSERT_EQUAL(journal->written, 2);
-	CU_ASSERT_EQUAL(journal->durable, 2);
+	CU_ASSERT_EQUAL(journal->commit.written, 2);
+	CU_ASSERT_EQUAL(journal->commit.durable, 2);
 	/* the source's copies are still good */
 	CU_ASSERT_EQUAL(hy_engine_read(engine, &in, buf, BLK, 3 * BLK), BLK);
 	CU_ASSERT(all_bytes(buf, BLK, 'W'));
@@ -1963,7 +1963,7 @@ static void test_bopt_write_real_files(void)
 	CU_ASSERT_EQUAL(mtime_of(fd), mtime);
 	CU_ASSERT_FALSE(piece_at(map, 4).dirty);
 	CU_ASSERT_EQUAL(engine->indirector->synced_blocks, 2);
-	CU_ASSERT_EQUAL(journal->written, 4);
+	CU_ASSERT_EQUAL(journal->commit.written, 4);
 
 	hy_map_journal_close(journal);
 	hy_map_free(map);

@@ -327,15 +327,15 @@ static void test_replay_equals_direct(void)
 		CU_ASSERT_EQUAL(apply_direct(direct, &ops[i]), 0);
 		CU_ASSERT_EQUAL(hy_map_journal_append(j, &ops[i]), 0);
 	}
-	CU_ASSERT_EQUAL(j->written, n);
-	CU_ASSERT_EQUAL(j->durable, n);
+	CU_ASSERT_EQUAL(j->commit.written, n);
+	CU_ASSERT_EQUAL(j->commit.durable, n);
 	hy_map_journal_close(j);
 	CU_ASSERT_EQUAL(file_size(path), (off_t)(n * REC));
 	CU_ASSERT(map_extents(direct) > N_EACH); /* the marks did split extents */
 
 	j = open_ok(path, 5, replayed_map, &replayed);
 	CU_ASSERT_EQUAL(replayed, n);
-	CU_ASSERT_EQUAL(j->written, n);
+	CU_ASSERT_EQUAL(j->commit.written, n);
 	check_same(direct, replayed_map);
 	hy_map_journal_close(j);
 	CU_ASSERT_EQUAL(file_size(path), (off_t)(n * REC));
@@ -344,7 +344,7 @@ static void test_replay_equals_direct(void)
 	j = open_ok(path, 5, empty, NULL);
 	ops[0].type = (enum hy_map_journal_type)9;
 	CU_ASSERT_EQUAL(hy_map_journal_append(j, &ops[0]), -EINVAL);
-	CU_ASSERT_EQUAL(j->written, n);
+	CU_ASSERT_EQUAL(j->commit.written, n);
 	hy_map_journal_close(j);
 	hy_map_journal_close(NULL);
 
@@ -391,7 +391,7 @@ static void check_cut(const char *path, uint64_t want, bool extra)
 	}
 	j = open_ok(path, 1, map, &replayed);
 	CU_ASSERT_EQUAL(replayed, want);
-	CU_ASSERT_EQUAL(j->written, want);
+	CU_ASSERT_EQUAL(j->commit.written, want);
 	CU_ASSERT_EQUAL(file_size(path), (off_t)(want * REC));
 	check_same(expect, map);
 	hy_map_journal_close(j);
@@ -406,7 +406,7 @@ static void append_after_cut(const char *path)
 	struct hy_map_journal *j = open_ok(path, 1, map, NULL);
 	struct hy_map_journal_record r = rec(HY_MJ_RELOCATE, 1, 500, 3, 900);
 
-	CU_ASSERT_EQUAL(j->written, 4);
+	CU_ASSERT_EQUAL(j->commit.written, 4);
 	CU_ASSERT_EQUAL(hy_map_journal_append(j, &r), 0);
 	hy_map_journal_close(j);
 	hy_map_free(map);
@@ -488,7 +488,7 @@ static void test_generations(void)
 
 	j = open_ok(path, 7, map, &replayed);
 	CU_ASSERT_EQUAL(replayed, 3);
-	CU_ASSERT_EQUAL(j->written, 6); /* skipped, not cut */
+	CU_ASSERT_EQUAL(j->commit.written, 6); /* skipped, not cut */
 	check_same(expect, map);
 	hy_map_journal_close(j);
 	CU_ASSERT_EQUAL(file_size(path), 6 * REC);
@@ -582,8 +582,8 @@ static void test_checkpoint(void)
 	CU_ASSERT_EQUAL(file_size(path), (off_t)(n * REC));
 	CU_ASSERT_EQUAL(hy_map_journal_checkpoint(j, map, state->db, why, sizeof(why)), 0);
 	CU_ASSERT_EQUAL(file_size(path), 0);
-	CU_ASSERT_EQUAL(j->written, 0);
-	CU_ASSERT_EQUAL(j->durable, 0);
+	CU_ASSERT_EQUAL(j->commit.written, 0);
+	CU_ASSERT_EQUAL(j->commit.durable, 0);
 	hy_map_journal_close(j);
 
 	/* Checkpoint plus the (empty) journal give the same map. */
@@ -701,7 +701,7 @@ static void test_checkpoint_crash(void)
 	j = open_at(path, 11, epoch, loaded, &replayed);
 	CU_ASSERT_EQUAL(replayed, 0);
 	CU_ASSERT_EQUAL(j->epoch, 1);
-	CU_ASSERT_EQUAL(j->written, n); /* skipped, not cut */
+	CU_ASSERT_EQUAL(j->commit.written, n); /* skipped, not cut */
 	CU_ASSERT_EQUAL(file_size(path), (off_t)(n * REC));
 	check_same(map, loaded);
 	CU_ASSERT_EQUAL(hy_map_get_stamp(loaded, 2, &stamp), 0);
@@ -716,7 +716,7 @@ static void test_checkpoint_crash(void)
 		CU_ASSERT_EQUAL(hy_map_journal_append(j, &more[i]), 0);
 		CU_ASSERT_EQUAL(apply_direct(map, &more[i]), 0);
 	}
-	CU_ASSERT_EQUAL(j->written, n + 4);
+	CU_ASSERT_EQUAL(j->commit.written, n + 4);
 	hy_map_journal_close(j);
 	CU_ASSERT_EQUAL(file_size(path), (off_t)((n + 4) * REC));
 	CU_ASSERT_EQUAL(raw_epoch(path, n - 1), 0);
@@ -729,7 +729,7 @@ static void test_checkpoint_crash(void)
 	CU_ASSERT_EQUAL(epoch, 1);
 	j = open_at(path, 11, epoch, later, &replayed);
 	CU_ASSERT_EQUAL(replayed, 4);
-	CU_ASSERT_EQUAL(j->written, n + 4);
+	CU_ASSERT_EQUAL(j->commit.written, n + 4);
 	check_same(map, later);
 	CU_ASSERT_EQUAL(hy_map_get_stamp(later, 9, &stamp), 0);
 	CU_ASSERT_EQUAL(stamp, 999);
@@ -737,7 +737,7 @@ static void test_checkpoint_crash(void)
 	/* A checkpoint that completes: epoch 2, and the journal empty. */
 	CU_ASSERT_EQUAL(hy_map_journal_checkpoint(j, later, state->db, why, sizeof(why)), 0);
 	CU_ASSERT_EQUAL(j->epoch, 2);
-	CU_ASSERT_EQUAL(j->written, 0);
+	CU_ASSERT_EQUAL(j->commit.written, 0);
 	CU_ASSERT_EQUAL(file_size(path), 0);
 	hy_map_journal_close(j);
 	CU_ASSERT_EQUAL(hy_map_load(last, state->db, 11, &epoch, why, sizeof(why)), 0);
@@ -788,13 +788,13 @@ static void test_write_wait(void)
 	CU_ASSERT_EQUAL(t[0], 1);
 	CU_ASSERT_EQUAL(t[1], 2);
 	CU_ASSERT_EQUAL(t[2], 3);
-	CU_ASSERT_EQUAL(j->written, 3);
-	CU_ASSERT_EQUAL(j->durable, 0); /* nobody waited: not synced yet */
+	CU_ASSERT_EQUAL(j->commit.written, 3);
+	CU_ASSERT_EQUAL(j->commit.durable, 0); /* nobody waited: not synced yet */
 	CU_ASSERT_EQUAL(file_size(path), 3 * REC);
 	CU_ASSERT_EQUAL(hy_map_journal_wait(j, t[2]), 0);
-	CU_ASSERT(j->durable >= j->written);
-	CU_ASSERT_EQUAL(j->durable, 3);
-	CU_ASSERT_EQUAL(j->syncing, false);
+	CU_ASSERT(j->commit.durable >= j->commit.written);
+	CU_ASSERT_EQUAL(j->commit.durable, 3);
+	CU_ASSERT_EQUAL(j->commit.syncing, false);
 	CU_ASSERT_EQUAL(j->error, 0);
 	/* Earlier tickets are durable already. */
 	CU_ASSERT_EQUAL(hy_map_journal_wait(j, t[0]), 0);
@@ -802,7 +802,7 @@ static void test_write_wait(void)
 	/* A bad type takes no ticket and writes nothing. */
 	CU_ASSERT_EQUAL(hy_map_journal_write(j, &bad, &tb), -EINVAL);
 	CU_ASSERT_EQUAL(tb, 77);
-	CU_ASSERT_EQUAL(j->written, 3);
+	CU_ASSERT_EQUAL(j->commit.written, 3);
 	hy_map_journal_close(j);
 	CU_ASSERT_EQUAL(file_size(path), 3 * REC);
 
@@ -944,7 +944,7 @@ static void test_stamp_records(void)
 
 	j = open_at(path, 1, 0, map, &replayed);
 	CU_ASSERT_EQUAL(replayed, n); /* the moot ones were replayed too */
-	CU_ASSERT_EQUAL(j->written, n);
+	CU_ASSERT_EQUAL(j->commit.written, n);
 	CU_ASSERT_EQUAL(hy_map_get_stamp(map, 4, &stamp), 0);
 	CU_ASSERT_EQUAL(stamp, big);
 	CU_ASSERT_EQUAL(hy_map_get_stamp(map, 8, &stamp), 0);
@@ -1015,9 +1015,9 @@ static void test_group_commit(void)
 		failures += a[t].failures;
 	}
 	CU_ASSERT_EQUAL(failures, 0);
-	CU_ASSERT_EQUAL(j->written, THREADS * PER_THREAD);
-	CU_ASSERT_EQUAL(j->durable, THREADS * PER_THREAD);
-	CU_ASSERT_EQUAL(j->syncing, false);
+	CU_ASSERT_EQUAL(j->commit.written, THREADS * PER_THREAD);
+	CU_ASSERT_EQUAL(j->commit.durable, THREADS * PER_THREAD);
+	CU_ASSERT_EQUAL(j->commit.syncing, false);
 	CU_ASSERT_EQUAL(j->error, 0);
 	hy_map_journal_close(j);
 	CU_ASSERT_EQUAL(file_size(path), (off_t)THREADS * PER_THREAD * REC);
