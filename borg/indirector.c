@@ -14,6 +14,7 @@
 #include "hybridfs/indirector.h"
 #include "hybridfs/map.h"
 #include "hybridfs/map_journal.h"
+#include "hybridfs/stamp.h"
 
 #define BLOCK		4096
 #define PIECES_ON_STACK 16
@@ -172,15 +173,18 @@ static int release(struct hy_indirector *ind, struct home_file *file, uint64_t b
  * under (0: unknown, never fresh). */
 static bool stamp_matches(struct hy_indirector *ind, struct home_file *file)
 {
-	int64_t stamp, now;
+	struct hy_device_attr now;
+	int64_t stamp;
 	int rc;
 
 	if (hy_map_get_stamp(ind->map, file->file_id, &stamp) != 0)
 		return true; /* nothing relocated (any more) */
-	rc = hy_device_stamp(ind->backing, file->object, &now);
+	rc = hy_device_getattr(ind->backing, file->object, &now);
 	if (rc == -EOPNOTSUPP)
 		return true; /* a medium nobody else writes (the simulator's) */
-	return rc == 0 && stamp != 0 && stamp == now;
+	/* BOPT copies are whole blocks inside the file, and a truncation
+	 * through the mount releases what it cuts: only the ctime counts */
+	return rc == 0 && hy_stamp_check(stamp, 0, &now) == HY_STAMP_FRESH;
 }
 
 static int64_t sync_dirty(struct hy_indirector *ind, struct home_file *file, uint64_t block,
@@ -256,7 +260,7 @@ static void refresh_stamp(struct hy_indirector *ind, struct home_file *file)
 	/* only forward: two writers of the file may refresh in either order,
 	 * and the older ctime would make the file look changed outside */
 	if (hy_map_get_stamp(ind->map, file->file_id, &stamp) == 0 &&
-	    hy_device_stamp(ind->backing, file->object, &now) == 0 && now > stamp)
+	    hy_device_stamp(ind->backing, file->object, &now) == 0 && hy_stamp_moves(stamp, now))
 		hy_map_set_stamp(ind->map, file->file_id, now);
 }
 

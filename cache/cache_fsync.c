@@ -9,6 +9,8 @@
 
 #include "hybridfs/log.h"
 
+#include "hybridfs/stamp.h"
+
 #include "cache_internal.h"
 
 /* ---- leaving the cache ---------------------------------------------------- */
@@ -583,7 +585,7 @@ bool hy_cache_meta_begin(struct hy_cache *c, const struct hy_cache_file *f)
 	pthread_rwlock_wrlock(gate(c, f->file_id));
 	if (cf)
 		fresh = atomic_load(&cf->blocks) && below_getattr(c, f, &a) == 0 &&
-			atomic_load(&cf->stamp) == a.stamp;
+			hy_stamp_check(atomic_load(&cf->stamp), 0, &a) == HY_STAMP_FRESH;
 	cfile_put(c, cf);
 	return fresh;
 }

@@ -9,6 +9,8 @@
 
 #include "hybridfs/log.h"
 
+#include "hybridfs/stamp.h"
+
 #include "cache_internal.h"
 
 /* ---- stale copies ---------------------------------------------------------- */
@@ -20,7 +22,7 @@
 bool hy_cache_io_fresh_for(const struct cfile *cf, const struct hy_device_attr *a)
 {
 	return atomic_load(&cf->blocks) == 0 ||
-	       (atomic_load(&cf->stamp) == a->stamp && a->size >= atomic_load(&cf->size));
+	       hy_stamp_check(atomic_load(&cf->stamp), atomic_load(&cf->size), a) == HY_STAMP_FRESH;
 }
 
 static void drop_stale(struct hy_cache *c, struct cfile *cf, const struct hy_cache_file *f);
@@ -33,7 +35,8 @@ static void make_fresh(struct hy_cache *c, struct cfile *cf, const struct hy_cac
 {
 	if (hy_cache_io_fresh_for(cf, a))
 		return;
-	if (atomic_load(&cf->stamp) != a->stamp) {
+	if (hy_stamp_check(atomic_load(&cf->stamp), atomic_load(&cf->size), a) ==
+	    HY_STAMP_CHANGED) {
 		drop_stale(c, cf, f);
 	} else {
 		int rc = hy_cache_leave_drop_range(c, cf, f, a->size / LINE, UINT64_MAX, true);

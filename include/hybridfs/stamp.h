@@ -1,0 +1,59 @@
+/*
+ * stamp.h - stale-copy stamps: how a copy of home data learns that the home
+ * file changed behind its back.
+ *
+ * What it is for: hybridfs keeps two kinds of copies of home data, the
+ * cache's blocks (cache.h) and BORG's BOPT copies (indirector.h). Anyone
+ * may change the backing directory while it is mounted, or while it is
+ * not, so each copy keeps the home file's stamp from when it was made: its
+ * ctime in nanoseconds (struct hy_device_attr's stamp, which moves with
+ * every change of data or size), with the file's size then. Before a copy
+ * is used the stamp is checked against the home file now; a change through
+ * the mount moves the stamp forward after it changed the home file, so
+ * only a change outside the mount leaves them apart. What a mismatch costs
+ * is the keeper's to decide (the cache drops the file's blocks, or with a
+ * shorter file only those past its end; the indirector sends the file's
+ * dirty BOPT blocks home and drops its copies), always with the gate that
+ * orders the file's changes held exclusive, and after a second check under
+ * it, since a change through the mount may be between its home change and
+ * its stamp's.
+ *
+ * Who calls it: cache/cache_io.c and cache/cache_fsync.c, borg/indirector.c.
+ * Memory and locks: none; the keepers hold the stamps and their locks.
+ */
+#ifndef HYBRIDFS_STAMP_H
+#define HYBRIDFS_STAMP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hybridfs/device.h"
+
+enum hy_stamp_verdict {
+	HY_STAMP_FRESH,	  /* the copies are current */
+	HY_STAMP_CHANGED, /* the ctime moved (or was never known): all stale */
+	HY_STAMP_SHRUNK,  /* same ctime, a smaller file: truncated within one
+			   * clock tick (an O_TRUNC open right after a write);
+			   * what lies past the end is stale */
+};
+
+/* @stamp (0: unknown, never fresh) and @size (0 when the keeper does not
+ * follow sizes) as kept, against the home file's attributes @now. */
+static inline enum hy_stamp_verdict hy_stamp_check(int64_t stamp, uint64_t size,
+						   const struct hy_device_attr *now)
+{
+	if (stamp == 0 || stamp != now->stamp)
+		return HY_STAMP_CHANGED;
+	return now->size >= size ? HY_STAMP_FRESH : HY_STAMP_SHRUNK;
+}
+
+/* After a change through the mount by one of several writers that may
+ * finish in either order: whether the home file's new ctime @now should
+ * replace the kept @stamp (only forward: the older ctime would make the
+ * file look changed outside). */
+static inline bool hy_stamp_moves(int64_t stamp, int64_t now)
+{
+	return now > stamp;
+}
+
+#endif
