@@ -791,23 +791,32 @@ int hy_indirector_fsync(struct hy_indirector *ind, uint64_t file_id, int64_t obj
 	return hy_device_sync(ind->backing, object, data_only);
 }
 
+/* Only objects the device opens for the holder count against the bound:
+ * they are descriptors. A model's objects are numbers, held for free. */
+static bool holds_open(const struct hy_indirector *ind)
+{
+	return ind->backing->ops->hold != NULL;
+}
+
 int hy_indirector_hold_object(struct hy_indirector *ind, int64_t object, int64_t *out)
 {
 	bool opened = false;
 	int rc;
 
-	if (atomic_load(&ind->held_objects) >= HY_INDIRECTOR_HELD_OBJECTS)
+	if (holds_open(ind) && atomic_load(&ind->held_objects) >= HY_INDIRECTOR_HELD_OBJECTS)
 		return -EMFILE; /* the cache writes this file through meanwhile */
 	rc = hy_device_hold(ind->backing, object, out, &opened);
 	if (rc < 0)
 		return rc;
-	atomic_fetch_add(&ind->held_objects, 1);
+	if (holds_open(ind))
+		atomic_fetch_add(&ind->held_objects, 1);
 	return 0;
 }
 
 void hy_indirector_put_object(struct hy_indirector *ind, int64_t object)
 {
-	atomic_fetch_sub(&ind->held_objects, 1);
+	if (holds_open(ind))
+		atomic_fetch_sub(&ind->held_objects, 1);
 	hy_device_close_object(ind->backing, object);
 }
 

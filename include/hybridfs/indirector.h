@@ -64,9 +64,10 @@
 
 #define HY_INDIRECTOR_GATES 256
 
-/* Objects the cache may hold at once to write files home later; past it,
+/* Objects the cache may hold at once to write files home later, when the
+ * device opens one for each (descriptors: hy_device_hold); past it,
  * hy_indirector_hold_object() fails with EMFILE (the cache then writes
- * that file through). */
+ * that file through). A model's objects are not counted. */
 #define HY_INDIRECTOR_HELD_OBJECTS 256
 
 struct hy_map;
