@@ -98,6 +98,7 @@
 
 #include "hybridfs/analyzer.h"
 #include "hybridfs/state.h"
+#include "hybridfs/keymap.h"
 
 #define NIL	    UINT32_MAX
 #define MAX_SLOTS   (UINT32_MAX - 1u)
@@ -170,16 +171,6 @@ struct hy_analyzer {
 
 /* ---- small helpers ----------------------------------------------------- */
 
-static uint64_t mix64(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdULL;
-	k ^= k >> 33;
-	k *= 0xc4ceb9fe1a85ec53ULL;
-	k ^= k >> 33;
-	return k;
-}
-
 static int key_cmp(uint64_t fa, uint64_t ba, uint64_t fb, uint64_t bb)
 {
 	if (fa != fb)
@@ -201,7 +192,7 @@ static uint64_t vend(const struct hy_analyzer *a, uint32_t x)
  * a file (one treap) tie. */
 static uint64_t prio(const struct hy_analyzer *a, uint32_t x)
 {
-	return mix64(vend(a, x));
+	return hy_keymap_mix(vend(a, x));
 }
 
 /* ---- the files: their treaps and lists --------------------------------- */
@@ -286,7 +277,7 @@ static struct file *file_find(const struct hy_analyzer *a, uint64_t id)
 
 	if (!a->fcap)
 		return NULL;
-	i = (size_t)mix64(id) & (a->fcap - 1);
+	i = (size_t)hy_keymap_mix(id) & (a->fcap - 1);
 	while (a->f[i].root != NIL) {
 		if (a->f[i].id == id)
 			return &a->f[i];
@@ -300,7 +291,7 @@ static struct file *file_find(const struct hy_analyzer *a, uint64_t id)
  * right away. */
 static struct file *file_get(struct hy_analyzer *a, uint64_t id)
 {
-	size_t i = (size_t)mix64(id) & (a->fcap - 1);
+	size_t i = (size_t)hy_keymap_mix(id) & (a->fcap - 1);
 
 	while (a->f[i].root != NIL && a->f[i].id != id)
 		i = (i + 1) & (a->fcap - 1);
@@ -323,7 +314,7 @@ static void file_delete(struct hy_analyzer *a, const struct file *fe)
 		j = (j + 1) & mask;
 		if (a->f[j].root == NIL)
 			break;
-		k = (size_t)mix64(a->f[j].id) & mask;
+		k = (size_t)hy_keymap_mix(a->f[j].id) & mask;
 		if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
 			continue;
 		a->f[i] = a->f[j];
@@ -424,7 +415,7 @@ static int grow_edges(struct hy_analyzer *a, size_t more)
 
 static size_t eh_slot_of(const struct hy_analyzer *a, uint32_t from, uint32_t to)
 {
-	return (size_t)mix64(((uint64_t)from << 32) | to) & (a->ehcap - 1);
+	return (size_t)hy_keymap_mix(((uint64_t)from << 32) | to) & (a->ehcap - 1);
 }
 
 static void eh_put(struct hy_analyzer *a, uint32_t ei)
@@ -478,7 +469,7 @@ static struct proc *proc_find(const struct hy_analyzer *a, uint32_t pid)
 
 	if (!a->pcap)
 		return NULL;
-	i = (size_t)mix64(pid) & (a->pcap - 1);
+	i = (size_t)hy_keymap_mix(pid) & (a->pcap - 1);
 	while (a->p[i].used) {
 		if (a->p[i].pid == pid)
 			return &a->p[i];
@@ -489,7 +480,7 @@ static struct proc *proc_find(const struct hy_analyzer *a, uint32_t pid)
 
 static struct proc *proc_slot(struct hy_analyzer *a, uint32_t pid)
 {
-	size_t i = (size_t)mix64(pid) & (a->pcap - 1);
+	size_t i = (size_t)hy_keymap_mix(pid) & (a->pcap - 1);
 
 	while (a->p[i].used && a->p[i].pid != pid)
 		i = (i + 1) & (a->pcap - 1);
@@ -535,7 +526,7 @@ static int grow_files(struct hy_analyzer *a, size_t more)
 
 		if (old[i].root == NIL)
 			continue;
-		j = (size_t)mix64(old[i].id) & (cap - 1);
+		j = (size_t)hy_keymap_mix(old[i].id) & (cap - 1);
 		while (a->f[j].root != NIL)
 			j = (j + 1) & (cap - 1);
 		a->f[j] = old[i];

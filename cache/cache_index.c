@@ -3,7 +3,7 @@
  * Layout: files are found through a file table (file_table.h) striped
  * over HY_CACHE_INDEX_STRIPES mutexes, as in map.c: the last reference to
  * a file left with no entries frees it. A file's entries are a power-of-two array of
- * 16-byte slots, open addressing with linear probing from hash64(block);
+ * 16-byte slots, open addressing with linear probing from hy_keymap_mix(block);
  * a removal shifts the following entries of the cluster back (no
  * tombstones), so a lookup stops at the first empty slot.
  *
@@ -28,6 +28,7 @@
 #include "hybridfs/log.h"
 #include "hybridfs/cache_index.h"
 #include "hybridfs/file_table.h"
+#include "hybridfs/keymap.h"
 
 #define MIN_SLOTS 8
 
@@ -56,16 +57,6 @@ struct hy_cache_index {
 };
 
 _Static_assert(sizeof(struct slot) == 16, "a slot is 16 bytes");
-
-static uint64_t hash64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ULL;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebULL;
-	x ^= x >> 31;
-	return x;
-}
 
 static void bytes_add(struct hy_cache_index *idx, size_t n)
 {
@@ -109,7 +100,7 @@ int hy_cache_sectors(uint32_t offset, uint32_t length, uint8_t *covered, uint8_t
 
 static size_t home_of(const struct idx_file *f, uint64_t block)
 {
-	return (size_t)hash64(block) & (f->cap - 1);
+	return (size_t)hy_keymap_mix(block) & (f->cap - 1);
 }
 
 /* The slot holding @block, or NULL. */
@@ -128,7 +119,7 @@ static struct slot *tab_find(const struct idx_file *f, uint64_t block)
 /* Puts @s into the table (which has room and does not hold its block). */
 static void tab_put(struct slot *slots, size_t cap, const struct slot *s)
 {
-	size_t i = (size_t)hash64(s->block) & (cap - 1);
+	size_t i = (size_t)hy_keymap_mix(s->block) & (cap - 1);
 
 	while (slots[i].used)
 		i = (i + 1) & (cap - 1);

@@ -21,6 +21,7 @@
 
 #include "hybridfs/log.h"
 #include "hybridfs/policy.h"
+#include "hybridfs/keymap.h"
 
 #define NONE HY_POLICY_NONE
 #define FREE 0 /* where[x] for a free line; else queue + 1 */
@@ -255,20 +256,9 @@ static void lru3_refill(struct hy_policy *p)
 
 /* ---- LARC's ghost queue and its hash ---- */
 
-static uint64_t mix64(uint64_t k)
-{
-	/* MurmurHash3's finalizer */
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdULL;
-	k ^= k >> 33;
-	k *= 0xc4ceb9fe1a85ec53ULL;
-	k ^= k >> 33;
-	return k;
-}
-
 static size_t home_slot(const struct hy_policy *p, uint64_t key)
 {
-	return (size_t)mix64(key) & p->slot_mask;
+	return (size_t)hy_keymap_mix(key) & p->slot_mask;
 }
 
 /* The slot holding @key, or the empty slot where its probe ends. The table

@@ -2,7 +2,7 @@
  *
  * Layout: a power-of-two number of stripes, each a small chained hash
  * table of entries under its own mutex; a file's stripe is the low bits of
- * hash64(id), its bucket the bits above them. A stripe's buckets double
+ * hy_keymap_mix(id), its bucket the bits above them. A stripe's buckets double
  * when it holds as many files as buckets.
  */
 #include <errno.h>
@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "hybridfs/file_table.h"
+#include "hybridfs/keymap.h"
 
 struct stripe {
 	pthread_mutex_t lock;
@@ -25,16 +26,6 @@ struct hy_file_table {
 	size_t bytes;	/* atomic */
 	struct stripe stripes[];
 };
-
-static uint64_t hash64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ULL;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebULL;
-	x ^= x >> 31;
-	return x;
-}
 
 int hy_file_table_new(size_t stripes, const struct hy_file_table_ops *ops, void *arg,
 		      struct hy_file_table **out)
@@ -86,7 +77,7 @@ void hy_file_table_free(struct hy_file_table *t)
 
 static struct stripe *stripe_of(struct hy_file_table *t, uint64_t file_id, uint64_t *h)
 {
-	*h = hash64(file_id);
+	*h = hy_keymap_mix(file_id);
 	return &t->stripes[*h & t->mask];
 }
 
@@ -109,7 +100,7 @@ static void stripe_grow(struct hy_file_table *t, struct stripe *s)
 		struct hy_file_table_entry *e = obk[b], *next;
 
 		for (; e; e = next) {
-			size_t nbi = bucket_of(t, s, hash64(e->file_id));
+			size_t nbi = bucket_of(t, s, hy_keymap_mix(e->file_id));
 
 			next = e->next;
 			e->next = nbk[nbi];

@@ -7,15 +7,6 @@
 
 #include "hybridfs/keymap.h"
 
-uint64_t hy_keymap_mix(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= UINT64_C(0xff51afd7ed558ccd);
-	k ^= k >> 33;
-	k *= UINT64_C(0xc4ceb9fe1a85ec53);
-	return k ^ (k >> 33);
-}
-
 int hy_keymap_init(struct hy_keymap *m, uint64_t slots, bool with_values)
 {
 	uint64_t n = 16;

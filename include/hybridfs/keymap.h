@@ -8,7 +8,9 @@
  * half full; deletion shifts back the keys that probed past the deleted
  * slot (no tombstones). O(1) expected per operation.
  *
- * Who calls it: sim/replay.c, sim/layout.c, lib/pore.c. Memory: the
+ * Who calls it: sim/replay.c, lib/pore.c; hy_keymap_mix() also
+ * cache/policy.c, cache/cache_index.c, lib/file_table.c and
+ * analyzer/analyzer.c for tables of their own (below). Memory: the
  * caller owns the struct; hy_keymap_init allocates its arrays,
  * hy_keymap_free releases them. Threads: none; one user at a time.
  */
@@ -41,7 +43,30 @@ bool hy_keymap_get(const struct hy_keymap *m, uint64_t key, uint32_t *value);
 /* Removes the key at slot @slot (from hy_keymap_slot, holding a key). */
 void hy_keymap_delete_at(struct hy_keymap *m, uint64_t slot);
 
-/* The hash the table uses (a 64-bit finalizer). */
-uint64_t hy_keymap_mix(uint64_t key);
+/* The hash every table of 64-bit keys uses: MurmurHash3's 64-bit
+ * finalizer (every input bit reaches every output bit; a bijection, so
+ * distinct keys never collide before the mask). The tables that keep their
+ * own layout around it, each for a reason of its own:
+ *   - lib/file_table.c: striped mutexes and references (per-file state
+ *     found without a global lock; the cache's and the map's files);
+ *   - cache/cache_index.c: a file's blocks in 16-byte slots (its memory per
+ *     line is measured: cache.h, Memory);
+ *   - cache/policy.c: slots threaded on the policy's queues (9 bytes a
+ *     line with LRU3, measured the same way);
+ *   - cache's front buffer: chains through its slots, with ghost history;
+ *   - fs/inode.c: chained nodes that must not move (the kernel holds their
+ *     addresses), keyed by (dev, ino);
+ *   - engine/classify.c: an intrusive hash over ReCA's fixed history ring;
+ *   - analyzer/analyzer.c: vertices and edges in arrays it exports in
+ *     order, with its own growth bound (DESIGN.md's analyzer limits);
+ *   - sim/trace_reader.c: string keys (device names). */
+static inline uint64_t hy_keymap_mix(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= UINT64_C(0xff51afd7ed558ccd);
+	k ^= k >> 33;
+	k *= UINT64_C(0xc4ceb9fe1a85ec53);
+	return k ^ (k >> 33);
+}
 
 #endif
