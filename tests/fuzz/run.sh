@@ -66,7 +66,7 @@ fi
 
 # The sources each target needs besides its own, then its libraries. A
 # source that is not there (an optional module) is left out.
-shared_disk="lib/ondisk.c device/device.c device/fault.c device/devmodel.c lib/units.c lib/log.c"
+shared_disk="lib/ondisk.c lib/group_commit.c device/device.c device/fault.c device/devmodel.c lib/units.c lib/log.c"
 sources() {
 	case $1 in
 	fuzz_trace_reader) echo "sim/trace_reader.c lib/log.c" ;;
