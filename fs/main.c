@@ -37,7 +37,9 @@
 #include "hybridfs/fault.h"
 #include "hybridfs/inode.h"
 #include "hybridfs/fs.h"
+#include "hybridfs/engine.h"
 #include "hybridfs/profiler.h"
+#include "hybridfs/reca.h"
 #include "hybridfs/log.h"
 #include "hybridfs/map.h"
 #include "hybridfs/map_journal.h"
@@ -805,6 +807,7 @@ int main(int argc, char **argv)
 	const char *program;
 	struct hy_control_server *control = NULL;
 	struct hy_profiler *profiler = NULL;
+	struct hy_reca *reca = NULL;
 	struct hy_device_emulation *emulation = NULL;
 	int root_fd = -1, rc, status = 1;
 	bool registered = false, ready = false;
@@ -946,18 +949,28 @@ int main(int argc, char **argv)
 	fs.started = (int64_t)time(NULL);
 	/* No FUSE worker runs before the session loop: fs may still change. */
 	if (opts.profile) {
+		/* ReCA's process table: the engine asks it per request, the
+		 * profiler logs the processes it makes */
+		struct hy_reca_config rcfg = {.keying = HY_RECA_PROCESSES,
+					      .no_classify = !opts.reca};
 		struct hy_profiler_config config = {
 			.db_path = state->db_path,
 			.ring_capacity = HY_PROFILER_RING,
 			.max_age_s = opts.profile_max_age_s,
 			.max_rows = opts.profile_max_rows,
-			.no_classify = !opts.reca,
 		};
 
 		/* The files stay usable without their log. */
-		if (hy_profiler_new(&config, &profiler, why, sizeof(why)) < 0)
+		if (hy_reca_new(&rcfg, &reca) < 0)
+			snprintf(why, sizeof(why), "reca: out of memory");
+		config.reca = reca;
+		if (!reca || hy_profiler_new(&config, &profiler, why, sizeof(why)) < 0) {
 			hy_log(LOG_ERR, "%s; going on with profile=off", why);
+			hy_reca_free(reca);
+			reca = NULL;
+		}
 		fs.profiler = profiler;
+		hy_engine_set_reca(fs.engine, reca);
 	}
 	/* ReCA's policy table: the defaults, with the changes stored by
 	 * hybridctl policy set (a table that cannot be read is logged and
@@ -1078,6 +1091,7 @@ out:
 	hy_fs_destroy(&fs);		     /* closes handles first: they hold profiler state */
 	hy_device_emulation_free(emulation); /* after every device that used it */
 	hy_profiler_free(profiler);	     /* drains the log into the database */
+	hy_reca_free(reca);		     /* after the profiler's writer, which feeds it */
 	hy_state_close(state);
 	if (root_fd >= 0)
 		close(root_fd);

@@ -8,9 +8,12 @@
  * (device.h) for them. In order: the cache (cache.h: DRAM front buffer and
  * SSD store), when the mount has one; below it the "lower" path, BORG's
  * indirection map, then the BOPT or the backing file. ReCA's
- * classification is made before the engine is called: fs/ops.c gets each
- * request's cache hint from the profiler (hy_profiler_begin()'s ticket,
- * profiler.h) and passes it to hy_engine_read_hinted()/_write_hinted().
+ * characterization is the engine's: fs/ops.c hands hy_engine_read_as()/
+ * _write_as() the request's process (struct hy_engine_request); the engine
+ * asks ReCA (reca.h, once per request) for its class, its process's
+ * category and the cache hint of the policy table in force, gives the hint
+ * to the cache and the answer back to the caller (the profiler logs the
+ * class).
  *
  * Who calls it: fs/ops.c (read, write, setattr size, fallocate, fsync,
  * release, the metadata gate around setattr, rename, link, unlink and
@@ -19,9 +22,10 @@
  * The simulator drives the cache (sim/full.c), not yet the engine.
  *
  * Memory: struct hy_engine is owned by its creator; it borrows the backing
- * device, which must outlive it. struct hy_engine_file is embedded in the
- * caller's open-file state and set up by hy_engine_file_init(); the engine
- * does not own the file descriptor in it.
+ * device, which must outlive it, and ReCA's module (hy_engine_set_reca).
+ * struct hy_engine_file is embedded in the caller's open-file state and set
+ * up by hy_engine_file_init(); the engine does not own the file descriptor
+ * in it.
  *
  * Locks: the cache takes its own gates first (cache.h), then calls the
  * lower path, which takes the engine's. With a BOPT in use, HY_ENGINE_GATES gates (rwlocks) striped
@@ -52,6 +56,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "hybridfs/reca.h" /* struct hy_reca_answer */
 
 #define HY_ENGINE_GATES 256
 
@@ -86,6 +92,10 @@ struct hy_engine {
 	 * borrowed. Objects it holds to write files home, bounded. */
 	struct hy_cache *cache;
 	_Atomic uint64_t cache_objects;
+
+	/* ReCA (reca.h), once hy_engine_set_reca() gave it; borrowed. NULL:
+	 * requests carry no hint (profile=off). */
+	struct hy_reca *reca;
 };
 
 /* Files with cached writes the cache may hold a descriptor of at once;
@@ -202,6 +212,26 @@ ssize_t hy_engine_read_hinted(struct hy_engine *engine, struct hy_engine_file *f
 ssize_t hy_engine_write_hinted(struct hy_engine *engine, struct hy_engine_file *file,
 			       const struct hy_cache_hint *hint, const void *buf, size_t size,
 			       off_t off);
+
+/* ReCA's module asked for every request made through _read_as/_write_as
+ * (reca.h, HY_RECA_PROCESSES); borrowed, it must outlive the engine's
+ * requests. Set before requests flow. */
+struct hy_reca;
+void hy_engine_set_reca(struct hy_engine *engine, struct hy_reca *reca);
+
+/* One read or write as the daemon makes it: @req->pid is the process it is
+ * for; the engine fills @req->answer (reca.h: its class, its process's
+ * category and id, the hint the cache was given) from ReCA, once, and
+ * serves the request with the hint. Without ReCA, or with a NULL @req, as
+ * the plain calls (the answer, if any, zeroed). */
+struct hy_engine_request {
+	pid_t pid;
+	struct hy_reca_answer answer;
+};
+ssize_t hy_engine_read_as(struct hy_engine *engine, struct hy_engine_file *file,
+			  struct hy_engine_request *req, void *buf, size_t size, off_t off);
+ssize_t hy_engine_write_as(struct hy_engine *engine, struct hy_engine_file *file,
+			   struct hy_engine_request *req, const void *buf, size_t size, off_t off);
 
 /* Sets the file's size; data past it is forgotten everywhere it is kept. */
 int hy_engine_truncate(struct hy_engine *engine, struct hy_engine_file *file, off_t size);

@@ -147,17 +147,17 @@ int hy_fs_open_cache(struct hy_fs *fs, const struct hy_options *opts);
 int hy_fs_close_cache(struct hy_fs *fs);
 struct json_object *hy_fs_cache_status(struct hy_fs *fs);
 /* ReCA's policy table (fs/policy_glue.c): loaded from @db (the state
- * database, at mount, before the session loop) into the profiler; the
+ * database, at mount, before the session loop) into ReCA (reca.h); the
  * "policy" control request (control.h); the policy a process follows, for
  * "status" (@t: the table in force). */
 struct sqlite3;
 struct hy_workload_policy_table;
-struct hy_profiler_process;
+struct hy_reca_process;
 int hy_fs_open_policy(struct hy_fs *fs, struct sqlite3 *db);
 struct json_object *hy_fs_policy(void *ctx, struct json_object *request, char *why,
 				 size_t why_size);
 struct json_object *hy_fs_process_policy(struct hy_fs *fs, const struct hy_workload_policy_table *t,
-					 const struct hy_profiler_process *p);
+					 const struct hy_reca_process *p);
 /* A device's counters for "status" (the backing device, the BOPT). */
 struct json_object *hy_fs_device_status(struct hy_device *device);
 
