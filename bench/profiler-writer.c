@@ -38,6 +38,7 @@
 
 #include "hybridfs/log.h"
 #include "hybridfs/profiler.h"
+#include "hybridfs/reca.h"
 #include "hybridfs/state.h"
 
 #define DATA_BYTES (16u << 20) /* the file the records point into */
@@ -96,6 +97,10 @@ static struct hy_profiler *make_profiler(const char *db_path)
 	struct hy_profiler_config c = {.db_path = db_path, .ring_capacity = RING};
 	struct hy_profiler *p;
 
+	/* the process table the records' process ids come from (reca.h);
+	 * kept until the process exits, like a mount's */
+	if (hy_reca_new(&(struct hy_reca_config){.keying = HY_RECA_PROCESSES}, &c.reca) != 0)
+		die("out of memory");
 	if (hy_profiler_new(&c, &p, why, sizeof(why)) != 0)
 		die(why);
 	return p;

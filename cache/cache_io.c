@@ -378,26 +378,6 @@ static void line_extend(const struct hy_cache_hint *hint, uint64_t first, uint64
 	}
 }
 
-void hy_cache_hint_from(const struct hy_workload_policy_table *t, enum hy_category category,
-			bool write, int cls, struct hy_cache_hint *hint)
-{
-	static const int write_policy[] = {
-		[HY_WORKLOAD_WRITE_MOUNT] = -1,
-		[HY_WORKLOAD_WRITE_BACK] = HY_CACHE_WRITE_BACK,
-		[HY_WORKLOAD_WRITE_THROUGH] = HY_CACHE_WRITE_THROUGH,
-		[HY_WORKLOAD_WRITE_AROUND] = HY_CACHE_WRITE_AROUND,
-	};
-	const struct hy_workload_policy *row = hy_workload_policy_row(t, category);
-
-	if (cls < 0 || cls >= HY_CLASS_COUNT)
-		cls = HY_CLASS_RANDOM;
-	hint->write = (unsigned)row->write < 4 ? write_policy[row->write] : -1;
-	hint->admit = row->admit[write][cls];
-	hint->evict = (uint8_t)row->evict;
-	hint->line_size = row->line_size;
-	hint->seq_cutoff = row->seq_cutoff;
-}
-
 ssize_t hy_cache_read(struct hy_cache *c, const struct hy_cache_file *f, void *buf, size_t size,
 		      off_t off)
 {

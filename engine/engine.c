@@ -3,10 +3,12 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "hybridfs/cache.h"
 #include "hybridfs/engine.h"
 #include "hybridfs/indirector.h"
+#include "hybridfs/reca.h"
 
 int hy_engine_new(struct hy_device *backing, struct hy_engine **out)
 {
@@ -123,6 +125,50 @@ ssize_t hy_engine_write_hinted(struct hy_engine *engine, struct hy_engine_file *
 		return hy_cache_write_hinted(engine->cache, &f, hint, buf, size, off);
 	return hy_indirector_write(engine->indirector, file->file_id, file->backing_fd, buf, size,
 				   off);
+}
+
+void hy_engine_set_reca(struct hy_engine *engine, struct hy_reca *reca)
+{
+	engine->reca = reca;
+}
+
+/* ReCA's word on one request, asked once: the hint for the cache, or NULL. */
+static const struct hy_cache_hint *reca_hint(struct hy_engine *engine,
+					     const struct hy_engine_file *file,
+					     struct hy_engine_request *req, bool write, size_t size,
+					     off_t off)
+{
+	struct hy_reca_request rr;
+
+	if (!req)
+		return NULL;
+	memset(&req->answer, 0, sizeof(req->answer));
+	if (!engine->reca || size == 0 || off < 0)
+		return NULL;
+	rr = (struct hy_reca_request){
+		.pid = req->pid,
+		.file_id = file->file_id,
+		.offset = (uint64_t)off,
+		.length = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size,
+		.write = write,
+	};
+	rr.file_size = rr.offset + rr.length;
+	hy_reca_request(engine->reca, &rr, &req->answer);
+	return req->answer.hinted ? &req->answer.hint : NULL;
+}
+
+ssize_t hy_engine_read_as(struct hy_engine *engine, struct hy_engine_file *file,
+			  struct hy_engine_request *req, void *buf, size_t size, off_t off)
+{
+	return hy_engine_read_hinted(engine, file, reca_hint(engine, file, req, false, size, off),
+				     buf, size, off);
+}
+
+ssize_t hy_engine_write_as(struct hy_engine *engine, struct hy_engine_file *file,
+			   struct hy_engine_request *req, const void *buf, size_t size, off_t off)
+{
+	return hy_engine_write_hinted(engine, file, reca_hint(engine, file, req, true, size, off),
+				      buf, size, off);
 }
 
 int hy_engine_truncate(struct hy_engine *engine, struct hy_engine_file *file, off_t size)

@@ -2,5 +2,5 @@
 # request classifier, workload categories and policy table.
 noinst_LIBRARIES += engine/libhyengine.a
 engine_libhyengine_a_SOURCES = engine/engine.c engine/classify.c engine/category.c \
-	engine/workload_policy.c
+	engine/workload_policy.c engine/reca.c
 engine_libhyengine_a_CFLAGS = $(AM_CFLAGS) $(SQLITE_CFLAGS) $(BLKID_CFLAGS)

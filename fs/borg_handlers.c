@@ -23,6 +23,7 @@
 #include "hybridfs/device.h"
 #include "hybridfs/engine.h"
 #include "hybridfs/fault.h"
+#include "hybridfs/identity.h"
 #include "hybridfs/indirector.h"
 #include "fs_internal.h"
 #include "hybridfs/inode.h"
@@ -278,9 +279,9 @@ struct json_object *hy_fs_explain(void *ctx, struct json_object *req, char *why,
 		snprintf(why, why_size, "\"%s\" is not a regular file", path);
 		goto out;
 	}
-	/* the profiler knows files by (dev, ino, birth); BORG by that id */
-	if (ec->profiler)
-		id = hy_profiler_find_file(ec->profiler, fd, &st);
+	/* file identity knows files by (dev, ino, birth); BORG by their id */
+	if (ec->identity)
+		id = hy_identity_find_file(ec->identity, fd, &st);
 	if (id && hy_analyzer_file_heat(ec->db_path, id, &vertices, &nv, why, why_size) < 0)
 		goto out;
 	result = json_object_new_object();

@@ -22,6 +22,7 @@
 #include "hybridfs/log.h"
 #include "hybridfs/ondisk.h"
 #include "hybridfs/options.h"
+#include "hybridfs/identity.h"
 #include "hybridfs/profiler.h"
 
 static int open_homes(void *arg, const uint64_t *ids, size_t n, int64_t *objects)
@@ -52,7 +53,7 @@ static int ids_durable(void *arg)
 {
 	struct hy_fs *fs = arg;
 
-	return hy_profiler_sync_ids(fs->profiler);
+	return hy_identity_sync_ids(hy_profiler_identity(fs->profiler));
 }
 
 int hy_fs_open_cache(struct hy_fs *fs, const struct hy_options *opts)

@@ -121,8 +121,8 @@ struct json_object *hy_fs_borg_status(struct hy_borg *borg, struct hy_engine *en
 struct json_object *hy_fs_cache_status(struct hy_cache *cache);
 struct json_object *hy_fs_device_status(struct hy_device *device);
 struct hy_workload_policy_table;
-struct hy_profiler_process;
+struct hy_reca_process;
 struct json_object *hy_fs_process_policy(struct hy_fs *fs, const struct hy_workload_policy_table *t,
-					 const struct hy_profiler_process *p);
+					 const struct hy_reca_process *p);
 
 #endif

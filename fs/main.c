@@ -35,9 +35,11 @@
 #include "hybridfs/control_server.h"
 #include "hybridfs/device.h"
 #include "hybridfs/devmodel.h"
+#include "hybridfs/engine.h"
 #include "hybridfs/fault.h"
 #include "hybridfs/inode.h"
 #include "hybridfs/profiler.h"
+#include "hybridfs/reca.h"
 #include "hybridfs/log.h"
 #include "hybridfs/map_journal.h"
 #include "hybridfs/ondisk.h"
@@ -700,6 +702,7 @@ int main(int argc, char **argv)
 	const char *program;
 	struct hy_control_server *control = NULL;
 	struct hy_profiler *profiler = NULL;
+	struct hy_reca *reca = NULL;
 	struct hy_device_emulation *emulation = NULL;
 	int root_fd = -1, rc, status = 1;
 	bool registered = false, ready = false;
@@ -837,18 +840,28 @@ int main(int argc, char **argv)
 	fs.started = (int64_t)time(NULL);
 	/* No FUSE worker runs before the session loop: fs may still change. */
 	if (opts.profile) {
+		/* ReCA's process table: the engine asks it per request, the
+		 * profiler logs the processes it makes */
+		struct hy_reca_config rcfg = {.keying = HY_RECA_PROCESSES,
+					      .no_classify = !opts.reca};
 		struct hy_profiler_config config = {
 			.db_path = state->db_path,
 			.ring_capacity = HY_PROFILER_RING,
 			.max_age_s = opts.profile_max_age_s,
 			.max_rows = opts.profile_max_rows,
-			.no_classify = !opts.reca,
 		};
 
 		/* The files stay usable without their log. */
-		if (hy_profiler_new(&config, &profiler, why, sizeof(why)) < 0)
+		if (hy_reca_new(&rcfg, &reca) < 0)
+			snprintf(why, sizeof(why), "reca: out of memory");
+		config.reca = reca;
+		if (!reca || hy_profiler_new(&config, &profiler, why, sizeof(why)) < 0) {
 			hy_log(LOG_ERR, "%s; going on with profile=off", why);
+			hy_reca_free(reca);
+			reca = NULL;
+		}
 		fs.profiler = profiler;
+		hy_engine_set_reca(fs.engine, reca);
 	}
 	/* ReCA's policy table: the defaults, with the changes stored by
 	 * hybridctl policy set (a table that cannot be read is logged and
@@ -920,9 +933,10 @@ int main(int argc, char **argv)
 		};
 
 		flush_ctx = (struct hy_fs_flush_ctx){fs.cache, fs.borg};
-		explain_ctx = (struct hy_fs_explain_ctx){fs.borg, fs.profiler, fs.inodes->root->fd,
-							 fs.db_path};
-		policy_ctx = (struct hy_fs_policy_ctx){fs.profiler, fs.db_path};
+		explain_ctx = (struct hy_fs_explain_ctx){
+			fs.borg, fs.profiler ? hy_profiler_identity(fs.profiler) : NULL,
+			fs.inodes->root->fd, fs.db_path};
+		policy_ctx = (struct hy_fs_policy_ctx){reca, fs.db_path};
 		if (hy_control_server_start(state_at, &handlers, &control, why, sizeof(why)) < 0)
 			hy_log(LOG_WARNING, "%s; hybridctl cannot reach this mount", why);
 	}
@@ -978,6 +992,7 @@ out:
 	hy_fs_destroy(&fs);		     /* closes handles first: they hold profiler state */
 	hy_device_emulation_free(emulation); /* after every device that used it */
 	hy_profiler_free(profiler);	     /* drains the log into the database */
+	hy_reca_free(reca);		     /* after the profiler's writer, which feeds it */
 	hy_state_close(state);
 	if (root_fd >= 0)
 		close(root_fd);

@@ -25,7 +25,9 @@
 #include "fs_internal.h"
 #include "hybridfs/inode.h"
 #include "hybridfs/log.h"
+#include "hybridfs/identity.h"
 #include "hybridfs/profiler.h"
+#include "hybridfs/reca.h"
 
 /* An open file: owned by fi->fh from open/create to release. */
 struct hy_file {
@@ -87,7 +89,7 @@ static uint64_t file_id_of(struct hy_fs *fs, struct hy_inode *inode, int fd)
 	}
 	if (st.st_ino != inode->ino || st.st_dev != inode->dev)
 		return 0;
-	id = hy_profiler_find_file(fs->profiler, fd, &st);
+	id = hy_identity_find_file(hy_profiler_identity(fs->profiler), fd, &st);
 	/* a request that learned it meanwhile learned the same id */
 	if (id && !atomic_compare_exchange_strong(&inode->file_id, &none, id))
 		id = none;
@@ -122,7 +124,7 @@ static void forget_if_gone(struct hy_fs *fs, struct hy_inode *inode, int fd)
 		hy_log(LOG_WARNING, "file %llu, removed: the cache could not let go of it: %s",
 		       (unsigned long long)file_id, strerror(-rc));
 	else if (fs->profiler)
-		hy_profiler_file_gone(fs->profiler, file_id); /* its row can go */
+		hy_identity_file_gone(hy_profiler_identity(fs->profiler), file_id); /* its row can go */
 }
 
 /*
@@ -207,7 +209,7 @@ static void count_op(struct hy_fs *fs, enum hy_fs_op op)
 /* Counts a metadata operation; returns how long the kernel may keep what
  * it answers: the mount's timeout, or for a metadata-heavy process the
  * policy table's metadata timeout when that is longer (ReCA's metadata
- * priority; profiler.h). */
+ * priority; reca.h). */
 static double count_meta(struct hy_fs *fs, fuse_req_t req, enum hy_fs_op op,
 			 enum hy_profile_meta kind, double mount_timeout)
 {
@@ -215,7 +217,7 @@ static double count_meta(struct hy_fs *fs, fuse_req_t req, enum hy_fs_op op,
 
 	count_op(fs, op);
 	if (fs->profiler)
-		t = hy_profiler_count_meta(fs->profiler, fuse_req_ctx(req)->pid, kind);
+		t = hy_reca_count_meta(fs->engine->reca, fuse_req_ctx(req)->pid, kind);
 	return t > mount_timeout ? t : mount_timeout;
 }
 
@@ -908,10 +910,10 @@ static int do_rename(struct hy_fs *fs, struct hy_inode *parent, const char *name
 	 * own descriptor, which now names the new place) */
 	if (rc == 0 && fs->profiler) {
 		if (moved && S_ISREG(moved->type))
-			hy_profiler_file_moved(fs->profiler, atomic_load(&moved->file_id),
+			hy_identity_file_moved(hy_profiler_identity(fs->profiler), atomic_load(&moved->file_id),
 					       moved->fd);
 		if (victim && (flags & RENAME_EXCHANGE) && S_ISREG(victim->type))
-			hy_profiler_file_moved(fs->profiler, atomic_load(&victim->file_id),
+			hy_identity_file_moved(hy_profiler_identity(fs->profiler), atomic_load(&victim->file_id),
 					       victim->fd);
 	}
 	hy_inode_unpin_child(fs->inodes, moved, false);
@@ -1196,30 +1198,43 @@ static char *read_buffer_get(size_t size)
 	return rb->data;
 }
 
+/* The process a read or write is for: the request's, else (a write from
+ * the write-back cache, or no pid) the one that opened the handle. */
+static pid_t request_pid(const struct hy_file *file, pid_t pid)
+{
+	return pid > 0 ? pid : file->prof.opener_pid;
+}
+
+/* Into the access log, with the class the engine's ReCA gave it. */
+static void log_request(struct hy_fs *fs, struct hy_file *file, const struct hy_engine_request *er,
+			enum hy_profile_mode mode, off_t off, size_t size, ssize_t done)
+{
+	struct hy_profile_ticket t;
+
+	hy_profiler_ticket(&file->prof, er->pid, mode, (uint64_t)off, (uint32_t)size, &er->answer,
+			   &t);
+	hy_profiler_end(fs->profiler, &file->prof, file->fd, &t, done);
+}
+
 static void hy_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct hy_fs *fs = fs_of(req);
 	struct hy_file *file = file_of(fi);
 	char *buf = read_buffer_get(size);
-	struct hy_profile_ticket ticket;
+	bool logged = fs->profiler && size > 0;
+	struct hy_engine_request er = {.pid = request_pid(file, fuse_req_ctx(req)->pid)};
 	ssize_t n;
 
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	/* classified before it is served: the policy of the process's
-	 * category applies to it (ReCA) */
-	if (fs->profiler && size > 0)
-		hy_profiler_begin(fs->profiler, &file->prof, fuse_req_ctx(req)->pid,
-				  HY_PROFILE_READ, (uint64_t)off, (uint32_t)size, &ticket);
-	else
-		ticket.hinted = false;
-	n = hy_engine_read_hinted(fs->engine, &file->engine, ticket.hinted ? &ticket.hint : NULL,
-				  buf, size, off);
-	if (fs->profiler && size > 0)
-		hy_profiler_end(fs->profiler, &file->prof, file->fd, &ticket, n);
+	/* the engine classifies it before serving it: the policy of the
+	 * process's category applies to it (ReCA), and the log has its class */
+	n = hy_engine_read_as(fs->engine, &file->engine, logged ? &er : NULL, buf, size, off);
+	if (logged)
+		log_request(fs, file, &er, HY_PROFILE_READ, off, size, n);
 	if (n < 0) {
 		fuse_reply_err(req, (int)-n);
 		return;
@@ -1234,19 +1249,14 @@ static void hy_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 {
 	struct hy_fs *fs = fs_of(req);
 	struct hy_file *file = file_of(fi);
-	struct hy_profile_ticket ticket;
-	ssize_t n;
-
+	bool logged = fs->profiler && size > 0;
 	/* A write from the kernel's write-back cache comes from a kernel
 	 * thread: it belongs to the process that opened the handle (pid 0). */
-	if (fs->profiler && size > 0)
-		hy_profiler_begin(fs->profiler, &file->prof,
-				  fi->writepage ? 0 : fuse_req_ctx(req)->pid, HY_PROFILE_WRITE,
-				  (uint64_t)off, (uint32_t)size, &ticket);
-	else
-		ticket.hinted = false;
-	n = hy_engine_write_hinted(fs->engine, &file->engine, ticket.hinted ? &ticket.hint : NULL,
-				   buf, size, off);
+	struct hy_engine_request er = {
+		.pid = request_pid(file, fi->writepage ? 0 : fuse_req_ctx(req)->pid)};
+	ssize_t n;
+
+	n = hy_engine_write_as(fs->engine, &file->engine, logged ? &er : NULL, buf, size, off);
 	/* A write from the kernel's write-back cache (fi->writepage) that
 	 * comes back short is not resent: the kernel takes its pages as
 	 * written (fuse_writepage_end looks at no size). So the rest is
@@ -1255,8 +1265,8 @@ static void hy_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	 * the plain directory, instead of being lost in silence (issue 8). */
 	while (fi->writepage && n > 0 && (size_t)n < size) {
 		ssize_t more = hy_engine_write_hinted(fs->engine, &file->engine,
-						      ticket.hinted ? &ticket.hint : NULL, buf + n,
-						      size - (size_t)n, off + n);
+						      er.answer.hinted ? &er.answer.hint : NULL,
+						      buf + n, size - (size_t)n, off + n);
 
 		if (more <= 0) {
 			n = more < 0 ? more : -EIO;
@@ -1264,8 +1274,8 @@ static void hy_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		}
 		n += more;
 	}
-	if (fs->profiler && size > 0)
-		hy_profiler_end(fs->profiler, &file->prof, file->fd, &ticket, n);
+	if (logged)
+		log_request(fs, file, &er, HY_PROFILE_WRITE, off, size, n);
 	if (n < 0) {
 		fuse_reply_err(req, (int)-n);
 		return;

@@ -1,7 +1,7 @@
 /*
  * policy_glue.c - ReCA's policy table in the daemon (workload_policy.h):
- * loaded from the state database at mount and put in force in the
- * profiler, changed by the "policy" control request (stored first, then
+ * loaded from the state database at mount and put in force in ReCA's
+ * module (reca.h, the engine's), changed by the "policy" control request (stored first, then
  * put in force: a change that cannot be stored is not made), and the
  * policy each process follows, for "status". See fs.h.
  */
@@ -14,7 +14,8 @@
 
 #include "fs_internal.h"
 #include "hybridfs/log.h"
-#include "hybridfs/profiler.h"
+#include "hybridfs/engine.h"
+#include "hybridfs/reca.h"
 #include "hybridfs/state.h"
 #include "hybridfs/workload_policy.h"
 
@@ -33,7 +34,7 @@ int hy_fs_open_policy(struct hy_fs *fs, struct sqlite3 *db)
 		       strerror(-rc));
 		hy_workload_policy_defaults(&t);
 	}
-	return hy_profiler_set_policy(fs->profiler, &t);
+	return hy_reca_set_policy(fs->engine->reca, &t);
 }
 
 static int add_setting(void *arg, const char *name, const char *value)
@@ -101,7 +102,7 @@ struct json_object *hy_fs_policy(void *ctx, struct json_object *request, char *w
 	struct json_object *member, *before, *after, *result;
 	int changed;
 
-	if (!hy_profiler_get_policy(pc->profiler, &old))
+	if (!hy_reca_get_policy(pc->reca, &old))
 		hy_workload_policy_defaults(&old);
 	t = old;
 	if (json_object_object_get_ex(request, "reset", &member)) {
@@ -152,7 +153,7 @@ struct json_object *hy_fs_policy(void *ctx, struct json_object *request, char *w
 	json_object_put(before);
 	if (changed) {
 		if (store(pc->db_path, &t, why, why_size) < 0 ||
-		    hy_profiler_set_policy(pc->profiler, &t) < 0) {
+		    hy_reca_set_policy(pc->reca, &t) < 0) {
 			if (strcmp(why, "out of memory") == 0)
 				snprintf(why, why_size,
 					 "out of memory: the change is stored, and in force from "
@@ -170,7 +171,7 @@ struct json_object *hy_fs_policy(void *ctx, struct json_object *request, char *w
 }
 
 struct json_object *hy_fs_process_policy(struct hy_fs *fs, const struct hy_workload_policy_table *t,
-					 const struct hy_profiler_process *p)
+					 const struct hy_reca_process *p)
 {
 	static const char *const cache_write[] = {"back", "through", "around"};
 	const struct hy_workload_policy *row = hy_workload_policy_row(t, p->policy_category);

@@ -4,7 +4,6 @@
 #include <inttypes.h>
 #include <linux/fiemap.h>
 #include <linux/fs.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,60 +15,16 @@
 #include <sqlite3.h>
 
 #include "hybridfs/log.h"
-#include "hybridfs/category.h"
-#include "hybridfs/classify.h"
+#include "hybridfs/identity.h"
 #include "hybridfs/profiler.h"
+#include "hybridfs/reca.h"
 #include "hybridfs/ring.h"
 #include "hybridfs/state.h"
-#include "hybridfs/workload_policy.h"
 
 #define BATCH		    4096   /* records popped at a time */
 #define MAX_PER_TRANSACTION 262144 /* so one commit never grows without bound */
-#define PROCESS_RECHECK_NS  1000000000LL
-#define META_MIN	    16	 /* metadata operations before a process is metadata heavy */
-#define META_DECAY	    1024 /* recent operations counted before they are halved */
-#define GROUPS		    1024 /* (program, file) -> category, for grouping */
 
-struct process_slot {
-	pid_t pid; /* 0: empty */
-	uint32_t process_id;
-	char comm[16];
-	int64_t checked_ns; /* CLOCK_MONOTONIC */
-	bool dead_once;	    /* the last prune found its pid gone */
-	uint64_t reads, writes, bytes_read, bytes_written, meta[HY_META_COUNT];
-	/* ReCA for this process: its history of the last requests and its
-	 * workload category (made at its first read or write, about 22 KiB),
-	 * and how many requests of each class it sent, by mode */
-	struct process_io *io;
-	uint64_t classes[2][HY_CLASS_COUNT];
-	/* metadata operations and data requests lately (halved together
-	 * past META_DECAY): a process whose share of metadata is high gets
-	 * the policy table's metadata priority */
-	uint32_t meta_recent, data_recent;
-	uint64_t comm_hash; /* of comm, for grouping */
-	bool program_meta;  /* its program's last process was metadata heavy */
-	bool grouped;	    /* its category is its group's (still unknown itself) */
-	enum hy_category group_category;
-};
-
-struct process_io {
-	struct hy_classify_history history;
-	struct hy_category_state category;
-};
-
-/* A slot taken by another pid, or the table freed. Stripe lock held. */
-static void slot_clear(struct process_slot *slot)
-{
-	if (slot->io) {
-		hy_classify_free(&slot->io->history);
-		free(slot->io);
-	}
-	memset(slot, 0, sizeof(*slot));
-}
-
-/* Rows the writer thread has still to insert. A file row stays listed
- * until its transaction commits, so that an open in between finds its id
- * here rather than making a second one. */
+/* Process rows the writer thread has still to insert. */
 struct pending_process {
 	struct pending_process *next;
 	uint32_t id;
@@ -79,36 +34,10 @@ struct pending_process {
 	int64_t seen_ns;
 };
 
-struct pending_file {
-	struct pending_file *next;
-	uint64_t id;
-	uint64_t dev, ino;
-	int64_t birth_ns;
-	char *name;
-	int64_t seen_ns;
-	bool in_flight; /* being inserted by the writer now */
-};
-
-/* A file whose last name went with no handle open (hy_profiler_file_gone),
- * to be marked in its row. */
-struct gone_file {
-	struct gone_file *next;
-	uint64_t id;
-	int64_t ns;
-};
-
 /* Processes of this mount found dead at two prunes in a row: each with
  * access_log's last rowid once all its records were in (the ring empty),
  * INT64_MIN for one that made no request; its row goes once the log's
  * oldest row is past that. */
-/* A file renamed through the mount (hy_profiler_file_moved): its row's
- * path, to be set, so that BORG finds it at its new name without a walk. */
-struct moved_file {
-	struct moved_file *next;
-	uint64_t id;
-	char *path;
-};
-
 struct dead_process {
 	uint32_t id;
 	int64_t last_rowid;
@@ -119,73 +48,38 @@ struct dead_processes {
 	size_t n, cap;
 };
 
-struct policy_snapshot {
-	struct policy_snapshot *older;
-	struct hy_workload_policy_table table;
-};
-
 struct hy_profiler {
 	struct hy_ring *ring;
 	int64_t max_age_s, max_rows;
-	bool classify; /* ReCA's classes, categories and policies (reca=on) */
+	/* ReCA (reca.h, borrowed): the process table, whose process ids the
+	 * log's records name; and the mount's class mix, fed by the writer */
+	struct hy_reca *reca;
 
-	/* A bucket of HY_PROFILER_WAYS slots per pid hash, so that pids that
-	 * collide do not push each other out while both run; bucket b is
-	 * protected by stripes[b % STRIPES]. */
-	pthread_mutex_t stripes[HY_PROFILER_STRIPES];
-	struct process_slot slots[HY_PROFILER_PROCESSES][HY_PROFILER_WAYS];
-
-	_Atomic uint32_t next_process_id;
-	_Atomic uint64_t next_file_id;
+	/* file ids (identity.h): owned; its rows ride in the writer's
+	 * transactions */
+	struct hy_identity *identity;
 	atomic_bool kick; /* a producer has asked the writer to hurry */
-
-	/* ReCA's policy table in force: an immutable snapshot swapped by
-	 * pointer; the ones it replaced are kept until the profiler is freed
-	 * (a request may still read one; they are a few hundred bytes and
-	 * change only by hand) */
-	_Atomic(struct policy_snapshot *) policy;
-
-	/* processes of the same program on the same file share a category
-	 * until their own window says one: (hash of comm and file id) ->
-	 * key in the high 56 bits, category + 1 in the low 8 */
-	_Atomic uint64_t groups[GROUPS];
-
-	pthread_mutex_t mount_lock; /* the mount's classes (its history is the writer's) */
-	struct hy_classify_history mount_history;
-	bool mount_history_ok;
-	uint64_t mount_classes[2][HY_CLASS_COUNT];
-
-	pthread_mutex_t read_lock; /* protects read_db, select_file */
-	sqlite3 *read_db;
-	sqlite3_stmt *select_file;
 
 	pthread_mutex_t queue_lock; /* protects everything below */
 	pthread_cond_t writer_cond, sync_cond;
 	struct pending_process *processes;
-	struct pending_file *files;
-	struct gone_file *gone;	  /* marks still to be written */
-	struct moved_file *moved; /* new paths still to be written, newest first */
 	bool stopping, wake, failed;
 	bool prune_requested;  /* hy_profiler_prune() waits for it to clear */
 	uint64_t committed;    /* ring records popped and committed */
-	uint64_t rows_queued;  /* pending process and file rows ever queued */
+	uint64_t rows_queued;  /* pending process rows ever queued */
 	uint64_t rows_written; /* ... of which committed (a prefix: every
 				* transaction carries every row still pending) */
-	uint64_t rows_failed;  /* rows_queued as the last failed transaction saw it */
-	int rows_error;	       /* ... and why it failed, a negative errno */
-	uint64_t files_queued; /* the same for file rows alone (recovery needs them) */
-	uint64_t files_written, files_failed;
+	int rows_error;	       /* why the last failed transaction failed, a negative errno */
 	uint64_t flushes_started, flushes_done; /* transactions begun and ended */
 	bool last_failed;			/* the last transaction did not commit */
-	uint64_t written, pruned, batches, errors, processes_seen, files_seen;
+	uint64_t written, pruned, batches, errors, processes_seen;
 
 	/* the writer thread's own */
 	pthread_t writer;
 	bool writer_started;
 	sqlite3 *db;
-	sqlite3_stmt *insert_record, *insert_process, *insert_file, *prune_age, *prune_rows;
-	sqlite3_stmt *set_path, *mark_gone, *log_min, *log_max, *prune_files, *prune_process,
-		*prune_old_processes;
+	sqlite3_stmt *insert_record, *insert_process, *prune_age, *prune_rows;
+	sqlite3_stmt *log_min, *log_max, *prune_process, *prune_old_processes;
 	/* processes rows: those of earlier mounts (ids below first_process_id)
 	 * once the log has nothing left from before this mount (start_rowid);
 	 * this mount's dead ones through @dead */
@@ -193,21 +87,11 @@ struct hy_profiler {
 	int64_t start_rowid;
 	bool old_processes_pruned;
 	struct dead_processes dead;
+	int64_t reap_rowid;   /* the log's last rowid, for the processes reaped now */
 	uint64_t rows_pruned; /* files and processes rows */
 	int64_t pruned_at_ns;
 	bool commit_failing;  /* the last commit failed */
 	uint64_t commit_lost; /* records rolled back since commits began to fail */
-
-	/* Durability of the file rows, for hy_profiler_sync_ids(): the
-	 * connection commits with synchronous=NORMAL (the WAL is not synced
-	 * at a commit); files_durable is the files_written that the last
-	 * explicit sync of the WAL covered. durable_lock serializes those
-	 * syncs (and is held across one fdatasync, never with queue_lock). */
-	pthread_mutex_t durable_lock;
-	uint64_t files_durable;
-	char *wal_path, *db_path;
-	bool dir_synced;
-	char *backing; /* the backing directory (mount_info), for relative paths */
 };
 
 static int64_t clock_ns(clockid_t clock)
@@ -219,27 +103,6 @@ static int64_t clock_ns(clockid_t clock)
 }
 
 /* ---- processes --------------------------------------------------------- */
-
-static void read_comm(pid_t pid, char comm[16])
-{
-	char path[64];
-	ssize_t n = -1;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	fd = pid > 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-	if (fd >= 0) {
-		n = read(fd, comm, 15);
-		close(fd);
-	}
-	if (n <= 0) {
-		strcpy(comm, "?");
-		return;
-	}
-	comm[n] = '\0';
-	if (comm[n - 1] == '\n')
-		comm[n - 1] = '\0';
-}
 
 static char *read_exe(pid_t pid)
 {
@@ -254,8 +117,11 @@ static char *read_exe(pid_t pid)
 	return strdup(target);
 }
 
-static void queue_process(struct hy_profiler *p, uint32_t id, pid_t pid, const char *comm)
+/* ReCA's process table made process @id (hy_reca_set_process_ids): its row
+ * is queued for the writer. No lock of ReCA's is held. */
+static void queue_process(void *arg, uint32_t id, pid_t pid, const char comm[16])
 {
+	struct hy_profiler *p = arg;
 	struct pending_process *pp = calloc(1, sizeof(*pp));
 
 	if (!pp)
@@ -273,385 +139,11 @@ static void queue_process(struct hy_profiler *p, uint32_t id, pid_t pid, const c
 	pthread_mutex_unlock(&p->queue_lock);
 }
 
-/* Finds (or makes) @pid's slot and applies @update under its stripe. A
- * new pid, or one not checked for a second, has its name read again
- * (outside the lock); a changed name (exec, or the pid reused) is a new
- * process. */
-/* The slot of @pid in its bucket, or the one to give it: an empty one, else
- * the one checked longest ago. Under the bucket's stripe lock. */
-static struct process_slot *slot_for(struct process_slot *bucket, pid_t pid)
-{
-	struct process_slot *victim = &bucket[0];
-
-	for (int w = 0; w < HY_PROFILER_WAYS; w++) {
-		if (bucket[w].pid == pid)
-			return &bucket[w];
-		if (bucket[w].pid == 0 ||
-		    (victim->pid != 0 && bucket[w].checked_ns < victim->checked_ns))
-			victim = &bucket[w];
-	}
-	return victim;
-}
-
-static uint64_t hash64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	return x ^ (x >> 33);
-}
-
-static uint64_t comm_hash(const char comm[16])
-{
-	uint64_t h = 1469598103934665603ULL;
-
-	for (int i = 0; i < 16 && comm[i]; i++)
-		h = (h ^ (unsigned char)comm[i]) * 1099511628211ULL;
-	return h;
-}
-
-/* The category of @slot's process for its policy: its own once its window
- * has one; before that, its group's (another process of the same program
- * that worked on the same file lately: make's compilers, a database's
- * workers), which its own replaces as soon as it has one. Stripe lock
- * held. */
-static enum hy_category category_of(struct hy_profiler *p, struct process_slot *slot,
-				    uint64_t file_id)
-{
-	uint64_t key = hash64(slot->comm_hash ^ hash64(file_id));
-	_Atomic uint64_t *g = &p->groups[key % GROUPS];
-	enum hy_category own =
-		slot->io ? hy_category_current(&slot->io->category) : HY_CATEGORY_UNKNOWN;
-	uint64_t v;
-
-	if (own != HY_CATEGORY_UNKNOWN) {
-		uint64_t mine = (key & ~0xffULL) | (uint64_t)(own + 1);
-
-		/* written only when it changes: processes of one program on one
-		 * file would otherwise bounce its cache line on every request */
-		if (atomic_load_explicit(g, memory_order_relaxed) != mine)
-			atomic_store_explicit(g, mine, memory_order_relaxed);
-		slot->grouped = false;
-		return own;
-	}
-	v = atomic_load_explicit(g, memory_order_relaxed);
-	if (v && (v & ~0xffULL) == (key & ~0xffULL) && (v & 0xff) - 1 < HY_CATEGORY_COUNT) {
-		slot->grouped = true;
-		slot->group_category = (enum hy_category)((v & 0xff) - 1);
-		return slot->group_category;
-	}
-	return slot->grouped ? slot->group_category : HY_CATEGORY_UNKNOWN;
-}
-
-/* Classifies a read or write in @slot's history (made on first use; a
- * process without one, out of memory, gets no class). Stripe lock held.
- * The class + 1, or 0. */
-static uint8_t classify_in(struct process_slot *slot, const struct hy_profile_record *rec)
-{
-	enum hy_request_class cls;
-
-	if (!slot->io) {
-		slot->io = malloc(sizeof(*slot->io));
-		if (!slot->io || hy_classify_init(&slot->io->history, NULL) < 0) {
-			free(slot->io);
-			slot->io = NULL;
-			return 0;
-		}
-		hy_category_init(&slot->io->category, NULL);
-	}
-	cls = hy_classify(&slot->io->history, rec->file_id, rec->offset, rec->length,
-			  rec->mode == HY_PROFILE_WRITE);
-	slot->classes[rec->mode][cls]++;
-	/* the file's size is not looked up per request: the end of the
-	 * furthest request is what the category sees of it */
-	hy_category_observe(&slot->io->category, cls, rec->mode == HY_PROFILE_WRITE, rec->length,
-			    rec->offset + rec->length);
-	return (uint8_t)(cls + 1);
-}
-
-static const struct hy_workload_policy_table *policy_table(struct hy_profiler *p)
-{
-	struct policy_snapshot *snap = atomic_load_explicit(&p->policy, memory_order_acquire);
-
-	return snap ? &snap->table : NULL;
-}
-
-/* Metadata heavy: at least the table's share of its operations lately are
- * metadata, once it has made META_MIN operations; before that, as the
- * last process of the same program was (ls, find, du, git status: a
- * listing asks for its directory's entries first, and only replies made
- * with the priority keep them). Stripe lock held. */
-static bool metadata_heavy(const struct process_slot *slot,
-			   const struct hy_workload_policy_table *t)
-{
-	uint64_t all = (uint64_t)slot->meta_recent + slot->data_recent;
-
-	if (!t)
-		return false;
-	if (all < META_MIN)
-		return slot->program_meta;
-	return (uint64_t)slot->meta_recent * 1000 >= (uint64_t)t->metadata_share_permille * all;
-}
-
-/* The program's slot in the groups table for its metadata verdict (its
- * comm alone: file id 0 is never a file's). */
-static _Atomic uint64_t *program_group(struct hy_profiler *p, const struct process_slot *slot,
-				       uint64_t *key)
-{
-	*key = hash64(slot->comm_hash ^ hash64(0));
-	return &p->groups[*key % GROUPS];
-}
-
-/* Once a process has its own verdict, its program's is that one. */
-static void program_meta_learn(struct hy_profiler *p, const struct process_slot *slot, bool heavy)
-{
-	uint64_t key;
-	_Atomic uint64_t *g = program_group(p, slot, &key);
-	uint64_t mine = (key & ~0xffULL) | (heavy ? 2 : 1);
-
-	/* written only when it changes (a shared word: see category_of) */
-	if ((uint64_t)slot->meta_recent + slot->data_recent >= META_MIN &&
-	    atomic_load_explicit(g, memory_order_relaxed) != mine)
-		atomic_store_explicit(g, mine, memory_order_relaxed);
-}
-
-static void count_recent(struct process_slot *slot, bool meta)
-{
-	if (meta)
-		slot->meta_recent++;
-	else
-		slot->data_recent++;
-	if (slot->meta_recent + slot->data_recent > META_DECAY) {
-		slot->meta_recent /= 2;
-		slot->data_recent /= 2;
-	}
-}
-
-/* Finds (or makes) @pid's slot and counts: a read or write of @bytes
- * (@mode >= 0; classified when @t is given, its policy into @t), a
- * metadata operation (@meta >= 0; whether the process is metadata heavy
- * into *@heavy). Returns the process id (0: lost a race for the slot). */
-static uint32_t process_touch_full(struct hy_profiler *p, pid_t pid, int mode, uint64_t bytes,
-				   int meta, struct hy_profile_record *rec,
-				   struct hy_profile_ticket *t, bool *heavy)
-{
-	size_t b = (size_t)pid % HY_PROFILER_PROCESSES;
-	pthread_mutex_t *lock = &p->stripes[b % HY_PROFILER_STRIPES];
-	struct process_slot *slot;
-	int64_t now = clock_ns(CLOCK_MONOTONIC);
-	char comm[16];
-	uint32_t id;
-	bool fresh;
-
-	pthread_mutex_lock(lock);
-	slot = slot_for(p->slots[b], pid);
-	fresh = slot->pid == pid && now - slot->checked_ns < PROCESS_RECHECK_NS;
-	if (!fresh) {
-		pthread_mutex_unlock(lock);
-		read_comm(pid, comm);
-		pthread_mutex_lock(lock);
-		slot = slot_for(p->slots[b], pid); /* the bucket may have changed */
-		if (slot->pid == pid && strcmp(slot->comm, comm) == 0) {
-			slot->checked_ns = now;
-		} else {
-			id = atomic_fetch_add(&p->next_process_id, 1);
-			slot_clear(slot);
-			slot->pid = pid;
-			slot->process_id = id;
-			memcpy(slot->comm, comm, sizeof(slot->comm));
-			slot->comm_hash = comm_hash(comm);
-			{
-				uint64_t key, v;
-
-				v = atomic_load_explicit(program_group(p, slot, &key),
-							 memory_order_relaxed);
-				slot->program_meta =
-					(v & ~0xffULL) == (key & ~0xffULL) && (v & 0xff) == 2;
-			}
-			slot->checked_ns = now;
-			pthread_mutex_unlock(lock);
-			queue_process(p, id, pid, comm);
-			pthread_mutex_lock(lock);
-			slot = slot_for(p->slots[b], pid);
-		}
-	}
-	if (slot->pid == pid) {
-		if (mode == HY_PROFILE_READ) {
-			slot->reads++;
-			slot->bytes_read += bytes;
-		} else if (mode == HY_PROFILE_WRITE) {
-			slot->writes++;
-			slot->bytes_written += bytes;
-		}
-		if (meta >= 0) {
-			slot->meta[meta]++;
-			bool h;
-
-			count_recent(slot, true);
-			h = metadata_heavy(slot, policy_table(p));
-			program_meta_learn(p, slot, h);
-			if (heavy)
-				*heavy = h;
-		}
-		if (rec)
-			count_recent(slot, false);
-		if (rec && p->classify) {
-			const struct hy_workload_policy_table *table = policy_table(p);
-
-			rec->klass = classify_in(slot, rec);
-			if (t && table) {
-				t->category = category_of(p, slot, rec->file_id);
-				hy_cache_hint_from(table, t->category, mode == HY_PROFILE_WRITE,
-						   rec->klass ? (int)rec->klass - 1 : -1, &t->hint);
-				t->hinted = true;
-			}
-		}
-		id = slot->process_id;
-	} else {
-		id = 0; /* lost a race for the slot to another pid: rare, unnamed */
-	}
-	pthread_mutex_unlock(lock);
-	return id;
-}
-
-static uint32_t process_touch(struct hy_profiler *p, pid_t pid, int mode, uint64_t bytes, int meta,
-			      struct hy_profile_record *rec)
-{
-	return process_touch_full(p, pid, mode, bytes, meta, rec, NULL, NULL);
-}
-
-uint32_t hy_profiler_process(struct hy_profiler *p, pid_t pid)
-{
-	return process_touch(p, pid, -1, 0, -1, NULL);
-}
-
-double hy_profiler_count_meta(struct hy_profiler *p, pid_t pid, enum hy_profile_meta kind)
-{
-	const struct hy_workload_policy_table *t;
-	bool heavy = false;
-
-	if (!p || pid <= 0)
-		return 0;
-	process_touch_full(p, pid, -1, 0, (int)kind, NULL, NULL, &heavy);
-	if (!p->classify)
-		return 0; /* reca=off: no priority */
-	t = policy_table(p);
-	return heavy && t ? t->metadata_timeout_ms / 1000.0 : 0;
-}
-
 /* ---- files ------------------------------------------------------------- */
 
-static int64_t birth_of(int fd)
+struct hy_identity *hy_profiler_identity(struct hy_profiler *p)
 {
-	struct statx stx;
-
-	if (statx(fd, "", AT_EMPTY_PATH, STATX_BTIME, &stx) < 0 || !(stx.stx_mask & STATX_BTIME))
-		return 0; /* no birth time: an inode number's reuse goes unnoticed */
-	return (int64_t)stx.stx_btime.tv_sec * 1000000000LL + stx.stx_btime.tv_nsec;
-}
-
-/* What a new file's row keeps as its path: where @fd is relative to the
- * backing directory (what /proc says of the descriptor, the moment the id
- * is made), so that BORG can find the file again without a walk of the
- * tree; @name alone when that cannot be told (another filesystem's view,
- * the file already removed). NULL when out of memory or without a name. */
-static char *relative_path(const struct hy_profiler *p, int fd, const char *name)
-{
-	char link[64], target[4096];
-	size_t len = p->backing ? strlen(p->backing) : 0;
-	ssize_t n = -1;
-
-	if (len && fd >= 0) {
-		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-		n = readlink(link, target, sizeof(target) - 1);
-	}
-	if (n > (ssize_t)len + 1 && strncmp(target, p->backing, len) == 0 && target[len] == '/') {
-		target[n] = '\0';
-		if (!(n > 10 && strcmp(target + n - 10, " (deleted)") == 0))
-			return strdup(target + len + 1);
-	}
-	return name ? strdup(name) : NULL;
-}
-
-/* The id of the file (@st, @birth) if it has one: pending (queued, not yet
- * committed) or in the database. read_lock held: a row leaves the pending
- * list only once it is committed, so a file is in one or the other, never
- * between the two. 0 with *@id 0 when it has none; -EIO (logged) when the
- * database cannot say, and then no id may be made for it: the file may
- * have one already. */
-static int lookup_file(struct hy_profiler *p, const struct stat *st, int64_t birth, uint64_t *id)
-{
-	struct pending_file *pf;
-	int rc;
-
-	*id = 0;
-	pthread_mutex_lock(&p->queue_lock);
-	for (pf = p->files; pf; pf = pf->next)
-		if (pf->ino == st->st_ino && pf->dev == st->st_dev && pf->birth_ns == birth) {
-			*id = pf->id;
-			break;
-		}
-	pthread_mutex_unlock(&p->queue_lock);
-	if (*id)
-		return 0;
-	sqlite3_bind_int64(p->select_file, 1, (int64_t)st->st_dev);
-	sqlite3_bind_int64(p->select_file, 2, (int64_t)st->st_ino);
-	sqlite3_bind_int64(p->select_file, 3, birth);
-	rc = sqlite3_step(p->select_file);
-	if (rc == SQLITE_ROW)
-		*id = (uint64_t)sqlite3_column_int64(p->select_file, 0);
-	else if (rc != SQLITE_DONE)
-		hy_log(LOG_ERR, "profiler: looking up the file id of inode %llu: %s",
-		       (unsigned long long)st->st_ino, sqlite3_errmsg(p->read_db));
-	sqlite3_reset(p->select_file);
-	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -EIO;
-}
-
-/* Finds the file's id, or makes one (serialized by read_lock, so that two
- * opens can never make two ids for one file). A new id's path is read from
- * /proc under it: one readlink, once per file. 0, -EIO or -ENOMEM. */
-static int find_or_make_file(struct hy_profiler *p, const struct stat *st, int64_t birth, int fd,
-			     const char *name, uint64_t *id)
-{
-	struct pending_file *pf;
-	int rc;
-
-	pthread_mutex_lock(&p->read_lock);
-	rc = lookup_file(p, st, birth, id);
-	if (rc == 0 && !*id) {
-		pf = calloc(1, sizeof(*pf));
-		if (!pf) {
-			rc = -ENOMEM;
-		} else {
-			pf->dev = st->st_dev;
-			pf->ino = st->st_ino;
-			pf->birth_ns = birth;
-			pf->name = relative_path(p, fd, name);
-			pf->seen_ns = clock_ns(CLOCK_REALTIME);
-			pthread_mutex_lock(&p->queue_lock);
-			pf->id = *id = atomic_fetch_add(&p->next_file_id, 1);
-			pf->next = p->files;
-			p->files = pf;
-			p->files_seen++;
-			p->rows_queued++;
-			p->files_queued++;
-			pthread_mutex_unlock(&p->queue_lock);
-		}
-	}
-	pthread_mutex_unlock(&p->read_lock);
-	return rc;
-}
-
-uint64_t hy_profiler_find_file(struct hy_profiler *p, int fd, const struct stat *st)
-{
-	uint64_t id;
-
-	pthread_mutex_lock(&p->read_lock);
-	if (lookup_file(p, st, birth_of(fd), &id) < 0)
-		id = 0;
-	pthread_mutex_unlock(&p->read_lock);
-	return id;
+	return p ? p->identity : NULL;
 }
 
 int hy_profiler_open(struct hy_profiler *p, struct hy_profile_handle *handle, int fd,
@@ -662,85 +154,19 @@ int hy_profiler_open(struct hy_profiler *p, struct hy_profile_handle *handle, in
 	memset(handle, 0, sizeof(*handle));
 	pthread_mutex_init(&handle->lock, NULL);
 	handle->fiemap_at_ns = INT64_MIN / 2;
-	handle->opener = process_touch(p, pid, -1, 0, -1, NULL);
+	handle->opener = hy_reca_process(p->reca, pid);
 	handle->opener_pid = pid;
 	handle->file_id = known_id;
 	/* on error the handle works on, with file id 0: the file is served,
 	 * not profiled, not cached (the cache and the map know files by id) */
 	if (!known_id)
-		rc = find_or_make_file(p, st, birth_of(fd), fd, name, &handle->file_id);
+		rc = hy_identity_file_id(p->identity, fd, st, name, &handle->file_id);
 	return rc;
 }
 
 void hy_profiler_close(struct hy_profile_handle *handle)
 {
 	pthread_mutex_destroy(&handle->lock);
-}
-
-void hy_profiler_file_gone(struct hy_profiler *p, uint64_t file_id)
-{
-	struct gone_file *g;
-
-	if (!p || !file_id)
-		return;
-	g = malloc(sizeof(*g));
-	if (!g) {
-		/* the row stays: it costs a row, never data */
-		hy_log(LOG_WARNING,
-		       "profiler: file %" PRIu64 " is gone, but out of memory to say so", file_id);
-		return;
-	}
-	g->id = file_id;
-	g->ns = clock_ns(CLOCK_REALTIME);
-	pthread_mutex_lock(&p->queue_lock);
-	g->next = p->gone;
-	p->gone = g;
-	pthread_mutex_unlock(&p->queue_lock);
-}
-
-void hy_profiler_file_moved(struct hy_profiler *p, uint64_t file_id, int fd)
-{
-	struct moved_file *m;
-
-	if (!p || !file_id || fd < 0)
-		return;
-	m = calloc(1, sizeof(*m));
-	if (m)
-		m->path = relative_path(p, fd, NULL);
-	if (!m || !m->path) {
-		/* the row keeps its old path: BORG finds the file by a walk */
-		free(m);
-		return;
-	}
-	m->id = file_id;
-	pthread_mutex_lock(&p->queue_lock);
-	m->next = p->moved;
-	p->moved = m;
-	p->rows_queued++; /* a sync waits for it like for a new row */
-	pthread_mutex_unlock(&p->queue_lock);
-}
-
-static struct moved_file *moved_reverse(struct moved_file *m)
-{
-	struct moved_file *out = NULL, *next;
-
-	for (; m; m = next) {
-		next = m->next;
-		m->next = out;
-		out = m;
-	}
-	return out;
-}
-
-static void moved_free(struct moved_file *m)
-{
-	struct moved_file *next;
-
-	for (; m; m = next) {
-		next = m->next;
-		free(m->path);
-		free(m);
-	}
 }
 
 /* ---- physical addresses ------------------------------------------------ */
@@ -814,53 +240,15 @@ out:
 
 /* ---- the I/O path ------------------------------------------------------ */
 
-void hy_profiler_begin(struct hy_profiler *p, struct hy_profile_handle *handle, pid_t pid,
-		       enum hy_profile_mode mode, uint64_t offset, uint32_t length,
-		       struct hy_profile_ticket *t)
-{
-	struct hy_profile_record rec;
-
-	memset(t, 0, sizeof(*t));
-	memset(&rec, 0, sizeof(rec));
-	rec.file_id = handle->file_id;
-	rec.offset = offset;
-	rec.length = length;
-	rec.mode = (uint8_t)mode;
-	if (pid <= 0)
-		pid = handle->opener_pid;
-	t->pid = pid;
-	t->mode = mode;
-	t->offset = offset;
-	t->length = length;
-	/* the process's class goes into the record, and the policy of its
-	 * category into the ticket */
-	t->process_id = process_touch_full(p, pid, mode, length, -1, &rec, t, NULL);
-	t->klass = rec.klass;
-}
-
 void hy_profiler_end(struct hy_profiler *p, struct hy_profile_handle *handle, int fd,
 		     const struct hy_profile_ticket *t, ssize_t done)
 {
 	struct hy_profile_record rec;
 	struct hy_ring_stats rs;
 
-	if ((done > 0 ? (uint64_t)done : 0) < t->length) {
-		/* short (end of file) or failed: begin counted too many bytes */
-		uint64_t moved = done > 0 ? (uint64_t)done : 0;
-		size_t b = (size_t)t->pid % HY_PROFILER_PROCESSES;
-		pthread_mutex_t *lock = &p->stripes[b % HY_PROFILER_STRIPES];
-		struct process_slot *slot;
-
-		pthread_mutex_lock(lock);
-		slot = slot_for(p->slots[b], t->pid);
-		if (slot->pid == t->pid && slot->process_id == t->process_id) {
-			uint64_t *bytes = t->mode == HY_PROFILE_WRITE ? &slot->bytes_written
-								      : &slot->bytes_read;
-
-			*bytes -= t->length - moved;
-		}
-		pthread_mutex_unlock(lock);
-	}
+	if ((done > 0 ? (uint64_t)done : 0) < t->length) /* short (end of file) or failed */
+		hy_reca_uncount(p->reca, t->pid, t->process_id, t->mode == HY_PROFILE_WRITE,
+				t->length - (done > 0 ? (uint64_t)done : 0));
 	if (done <= 0)
 		return; /* nothing moved: nothing to log */
 	memset(&rec, 0, sizeof(rec));
@@ -890,10 +278,32 @@ void hy_profiler_end(struct hy_profiler *p, struct hy_profile_handle *handle, in
 void hy_profiler_log(struct hy_profiler *p, struct hy_profile_handle *handle, int fd, pid_t pid,
 		     enum hy_profile_mode mode, uint64_t offset, uint32_t length)
 {
+	struct hy_reca_request req = {
+		.pid = pid > 0 ? pid : handle->opener_pid,
+		.file_id = handle->file_id,
+		.offset = offset,
+		.length = length,
+		.write = mode == HY_PROFILE_WRITE,
+		.file_size = offset + length,
+	};
+	struct hy_reca_answer a;
 	struct hy_profile_ticket t;
 
-	hy_profiler_begin(p, handle, pid, mode, offset, length, &t);
+	hy_reca_request(p->reca, &req, &a);
+	hy_profiler_ticket(handle, pid, mode, offset, length, &a, &t);
 	hy_profiler_end(p, handle, fd, &t, length);
+}
+
+void hy_profiler_ticket(const struct hy_profile_handle *handle, pid_t pid,
+			enum hy_profile_mode mode, uint64_t offset, uint32_t length,
+			const struct hy_reca_answer *answer, struct hy_profile_ticket *t)
+{
+	t->pid = pid > 0 ? pid : handle->opener_pid;
+	t->process_id = answer ? answer->process_id : 0;
+	t->mode = mode;
+	t->klass = answer ? answer->klass : 0;
+	t->offset = offset;
+	t->length = length;
 }
 
 /* ---- the writer thread ------------------------------------------------- */
@@ -919,23 +329,27 @@ static int step_done(sqlite3 *db, sqlite3_stmt *stmt)
 	return 0;
 }
 
-/* The mount's own classes: the writer classifies what it pops, in the
- * ring's order (the order the requests were served in, within a few
- * microseconds), so that no request takes a mount-wide lock for it. */
+/* The mount's own classes (ReCA's, hy_reca_classify_mount): the writer
+ * hands over what it pops, in the ring's order (the order the requests
+ * were served in, within a few microseconds), so that no request takes a
+ * mount-wide lock for it. */
 static void classify_mount(struct hy_profiler *p, const struct hy_profile_record *recs, size_t n)
 {
-	if (!p->mount_history_ok || !p->classify)
-		return;
-	pthread_mutex_lock(&p->mount_lock);
-	for (size_t i = 0; i < n; i++) {
-		const struct hy_profile_record *r = &recs[i];
+	struct hy_reca_io ios[256];
+	size_t k = 0;
 
-		if (r->mode <= HY_PROFILE_WRITE)
-			p->mount_classes[r->mode]
-					[hy_classify(&p->mount_history, r->file_id, r->offset,
-						     r->length, r->mode == HY_PROFILE_WRITE)]++;
+	for (size_t i = 0; i < n; i++) {
+		if (recs[i].mode > HY_PROFILE_WRITE)
+			continue;
+		ios[k++] = (struct hy_reca_io){recs[i].file_id, recs[i].offset, recs[i].length,
+					       recs[i].mode == HY_PROFILE_WRITE};
+		if (k == sizeof(ios) / sizeof(ios[0])) {
+			hy_reca_classify_mount(p->reca, ios, k);
+			k = 0;
+		}
 	}
-	pthread_mutex_unlock(&p->mount_lock);
+	if (k)
+		hy_reca_classify_mount(p->reca, ios, k);
 }
 
 static void insert_records(struct hy_profiler *p, const struct hy_profile_record *recs, size_t n)
@@ -974,12 +388,9 @@ static void insert_records(struct hy_profiler *p, const struct hy_profile_record
 static void flush_once(struct hy_profiler *p, struct hy_profile_record *buf)
 {
 	struct pending_process *procs, *pp;
-	struct pending_file *pf;
-	struct gone_file *gone, *g;
-	struct moved_file *moved, *mv;
 	bool drained = false;
 	size_t n = 0, total = 0;
-	uint64_t popped, rows, files, written_before = p->written, lost = 0;
+	uint64_t popped, rows, written_before = p->written, lost = 0;
 	bool commit_failed = false, rows_ok = true;
 	size_t carried = 0; /* rows inserted */
 	int why = 0;
@@ -987,15 +398,9 @@ static void flush_once(struct hy_profiler *p, struct hy_profile_record *buf)
 	pthread_mutex_lock(&p->queue_lock);
 	procs = p->processes;
 	p->processes = NULL;
-	gone = p->gone;
-	p->gone = NULL;
-	moved = moved_reverse(p->moved); /* oldest first: the last rename wins */
-	p->moved = NULL;
-	for (pf = p->files; pf; pf = pf->next)
-		pf->in_flight = true;
 	rows = p->rows_queued; /* every row queued so far is in this transaction */
-	files = p->files_queued;
 	p->flushes_started++;
+	hy_identity_batch_begin(p->identity); /* and every file row */
 	pthread_mutex_unlock(&p->queue_lock);
 
 	if (sqlite3_exec(p->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
@@ -1026,29 +431,14 @@ static void flush_once(struct hy_profiler *p, struct hy_profile_record *buf)
 		}
 		carried++;
 	}
-	/* the in-flight files stay listed (and findable) until the commit */
-	pthread_mutex_lock(&p->queue_lock);
-	pf = p->files;
-	pthread_mutex_unlock(&p->queue_lock);
-	for (; pf; pf = pf->next) {
-		sqlite3_stmt *st = p->insert_file;
+	/* the file rows (identity.h), in the same transaction */
+	{
+		unsigned bad = hy_identity_batch_insert(p->identity, &carried);
 
-		if (!pf->in_flight)
-			continue;
-		sqlite3_bind_int64(st, 1, (int64_t)pf->id);
-		sqlite3_bind_int64(st, 2, (int64_t)pf->dev);
-		sqlite3_bind_int64(st, 3, (int64_t)pf->ino);
-		sqlite3_bind_int64(st, 4, pf->birth_ns);
-		if (pf->name)
-			sqlite3_bind_text(st, 5, pf->name, -1, SQLITE_STATIC);
-		else
-			sqlite3_bind_null(st, 5);
-		sqlite3_bind_int64(st, 6, pf->seen_ns);
-		if (step_done(p->db, st)) {
-			p->errors++;
+		if (bad) {
+			p->errors += bad;
 			rows_ok = false;
 		}
-		carried++;
 	}
 	if (!rows_ok) {
 		why = hy_state_errno(sqlite3_errcode(p->db));
@@ -1060,11 +450,11 @@ static void flush_once(struct hy_profiler *p, struct hy_profile_record *buf)
 		}
 	}
 	/* after the rows' inserts: a file made and renamed in one batch */
-	for (mv = moved; mv; mv = mv->next) {
-		sqlite3_bind_int64(p->set_path, 1, (int64_t)mv->id);
-		sqlite3_bind_text(p->set_path, 2, mv->path, -1, SQLITE_STATIC);
-		if (step_done(p->db, p->set_path)) {
-			p->errors++;
+	{
+		unsigned bad = hy_identity_batch_paths(p->identity);
+
+		if (bad) {
+			p->errors += bad;
 			rows_ok = false;
 		}
 	}
@@ -1077,14 +467,8 @@ static void flush_once(struct hy_profiler *p, struct hy_profile_record *buf)
 	/* A gone file's records were all pushed before it was said gone: once
 	 * the ring has been emptied in this transaction they are all in, at or
 	 * below the rowid its mark keeps (else the mark waits) */
-	if (drained) {
-		for (g = gone; g; g = g->next) {
-			sqlite3_bind_int64(p->mark_gone, 1, (int64_t)g->id);
-			sqlite3_bind_int64(p->mark_gone, 2, g->ns);
-			if (step_done(p->db, p->mark_gone))
-				drained = false; /* kept for the next transaction */
-		}
-	}
+	if (drained && !hy_identity_batch_marks(p->identity))
+		drained = false; /* kept for the next transaction */
 	/* A commit that fails (the state folder's disk is full, typically)
 	 * rolls the records back: they are counted as errors, not as written,
 	 * and the failure is logged once, not once a batch, until a commit
@@ -1121,10 +505,8 @@ done:
 	if (commit_failed)
 		p->errors += lost ? lost : 1;
 	if (commit_failed || !rows_ok) {
-		/* retried by the next transaction (INSERT OR REPLACE / OR
-		 * IGNORE: a row that did get in is not doubled) */
-		for (pf = p->files; pf; pf = pf->next)
-			pf->in_flight = false;
+		/* retried by the next transaction (INSERT OR REPLACE: a row
+		 * that did get in is not doubled) */
 		if (procs) {
 			for (pp = procs; pp->next; pp = pp->next)
 				;
@@ -1132,25 +514,14 @@ done:
 			p->processes = procs;
 			procs = NULL;
 		}
-		p->rows_failed = rows;
-		p->files_failed = files;
 		p->rows_error = why;
 		p->last_failed = true;
 	} else {
 		p->last_failed = false;
-		for (struct pending_file **link = &p->files; *link;) {
-			pf = *link;
-			if (pf->in_flight) {
-				*link = pf->next;
-				free(pf->name);
-				free(pf);
-			} else {
-				link = &pf->next;
-			}
-		}
 		p->rows_written = rows;
-		p->files_written = files;
 	}
+	hy_identity_batch_end(p->identity, !(commit_failed || !rows_ok), drained && !commit_failed,
+			      why);
 	{
 		struct hy_ring_stats rs;
 
@@ -1159,22 +530,6 @@ done:
 	}
 	p->committed = popped;
 	p->flushes_done++;
-	if (moved && (commit_failed || !rows_ok)) {
-		/* retried, behind the renames queued since (newest first) */
-		struct moved_file **tail = &p->moved;
-
-		while (*tail)
-			tail = &(*tail)->next;
-		*tail = moved_reverse(moved);
-		moved = NULL;
-	}
-	if (gone && (commit_failed || !drained)) {
-		for (g = gone; g->next; g = g->next)
-			;
-		g->next = p->gone;
-		p->gone = gone;
-		gone = NULL;
-	}
 	pthread_cond_broadcast(&p->sync_cond);
 	pthread_mutex_unlock(&p->queue_lock);
 	while (procs) {
@@ -1183,12 +538,6 @@ done:
 		free(procs);
 		procs = pp;
 	}
-	while (gone) {
-		g = gone->next;
-		free(gone);
-		gone = g;
-	}
-	moved_free(moved);
 }
 
 static int64_t one_int(sqlite3 *db, sqlite3_stmt *st, int64_t otherwise)
@@ -1204,53 +553,35 @@ static int64_t one_int(sqlite3 *db, sqlite3_stmt *st, int64_t otherwise)
 	return v;
 }
 
-/* Slots of processes whose pid was gone at this prune and the last one are
- * emptied, and their ids listed in p->dead with the log's last rowid: ten
- * seconds dead, every record they pushed is in the ring or in the log, and
- * with the ring empty, in the log. A pid in use again keeps its slot (its
- * name is checked at its next request). */
+/* ReCA's processes found dead (hy_reca_reap) are listed in p->dead with the
+ * log's last rowid: ten seconds dead, every record they pushed is in the
+ * ring or in the log, and with the ring empty, in the log. Writer thread. */
+static bool dead_process(void *arg, uint32_t id, bool had_io)
+{
+	struct hy_profiler *p = arg;
+	struct dead_processes *d = &p->dead;
+
+	if (d->n == d->cap) {
+		size_t cap = d->cap ? d->cap * 2 : 64;
+		struct dead_process *v = realloc(d->v, cap * sizeof(*v));
+
+		if (!v)
+			return false; /* its row stays: a row, never data */
+		d->v = v;
+		d->cap = cap;
+	}
+	/* one that never read nor wrote has no log rows at all */
+	d->v[d->n++] = (struct dead_process){id, had_io ? p->reap_rowid : INT64_MIN};
+	return true;
+}
+
 static void find_dead(struct hy_profiler *p, int64_t last_rowid)
 {
 	struct hy_ring_stats rs;
-	bool settled;
 
 	hy_ring_get_stats(p->ring, &rs);
-	settled = rs.queued == 0;
-	for (size_t b = 0; b < HY_PROFILER_PROCESSES; b++) {
-		pthread_mutex_t *lock = &p->stripes[b % HY_PROFILER_STRIPES];
-
-		pthread_mutex_lock(lock);
-		for (int w = 0; w < HY_PROFILER_WAYS; w++) {
-			struct process_slot *slot = &p->slots[b][w];
-			struct dead_processes *d = &p->dead;
-
-			if (slot->pid <= 0)
-				continue;
-			if (kill(slot->pid, 0) == 0 || errno != ESRCH) {
-				slot->dead_once = false;
-				continue;
-			}
-			if (!slot->dead_once || !settled) {
-				slot->dead_once = true;
-				continue;
-			}
-			if (d->n == d->cap) {
-				size_t cap = d->cap ? d->cap * 2 : 64;
-				struct dead_process *v = realloc(d->v, cap * sizeof(*v));
-
-				if (!v)
-					continue; /* its row stays: a row, never data */
-				d->v = v;
-				d->cap = cap;
-			}
-			/* one that never read nor wrote has no log rows at all */
-			d->v[d->n++] = (struct dead_process){
-				slot->process_id,
-				slot->reads || slot->writes ? last_rowid : INT64_MIN};
-			slot_clear(slot);
-		}
-		pthread_mutex_unlock(lock);
-	}
+	p->reap_rowid = last_rowid;
+	hy_reca_reap(p->reca, rs.queued == 0, dead_process, p);
 }
 
 /* Rows of files and processes that nothing refers to any more (issue 16):
@@ -1267,9 +598,7 @@ static void prune_rows(struct hy_profiler *p)
 	int64_t last = one_int(p->db, p->log_max, 0);
 	struct dead_processes *d = &p->dead;
 
-	sqlite3_bind_int64(p->prune_files, 1, oldest);
-	if (step_done(p->db, p->prune_files) == 0)
-		p->rows_pruned += (uint64_t)sqlite3_changes(p->db);
+	p->rows_pruned += hy_identity_prune(p->identity, oldest);
 	find_dead(p, last);
 	{
 		size_t kept = 0;
@@ -1330,6 +659,7 @@ static void *writer_main(void *arg)
 		p->failed = true;
 		pthread_cond_broadcast(&p->sync_cond);
 		pthread_mutex_unlock(&p->queue_lock);
+		hy_identity_writer_failed(p->identity);
 		return NULL;
 	}
 	pthread_mutex_lock(&p->queue_lock);
@@ -1370,17 +700,15 @@ static void *writer_main(void *arg)
 			struct hy_ring_stats rs;
 
 			hy_ring_get_stats(p->ring, &rs);
-			if (rs.queued == 0 && !p->processes && !p->files)
+			if (rs.queued == 0 && !p->processes && !hy_identity_pending(p->identity))
 				break;
 			if (p->last_failed) {
 				/* the last try, made after the stop was asked for,
 				 * failed too: the rows are lost (a file gets a new
 				 * id at the next mount; the cache has sent its
 				 * dirty blocks home by now) */
-				size_t nfiles = 0, nprocs = 0;
+				size_t nfiles = hy_identity_pending(p->identity), nprocs = 0;
 
-				for (struct pending_file *pf = p->files; pf; pf = pf->next)
-					nfiles++;
 				for (struct pending_process *pp = p->processes; pp; pp = pp->next)
 					nprocs++;
 				if (nfiles || nprocs)
@@ -1399,6 +727,17 @@ static void *writer_main(void *arg)
 }
 
 /* ---- life cycle ------------------------------------------------------- */
+
+/* The identity's syncs ask for a transaction soon (identity.h). */
+static void wake_writer(void *arg)
+{
+	struct hy_profiler *p = arg;
+
+	pthread_mutex_lock(&p->queue_lock);
+	p->wake = true;
+	pthread_cond_signal(&p->writer_cond);
+	pthread_mutex_unlock(&p->queue_lock);
+}
 
 static int open_db(const char *path, int flags, sqlite3 **db, char *why, size_t why_size)
 {
@@ -1430,24 +769,18 @@ int hy_profiler_new(const struct hy_profiler_config *config, struct hy_profiler 
 		    size_t why_size)
 {
 	struct hy_profiler *p = calloc(1, sizeof(*p));
-	int64_t procs, files;
+	int64_t procs;
 	int rc;
 
 	*out = NULL;
 	if (!p)
 		return -ENOMEM;
-	for (int i = 0; i < HY_PROFILER_STRIPES; i++)
-		pthread_mutex_init(&p->stripes[i], NULL);
-	pthread_mutex_init(&p->read_lock, NULL);
-	pthread_mutex_init(&p->mount_lock, NULL);
-	p->mount_history_ok = hy_classify_init(&p->mount_history, NULL) == 0;
 	pthread_mutex_init(&p->queue_lock, NULL);
-	pthread_mutex_init(&p->durable_lock, NULL);
 	pthread_cond_init(&p->writer_cond, NULL);
 	pthread_cond_init(&p->sync_cond, NULL);
 	p->max_age_s = config->max_age_s;
 	p->max_rows = config->max_rows;
-	p->classify = !config->no_classify;
+	p->reca = config->reca;
 	p->pruned_at_ns = clock_ns(CLOCK_MONOTONIC);
 
 	rc = hy_ring_new(config->ring_capacity, sizeof(struct hy_profile_record), &p->ring);
@@ -1456,48 +789,30 @@ int hy_profiler_new(const struct hy_profiler_config *config, struct hy_profiler 
 			 config->ring_capacity);
 		goto fail;
 	}
-	p->db_path = strdup(config->db_path);
-	if (!p->db_path || asprintf(&p->wal_path, "%s-wal", config->db_path) < 0) {
-		p->wal_path = NULL;
-		snprintf(why, why_size, "profiler: out of memory");
-		rc = -ENOMEM;
-		goto fail;
-	}
 	rc = open_db(config->db_path, SQLITE_OPEN_READWRITE, &p->db, why, why_size);
-	if (rc == 0)
-		rc = open_db(config->db_path, SQLITE_OPEN_READONLY, &p->read_db, why, why_size);
 	if (rc)
 		goto fail;
 	/* WAL with synchronous=NORMAL: a commit does not wait for the disk; a
 	 * crash may lose the newest log rows, never corrupt the database. The
 	 * file rows that recovery needs are made durable on demand, by
-	 * hy_profiler_sync_ids() (one sync of the WAL per batch of new files
+	 * hy_identity_sync_ids() (one sync of the WAL per batch of new files
 	 * that are fsync'd, not one per commit nor per fsync) */
 	if (sqlite3_exec(p->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL) != SQLITE_OK)
 		hy_log(LOG_WARNING, "profiler: synchronous=NORMAL: %s", sqlite3_errmsg(p->db));
 	procs = max_id(p->db, "SELECT coalesce(max(id), 0) FROM processes");
-	files = max_id(p->db, "SELECT coalesce(max(id), 0) FROM files");
-	if (procs < 0 || files < 0) {
+	if (procs < 0) {
 		snprintf(why, why_size, "profiler: database \"%s\" lacks the access log tables: %s",
 			 config->db_path, sqlite3_errmsg(p->db));
 		rc = -EUCLEAN;
 		goto fail;
 	}
-	atomic_store(&p->next_process_id, (uint32_t)procs + 1);
+	hy_reca_set_process_ids(p->reca, (uint32_t)procs + 1, queue_process, p);
 	p->first_process_id = (uint32_t)procs + 1;
 	p->start_rowid = max_id(p->db, "SELECT coalesce(max(rowid), 0) FROM access_log");
-	atomic_store(&p->next_file_id, (uint64_t)files + 1);
-	{
-		sqlite3_stmt *q;
-
-		if (sqlite3_prepare_v2(p->db, "SELECT value FROM mount_info WHERE key = 'backing'",
-				       -1, &q, NULL) == SQLITE_OK) {
-			if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0))
-				p->backing =
-					realpath((const char *)sqlite3_column_text(q, 0), NULL);
-			sqlite3_finalize(q);
-		}
-	}
+	rc = hy_identity_new(&(struct hy_identity_config){config->db_path, p->db, wake_writer, p},
+			     &p->identity, why, why_size);
+	if (rc)
+		goto fail;
 	if (prepare(p->db,
 		    "INSERT INTO access_log (ts_ns, process_id, file_id, offset, length, mode,"
 		    " class, phys_block) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -1506,38 +821,19 @@ int hy_profiler_new(const struct hy_profiler_config *config, struct hy_profiler 
 		    "INSERT OR REPLACE INTO processes (id, pid, comm, exe, first_seen_ns)"
 		    " VALUES (?1, ?2, ?3, ?4, ?5)",
 		    &p->insert_process) ||
-	    prepare(p->db,
-		    "INSERT OR IGNORE INTO files (id, dev, ino, birth_ns, path, first_seen_ns)"
-		    " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-		    &p->insert_file) ||
 	    prepare(p->db, "DELETE FROM access_log WHERE ts_ns < ?1", &p->prune_age) ||
 	    prepare(p->db,
 		    "DELETE FROM access_log WHERE rowid <= (SELECT max(rowid) FROM access_log) - "
 		    "?1",
 		    &p->prune_rows) ||
-	    prepare(p->db, "UPDATE files SET path = ?2 WHERE id = ?1", &p->set_path) ||
-	    prepare(p->db,
-		    "UPDATE files SET gone_ns = ?2,"
-		    " gone_rowid = (SELECT coalesce(max(rowid), 0) FROM access_log) WHERE id = ?1",
-		    &p->mark_gone) ||
 	    prepare(p->db, "SELECT min(rowid) FROM access_log", &p->log_min) ||
 	    prepare(p->db, "SELECT max(rowid) FROM access_log", &p->log_max) ||
-	    prepare(p->db,
-		    "DELETE FROM files WHERE gone_rowid IS NOT NULL AND gone_rowid < ?1"
-		    " AND id < (SELECT max(id) FROM files)"
-		    " AND NOT EXISTS (SELECT 1 FROM bopt_map m WHERE m.file_id = files.id)"
-		    " AND NOT EXISTS (SELECT 1 FROM graph_vertices g WHERE g.file_id = files.id)"
-		    " AND id NOT IN (SELECT file_id FROM bopt_plan_ranges)",
-		    &p->prune_files) ||
 	    prepare(p->db,
 		    "DELETE FROM processes WHERE id = ?1 AND id < (SELECT max(id) FROM processes)",
 		    &p->prune_process) ||
 	    prepare(p->db,
 		    "DELETE FROM processes WHERE id < ?1 AND id < (SELECT max(id) FROM processes)",
-		    &p->prune_old_processes) ||
-	    prepare(p->read_db,
-		    "SELECT id FROM files WHERE dev = ?1 AND ino = ?2 AND birth_ns = ?3",
-		    &p->select_file)) {
+		    &p->prune_old_processes)) {
 		snprintf(why, why_size, "profiler: database \"%s\": %s", config->db_path,
 			 sqlite3_errmsg(p->db));
 		rc = -EIO;
@@ -1571,21 +867,15 @@ void hy_profiler_free(struct hy_profiler *p)
 	}
 	sqlite3_finalize(p->insert_record);
 	sqlite3_finalize(p->insert_process);
-	sqlite3_finalize(p->insert_file);
 	sqlite3_finalize(p->prune_age);
 	sqlite3_finalize(p->prune_rows);
-	sqlite3_finalize(p->set_path);
-	sqlite3_finalize(p->mark_gone);
 	sqlite3_finalize(p->log_min);
 	sqlite3_finalize(p->log_max);
-	sqlite3_finalize(p->prune_files);
 	sqlite3_finalize(p->prune_process);
 	sqlite3_finalize(p->prune_old_processes);
-	sqlite3_finalize(p->select_file);
+	hy_identity_free(p->identity); /* its statements are on p->db */
 	if (p->db && sqlite3_close(p->db) != SQLITE_OK)
 		hy_log(LOG_ERR, "profiler: closing the database: %s", sqlite3_errmsg(p->db));
-	if (p->read_db)
-		sqlite3_close(p->read_db);
 	while (p->processes) {
 		struct pending_process *next = p->processes->next;
 
@@ -1593,40 +883,9 @@ void hy_profiler_free(struct hy_profiler *p)
 		free(p->processes);
 		p->processes = next;
 	}
-	while (p->files) {
-		struct pending_file *next = p->files->next;
-
-		free(p->files->name);
-		free(p->files);
-		p->files = next;
-	}
-	while (p->gone) {
-		struct gone_file *next = p->gone->next;
-
-		free(p->gone);
-		p->gone = next;
-	}
-	moved_free(p->moved);
 	free(p->dead.v);
 	hy_ring_free(p->ring);
-	for (size_t b = 0; b < HY_PROFILER_PROCESSES; b++)
-		for (int w = 0; w < HY_PROFILER_WAYS; w++)
-			slot_clear(&p->slots[b][w]);
-	if (p->mount_history_ok)
-		hy_classify_free(&p->mount_history);
-	for (struct policy_snapshot *snap = atomic_load(&p->policy), *older; snap; snap = older) {
-		older = snap->older;
-		free(snap);
-	}
-	pthread_mutex_destroy(&p->mount_lock);
-	for (int i = 0; i < HY_PROFILER_STRIPES; i++)
-		pthread_mutex_destroy(&p->stripes[i]);
-	pthread_mutex_destroy(&p->read_lock);
 	pthread_mutex_destroy(&p->queue_lock);
-	pthread_mutex_destroy(&p->durable_lock);
-	free(p->wal_path);
-	free(p->db_path);
-	free(p->backing);
 	pthread_cond_destroy(&p->writer_cond);
 	pthread_cond_destroy(&p->sync_cond);
 	free(p);
@@ -1635,7 +894,7 @@ void hy_profiler_free(struct hy_profiler *p)
 int hy_profiler_sync(struct hy_profiler *p)
 {
 	struct hy_ring_stats rs;
-	uint64_t rows, first;
+	uint64_t rows, first, file_rows, queued, written;
 	int rc = 0;
 
 	hy_ring_get_stats(p->ring, &rs);
@@ -1647,14 +906,18 @@ int hy_profiler_sync(struct hy_profiler *p)
 	 * first transaction to begin after this point carries all of them:
 	 * if it fails, so does the sync (its rows are retried later). */
 	rows = p->rows_queued;
+	hy_identity_rows(p->identity, &file_rows, &written);
 	first = p->flushes_started + 1;
 	for (;;) {
 		if (p->failed) {
 			rc = -EIO;
 			break;
 		}
-		if (p->committed >= rs.pushed && p->rows_written >= rows)
-			break;
+		if (p->committed >= rs.pushed && p->rows_written >= rows) {
+			hy_identity_rows(p->identity, &queued, &written);
+			if (written >= file_rows)
+				break;
+		}
 		if (p->flushes_done >= first && p->last_failed) {
 			rc = p->rows_error ? p->rows_error : -EIO;
 			break;
@@ -1662,92 +925,6 @@ int hy_profiler_sync(struct hy_profiler *p)
 		pthread_cond_wait(&p->sync_cond, &p->queue_lock);
 	}
 	pthread_mutex_unlock(&p->queue_lock);
-	return rc;
-}
-
-/* fdatasync of the WAL, where the commits are (synchronous=NORMAL leaves
- * them in the page cache); the database file itself when there is no WAL
- * (a checkpoint has synced it). The folder once, for the WAL's name.
- * durable_lock held. */
-static int sync_wal(struct hy_profiler *p)
-{
-	const char *path = p->wal_path;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
-
-	if (fd < 0 && errno == ENOENT) {
-		path = p->db_path;
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-	}
-	if (fd < 0) {
-		rc = -errno;
-		hy_log(LOG_ERR, "profiler: \"%s\": cannot open it to sync it: %s", path,
-		       strerror(-rc));
-		return rc;
-	}
-	if (fdatasync(fd) < 0) {
-		rc = -errno;
-		hy_log(LOG_ERR, "profiler: \"%s\": sync: %s", path, strerror(-rc));
-	}
-	close(fd);
-	if (rc == 0 && !p->dir_synced) {
-		char dir[4096];
-		const char *slash = strrchr(p->db_path, '/');
-
-		snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - p->db_path) : 1,
-			 slash ? p->db_path : ".");
-		fd = open(dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd < 0 || fsync(fd) < 0) {
-			rc = -errno;
-			hy_log(LOG_ERR, "profiler: state folder \"%s\": sync: %s", dir,
-			       strerror(-rc));
-		} else {
-			p->dir_synced = true;
-		}
-		if (fd >= 0)
-			close(fd);
-	}
-	return rc;
-}
-
-int hy_profiler_sync_ids(struct hy_profiler *p)
-{
-	uint64_t files, first, written;
-	int rc = 0;
-
-	pthread_mutex_lock(&p->queue_lock);
-	files = p->files_queued;
-	first = p->flushes_started + 1;
-	if (p->files_written < files) {
-		p->wake = true;
-		pthread_cond_signal(&p->writer_cond);
-	}
-	for (;;) {
-		if (p->failed) {
-			rc = -EIO;
-			break;
-		}
-		if (p->files_written >= files)
-			break;
-		if (p->flushes_done >= first && p->last_failed) {
-			rc = p->rows_error ? p->rows_error : -EIO;
-			break;
-		}
-		pthread_cond_wait(&p->sync_cond, &p->queue_lock);
-	}
-	written = p->files_written;
-	pthread_mutex_unlock(&p->queue_lock);
-	if (rc)
-		return rc;
-	/* one sync covers every file row committed before it: the fsyncs of
-	 * a batch of new files share it, and an fsync that finds its file's
-	 * row durable already makes none */
-	pthread_mutex_lock(&p->durable_lock);
-	if (p->files_durable < files) {
-		rc = sync_wal(p);
-		if (rc == 0)
-			p->files_durable = written;
-	}
-	pthread_mutex_unlock(&p->durable_lock);
 	return rc;
 }
 
@@ -1779,102 +956,8 @@ void hy_profiler_get_stats(struct hy_profiler *p, struct hy_profiler_stats *out)
 	out->batches = p->batches;
 	out->errors = p->errors;
 	out->processes_seen = p->processes_seen;
-	out->files_seen = p->files_seen;
+	out->files_seen = hy_identity_files_seen(p->identity);
 	pthread_mutex_unlock(&p->queue_lock);
 	out->dropped = rs.dropped;
 	out->queued = rs.queued;
-}
-
-static uint64_t busyness(const struct hy_profiler_process *pp)
-{
-	return pp->bytes_read + pp->bytes_written;
-}
-
-static int by_busyness(const void *a, const void *b)
-{
-	const struct hy_profiler_process *x = a, *y = b;
-	uint64_t bx = busyness(x), by = busyness(y);
-	uint64_t rx = x->reads + x->writes, ry = y->reads + y->writes;
-
-	if (bx != by)
-		return bx > by ? -1 : 1;
-	if (rx != ry)
-		return rx > ry ? -1 : 1;
-	return x->pid - y->pid;
-}
-
-size_t hy_profiler_top(struct hy_profiler *p, struct hy_profiler_process *out, size_t max)
-{
-	struct hy_profiler_process *all =
-		malloc(HY_PROFILER_PROCESSES * HY_PROFILER_WAYS * sizeof(*all));
-	size_t n = 0;
-
-	if (!all)
-		return 0;
-	for (size_t b = 0; b < HY_PROFILER_PROCESSES; b++) {
-		pthread_mutex_t *lock = &p->stripes[b % HY_PROFILER_STRIPES];
-
-		pthread_mutex_lock(lock);
-		for (int w = 0; w < HY_PROFILER_WAYS; w++) {
-			const struct process_slot *slot = &p->slots[b][w];
-			struct hy_profiler_process *pp;
-
-			if (!slot->pid)
-				continue;
-			pp = &all[n++];
-			pp->pid = slot->pid;
-			pp->process_id = slot->process_id;
-			memcpy(pp->comm, slot->comm, sizeof(pp->comm));
-			pp->reads = slot->reads;
-			pp->writes = slot->writes;
-			pp->bytes_read = slot->bytes_read;
-			pp->bytes_written = slot->bytes_written;
-			memcpy(pp->meta, slot->meta, sizeof(pp->meta));
-			memcpy(pp->classes, slot->classes, sizeof(pp->classes));
-			pp->category = slot->io ? hy_category_current(&slot->io->category)
-						: HY_CATEGORY_UNKNOWN;
-			pp->grouped = pp->category == HY_CATEGORY_UNKNOWN && slot->grouped;
-			pp->policy_category = pp->grouped ? slot->group_category : pp->category;
-			pp->metadata_priority = metadata_heavy(slot, policy_table(p));
-		}
-		pthread_mutex_unlock(lock);
-	}
-	qsort(all, n, sizeof(*all), by_busyness);
-	if (n > max)
-		n = max;
-	memcpy(out, all, n * sizeof(*out));
-	free(all);
-	return n;
-}
-
-void hy_profiler_get_classes(struct hy_profiler *p, uint64_t out[2][HY_CLASS_COUNT])
-{
-	pthread_mutex_lock(&p->mount_lock);
-	memcpy(out, p->mount_classes, sizeof(p->mount_classes));
-	pthread_mutex_unlock(&p->mount_lock);
-}
-
-int hy_profiler_set_policy(struct hy_profiler *p, const struct hy_workload_policy_table *table)
-{
-	struct policy_snapshot *snap = malloc(sizeof(*snap));
-
-	if (!snap) {
-		hy_log(LOG_ERR, "profiler: out of memory for the policy table");
-		return -ENOMEM;
-	}
-	snap->table = *table;
-	/* one writer at a time is the caller's (the control loop's) business;
-	 * readers see the old table or the new one, whole */
-	snap->older = atomic_load(&p->policy);
-	atomic_store_explicit(&p->policy, snap, memory_order_release);
-	return 0;
-}
-
-bool hy_profiler_get_policy(struct hy_profiler *p, struct hy_workload_policy_table *out)
-{
-	const struct hy_workload_policy_table *t = policy_table(p);
-
-	if (t)
-		*out = *t;
-	return t != NULL;
 }

@@ -12,7 +12,9 @@
 #include "fs_internal.h"
 #include "hybridfs/inode.h"
 #include "hybridfs/classify.h"
+#include "hybridfs/engine.h"
 #include "hybridfs/profiler.h"
+#include "hybridfs/reca.h"
 
 #define TOP_PROCESSES 10
 
@@ -119,7 +121,7 @@ struct json_object *hy_fs_status(struct hy_fs *fs)
 	json_object_object_add(prof, "enabled", json_object_new_boolean(fs->profiler != NULL));
 	procs = json_object_new_array();
 	if (fs->profiler) {
-		struct hy_profiler_process top[TOP_PROCESSES];
+		struct hy_reca_process top[TOP_PROCESSES];
 		struct hy_profiler_stats ps;
 		size_t n;
 
@@ -134,13 +136,13 @@ struct json_object *hy_fs_status(struct hy_fs *fs)
 		{
 			uint64_t mc[2][HY_CLASS_COUNT];
 
-			hy_profiler_get_classes(fs->profiler, mc);
+			hy_reca_get_mount_classes(fs->engine->reca, mc);
 			json_object_object_add(prof, "classes", classes_json(mc));
 		}
 		struct hy_workload_policy_table table;
-		bool have_table = hy_profiler_get_policy(fs->profiler, &table);
+		bool have_table = hy_reca_get_policy(fs->engine->reca, &table);
 
-		n = hy_profiler_top(fs->profiler, top, TOP_PROCESSES);
+		n = hy_reca_top(fs->engine->reca, top, TOP_PROCESSES);
 		for (size_t i = 0; i < n; i++) {
 			struct json_object *p = json_object_new_object();
 

@@ -7,22 +7,19 @@
 
 #include "hybridfs/cache.h"
 #include "hybridfs/cache_store.h"
-#include "hybridfs/category.h"
-#include "hybridfs/classify.h"
 #include "hybridfs/device.h"
 #include "hybridfs/devmodel.h"
 #include "hybridfs/indirector.h"
+#include "hybridfs/reca.h"
 #include "hybridfs/replay.h"
 #include "hybridfs/sim_full.h"
 #include "hybridfs/trace_reader.h"
 #include "hybridfs/workload_policy.h"
 
-#define BLOCK	      HY_REPLAY_BLOCK
-#define EVICT_EVERY   64
-#define CHUNK_BLOCKS  1024 /* 4 MiB: more than any request of the shared traces */
-#define SIM_UUID      "51a0c0de-0000-4000-8000-5100000f0110"
-#define MAX_PROCESSES 4096 /* categories kept; more processes share the last */
-#define MAX_HISTORIES 4096
+#define BLOCK	     HY_REPLAY_BLOCK
+#define EVICT_EVERY  64
+#define CHUNK_BLOCKS 1024 /* 4 MiB: more than any request of the shared traces */
+#define SIM_UUID     "51a0c0de-0000-4000-8000-5100000f0110"
 
 /* ---- home: a model that keeps nothing ---------------------------------- */
 
@@ -34,10 +31,9 @@ struct hy_sim_full {
 	char *store_path;
 	struct hy_devmodel *backing; /* NULL: untimed */
 	double backing_busy_ms;
-	struct hy_workload_policy_table table;
-	struct hy_classify_history *histories; /* by device (up to MAX_HISTORIES) */
-	struct hy_category_state *categories;  /* by pid or device, hashed */
-	uint64_t *category_keys;
+	/* ReCA, keyed as a trace is: histories by device, categories by pid
+	 * (else device), each in 4096 hashed slots (reca.h) */
+	struct hy_reca *reca;
 	uint64_t since_evict, since_clean, clean_every;
 	struct hy_sim_full_stats st;
 	unsigned char *buf; /* CHUNK_BLOCKS blocks: a request larger than that goes in pieces */
@@ -236,19 +232,18 @@ int hy_sim_full_new(const struct hy_sim_full_config *cfg, struct hy_sim_full **o
 	if (rc == 0)
 		rc = hy_cache_open(&cc, f->below, &f->cache, why, why_size);
 	if (rc == 0 && cfg->reca) {
-		f->histories = calloc(MAX_HISTORIES, sizeof(*f->histories));
-		f->categories = calloc(MAX_PROCESSES, sizeof(*f->categories));
-		f->category_keys = malloc(MAX_PROCESSES * sizeof(*f->category_keys));
-		if (!f->histories || !f->categories || !f->category_keys) {
-			snprintf(why, why_size, "out of memory");
-			rc = -ENOMEM;
-		} else {
-			memset(f->category_keys, 0xff, MAX_PROCESSES * sizeof(*f->category_keys));
-		}
+		struct hy_reca_config rcfg = {.keying = HY_RECA_KEYS_HASHED};
+		struct hy_workload_policy_table t;
+
 		if (cfg->table)
-			f->table = *cfg->table;
+			t = *cfg->table;
 		else
-			hy_workload_policy_defaults(&f->table);
+			hy_workload_policy_defaults(&t);
+		rc = hy_reca_new(&rcfg, &f->reca);
+		if (rc == 0)
+			rc = hy_reca_set_policy(f->reca, &t);
+		if (rc < 0)
+			snprintf(why, why_size, "out of memory");
 	}
 	if (rc < 0) {
 		hy_sim_full_free(f);
@@ -278,40 +273,31 @@ void hy_sim_full_free(struct hy_sim_full *f)
 	if (f->store_path && unlink(f->store_path) < 0)
 		fprintf(stderr, "hybridfs simulator: cannot remove \"%s\": %s\n", f->store_path,
 			strerror(errno));
-	if (f->histories)
-		for (size_t i = 0; i < MAX_HISTORIES; i++)
-			hy_classify_free(&f->histories[i]);
-	free(f->histories);
-	free(f->categories);
-	free(f->category_keys);
+	hy_reca_free(f->reca);
 	free(f->store_path);
 	free(f->buf);
 	free(f);
 }
 
-/* The request's hint from its class and its process's category. */
+/* The request's hint from its class and its process's category (ReCA's,
+ * reca.h; an unclassified request's when its history cannot be made). */
 static void hint_for(struct hy_sim_full *f, const struct hy_trace_record *rec,
 		     struct hy_cache_hint *hint)
 {
-	struct hy_classify_history *h = &f->histories[rec->device % MAX_HISTORIES];
-	uint64_t key = rec->pid >= 0 ? (UINT64_C(1) << 62) | (uint64_t)rec->pid : rec->device;
-	uint64_t slot = (key * UINT64_C(0x9e3779b97f4a7c15)) >> 52; /* 12 bits: MAX_PROCESSES */
-	uint32_t len = rec->length > UINT32_MAX ? UINT32_MAX : (uint32_t)rec->length;
-	enum hy_request_class cls;
-	enum hy_category cat;
+	struct hy_reca_request req = {
+		.history_key = rec->device,
+		.process_key =
+			rec->pid >= 0 ? (UINT64_C(1) << 62) | (uint64_t)rec->pid : rec->device,
+		.file_id = rec->device,
+		.offset = rec->offset,
+		.length = rec->length > UINT32_MAX ? UINT32_MAX : (uint32_t)rec->length,
+		.write = rec->write,
+		.file_size = rec->offset + rec->length,
+	};
+	struct hy_reca_answer a;
 
-	if (!h->depth && hy_classify_init(h, NULL) < 0) {
-		hy_cache_hint_from(&f->table, HY_CATEGORY_UNKNOWN, rec->write, -1, hint);
-		return;
-	}
-	if (f->category_keys[slot] != key) { /* a new process, or another in its slot */
-		f->category_keys[slot] = key;
-		hy_category_init(&f->categories[slot], NULL);
-	}
-	cls = hy_classify(h, rec->device, rec->offset, len, rec->write);
-	cat = hy_category_observe(&f->categories[slot], cls, rec->write, len,
-				  rec->offset + rec->length);
-	hy_cache_hint_from(&f->table, cat, rec->write, (int)cls, hint);
+	hy_reca_request(f->reca, &req, &a);
+	*hint = a.hint;
 }
 
 int hy_sim_full_request(struct hy_sim_full *f, const struct hy_trace_record *rec)

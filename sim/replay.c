@@ -13,6 +13,7 @@
 
 #include "hybridfs/keymap.h"
 #include "hybridfs/pore.h"
+#include "hybridfs/reca.h"
 #include "hybridfs/replay.h"
 #include "hybridfs/trace_reader.h"
 
@@ -57,11 +58,6 @@ static void hist_result(const struct latency_hist *h, struct hy_replay_latency *
 	}
 }
 
-/* A process of the trace (its pid, else its device), for its category. */
-struct sim_process {
-	struct hy_category_state category;
-};
-
 /* ---- the replay ---------------------------------------------------------- */
 
 struct hy_replay {
@@ -75,12 +71,9 @@ struct hy_replay {
 	struct hy_replay_stats st;
 	/* timing */
 	struct hy_devmodel *backing, *ssd;
-	struct hy_keymap devices; /* device -> index in histories */
-	struct hy_classify_history *histories;
-	size_t nhistories;
-	struct hy_keymap processes; /* pid or device -> index in procs */
-	struct sim_process *procs;
-	size_t nprocs;
+	/* ReCA: a history per device, a category per process of the trace
+	 * (its pid, else its device), kept for the whole run (reca.h) */
+	struct hy_reca *reca;
 	struct latency_hist all, by_class[HY_CLASS_COUNT], by_category[HY_CATEGORY_COUNT];
 	/* write-back and PORE */
 	uint8_t *line_dirty;  /* per line */
@@ -150,8 +143,8 @@ int hy_replay_new(const struct hy_replay_config *cfg, struct hy_replay **out, ch
 		rc = hy_devmodel_new(cfg->backing, &r->backing, why, why_size);
 		if (rc == 0)
 			rc = hy_devmodel_new(cfg->ssd, &r->ssd, why, why_size);
-		if (rc == 0 && (hy_keymap_init(&r->devices, 64, true) < 0 ||
-				hy_keymap_init(&r->processes, 64, true) < 0)) {
+		if (rc == 0 &&
+		    hy_reca_new(&(struct hy_reca_config){.keying = HY_RECA_KEYS}, &r->reca) < 0) {
 			snprintf(why, why_size, "out of memory");
 			rc = -ENOMEM;
 		}
@@ -202,14 +195,7 @@ void hy_replay_free(struct hy_replay *r)
 	free(r->line_key);
 	hy_devmodel_free(r->backing);
 	hy_devmodel_free(r->ssd);
-	for (size_t i = 0; i < r->nhistories; i++)
-		hy_classify_free(&r->histories[i]);
-	free(r->histories);
-	free(r->procs);
-	if (r->devices.keys)
-		hy_keymap_free(&r->devices);
-	if (r->processes.keys)
-		hy_keymap_free(&r->processes);
+	hy_reca_free(r->reca);
 	free(r->line_dirty);
 	free(r->line_zone);
 	hy_pore_free(r->pore);
@@ -225,9 +211,6 @@ static uint64_t key_address(uint64_t key)
 
 	return (device << 40) + block * HY_REPLAY_BLOCK;
 }
-
-static int64_t index_of(struct hy_keymap *m, uint64_t key, size_t *count, void **array,
-			size_t elem);
 
 /* The PORE zone of @key: its index, or -ENOMEM. */
 static int64_t zone_of(struct hy_replay *r, uint64_t key)
@@ -381,53 +364,28 @@ static int replay_block(void *arg, uint64_t key, bool write)
 	return rc < 0 ? rc : 0;
 }
 
-/* The index of @key in @m's values, a new one (the array grown) when the
- * key is new: -ENOMEM. */
-static int64_t index_of(struct hy_keymap *m, uint64_t key, size_t *count, void **array, size_t elem)
-{
-	uint64_t slot = hy_keymap_slot(m, key);
-	void *grown;
-	int rc;
-
-	if (m->keys[slot] == key)
-		return m->values[slot];
-	grown = realloc(*array, (*count + 1) * elem);
-	if (!grown)
-		return -ENOMEM;
-	*array = grown;
-	rc = hy_keymap_put(m, key, (uint32_t)*count);
-	if (rc < 0)
-		return rc;
-	return (int64_t)(*count)++;
-}
-
 /* The request's class in its device's history, and its process's category
- * after it. */
+ * after it (ReCA's, reca.h). */
 static int classify_request(struct hy_replay *r, const struct hy_trace_record *rec,
 			    enum hy_request_class *cls, enum hy_category *cat)
 {
-	uint32_t len = rec->length > UINT32_MAX ? UINT32_MAX : (uint32_t)rec->length;
-	uint64_t pkey = rec->pid >= 0 ? (UINT64_C(1) << 62) | (uint64_t)rec->pid : rec->device;
-	size_t before = r->nhistories;
-	int64_t d = index_of(&r->devices, rec->device, &r->nhistories, (void **)&r->histories,
-			     sizeof(*r->histories));
-	int64_t p;
+	struct hy_reca_request req = {
+		.history_key = rec->device,
+		.process_key =
+			rec->pid >= 0 ? (UINT64_C(1) << 62) | (uint64_t)rec->pid : rec->device,
+		.file_id = rec->device,
+		.offset = rec->offset,
+		.length = rec->length > UINT32_MAX ? UINT32_MAX : (uint32_t)rec->length,
+		.write = rec->write,
+		.file_size = rec->offset + rec->length,
+	};
+	struct hy_reca_answer a;
+	int rc = hy_reca_request(r->reca, &req, &a);
 
-	if (d < 0)
-		return (int)d;
-	if (r->nhistories > before && hy_classify_init(&r->histories[d], NULL) < 0) {
-		/* the key stays mapped to an uninitialized slot: refuse from now on */
-		return -ENOMEM;
-	}
-	before = r->nprocs;
-	p = index_of(&r->processes, pkey, &r->nprocs, (void **)&r->procs, sizeof(*r->procs));
-	if (p < 0)
-		return (int)p;
-	if (r->nprocs > before)
-		hy_category_init(&r->procs[p].category, NULL);
-	*cls = hy_classify(&r->histories[d], rec->device, rec->offset, len, rec->write);
-	*cat = hy_category_observe(&r->procs[p].category, *cls, rec->write, len,
-				   rec->offset + rec->length);
+	if (rc < 0)
+		return rc;
+	*cls = (enum hy_request_class)(a.klass - 1);
+	*cat = a.category;
 	return 0;
 }
 

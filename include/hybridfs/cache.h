@@ -156,8 +156,8 @@ typedef int (*hy_cache_open_homes_fn)(void *arg, const uint64_t *ids, size_t n, 
 
 /* What the policy table (workload_policy.h) says for one request of a
  * process in its category (ReCA's per-process configuration); a NULL hint
- * is the mount's own settings. The profiler fills it from the request's
- * class and the process's category. */
+ * is the mount's own settings. ReCA (reca.h) fills it from the request's
+ * class and the process's category: hy_reca_hint_from(). */
 struct hy_cache_hint {
 	int write;	     /* enum hy_cache_write_policy, or -1: the mount's */
 	uint8_t admit;	     /* enum hy_workload_admit for the request's class */
@@ -166,11 +166,6 @@ struct hy_cache_hint {
 			      * the whole aligned line around it */
 	uint64_t seq_cutoff; /* bytes (0: never); HY_WORKLOAD_CUTOFF_MOUNT: the mount's */
 };
-
-/* What @table's row for @category says for a request of @cls (-1:
- * unclassified, taken as random) in the direction @write. */
-void hy_cache_hint_from(const struct hy_workload_policy_table *table, enum hy_category category,
-			bool write, int cls, struct hy_cache_hint *hint);
 
 struct hy_cache_config {
 	const char *store_path; /* resolved: a file or a block device */

@@ -106,14 +106,14 @@
  *  process never returns to unknown; an idle process simply stops being
  *  observed (the caller may hy_category_init() it again).
  *
- * Who calls it: the profiler (fs/profiler.c), on every read and write of
- * a process, after classifying the request against the process's history
- * (classify.h), with the end of the request as what it knows of the file's
- * size. The trace simulator and the unit tests call it the same way.
+ * Who calls it: ReCA's module (engine/reca.c, reca.h), on every read and
+ * write of a process (or a trace's key), after classifying the request against the process's
+ *history (classify.h), with the end of the request as what it knows of the file's size. The unit
+ *tests call it directly.
  *
  * Memory: the caller owns struct hy_category_state (embedded per process,
  * 1424 bytes on x86-64); nothing is allocated. Threads: none inside; the caller
- * serializes (the profiler's stripe mutex). The decisions use integer
+ * serializes (ReCA's stripe mutex). The decisions use integer
  * arithmetic only (the mix's doubles are for display): the same requests
  * give the same categories everywhere.
  */

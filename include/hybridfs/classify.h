@@ -45,10 +45,11 @@
  * request a non-empty interval). Files relate only by equal file_id; the
  * caller picks the ids (inode numbers).
  *
- * Who calls it: the profiler (fs/profiler.c) on every read and write, once
- * against the process's history and once against the mount's; its record
- * stores class + 1 in the uint8 "klass", 0 meaning unclassified. The
- * trace simulator and the unit tests call it the same way.
+ * Who calls it: ReCA's module (engine/reca.c, reca.h) on every read and
+ * write, against the process's (or a trace's key's) history, and against
+ * the mount's for the profiler's writer thread; the answer and the log's
+ * record store class + 1 in a uint8 "klass", 0 meaning unclassified. The
+ * unit tests call it directly.
  *
  * Data structures, per direction: a ring of N slots (the eviction order)
  * with two indexes threaded through the same slots (nothing allocated
@@ -83,9 +84,9 @@
  * hy_classify_free().
  *
  * Locks: none. One history is single-threaded: the caller serializes.
- * A per-process history lives in the caller's per-process state under
- * that state's lock; the mount-wide one in the profiler's writer thread,
- * behind a mutex it holds for a batch of calls. Different histories are
+ * A per-process history lives in ReCA's process table under its stripe
+ * lock; the mount-wide one behind ReCA's mount_lock, held for a batch of
+ * the profiler's writer's calls. Different histories are
  * independent.
  */
 #ifndef HYBRIDFS_CLASSIFY_H

@@ -14,10 +14,12 @@
  * file's data outside reads and writes (truncation, allocation, copies,
  * O_TRUNC opens, metadata changes, fsync, close) it orders across the two:
  * the cache's gate and its dirty blocks first, then the indirector's
- * change. ReCA's classification is made before the engine is called:
- * fs/ops.c gets each request's cache hint from the profiler
- * (hy_profiler_begin()'s ticket, profiler.h) and passes it to
- * hy_engine_read_hinted()/_write_hinted().
+ * change. ReCA's characterization is the engine's: fs/ops.c hands
+ * hy_engine_read_as()/_write_as() the request's process (struct
+ * hy_engine_request); the engine asks ReCA (reca.h, once per request) for
+ * its class, its process's category and the cache hint of the policy table
+ * in force, gives the hint to the cache and the answer back to the caller
+ * (the profiler logs the class).
  *
  * Who calls it: fs/ops.c (read, write, setattr size, fallocate, fsync,
  * release, the metadata gate around setattr, rename, link, unlink and
@@ -26,10 +28,10 @@
  * unit tests.
  *
  * Memory: struct hy_engine is owned by its creator and owns its
- * indirector; it borrows the backing device, which must outlive it, and
- * the cache. struct hy_engine_file is embedded in the caller's open-file
- * state and set up by hy_engine_file_init(); the engine does not own the
- * file descriptor in it.
+ * indirector; it borrows the backing device, which must outlive it, the
+ * cache and ReCA's module (hy_engine_set_reca). struct hy_engine_file is
+ * embedded in the caller's open-file state and set up by
+ * hy_engine_file_init(); the engine does not own the file descriptor in it.
  *
  * Locks: none of its own. Order, as every path takes them: the cache's
  * gate of the file (cache.h), then the indirector's gate (indirector.h),
@@ -45,6 +47,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "hybridfs/reca.h" /* struct hy_reca_answer */
+
 struct hy_cache;
 struct hy_device;
 struct hy_indirector;
@@ -55,6 +59,9 @@ struct hy_engine {
 	/* The cache (cache.h), once hy_engine_set_cache() put it in the path;
 	 * borrowed. */
 	struct hy_cache *cache;
+	/* ReCA (reca.h), once hy_engine_set_reca() gave it; borrowed. NULL:
+	 * requests carry no hint (profile=off). */
+	struct hy_reca *reca;
 };
 
 /* One open backing file, as the engine sees it. */
@@ -133,6 +140,26 @@ ssize_t hy_engine_read_hinted(struct hy_engine *engine, struct hy_engine_file *f
 ssize_t hy_engine_write_hinted(struct hy_engine *engine, struct hy_engine_file *file,
 			       const struct hy_cache_hint *hint, const void *buf, size_t size,
 			       off_t off);
+
+/* ReCA's module asked for every request made through _read_as/_write_as
+ * (reca.h, HY_RECA_PROCESSES); borrowed, it must outlive the engine's
+ * requests. Set before requests flow. */
+struct hy_reca;
+void hy_engine_set_reca(struct hy_engine *engine, struct hy_reca *reca);
+
+/* One read or write as the daemon makes it: @req->pid is the process it is
+ * for; the engine fills @req->answer (reca.h: its class, its process's
+ * category and id, the hint the cache was given) from ReCA, once, and
+ * serves the request with the hint. Without ReCA, or with a NULL @req, as
+ * the plain calls (the answer, if any, zeroed). */
+struct hy_engine_request {
+	pid_t pid;
+	struct hy_reca_answer answer;
+};
+ssize_t hy_engine_read_as(struct hy_engine *engine, struct hy_engine_file *file,
+			  struct hy_engine_request *req, void *buf, size_t size, off_t off);
+ssize_t hy_engine_write_as(struct hy_engine *engine, struct hy_engine_file *file,
+			   struct hy_engine_request *req, const void *buf, size_t size, off_t off);
 
 /* Sets the file's size; data past it is forgotten everywhere it is kept. */
 int hy_engine_truncate(struct hy_engine *engine, struct hy_engine_file *file, off_t size);

@@ -77,7 +77,7 @@ int hy_fs_open_cache(struct hy_fs *fs, const struct hy_options *opts);
 int hy_fs_close_cache(struct hy_fs *fs);
 
 /* ReCA's policy table (fs/policy_glue.c): loaded from @db (the state
- * database, at mount, before the session loop) into the profiler. */
+ * database, at mount, before the session loop) into ReCA (reca.h). */
 int hy_fs_open_policy(struct hy_fs *fs, struct sqlite3 *db);
 
 /* The "status" result of the control protocol (see hybridctl(8)): the
@@ -101,21 +101,24 @@ struct hy_fs_flush_ctx {
 struct json_object *hy_fs_flush(void *ctx, struct json_object *request, char *why, size_t why_size);
 
 /* "explain" (fs/borg_handlers.c): the map's pieces of a file named
- * beneath @root_fd (the backing root), its id from the profiler and its
- * heat from the graph saved in @db_path. */
+ * beneath @root_fd (the backing root), its id from file identity
+ * (identity.h; NULL without the profiler) and its heat from the graph
+ * saved in @db_path. */
+struct hy_identity;
 struct hy_fs_explain_ctx {
 	struct hy_borg *borg;
-	struct hy_profiler *profiler;
+	struct hy_identity *identity;
 	int root_fd;
 	const char *db_path;
 };
 struct json_object *hy_fs_explain(void *ctx, struct json_object *request, char *why,
 				  size_t why_size);
 
-/* "policy" (fs/policy_glue.c, control.h): the table in force in
- * @profiler, changed settings stored in @db_path first. */
+/* "policy" (fs/policy_glue.c, control.h): the table in force in ReCA
+ * (@reca, reca.h), changed settings stored in @db_path first. */
+struct hy_reca;
 struct hy_fs_policy_ctx {
-	struct hy_profiler *profiler;
+	struct hy_reca *reca;
 	const char *db_path;
 };
 struct json_object *hy_fs_policy(void *ctx, struct json_object *request, char *why,

@@ -6,11 +6,11 @@
  * the kernel may keep the metadata it asks for when a process is metadata
  * heavy.
  *
- * What it is for: the profiler looks up the row of a process's category on
- * every read and write (hy_workload_policy_row(), O(1), no lock: the table
- * in force is an immutable snapshot the daemon swaps by pointer) and hands
- * the cache what the row says for the request's class (struct
- * hy_cache_hint, hy_cache_hint_from(), cache.h). The daemon loads the table from the state
+ * What it is for: ReCA's module (reca.h) looks up the row of a process's
+ * category on every read and write (hy_workload_policy_row(), O(1), no
+ * lock: the table in force is an immutable snapshot swapped by pointer)
+ * and the engine hands the cache what the row says for the request's class
+ * (struct hy_cache_hint, hy_reca_hint_from()). The daemon loads the table from the state
  * database at mount and stores every change made by `hybridctl policy
  * set`, so a change survives remounts.
  *
@@ -66,8 +66,9 @@
  * metadata heavy, 1..1000). Every bad setting is refused with a message
  * that names the part that is wrong; nothing is changed then.
  *
- * Who calls it: fs/profiler.c (rows), fs/policy_glue.c (load at mount,
- * `policy` control requests), the unit tests, the simulator later.
+ * Who calls it: engine/reca.c (rows), fs/policy_glue.c (load at mount,
+ * `policy` control requests), ctl/tune_cmd.c and ctl/simulate_cmd.c
+ * (candidate tables), the unit tests.
  *
  * Memory: a struct hy_workload_policy_table is plain data (no pointers),
  * owned by its caller; copy it by assignment. Threads: none inside.

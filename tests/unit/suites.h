@@ -35,6 +35,8 @@ int hy_test_add_replay(void);
 int hy_test_add_sim_layout(void);
 int hy_test_add_fuzz_regress(void);
 int hy_test_add_fault(void);
+int hy_test_add_reca(void);
+int hy_test_add_identity(void);
 
 /* A fresh temporary directory for one test; removed by hy_test_rmtree(). */
 char *hy_test_tmpdir(void);

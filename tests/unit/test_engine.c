@@ -1,8 +1,8 @@
 /* test_engine.c - the engine over the device layer: requests reach the
  * device named by the operations table, and every device counts them; reads
  * through the indirection map, stamps that drop the copies of a file
- * changed outside the mount, the gates, and BORG's writes into the BOPT
- * (dirty blocks and their way home). */
+ * changed outside the mount, the gates, BORG's writes into the BOPT
+ * (dirty blocks and their way home), and ReCA asked once per request. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +19,7 @@
 #include "hybridfs/devmodel.h"
 #include "hybridfs/engine.h"
 #include "hybridfs/indirector.h"
+#include "hybridfs/reca.h"
 #include "hybridfs/map.h"
 #include "hybridfs/map_journal.h"
 #include "suites.h"
@@ -190,6 +191,53 @@ static void test_engine_over_model(void)
 	CU_ASSERT_EQUAL(stats.syncs, 1);
 	CU_ASSERT_EQUAL(stats.errors, 1);
 	hy_engine_free(engine);
+	hy_device_free(dev);
+}
+
+/* ReCA asked once per request made "as" a process: the answer comes back
+ * (class, process id, the table's hint); without ReCA, or with no request,
+ * the plain path and a zeroed answer. */
+static void test_engine_asks_reca(void)
+{
+	struct memory_device *m = calloc(1, sizeof(*m));
+	struct hy_workload_policy_table t;
+	struct hy_engine_request req = {.pid = getpid()};
+	struct hy_device *dev;
+	struct hy_engine *engine;
+	struct hy_engine_file file;
+	struct hy_reca *reca;
+	char buf[4096];
+
+	memset(buf, 'r', sizeof(buf));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+	CU_ASSERT_EQUAL_FATAL(hy_device_new("memory", &memory_ops, m, &dev), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_engine_new(dev, &engine), 0);
+	hy_engine_file_init(engine, &file, 0);
+	hy_engine_file_set_id(&file, 7);
+	req.answer.klass = 99;
+	CU_ASSERT_EQUAL(hy_engine_write_as(engine, &file, &req, buf, sizeof(buf), 0),
+			(ssize_t)sizeof(buf));
+	CU_ASSERT_EQUAL(req.answer.klass, 0); /* no ReCA: zeroed */
+	CU_ASSERT_EQUAL(hy_engine_read_as(engine, &file, NULL, buf, sizeof(buf), 0),
+			(ssize_t)sizeof(buf));
+	CU_ASSERT_EQUAL_FATAL(
+		hy_reca_new(&(struct hy_reca_config){.keying = HY_RECA_PROCESSES}, &reca), 0);
+	hy_reca_set_process_ids(reca, 5, NULL, NULL);
+	hy_engine_set_reca(engine, reca);
+	CU_ASSERT_EQUAL(hy_engine_read_as(engine, &file, &req, buf, sizeof(buf), 0),
+			(ssize_t)sizeof(buf));
+	CU_ASSERT_EQUAL(req.answer.process_id, 5);
+	CU_ASSERT_EQUAL(req.answer.klass, HY_CLASS_RANDOM + 1);
+	CU_ASSERT_FALSE(req.answer.hinted); /* no table in force */
+	hy_workload_policy_defaults(&t);
+	CU_ASSERT_EQUAL_FATAL(hy_reca_set_policy(reca, &t), 0);
+	CU_ASSERT_EQUAL(hy_engine_write_as(engine, &file, &req, buf, sizeof(buf), 4096),
+			(ssize_t)sizeof(buf));
+	CU_ASSERT_TRUE(req.answer.hinted);
+	CU_ASSERT_EQUAL(req.answer.category, HY_CATEGORY_UNKNOWN);
+	CU_ASSERT_EQUAL(req.answer.hint.line_size, 4096); /* the unknown row's */
+	hy_engine_free(engine);
+	hy_reca_free(reca);
 	hy_device_free(dev);
 }
 
@@ -2095,6 +2143,7 @@ int hy_test_add_engine(void)
 
 	if (!s || !CU_add_test(s, "engine over a device model", test_engine_over_model) ||
 	    !CU_add_test(s, "engine over backing files", test_engine_over_file) ||
+	    !CU_add_test(s, "ReCA asked once per request", test_engine_asks_reca) ||
 	    !CU_add_test(s, "where a file's blocks lie (PORE's zones)", test_device_addresses) ||
 	    !CU_add_test(s, "reads through the indirection map", test_engine_reads_through_map) ||
 	    !CU_add_test(s, "copies with a matching stamp are read from the BOPT",

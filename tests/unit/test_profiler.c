@@ -1,8 +1,9 @@
 /* test_profiler.c - the access profiler without a mount: records logged
- * through a handle reach access_log with the right process and file rows,
- * file ids are stable (pending, committed, across a restart), requests
- * with no pid go to the opener, per-process counts, retention by rows and
- * by age, a full ring drops and counts, and FIEMAP physical blocks. Every
+ * through a handle reach access_log with the right process and file rows
+ * and the class ReCA gave them, requests with no pid go to the opener,
+ * per-process counts (ReCA's process table), the policy of a category per
+ * request, retention by rows and by age, a full ring drops and counts, and
+ * FIEMAP physical blocks (file ids: test_identity.c). Every
  * test waits with hy_profiler_sync() or hy_profiler_prune(), never with a
  * sleep, so none passes or fails by luck of timing. */
 #include <errno.h>
@@ -26,178 +27,14 @@
 #include <sqlite3.h>
 
 #include "hybridfs/profiler.h"
+#include "hybridfs/reca.h"
 #include "hybridfs/state.h"
+#include "profiler_fixture.h"
 #include "suites.h"
 
 #ifndef XFS_SUPER_MAGIC
 #define XFS_SUPER_MAGIC 0x58465342
 #endif
-
-#define NO_VALUE INT64_MIN /* q_int(): no row, or NULL */
-
-static char why[1024];
-
-/* One profiler on a fresh state database in its own temp folder. */
-struct fixture {
-	char *tmp;	       /* the temp folder, removed at the end */
-	char *db_path;	       /* tmp/state/hybridfs.db */
-	struct hy_profiler *p; /* NULL once freed */
-	sqlite3 *db;	       /* the test's own connection, for checks */
-};
-
-static struct hy_profiler_config config_of(const struct fixture *f, size_t ring, int64_t max_age,
-					   int64_t max_rows)
-{
-	struct hy_profiler_config c = {
-		.db_path = f->db_path,
-		.ring_capacity = ring,
-		.max_age_s = max_age,
-		.max_rows = max_rows,
-	};
-
-	return c;
-}
-
-static bool fixture_init(struct fixture *f, size_t ring, int64_t max_age, int64_t max_rows)
-{
-	struct hy_state *state;
-	struct hy_profiler_config c;
-	char *dir;
-	int rc;
-
-	memset(f, 0, sizeof(*f));
-	f->tmp = hy_test_tmpdir();
-	if (!f->tmp || asprintf(&dir, "%s/state", f->tmp) < 0)
-		return false;
-	rc = hy_state_open(dir, "/b", false, &state, why, sizeof(why));
-	free(dir);
-	if (rc != 0) {
-		fprintf(stderr, "\nhy_state_open: %s\n", why);
-		return false;
-	}
-	f->db_path = strdup(state->db_path);
-	hy_state_close(state);
-	if (!f->db_path)
-		return false;
-	c = config_of(f, ring, max_age, max_rows);
-	rc = hy_profiler_new(&c, &f->p, why, sizeof(why));
-	if (rc != 0) {
-		fprintf(stderr, "\nhy_profiler_new: %s\n", why);
-		return false;
-	}
-	if (sqlite3_open_v2(f->db_path, &f->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK)
-		return false;
-	sqlite3_busy_timeout(f->db, 10000);
-	return true;
-}
-
-static void fixture_done(struct fixture *f)
-{
-	hy_profiler_free(f->p);
-	sqlite3_close(f->db);
-	if (f->tmp)
-		hy_test_rmtree(f->tmp);
-	free(f->tmp);
-	free(f->db_path);
-	memset(f, 0, sizeof(*f));
-}
-
-/* The first column of the first row of @fmt..., or NO_VALUE. */
-__attribute__((format(printf, 2, 3))) static int64_t q_int(sqlite3 *db, const char *fmt, ...)
-{
-	char sql[512];
-	sqlite3_stmt *st;
-	int64_t v = NO_VALUE;
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(sql, sizeof(sql), fmt, ap);
-	va_end(ap);
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-		fprintf(stderr, "\n%s: %s\n", sql, sqlite3_errmsg(db));
-		return NO_VALUE;
-	}
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-		v = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	return v;
-}
-
-/* The first column of the first row as text (caller frees), or NULL. */
-__attribute__((format(printf, 2, 3))) static char *q_text(sqlite3 *db, const char *fmt, ...)
-{
-	char sql[512], *v = NULL;
-	sqlite3_stmt *st;
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(sql, sizeof(sql), fmt, ap);
-	va_end(ap);
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		return NULL;
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-		v = strdup((const char *)sqlite3_column_text(st, 0));
-	sqlite3_finalize(st);
-	return v;
-}
-
-/* A file of @size bytes in @dir (written, fsync'd when @durable), open
- * read-write; -1 on failure. */
-static int make_file(const char *dir, const char *name, size_t size, bool durable)
-{
-	char path[PATH_MAX], buf[4096];
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -1;
-	for (size_t done = 0; done < size;) {
-		size_t n = size - done < sizeof(buf) ? size - done : sizeof(buf);
-
-		memset(buf, (int)('a' + done / sizeof(buf) % 26), n);
-		if (write(fd, buf, n) != (ssize_t)n) {
-			close(fd);
-			return -1;
-		}
-		done += n;
-	}
-	if (durable && fsync(fd) != 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-static int open_handle(struct hy_profiler *p, struct hy_profile_handle *h, int fd,
-		       uint64_t known_id, const char *name, pid_t pid)
-{
-	struct stat st;
-
-	if (fstat(fd, &st) != 0)
-		return -errno;
-	return hy_profiler_open(p, h, fd, &st, known_id, name, pid);
-}
-
-static void read_self_comm(char comm[16])
-{
-	FILE *f = fopen("/proc/self/comm", "r");
-
-	strcpy(comm, "?");
-	if (f) {
-		if (fgets(comm, 16, f))
-			comm[strcspn(comm, "\n")] = '\0';
-		fclose(f);
-	}
-}
-
-static int64_t realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 /* ---- records, processes, files ----------------------------------------- */
 
@@ -233,7 +70,7 @@ static void test_records_logged(void)
 	CU_ASSERT_NOT_EQUAL(h.file_id, 0);
 	CU_ASSERT_NOT_EQUAL(h.opener, 0);
 	CU_ASSERT_EQUAL(h.opener_pid, getpid());
-	CU_ASSERT_EQUAL(hy_profiler_process(f.p, getpid()), h.opener);
+	CU_ASSERT_EQUAL(hy_reca_process(f.reca, getpid()), h.opener);
 
 	before = realtime_ns();
 	for (i = 0; i < sizeof(io) / sizeof(io[0]); i++)
@@ -309,204 +146,6 @@ static void test_records_logged(void)
 	fixture_done(&f);
 }
 
-static void test_file_ids(void)
-{
-	struct fixture f;
-	struct hy_profile_handle h1, h2, h3, h4, h5;
-	struct hy_profiler_config c;
-	struct stat st;
-	uint64_t id_a, id_b, max_file;
-	int64_t max_process;
-	uint32_t pid_again;
-	int fa, fb, fc;
-
-	CU_ASSERT_TRUE_FATAL(fixture_init(&f, 1024, 0, 0));
-	fa = make_file(f.tmp, "a", 4096, false);
-	fb = make_file(f.tmp, "b", 4096, false);
-	CU_ASSERT_TRUE_FATAL(fa >= 0 && fb >= 0);
-
-	/* two opens of one inode before anything is committed: one id (from
-	 * the pending list, or from the database if the writer was quick) */
-	CU_ASSERT_EQUAL(open_handle(f.p, &h1, fa, 0, "/a", getpid()), 0);
-	CU_ASSERT_EQUAL(open_handle(f.p, &h2, fa, 0, "/a", getpid()), 0);
-	id_a = h1.file_id;
-	CU_ASSERT_NOT_EQUAL(id_a, 0);
-	CU_ASSERT_EQUAL(h2.file_id, id_a);
-	/* another file, another id */
-	CU_ASSERT_EQUAL(open_handle(f.p, &h3, fb, 0, "/b", getpid()), 0);
-	id_b = h3.file_id;
-	CU_ASSERT_NOT_EQUAL(id_b, 0);
-	CU_ASSERT_NOT_EQUAL(id_b, id_a);
-
-	hy_profiler_log(f.p, &h1, fa, getpid(), HY_PROFILE_READ, 0, 4096);
-	hy_profiler_log(f.p, &h2, fa, getpid(), HY_PROFILE_WRITE, 0, 4096);
-	hy_profiler_log(f.p, &h3, fb, getpid(), HY_PROFILE_READ, 0, 4096);
-	CU_ASSERT_EQUAL(hy_profiler_sync(f.p), 0);
-	CU_ASSERT_EQUAL(q_int(f.db, "SELECT count(*) FROM files"), 2);
-	CU_ASSERT_EQUAL(q_int(f.db, "SELECT count(*) FROM files WHERE id = %" PRIu64, id_a), 1);
-	CU_ASSERT_EQUAL(q_int(f.db, "SELECT count(*) FROM files WHERE id = %" PRIu64, id_b), 1);
-	CU_ASSERT_EQUAL(
-		q_int(f.db, "SELECT count(*) FROM access_log WHERE file_id = %" PRIu64, id_a), 2);
-
-	/* after the commit: the same id, from the database */
-	CU_ASSERT_EQUAL(open_handle(f.p, &h4, fa, 0, "/a-renamed", getpid()), 0);
-	CU_ASSERT_EQUAL(h4.file_id, id_a);
-	/* an inode's cached id is used as it is */
-	CU_ASSERT_EQUAL(open_handle(f.p, &h5, fb, 4242, "/b", getpid()), 0);
-	CU_ASSERT_EQUAL(h5.file_id, 4242);
-	hy_profiler_close(&h1);
-	hy_profiler_close(&h2);
-	hy_profiler_close(&h3);
-	hy_profiler_close(&h4);
-	hy_profiler_close(&h5);
-
-	/* records logged just before free are drained into the database */
-	CU_ASSERT_EQUAL(open_handle(f.p, &h1, fb, 0, "/b", getpid()), 0);
-	for (int i = 0; i < 100; i++)
-		hy_profiler_log(f.p, &h1, fb, getpid(), HY_PROFILE_READ, (uint64_t)i * 4096, 4096);
-	hy_profiler_close(&h1);
-	hy_profiler_free(f.p);
-	f.p = NULL;
-	CU_ASSERT_EQUAL(q_int(f.db, "SELECT count(*) FROM access_log"), 103);
-	CU_ASSERT_EQUAL(q_int(f.db, "SELECT count(*) FROM files"), 2);
-	max_file = (uint64_t)q_int(f.db, "SELECT max(id) FROM files");
-	max_process = q_int(f.db, "SELECT max(id) FROM processes");
-	CU_ASSERT_EQUAL(max_file, id_a > id_b ? id_a : id_b);
-	CU_ASSERT_TRUE(max_process >= 1);
-
-	/* a new profiler on the same database: same inode, same id; new ids
-	 * above the old maximum */
-	c = config_of(&f, 1024, 0, 0);
-	CU_ASSERT_EQUAL_FATAL(hy_profiler_new(&c, &f.p, why, sizeof(why)), 0);
-	CU_ASSERT_EQUAL(open_handle(f.p, &h1, fa, 0, "/a", getpid()), 0);
-	CU_ASSERT_EQUAL(h1.file_id, id_a);
-	CU_ASSERT_EQUAL(open_handle(f.p, &h2, fb, 0, "/b", getpid()), 0);
-	CU_ASSERT_EQUAL(h2.file_id, id_b);
-	fc = make_file(f.tmp, "c", 4096, false);
-	CU_ASSERT_TRUE_FATAL(fc >= 0);
-	CU_ASSERT_EQUAL(open_handle(f.p, &h3, fc, 0, "/c", getpid()), 0);
-	CU_ASSERT_TRUE(h3.file_id > max_file);
-	pid_again = hy_profiler_process(f.p, getpid());
-	CU_ASSERT_TRUE((int64_t)pid_again > max_process);
-	CU_ASSERT_EQUAL(h1.opener, pid_again);
-	hy_profiler_log(f.p, &h3, fc, getpid(), HY_PROFILE_WRITE, 0, 4096);
-	CU_ASSERT_EQUAL(hy_profiler_sync(f.p), 0);
-	CU_ASSERT_EQUAL(q_int(f.db, "SELECT count(*) FROM files"), 3);
-	CU_ASSERT_EQUAL_FATAL(fstat(fc, &st), 0);
-	CU_ASSERT_EQUAL(q_int(f.db, "SELECT ino FROM files WHERE id = %" PRIu64, h3.file_id),
-			(int64_t)st.st_ino);
-	CU_ASSERT_EQUAL(q_int(f.db, "SELECT process_id FROM access_log ORDER BY rowid DESC"),
-			pid_again);
-	hy_profiler_close(&h1);
-	hy_profiler_close(&h2);
-	hy_profiler_close(&h3);
-
-	close(fa);
-	close(fb);
-	close(fc);
-	fixture_done(&f);
-}
-
-/* hy_profiler_find_file: the id of a file already known, pending or
- * committed, and after a restart; 0 for one never opened, for which it
- * makes no row (issue 16.3: an inode entry made after a FORGET). */
-static void test_find_file(void)
-{
-	struct fixture f;
-	struct hy_profile_handle h;
-	struct hy_profiler_config c;
-	struct stat sa, sb;
-	uint64_t id_a;
-	int fa, fb;
-
-	CU_ASSERT_TRUE_FATAL(fixture_init(&f, 1024, 0, 0));
-	fa = make_file(f.tmp, "a", 4096, false);
-	fb = make_file(f.tmp, "b", 4096, false);
-	CU_ASSERT_TRUE_FATAL(fa >= 0 && fb >= 0);
-	CU_ASSERT_EQUAL_FATAL(fstat(fa, &sa), 0);
-	CU_ASSERT_EQUAL_FATAL(fstat(fb, &sb), 0);
-	CU_ASSERT_EQUAL(hy_profiler_find_file(f.p, fa, &sa), 0);
-	CU_ASSERT_EQUAL(open_handle(f.p, &h, fa, 0, "/a", getpid()), 0);
-	id_a = h.file_id;
-	CU_ASSERT_NOT_EQUAL(id_a, 0);
-	hy_profiler_close(&h);
-	/* pending (or committed already, if the writer was quick) */
-	CU_ASSERT_EQUAL(hy_profiler_find_file(f.p, fa, &sa), id_a);
-	CU_ASSERT_EQUAL(hy_profiler_find_file(f.p, fb, &sb), 0);
-	CU_ASSERT_EQUAL(hy_profiler_sync(f.p), 0);
-	CU_ASSERT_EQUAL(hy_profiler_find_file(f.p, fa, &sa), id_a);
-	CU_ASSERT_EQUAL(hy_profiler_find_file(f.p, fb, &sb), 0);
-	CU_ASSERT_EQUAL(q_int(f.db, "SELECT count(*) FROM files"), 1);
-	/* through an O_PATH descriptor too (the daemon's objects) */
-	{
-		int opath = openat(AT_FDCWD, f.tmp, O_PATH | O_DIRECTORY);
-		int fd = opath >= 0 ? openat(opath, "a", O_PATH) : -1;
-
-		CU_ASSERT_TRUE(fd >= 0);
-		CU_ASSERT_EQUAL(hy_profiler_find_file(f.p, fd, &sa), id_a);
-		if (fd >= 0)
-			close(fd);
-		if (opath >= 0)
-			close(opath);
-	}
-	/* a restart keeps it */
-	hy_profiler_free(f.p);
-	c = config_of(&f, 1024, 0, 0);
-	CU_ASSERT_EQUAL_FATAL(hy_profiler_new(&c, &f.p, why, sizeof(why)), 0);
-	CU_ASSERT_EQUAL(hy_profiler_find_file(f.p, fa, &sa), id_a);
-	CU_ASSERT_EQUAL(hy_profiler_find_file(f.p, fb, &sb), 0);
-	close(fa);
-	close(fb);
-	fixture_done(&f);
-}
-
-/* When the database cannot say whether a file has an id, none is made:
- * the file may have one already, and a second would split its cached and
- * relocated blocks from its requests. (Before, an error of the lookup was
- * taken for "no row", and the file got a new id.) */
-static void test_lookup_error_makes_no_id(void)
-{
-	struct fixture f;
-	struct hy_profile_handle h;
-	uint64_t id_a;
-	int fa, fb;
-
-	CU_ASSERT_TRUE_FATAL(fixture_init(&f, 1024, 0, 0));
-	fa = make_file(f.tmp, "a", 4096, false);
-	fb = make_file(f.tmp, "b", 4096, false);
-	CU_ASSERT_TRUE_FATAL(fa >= 0 && fb >= 0);
-	CU_ASSERT_EQUAL(open_handle(f.p, &h, fa, 0, "/a", getpid()), 0);
-	id_a = h.file_id;
-	hy_profiler_close(&h);
-	CU_ASSERT_EQUAL(hy_profiler_sync(f.p), 0);
-	/* the files table out of reach of the profiler's lookups */
-	CU_ASSERT_EQUAL(
-		sqlite3_exec(f.db, "ALTER TABLE files RENAME TO files_away", NULL, NULL, NULL),
-		SQLITE_OK);
-	CU_ASSERT_TRUE(open_handle(f.p, &h, fb, 0, "/b", getpid()) < 0);
-	CU_ASSERT_EQUAL(h.file_id, 0);
-	hy_profiler_close(&h);
-	CU_ASSERT_EQUAL(open_handle(f.p, &h, fa, 0, "/a", getpid()) < 0, 1);
-	CU_ASSERT_EQUAL(h.file_id, 0); /* not a new one for a */
-	hy_profiler_close(&h);
-	/* back: a has its id, b gets one */
-	CU_ASSERT_EQUAL(
-		sqlite3_exec(f.db, "ALTER TABLE files_away RENAME TO files", NULL, NULL, NULL),
-		SQLITE_OK);
-	CU_ASSERT_EQUAL(open_handle(f.p, &h, fa, 0, "/a", getpid()), 0);
-	CU_ASSERT_EQUAL(h.file_id, id_a);
-	hy_profiler_close(&h);
-	CU_ASSERT_EQUAL(open_handle(f.p, &h, fb, 0, "/b", getpid()), 0);
-	CU_ASSERT_NOT_EQUAL(h.file_id, 0);
-	CU_ASSERT_NOT_EQUAL(h.file_id, id_a);
-	hy_profiler_close(&h);
-	CU_ASSERT_EQUAL(hy_profiler_sync(f.p), 0);
-	CU_ASSERT_EQUAL(q_int(f.db, "SELECT count(*) FROM files"), 2);
-	close(fa);
-	close(fb);
-	fixture_done(&f);
-}
-
 static void test_no_pid_is_opener(void)
 {
 	struct fixture f;
@@ -524,7 +163,7 @@ static void test_no_pid_is_opener(void)
 	hy_profiler_log(f.p, &h, fd, 0, HY_PROFILE_WRITE, 0, 4096);
 	hy_profiler_log(f.p, &h, fd, getpid(), HY_PROFILE_READ, 4096, 4096);
 	CU_ASSERT_EQUAL(hy_profiler_sync(f.p), 0);
-	self = hy_profiler_process(f.p, getpid());
+	self = hy_reca_process(f.reca, getpid());
 	CU_ASSERT_NOT_EQUAL(self, h.opener);
 
 	CU_ASSERT_EQUAL(q_int(f.db, "SELECT process_id FROM access_log WHERE mode = 1"), h.opener);
@@ -536,22 +175,22 @@ static void test_no_pid_is_opener(void)
 	fixture_done(&f);
 }
 
-/* Pids that fall in one bucket of the process table (HY_PROFILER_PROCESSES
+/* Pids that fall in one bucket of the process table (HY_RECA_PROCESSES_MAX
  * apart) keep their own slots while both are active: no new process each
  * time the other one is seen. */
 static void test_colliding_pids(void)
 {
 	struct fixture f;
 	struct hy_profiler_stats st;
-	pid_t a = getpid(), b = getpid() + HY_PROFILER_PROCESSES;
+	pid_t a = getpid(), b = getpid() + HY_RECA_PROCESSES_MAX;
 	uint32_t first_a, first_b;
 
 	CU_ASSERT_TRUE_FATAL(fixture_init(&f, 1024, 0, 0));
-	first_a = hy_profiler_process(f.p, a);
-	first_b = hy_profiler_process(f.p, b);
+	first_a = hy_reca_process(f.reca, a);
+	first_b = hy_reca_process(f.reca, b);
 	for (int i = 0; i < 10; i++) {
-		CU_ASSERT_EQUAL(hy_profiler_process(f.p, a), first_a);
-		CU_ASSERT_EQUAL(hy_profiler_process(f.p, b), first_b);
+		CU_ASSERT_EQUAL(hy_reca_process(f.reca, a), first_a);
+		CU_ASSERT_EQUAL(hy_reca_process(f.reca, b), first_b);
 	}
 	CU_ASSERT_NOT_EQUAL(first_a, first_b);
 	CU_ASSERT_EQUAL(hy_profiler_sync(f.p), 0);
@@ -565,7 +204,7 @@ static void test_counts_and_top(void)
 {
 	struct fixture f;
 	struct hy_profile_handle h, hp;
-	struct hy_profiler_process top[8];
+	struct hy_reca_process top[8];
 	char comm[16];
 	size_t n;
 	int fd;
@@ -574,12 +213,12 @@ static void test_counts_and_top(void)
 	fd = make_file(f.tmp, "a", 4096, false);
 	CU_ASSERT_TRUE_FATAL(fd >= 0);
 	for (int i = 0; i < 3; i++)
-		hy_profiler_count_meta(f.p, getpid(), HY_META_LOOKUP);
+		hy_reca_count_meta(f.reca, getpid(), HY_META_LOOKUP);
 	for (int i = 0; i < 2; i++)
-		hy_profiler_count_meta(f.p, getpid(), HY_META_GETATTR);
-	hy_profiler_count_meta(f.p, getpid(), HY_META_READDIR);
-	hy_profiler_count_meta(f.p, 0, HY_META_LOOKUP); /* no pid: not counted */
-	hy_profiler_count_meta(NULL, getpid(), HY_META_LOOKUP);
+		hy_reca_count_meta(f.reca, getpid(), HY_META_GETATTR);
+	hy_reca_count_meta(f.reca, getpid(), HY_META_READDIR);
+	hy_reca_count_meta(f.reca, 0, HY_META_LOOKUP); /* no pid: not counted */
+	hy_reca_count_meta(NULL, getpid(), HY_META_LOOKUP);
 
 	CU_ASSERT_EQUAL(open_handle(f.p, &h, fd, 0, "/a", getpid()), 0);
 	hy_profiler_log(f.p, &h, fd, getpid(), HY_PROFILE_READ, 0, 4096);
@@ -589,7 +228,7 @@ static void test_counts_and_top(void)
 	CU_ASSERT_EQUAL(open_handle(f.p, &hp, fd, 0, "/a", getppid()), 0);
 	hy_profiler_log(f.p, &hp, fd, getppid(), HY_PROFILE_WRITE, 0, 1 << 20);
 
-	n = hy_profiler_top(f.p, top, 8);
+	n = hy_reca_top(f.reca, top, 8);
 	CU_ASSERT_EQUAL_FATAL(n, 2);
 	CU_ASSERT_EQUAL(top[0].pid, getppid());
 	CU_ASSERT_EQUAL(top[0].writes, 1);
@@ -607,7 +246,7 @@ static void test_counts_and_top(void)
 	read_self_comm(comm);
 	CU_ASSERT_STRING_EQUAL(top[1].comm, comm);
 	/* @max is honoured */
-	CU_ASSERT_EQUAL(hy_profiler_top(f.p, top, 1), 1);
+	CU_ASSERT_EQUAL(hy_reca_top(f.reca, top, 1), 1);
 	CU_ASSERT_EQUAL(top[0].pid, getppid());
 
 	CU_ASSERT_EQUAL(hy_profiler_sync(f.p), 0);
@@ -651,8 +290,8 @@ static void end_child(pid_t pid, int fd_write)
 static void test_policy_hints(void)
 {
 	struct hy_workload_policy_table t;
-	struct hy_profile_ticket tk;
-	struct hy_profiler_process top[8];
+	struct served tk;
+	struct hy_reca_process top[8];
 	struct fixture f;
 	struct hy_profile_handle h, hc;
 	pid_t child, child2;
@@ -664,47 +303,47 @@ static void test_policy_hints(void)
 	CU_ASSERT_TRUE_FATAL(fd >= 0);
 	CU_ASSERT_EQUAL(open_handle(f.p, &h, fd, 0, "/a", getpid()), 0);
 	/* no table in force: classified, no hint */
-	hy_profiler_begin(f.p, &h, getpid(), HY_PROFILE_READ, 0, 4096, &tk);
-	CU_ASSERT_FALSE(tk.hinted);
-	CU_ASSERT_EQUAL(tk.klass, 1 + HY_CLASS_RANDOM);
-	hy_profiler_end(f.p, &h, fd, &tk, 4096);
-	CU_ASSERT_EQUAL(hy_profiler_count_meta(f.p, getpid(), HY_META_LOOKUP), 0);
+	serve_begin(&f, &h, getpid(), HY_PROFILE_READ, 0, 4096, &tk);
+	CU_ASSERT_FALSE(tk.a.hinted);
+	CU_ASSERT_EQUAL(tk.a.klass, 1 + HY_CLASS_RANDOM);
+	hy_profiler_end(f.p, &h, fd, &tk.t, 4096);
+	CU_ASSERT_EQUAL(hy_reca_count_meta(f.reca, getpid(), HY_META_LOOKUP), 0);
 
 	hy_workload_policy_defaults(&t);
-	CU_ASSERT_EQUAL_FATAL(hy_profiler_set_policy(f.p, &t), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_reca_set_policy(f.reca, &t), 0);
 	/* too few requests for a category: the unknown row, the mount's */
-	hy_profiler_begin(f.p, &h, getpid(), HY_PROFILE_READ, 4096, 4096, &tk);
-	CU_ASSERT_TRUE(tk.hinted);
-	CU_ASSERT_EQUAL(tk.category, HY_CATEGORY_UNKNOWN);
-	CU_ASSERT_EQUAL(tk.hint.write, -1);
-	CU_ASSERT_EQUAL(tk.hint.line_size, 4096);
-	CU_ASSERT_EQUAL(tk.hint.admit, HY_ADMIT_NORMAL);
-	hy_profiler_end(f.p, &h, fd, &tk, 4096);
+	serve_begin(&f, &h, getpid(), HY_PROFILE_READ, 4096, 4096, &tk);
+	CU_ASSERT_TRUE(tk.a.hinted);
+	CU_ASSERT_EQUAL(tk.a.category, HY_CATEGORY_UNKNOWN);
+	CU_ASSERT_EQUAL(tk.a.hint.write, -1);
+	CU_ASSERT_EQUAL(tk.a.hint.line_size, 4096);
+	CU_ASSERT_EQUAL(tk.a.hint.admit, HY_ADMIT_NORMAL);
+	hy_profiler_end(f.p, &h, fd, &tk.t, 4096);
 	/* a stream of 128 KiB sequential reads over 8 MiB: archival consumer,
 	 * whose sequential reads bypass the cache, 64 KiB lines, evicted early */
 	for (uint64_t i = 0; i < 64; i++) {
-		hy_profiler_begin(f.p, &h, getpid(), HY_PROFILE_READ, (i + 1) << 17, 1 << 17, &tk);
-		hy_profiler_end(f.p, &h, fd, &tk, 1 << 17);
+		serve_begin(&f, &h, getpid(), HY_PROFILE_READ, (i + 1) << 17, 1 << 17, &tk);
+		hy_profiler_end(f.p, &h, fd, &tk.t, 1 << 17);
 	}
-	CU_ASSERT_EQUAL(tk.category, HY_CATEGORY_ARCHIVAL_CONSUMER);
-	CU_ASSERT_EQUAL(tk.klass, 1 + HY_CLASS_SEQUENTIAL);
-	CU_ASSERT_EQUAL(tk.hint.write, HY_CACHE_WRITE_AROUND);
-	CU_ASSERT_EQUAL(tk.hint.admit, HY_ADMIT_BYPASS);
-	CU_ASSERT_EQUAL(tk.hint.line_size, 65536);
-	CU_ASSERT_EQUAL(tk.hint.evict, HY_EVICT_EARLY);
+	CU_ASSERT_EQUAL(tk.a.category, HY_CATEGORY_ARCHIVAL_CONSUMER);
+	CU_ASSERT_EQUAL(tk.a.klass, 1 + HY_CLASS_SEQUENTIAL);
+	CU_ASSERT_EQUAL(tk.a.hint.write, HY_CACHE_WRITE_AROUND);
+	CU_ASSERT_EQUAL(tk.a.hint.admit, HY_ADMIT_BYPASS);
+	CU_ASSERT_EQUAL(tk.a.hint.line_size, 65536);
+	CU_ASSERT_EQUAL(tk.a.hint.evict, HY_EVICT_EARLY);
 	/* a random read of the same process: low (not bypassed) */
-	hy_profiler_begin(f.p, &h, getpid(), HY_PROFILE_READ, 1ULL << 30, 4096, &tk);
-	CU_ASSERT_EQUAL(tk.klass, 1 + HY_CLASS_RANDOM);
-	CU_ASSERT_EQUAL(tk.hint.admit, HY_ADMIT_LOW);
-	hy_profiler_end(f.p, &h, fd, &tk, -EIO); /* failed: not logged, bytes taken back */
+	serve_begin(&f, &h, getpid(), HY_PROFILE_READ, 1ULL << 30, 4096, &tk);
+	CU_ASSERT_EQUAL(tk.a.klass, 1 + HY_CLASS_RANDOM);
+	CU_ASSERT_EQUAL(tk.a.hint.admit, HY_ADMIT_LOW);
+	hy_profiler_end(f.p, &h, fd, &tk.t, -EIO); /* failed: not logged, bytes taken back */
 	/* a new table is in force for the next request */
 	CU_ASSERT_EQUAL(
 		hy_workload_policy_set(&t, "archival-consumer.line_size=16K", why, sizeof(why)), 0);
-	CU_ASSERT_EQUAL_FATAL(hy_profiler_set_policy(f.p, &t), 0);
-	hy_profiler_begin(f.p, &h, getpid(), HY_PROFILE_READ, 65ULL << 17, 1 << 17, &tk);
-	CU_ASSERT_EQUAL(tk.hint.line_size, 16384);
-	hy_profiler_end(f.p, &h, fd, &tk, 4096); /* short: 4 KiB of 128 */
-	n = hy_profiler_top(f.p, top, 8);
+	CU_ASSERT_EQUAL_FATAL(hy_reca_set_policy(f.reca, &t), 0);
+	serve_begin(&f, &h, getpid(), HY_PROFILE_READ, 65ULL << 17, 1 << 17, &tk);
+	CU_ASSERT_EQUAL(tk.a.hint.line_size, 16384);
+	hy_profiler_end(f.p, &h, fd, &tk.t, 4096); /* short: 4 KiB of 128 */
+	n = hy_reca_top(f.reca, top, 8);
 	CU_ASSERT_EQUAL_FATAL(n, 1);
 	CU_ASSERT_EQUAL(top[0].bytes_read, 2 * 4096 + (64ULL << 17) + 4096);
 	CU_ASSERT_EQUAL(top[0].category, HY_CATEGORY_ARCHIVAL_CONSUMER);
@@ -715,11 +354,11 @@ static void test_policy_hints(void)
 	child = idle_child(&wfd);
 	CU_ASSERT_TRUE_FATAL(child > 0);
 	CU_ASSERT_EQUAL(open_handle(f.p, &hc, fd, h.file_id, "/a", child), 0);
-	hy_profiler_begin(f.p, &hc, child, HY_PROFILE_READ, 0, 4096, &tk);
-	CU_ASSERT_EQUAL(tk.category, HY_CATEGORY_ARCHIVAL_CONSUMER);
-	CU_ASSERT_EQUAL(tk.hint.line_size, 16384);
-	hy_profiler_end(f.p, &hc, fd, &tk, 4096);
-	n = hy_profiler_top(f.p, top, 8);
+	serve_begin(&f, &hc, child, HY_PROFILE_READ, 0, 4096, &tk);
+	CU_ASSERT_EQUAL(tk.a.category, HY_CATEGORY_ARCHIVAL_CONSUMER);
+	CU_ASSERT_EQUAL(tk.a.hint.line_size, 16384);
+	hy_profiler_end(f.p, &hc, fd, &tk.t, 4096);
+	n = hy_reca_top(f.reca, top, 8);
 	CU_ASSERT_EQUAL_FATAL(n, 2);
 	CU_ASSERT_EQUAL(top[1].pid, child);
 	CU_ASSERT_EQUAL(top[1].category, HY_CATEGORY_UNKNOWN);
@@ -729,13 +368,13 @@ static void test_policy_hints(void)
 	/* metadata: heavy once at least 16 operations are mostly metadata;
 	 * the next process of the program starts heavy */
 	for (int i = 1; i <= 14; i++) /* with its one read: 15 operations */
-		CU_ASSERT_EQUAL(hy_profiler_count_meta(f.p, child, HY_META_GETATTR), 0);
-	CU_ASSERT_EQUAL(hy_profiler_count_meta(f.p, child, HY_META_LOOKUP), 10.0);
-	n = hy_profiler_top(f.p, top, 8);
+		CU_ASSERT_EQUAL(hy_reca_count_meta(f.reca, child, HY_META_GETATTR), 0);
+	CU_ASSERT_EQUAL(hy_reca_count_meta(f.reca, child, HY_META_LOOKUP), 10.0);
+	n = hy_reca_top(f.reca, top, 8);
 	CU_ASSERT_TRUE(n == 2 && top[1].pid == child && top[1].metadata_priority);
 	child2 = idle_child(&wfd2);
 	CU_ASSERT_TRUE_FATAL(child2 > 0);
-	CU_ASSERT_EQUAL(hy_profiler_count_meta(f.p, child2, HY_META_READDIR), 10.0);
+	CU_ASSERT_EQUAL(hy_reca_count_meta(f.reca, child2, HY_META_READDIR), 10.0);
 	end_child(child2, wfd2);
 	end_child(child, wfd);
 
@@ -755,7 +394,7 @@ static void test_policy_hints(void)
 static void test_policy_off(void)
 {
 	struct hy_workload_policy_table t;
-	struct hy_profile_ticket tk;
+	struct served tk;
 	struct hy_profiler_config c;
 	struct fixture f;
 	struct hy_profile_handle h;
@@ -763,25 +402,25 @@ static void test_policy_off(void)
 	int fd;
 
 	CU_ASSERT_TRUE_FATAL(fixture_init(&f, 1024, 0, 0));
-	hy_profiler_free(f.p);
+	profiler_stop(&f);
+	f.no_classify = true;
 	c = config_of(&f, 1024, 0, 0);
-	c.no_classify = true;
 	CU_ASSERT_EQUAL_FATAL(hy_profiler_new(&c, &f.p, why, sizeof(why)), 0);
 	hy_workload_policy_defaults(&t);
-	CU_ASSERT_EQUAL_FATAL(hy_profiler_set_policy(f.p, &t), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_reca_set_policy(f.reca, &t), 0);
 	fd = make_file(f.tmp, "a", 4096, false);
 	CU_ASSERT_TRUE_FATAL(fd >= 0);
 	CU_ASSERT_EQUAL(open_handle(f.p, &h, fd, 0, "/a", getpid()), 0);
 	for (uint64_t i = 0; i < 40; i++) {
-		hy_profiler_begin(f.p, &h, getpid(), HY_PROFILE_READ, i << 17, 1 << 17, &tk);
-		CU_ASSERT_FALSE(tk.hinted);
-		CU_ASSERT_EQUAL(tk.klass, 0);
-		hy_profiler_end(f.p, &h, fd, &tk, 1 << 17);
+		serve_begin(&f, &h, getpid(), HY_PROFILE_READ, i << 17, 1 << 17, &tk);
+		CU_ASSERT_FALSE(tk.a.hinted);
+		CU_ASSERT_EQUAL(tk.a.klass, 0);
+		hy_profiler_end(f.p, &h, fd, &tk.t, 1 << 17);
 	}
 	for (int i = 0; i < 40; i++)
-		CU_ASSERT_EQUAL(hy_profiler_count_meta(f.p, getpid(), HY_META_LOOKUP), 0);
+		CU_ASSERT_EQUAL(hy_reca_count_meta(f.reca, getpid(), HY_META_LOOKUP), 0);
 	CU_ASSERT_EQUAL(hy_profiler_sync(f.p), 0);
-	hy_profiler_get_classes(f.p, mc);
+	hy_reca_get_mount_classes(f.reca, mc);
 	CU_ASSERT_EQUAL(mc[0][HY_CLASS_SEQUENTIAL] + mc[0][HY_CLASS_RANDOM], 0);
 	CU_ASSERT_EQUAL(q_int(f.db, "SELECT count(*) FROM access_log WHERE class IS NULL"), 40);
 	hy_profiler_close(&h);
@@ -1028,9 +667,6 @@ int hy_test_add_profiler(void)
 	CU_pSuite s = CU_add_suite("profiler", NULL, NULL);
 
 	if (!s || !CU_add_test(s, "records, process and file rows", test_records_logged) ||
-	    !CU_add_test(s, "file ids: pending, committed, after restart", test_file_ids) ||
-	    !CU_add_test(s, "file ids found by identity, none made", test_find_file) ||
-	    !CU_add_test(s, "a failed lookup makes no file id", test_lookup_error_makes_no_id) ||
 	    !CU_add_test(s, "no pid: the opener", test_no_pid_is_opener) ||
 	    !CU_add_test(s, "metadata counts and top", test_counts_and_top) ||
 	    !CU_add_test(s, "colliding pids keep their processes", test_colliding_pids) ||

@@ -1,0 +1,218 @@
+/* test_identity.c - file ids (identity.h) as the profiler's writer makes
+ * their rows: ids are stable (pending, committed, across a restart),
+ * found by the backing identity without making one, and a lookup the
+ * database cannot answer makes none. Every test waits with
+ * hy_profiler_sync(), never with a sleep. */
+#include <inttypes.h>
+
+#include "hybridfs/identity.h"
+#include "profiler_fixture.h"
+
+static void test_file_ids(void)
+{
+	struct fixture f;
+	struct hy_profile_handle h1, h2, h3, h4, h5;
+	struct hy_profiler_config c;
+	struct stat st;
+	uint64_t id_a, id_b, max_file;
+	int64_t max_process;
+	uint32_t pid_again;
+	int fa, fb, fc;
+
+	CU_ASSERT_TRUE_FATAL(fixture_init(&f, 1024, 0, 0));
+	fa = make_file(f.tmp, "a", 4096, false);
+	fb = make_file(f.tmp, "b", 4096, false);
+	CU_ASSERT_TRUE_FATAL(fa >= 0 && fb >= 0);
+
+	/* two opens of one inode before anything is committed: one id (from
+	 * the pending list, or from the database if the writer was quick) */
+	CU_ASSERT_EQUAL(open_handle(f.p, &h1, fa, 0, "/a", getpid()), 0);
+	CU_ASSERT_EQUAL(open_handle(f.p, &h2, fa, 0, "/a", getpid()), 0);
+	id_a = h1.file_id;
+	CU_ASSERT_NOT_EQUAL(id_a, 0);
+	CU_ASSERT_EQUAL(h2.file_id, id_a);
+	/* another file, another id */
+	CU_ASSERT_EQUAL(open_handle(f.p, &h3, fb, 0, "/b", getpid()), 0);
+	id_b = h3.file_id;
+	CU_ASSERT_NOT_EQUAL(id_b, 0);
+	CU_ASSERT_NOT_EQUAL(id_b, id_a);
+
+	hy_profiler_log(f.p, &h1, fa, getpid(), HY_PROFILE_READ, 0, 4096);
+	hy_profiler_log(f.p, &h2, fa, getpid(), HY_PROFILE_WRITE, 0, 4096);
+	hy_profiler_log(f.p, &h3, fb, getpid(), HY_PROFILE_READ, 0, 4096);
+	CU_ASSERT_EQUAL(hy_profiler_sync(f.p), 0);
+	CU_ASSERT_EQUAL(q_int(f.db, "SELECT count(*) FROM files"), 2);
+	CU_ASSERT_EQUAL(q_int(f.db, "SELECT count(*) FROM files WHERE id = %" PRIu64, id_a), 1);
+	CU_ASSERT_EQUAL(q_int(f.db, "SELECT count(*) FROM files WHERE id = %" PRIu64, id_b), 1);
+	CU_ASSERT_EQUAL(
+		q_int(f.db, "SELECT count(*) FROM access_log WHERE file_id = %" PRIu64, id_a), 2);
+
+	/* after the commit: the same id, from the database */
+	CU_ASSERT_EQUAL(open_handle(f.p, &h4, fa, 0, "/a-renamed", getpid()), 0);
+	CU_ASSERT_EQUAL(h4.file_id, id_a);
+	/* an inode's cached id is used as it is */
+	CU_ASSERT_EQUAL(open_handle(f.p, &h5, fb, 4242, "/b", getpid()), 0);
+	CU_ASSERT_EQUAL(h5.file_id, 4242);
+	hy_profiler_close(&h1);
+	hy_profiler_close(&h2);
+	hy_profiler_close(&h3);
+	hy_profiler_close(&h4);
+	hy_profiler_close(&h5);
+
+	/* records logged just before free are drained into the database */
+	CU_ASSERT_EQUAL(open_handle(f.p, &h1, fb, 0, "/b", getpid()), 0);
+	for (int i = 0; i < 100; i++)
+		hy_profiler_log(f.p, &h1, fb, getpid(), HY_PROFILE_READ, (uint64_t)i * 4096, 4096);
+	hy_profiler_close(&h1);
+	profiler_stop(&f);
+	f.p = NULL;
+	CU_ASSERT_EQUAL(q_int(f.db, "SELECT count(*) FROM access_log"), 103);
+	CU_ASSERT_EQUAL(q_int(f.db, "SELECT count(*) FROM files"), 2);
+	max_file = (uint64_t)q_int(f.db, "SELECT max(id) FROM files");
+	max_process = q_int(f.db, "SELECT max(id) FROM processes");
+	CU_ASSERT_EQUAL(max_file, id_a > id_b ? id_a : id_b);
+	CU_ASSERT_TRUE(max_process >= 1);
+
+	/* a new profiler on the same database: same inode, same id; new ids
+	 * above the old maximum */
+	c = config_of(&f, 1024, 0, 0);
+	CU_ASSERT_EQUAL_FATAL(hy_profiler_new(&c, &f.p, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(open_handle(f.p, &h1, fa, 0, "/a", getpid()), 0);
+	CU_ASSERT_EQUAL(h1.file_id, id_a);
+	CU_ASSERT_EQUAL(open_handle(f.p, &h2, fb, 0, "/b", getpid()), 0);
+	CU_ASSERT_EQUAL(h2.file_id, id_b);
+	fc = make_file(f.tmp, "c", 4096, false);
+	CU_ASSERT_TRUE_FATAL(fc >= 0);
+	CU_ASSERT_EQUAL(open_handle(f.p, &h3, fc, 0, "/c", getpid()), 0);
+	CU_ASSERT_TRUE(h3.file_id > max_file);
+	pid_again = hy_reca_process(f.reca, getpid());
+	CU_ASSERT_TRUE((int64_t)pid_again > max_process);
+	CU_ASSERT_EQUAL(h1.opener, pid_again);
+	hy_profiler_log(f.p, &h3, fc, getpid(), HY_PROFILE_WRITE, 0, 4096);
+	CU_ASSERT_EQUAL(hy_profiler_sync(f.p), 0);
+	CU_ASSERT_EQUAL(q_int(f.db, "SELECT count(*) FROM files"), 3);
+	CU_ASSERT_EQUAL_FATAL(fstat(fc, &st), 0);
+	CU_ASSERT_EQUAL(q_int(f.db, "SELECT ino FROM files WHERE id = %" PRIu64, h3.file_id),
+			(int64_t)st.st_ino);
+	CU_ASSERT_EQUAL(q_int(f.db, "SELECT process_id FROM access_log ORDER BY rowid DESC"),
+			pid_again);
+	hy_profiler_close(&h1);
+	hy_profiler_close(&h2);
+	hy_profiler_close(&h3);
+
+	close(fa);
+	close(fb);
+	close(fc);
+	fixture_done(&f);
+}
+
+/* hy_identity_find_file: the id of a file already known, pending or
+ * committed, and after a restart; 0 for one never opened, for which it
+ * makes no row (issue 16.3: an inode entry made after a FORGET). */
+static void test_find_file(void)
+{
+	struct fixture f;
+	struct hy_profile_handle h;
+	struct hy_profiler_config c;
+	struct stat sa, sb;
+	uint64_t id_a;
+	int fa, fb;
+
+	CU_ASSERT_TRUE_FATAL(fixture_init(&f, 1024, 0, 0));
+	fa = make_file(f.tmp, "a", 4096, false);
+	fb = make_file(f.tmp, "b", 4096, false);
+	CU_ASSERT_TRUE_FATAL(fa >= 0 && fb >= 0);
+	CU_ASSERT_EQUAL_FATAL(fstat(fa, &sa), 0);
+	CU_ASSERT_EQUAL_FATAL(fstat(fb, &sb), 0);
+	CU_ASSERT_EQUAL(hy_identity_find_file(hy_profiler_identity(f.p), fa, &sa), 0);
+	CU_ASSERT_EQUAL(open_handle(f.p, &h, fa, 0, "/a", getpid()), 0);
+	id_a = h.file_id;
+	CU_ASSERT_NOT_EQUAL(id_a, 0);
+	hy_profiler_close(&h);
+	/* pending (or committed already, if the writer was quick) */
+	CU_ASSERT_EQUAL(hy_identity_find_file(hy_profiler_identity(f.p), fa, &sa), id_a);
+	CU_ASSERT_EQUAL(hy_identity_find_file(hy_profiler_identity(f.p), fb, &sb), 0);
+	CU_ASSERT_EQUAL(hy_profiler_sync(f.p), 0);
+	CU_ASSERT_EQUAL(hy_identity_find_file(hy_profiler_identity(f.p), fa, &sa), id_a);
+	CU_ASSERT_EQUAL(hy_identity_find_file(hy_profiler_identity(f.p), fb, &sb), 0);
+	CU_ASSERT_EQUAL(q_int(f.db, "SELECT count(*) FROM files"), 1);
+	/* through an O_PATH descriptor too (the daemon's objects) */
+	{
+		int opath = openat(AT_FDCWD, f.tmp, O_PATH | O_DIRECTORY);
+		int fd = opath >= 0 ? openat(opath, "a", O_PATH) : -1;
+
+		CU_ASSERT_TRUE(fd >= 0);
+		CU_ASSERT_EQUAL(hy_identity_find_file(hy_profiler_identity(f.p), fd, &sa), id_a);
+		if (fd >= 0)
+			close(fd);
+		if (opath >= 0)
+			close(opath);
+	}
+	/* a restart keeps it */
+	profiler_stop(&f);
+	c = config_of(&f, 1024, 0, 0);
+	CU_ASSERT_EQUAL_FATAL(hy_profiler_new(&c, &f.p, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(hy_identity_find_file(hy_profiler_identity(f.p), fa, &sa), id_a);
+	CU_ASSERT_EQUAL(hy_identity_find_file(hy_profiler_identity(f.p), fb, &sb), 0);
+	close(fa);
+	close(fb);
+	fixture_done(&f);
+}
+
+/* When the database cannot say whether a file has an id, none is made:
+ * the file may have one already, and a second would split its cached and
+ * relocated blocks from its requests. (Before, an error of the lookup was
+ * taken for "no row", and the file got a new id.) */
+static void test_lookup_error_makes_no_id(void)
+{
+	struct fixture f;
+	struct hy_profile_handle h;
+	uint64_t id_a;
+	int fa, fb;
+
+	CU_ASSERT_TRUE_FATAL(fixture_init(&f, 1024, 0, 0));
+	fa = make_file(f.tmp, "a", 4096, false);
+	fb = make_file(f.tmp, "b", 4096, false);
+	CU_ASSERT_TRUE_FATAL(fa >= 0 && fb >= 0);
+	CU_ASSERT_EQUAL(open_handle(f.p, &h, fa, 0, "/a", getpid()), 0);
+	id_a = h.file_id;
+	hy_profiler_close(&h);
+	CU_ASSERT_EQUAL(hy_profiler_sync(f.p), 0);
+	/* the files table out of reach of the profiler's lookups */
+	CU_ASSERT_EQUAL(
+		sqlite3_exec(f.db, "ALTER TABLE files RENAME TO files_away", NULL, NULL, NULL),
+		SQLITE_OK);
+	CU_ASSERT_TRUE(open_handle(f.p, &h, fb, 0, "/b", getpid()) < 0);
+	CU_ASSERT_EQUAL(h.file_id, 0);
+	hy_profiler_close(&h);
+	CU_ASSERT_EQUAL(open_handle(f.p, &h, fa, 0, "/a", getpid()) < 0, 1);
+	CU_ASSERT_EQUAL(h.file_id, 0); /* not a new one for a */
+	hy_profiler_close(&h);
+	/* back: a has its id, b gets one */
+	CU_ASSERT_EQUAL(
+		sqlite3_exec(f.db, "ALTER TABLE files_away RENAME TO files", NULL, NULL, NULL),
+		SQLITE_OK);
+	CU_ASSERT_EQUAL(open_handle(f.p, &h, fa, 0, "/a", getpid()), 0);
+	CU_ASSERT_EQUAL(h.file_id, id_a);
+	hy_profiler_close(&h);
+	CU_ASSERT_EQUAL(open_handle(f.p, &h, fb, 0, "/b", getpid()), 0);
+	CU_ASSERT_NOT_EQUAL(h.file_id, 0);
+	CU_ASSERT_NOT_EQUAL(h.file_id, id_a);
+	hy_profiler_close(&h);
+	CU_ASSERT_EQUAL(hy_profiler_sync(f.p), 0);
+	CU_ASSERT_EQUAL(q_int(f.db, "SELECT count(*) FROM files"), 2);
+	close(fa);
+	close(fb);
+	fixture_done(&f);
+}
+
+int hy_test_add_identity(void)
+{
+	CU_pSuite s = CU_add_suite("identity", NULL, NULL);
+
+	if (!s || !CU_add_test(s, "file ids: pending, committed, after restart", test_file_ids) ||
+	    !CU_add_test(s, "file ids found by identity, none made", test_find_file) ||
+	    !CU_add_test(s, "a failed lookup makes no file id", test_lookup_error_makes_no_id))
+		return -1;
+	return 0;
+}
