@@ -1,0 +1,460 @@
+/* ops_files.c - FUSE operations on open files: open and create, read and write through the engine,
+ * release, fsync, fallocate, lseek and copy_file_range; see include/hybridfs/fs.h and
+ * fs/ops_internal.h. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <libgen.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/fsuid.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <fuse_lowlevel.h>
+
+#include "hybridfs/device.h"
+#include "hybridfs/engine.h"
+#include "fs_internal.h"
+#include "hybridfs/inode.h"
+#include "hybridfs/log.h"
+#include "hybridfs/identity.h"
+#include "hybridfs/profiler.h"
+#include "hybridfs/reca.h"
+
+#include "ops_internal.h"
+
+/* ---- files ------------------------------------------------------------- */
+
+/* On EMFILE or ENFILE, gives back half of the cached directory
+ * descriptors, so that the open the user asked for can go ahead; true when
+ * the caller should try once more. */
+bool hy_ops_out_of_descriptors(struct hy_fs *fs, int rc)
+{
+	if (rc != -EMFILE && rc != -ENFILE)
+		return false;
+	return hy_inode_shed(fs->inodes, fs->inodes->fds_cached / 2 + 1) > 0;
+}
+
+/* What the backing file is opened with, and what FUSE is told. */
+static int backing_flags(struct hy_fs *fs, struct fuse_file_info *fi)
+{
+	int flags = fi->flags & ~(O_NOFOLLOW | O_DIRECT);
+
+	if (fi->flags & O_DIRECT)
+		fi->direct_io = 1; /* FUSE bypasses the page cache for us */
+	else
+		fi->keep_cache = 1; /* changes are noticed by auto_inval_data */
+	/* The kernel gives every write its offset, O_APPEND ones at the size
+	 * it knows; pwrite(2) on an O_APPEND descriptor would ignore that
+	 * offset, and page writeback of a shared mapping would land at the
+	 * end of the file. */
+	flags &= ~O_APPEND;
+	/* With the write-back cache the kernel reads pages to fill partial
+	 * writes, even through a write-only handle. */
+	if (fs->writeback_cache && (flags & O_ACCMODE) == O_WRONLY)
+		flags = (flags & ~O_ACCMODE) | O_RDWR;
+	return flags | O_CLOEXEC;
+}
+
+static int file_new(struct hy_fs *fs, fuse_req_t req, struct hy_inode *inode, int fd,
+		    const struct stat *st, struct fuse_file_info *fi)
+{
+	struct hy_file *file = calloc(1, sizeof(*file));
+
+	if (!file)
+		return -ENOMEM;
+	file->fd = fd;
+	file->inode = inode;
+	atomic_fetch_add(&inode->opens, 1);
+	hy_engine_file_init(fs->engine, &file->engine, fd);
+	if (fs->profiler) {
+		char name[NAME_MAX + 1];
+		uint64_t known = atomic_load(&inode->file_id);
+
+		if (!known)
+			hy_inode_get_name(fs->inodes, inode, name, sizeof(name));
+		/* a file without an id is still served; its requests log id 0 */
+		if (hy_profiler_open(fs->profiler, &file->prof, fd, st, known, known ? NULL : name,
+				     fuse_req_ctx(req)->pid) < 0)
+			hy_log(LOG_WARNING, "profiler: no file id for inode %llu",
+			       (unsigned long long)inode->ino);
+		file->profiled = true;
+		if (!known && file->prof.file_id)
+			atomic_store(&inode->file_id, file->prof.file_id);
+		/* the indirection map knows files by this id */
+		hy_engine_file_set_id(&file->engine, file->prof.file_id);
+	}
+	hy_ops_handle_track(fs, &file->link, false);
+	fi->fh = (uint64_t)(uintptr_t)file;
+	return 0;
+}
+
+/* hy_ops_file_id_of() for an open with O_TRUNC, before it truncates: through
+ * the inode's own descriptor, or one opened by its name and checked. */
+static uint64_t trunc_file_id(struct hy_fs *fs, struct hy_inode *inode,
+			      const struct hy_inode_ref *ref)
+{
+	uint64_t id = atomic_load(&inode->file_id);
+	int fd;
+
+	if (id || !fs->profiler || inode->type != S_IFREG)
+		return id;
+	if (ref->self)
+		return hy_ops_file_id_of(fs, inode, ref->dirfd);
+	fd = openat(ref->dirfd, ref->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return 0; /* the open that follows fails the same way */
+	id = hy_ops_file_id_of(fs, inode, fd);
+	close(fd);
+	return id;
+}
+
+static int do_open(struct hy_fs *fs, fuse_req_t req, struct hy_inode *inode,
+		   struct fuse_file_info *fi)
+{
+	struct creds_saved saved = {.switched = false};
+	struct hy_inode_ref ref;
+	struct stat st;
+	uint64_t trunc_id;
+	bool gated;
+	int fd, rc, flags = backing_flags(fs, fi);
+
+	rc = hy_inode_pin(fs->inodes, inode, false, &ref);
+	if (rc)
+		return rc;
+	/* With FUSE_CAP_ATOMIC_O_TRUNC the kernel sends no setattr for
+	 * O_TRUNC, so clearing setuid/setgid on a truncate by a non-owner is
+	 * left to the backing filesystem: open as the caller, who (unlike the
+	 * daemon) has no CAP_FSETID. */
+	if (flags & O_TRUNC)
+		rc = hy_ops_creds_enter(fs, req, &saved);
+	/* the cache must not write old blocks home across the truncation */
+	trunc_id = flags & O_TRUNC ? trunc_file_id(fs, inode, &ref) : 0;
+	gated = rc == 0 && hy_engine_truncate_open_begin(fs->engine, trunc_id);
+	fd = -1;
+	if (rc == 0) {
+		for (int attempt = 0; attempt < 2; attempt++) {
+			if (ref.self)
+				fd = open(ref.path, flags);
+			else
+				fd = openat(ref.dirfd, ref.name, flags | O_NOFOLLOW);
+			rc = fd < 0 ? -errno : 0;
+			if (!hy_ops_out_of_descriptors(fs, rc))
+				break;
+		}
+		hy_ops_creds_leave(&saved);
+	}
+	if (gated)
+		hy_engine_truncate_open_end(fs->engine, trunc_id, fd);
+	hy_inode_unpin(fs->inodes, &ref);
+	if (rc)
+		return rc;
+	if (fstat(fd, &st) < 0 || st.st_ino != inode->ino || st.st_dev != inode->dev) {
+		close(fd);
+		return -ESTALE;
+	}
+	rc = file_new(fs, req, inode, fd, &st, fi);
+	if (rc)
+		close(fd);
+	return rc;
+}
+
+void hy_ops_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct hy_fs *fs = hy_ops_fs_of(req);
+	int rc = do_open(fs, req, hy_ops_inode_of(fs, ino), fi);
+
+	hy_ops_count_op(fs, HY_OP_OPEN);
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else if (fuse_reply_open(req, fi) == -ENOENT)
+		hy_ops_file_free(fs, hy_ops_file_of(fi)); /* the caller was interrupted */
+}
+
+static int do_create(struct hy_fs *fs, fuse_req_t req, struct hy_inode *parent, const char *name,
+		     mode_t mode, struct fuse_file_info *fi, struct fuse_entry_param *e)
+{
+	struct creds_saved saved;
+	struct hy_inode_ref pref;
+	struct hy_inode *inode;
+	struct stat st;
+	int fd = -1, rc;
+
+	if (hy_ops_is_state_entry(fs, parent, name))
+		return -EEXIST;
+	rc = hy_inode_pin(fs->inodes, parent, true, &pref);
+	if (rc)
+		return rc;
+	rc = hy_ops_creds_enter(fs, req, &saved);
+	if (rc)
+		goto out;
+	for (int attempt = 0; attempt < 2; attempt++) {
+		fd = openat(pref.dirfd, name, backing_flags(fs, fi) | O_CREAT | O_NOFOLLOW, mode);
+		rc = fd < 0 ? -errno : 0;
+		if (!hy_ops_out_of_descriptors(fs, rc))
+			break;
+	}
+	hy_ops_creds_leave(&saved);
+	if (rc)
+		goto out;
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	rc = hy_inode_add_lookup(fs->inodes, parent, name, &st, -1, &inode);
+	if (rc)
+		goto out;
+	hy_ops_entry_fill(fs, e, inode, &st);
+	rc = file_new(fs, req, inode, fd, &st, fi);
+	if (rc) {
+		hy_inode_forget(fs->inodes, inode, 1);
+		goto out;
+	}
+	fd = -1;
+out:
+	if (fd >= 0)
+		close(fd);
+	hy_inode_unpin(fs->inodes, &pref);
+	return rc;
+}
+
+void hy_ops_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		   struct fuse_file_info *fi)
+{
+	struct hy_fs *fs = hy_ops_fs_of(req);
+	struct fuse_entry_param e;
+	int rc;
+
+	/* With the kernel's write-back cache, FUSE's atomic create races a
+	 * lookup of the same new name: Linux 6.18 can end up with two inodes
+	 * for the node, the name leading to the one made from the lookup's
+	 * reply, whose size (0) the kernel then keeps (docs/reliability.md,
+	 * "The kernel's write-back cache"). Refused, the kernel stops sending
+	 * CREATE and makes files with MKNOD and OPEN, which showed no such
+	 * inode in any run: one request more per new file. */
+	if (fs->writeback_cache) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	rc = do_create(fs, req, hy_ops_inode_of(fs, parent), name, mode, fi, &e);
+	hy_ops_count_op(fs, HY_OP_CREATE);
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else if (fuse_reply_create(req, &e, fi) == -ENOENT)
+		hy_ops_file_free(fs, hy_ops_file_of(fi));
+}
+
+/* One buffer per worker thread, grown to the largest request seen: a read
+ * costs no allocation once the thread has warmed up. libfuse ends idle
+ * workers, so the buffer hangs on a thread key whose destructor frees it. */
+struct read_buffer {
+	char *data;
+	size_t size;
+};
+
+/* created by hy_fs_init(), before any worker thread */
+pthread_key_t hy_ops_read_buffer_key;
+
+void hy_ops_read_buffer_free(void *p)
+{
+	struct read_buffer *rb = p;
+
+	free(rb->data);
+	free(rb);
+}
+
+static char *read_buffer_get(size_t size)
+{
+	struct read_buffer *rb;
+	char *grown;
+
+	rb = pthread_getspecific(hy_ops_read_buffer_key);
+	if (!rb) {
+		rb = calloc(1, sizeof(*rb));
+		if (!rb)
+			return NULL;
+		if (pthread_setspecific(hy_ops_read_buffer_key, rb) != 0) {
+			free(rb);
+			return NULL;
+		}
+	}
+	if (size > rb->size) {
+		grown = realloc(rb->data, size);
+		if (!grown)
+			return NULL;
+		rb->data = grown;
+		rb->size = size;
+	}
+	return rb->data;
+}
+
+/* The process a read or write is for: the request's, else (a write from
+ * the write-back cache, or no pid) the one that opened the handle. */
+static pid_t request_pid(const struct hy_file *file, pid_t pid)
+{
+	return pid > 0 ? pid : file->prof.opener_pid;
+}
+
+/* Into the access log, with the class the engine's ReCA gave it. */
+static void log_request(struct hy_fs *fs, struct hy_file *file, const struct hy_engine_request *er,
+			enum hy_profile_mode mode, off_t off, size_t size, ssize_t done)
+{
+	struct hy_profile_ticket t;
+
+	hy_profiler_ticket(&file->prof, er->pid, mode, (uint64_t)off, (uint32_t)size, &er->answer,
+			   &t);
+	hy_profiler_end(fs->profiler, &file->prof, file->fd, &t, done);
+}
+
+void hy_ops_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct hy_fs *fs = hy_ops_fs_of(req);
+	struct hy_file *file = hy_ops_file_of(fi);
+	char *buf = read_buffer_get(size);
+	bool logged = fs->profiler && size > 0;
+	struct hy_engine_request er = {.pid = request_pid(file, fuse_req_ctx(req)->pid)};
+	ssize_t n;
+
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	/* the engine classifies it before serving it: the policy of the
+	 * process's category applies to it (ReCA), and the log has its class */
+	n = hy_engine_read_as(fs->engine, &file->engine, logged ? &er : NULL, buf, size, off);
+	if (logged)
+		log_request(fs, file, &er, HY_PROFILE_READ, off, size, n);
+	if (n < 0) {
+		fuse_reply_err(req, (int)-n);
+		return;
+	}
+	hy_ops_count_op(fs, HY_OP_READ);
+	atomic_fetch_add_explicit(&fs->bytes_read, (uint64_t)n, memory_order_relaxed);
+	fuse_reply_buf(req, buf, (size_t)n);
+}
+
+void hy_ops_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		  struct fuse_file_info *fi)
+{
+	struct hy_fs *fs = hy_ops_fs_of(req);
+	struct hy_file *file = hy_ops_file_of(fi);
+	bool logged = fs->profiler && size > 0;
+	/* A write from the kernel's write-back cache comes from a kernel
+	 * thread: it belongs to the process that opened the handle (pid 0). */
+	struct hy_engine_request er = {
+		.pid = request_pid(file, fi->writepage ? 0 : fuse_req_ctx(req)->pid)};
+	ssize_t n;
+
+	n = hy_engine_write_as(fs->engine, &file->engine, logged ? &er : NULL, buf, size, off);
+	/* A write from the kernel's write-back cache (fi->writepage) that
+	 * comes back short is not resent: the kernel takes its pages as
+	 * written (fuse_writepage_end looks at no size). So the rest is
+	 * written here, and what the backing filesystem cannot take (ENOSPC
+	 * on a full disk) fails the request, reaching fsync and close as on
+	 * the plain directory, instead of being lost in silence (issue 8). */
+	while (fi->writepage && n > 0 && (size_t)n < size) {
+		ssize_t more = hy_engine_write_hinted(fs->engine, &file->engine,
+						      er.answer.hinted ? &er.answer.hint : NULL,
+						      buf + n, size - (size_t)n, off + n);
+
+		if (more <= 0) {
+			n = more < 0 ? more : -EIO;
+			break;
+		}
+		n += more;
+	}
+	if (logged)
+		log_request(fs, file, &er, HY_PROFILE_WRITE, off, size, n);
+	if (n < 0) {
+		fuse_reply_err(req, (int)-n);
+		return;
+	}
+	hy_ops_count_op(fs, HY_OP_WRITE);
+	atomic_fetch_add_explicit(&fs->bytes_written, (uint64_t)n, memory_order_relaxed);
+	fuse_reply_write(req, (size_t)n);
+}
+
+void hy_ops_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	int rc = hy_ops_file_free(hy_ops_fs_of(req), hy_ops_file_of(fi));
+
+	if (rc < 0)
+		hy_log(LOG_WARNING, "fs: closing a backing file: %s", strerror(-rc));
+	fuse_reply_err(req, 0);
+}
+
+void hy_ops_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	struct hy_fs *fs = hy_ops_fs_of(req);
+
+	hy_ops_count_op(fs, HY_OP_FSYNC);
+	fuse_reply_err(req,
+		       -hy_engine_fsync(fs->engine, &hy_ops_file_of(fi)->engine, datasync != 0));
+}
+
+void hy_ops_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+		      struct fuse_file_info *fi)
+{
+	struct hy_fs *fs = hy_ops_fs_of(req);
+
+	hy_ops_count_op(fs, HY_OP_OTHER);
+	fuse_reply_err(req, -hy_engine_fallocate(fs->engine, &hy_ops_file_of(fi)->engine, mode,
+						 offset, length));
+}
+
+void hy_ops_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
+{
+	off_t res;
+	int rc = 0;
+
+	/* With the kernel's write-back cache, written pages may still be in
+	 * the kernel only: the home file has a hole, or no byte, where they
+	 * are (SEEK_DATA answered ENXIO on data just written), and the kernel
+	 * sends no flush before LSEEK, nor can the daemon fetch its dirty
+	 * pages. ENOSYS makes the kernel answer every later lseek itself, as
+	 * generic_file_llseek does, from the size it keeps: the whole file is
+	 * data and the one hole is at its end, which POSIX allows and which
+	 * never hides data. Without that cache every write has reached the
+	 * daemon, and the home file's holes are the truth. */
+	if (hy_ops_fs_of(req)->writeback_cache) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	/* holes are looked for in the home file: cached writes go there first */
+	if (whence == SEEK_DATA || whence == SEEK_HOLE)
+		rc = hy_engine_prepare_seek(hy_ops_fs_of(req)->engine, &hy_ops_file_of(fi)->engine);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	res = lseek(hy_ops_file_of(fi)->fd, off, whence);
+	if (res < 0)
+		fuse_reply_err(req, errno);
+	else
+		fuse_reply_lseek(req, res);
+}
+
+void hy_ops_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			    struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
+			    struct fuse_file_info *fi_out, size_t len, int flags)
+{
+	struct hy_fs *fs = hy_ops_fs_of(req);
+	ssize_t n = hy_engine_copy_range(fs->engine, &hy_ops_file_of(fi_in)->engine, off_in,
+					 &hy_ops_file_of(fi_out)->engine, off_out, len, flags);
+
+	hy_ops_count_op(fs, HY_OP_OTHER);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_write(req, (size_t)n);
+}
