@@ -127,9 +127,34 @@ hy_exited() {
 # hy_umount MOUNTPOINT: unmounts and waits for the daemon that served it.
 # The wait ends as soon as the daemon does; its bound only turns a daemon
 # that never exits into a failure with a message instead of a hung run.
+# Who holds @1 open (for a failed unmount's message): processes with a
+# descriptor or working folder in it.
+hy_mount_users() {
+	local mnt=$1 p l
+	for p in /proc/[0-9]*; do
+		for l in "$p"/cwd "$p"/fd/*; do
+			case $(readlink "$l" 2>/dev/null) in
+			"$mnt" | "$mnt"/*) echo "${p#/proc/} ($(tr '\0' ' ' <"$p"/cmdline 2>/dev/null)): $l" ;;
+			esac
+		done
+	done 2>/dev/null | sort -u | head -20
+}
+
 hy_umount() {
 	local mnt=$1 i
-	fusermount3 -u "$mnt" || { hy_fail "fusermount3 -u $mnt failed"; return 1; }
+	# EBUSY while the last closes of the test's own descriptors are still
+	# being released (a loaded machine): asked again a few times, and if it
+	# stays busy the holders are named
+	for i in 1 2 3 4 5; do
+		fusermount3 -u "$mnt" 2>>"$HY_TMP/umount.err" && break
+		[ "$i" = 5 ] && {
+			cat "$HY_TMP/umount.err" >&2
+			hy_log "holders of $mnt: $(hy_mount_users "$mnt")"
+			hy_fail "fusermount3 -u $mnt failed"
+			return 1
+		}
+		sleep 1
+	done
 	if [ -n "${HY_PID:-}" ]; then
 		for i in $(seq 1 1200); do
 			hy_exited "$HY_PID" && break
