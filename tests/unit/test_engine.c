@@ -1189,6 +1189,80 @@ static void test_gates(void)
 	fx_teardown(&fx);
 }
 
+/* The reconfigurator's side of the indirector: a copy committed when
+ * nothing changed the file since its begin, refused when a write through
+ * the mount came between; a drop releases it again; all journaled. */
+static void test_indirector_copies(void)
+{
+	struct fixture fx;
+	struct hy_indirector *ind;
+	struct hy_indirector_copy copy = {.file_id = FX_FILE,
+					  .object = FX_OBJECT,
+					  .block = 0,
+					  .nblocks = 1,
+					  .bopt_block = 30};
+	struct hy_indirector_copy raced = {.file_id = FX_FILE,
+					   .object = FX_OBJECT,
+					   .block = 1,
+					   .nblocks = 1,
+					   .bopt_block = 31};
+	struct hy_indirector_range drop = {FX_FILE, 0, 1};
+	uint64_t kept = 7, records;
+	char buf[BLK];
+	bool ok = false;
+
+	fx_setup(&fx, &stamped_ops, true, -1);
+	ind = hy_engine_indirector(fx.engine);
+	fill(fx.bm, FX_BASE + 30 * BLK, 2 * BLK, '?');
+	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 5);
+
+	/* begin, read home, write the BOPT (here another byte, to see where a
+	 * read comes from), commit */
+	CU_ASSERT_EQUAL(hy_indirector_copy_begin(ind, &copy), 0);
+	CU_ASSERT_EQUAL(hy_indirector_copy_read(ind, &copy, buf), BLK);
+	CU_ASSERT(all_bytes(buf, BLK, 'A'));
+	fill(fx.bm, FX_BASE + 30 * BLK, BLK, 'z');
+	records = fx.journal->commit.written;
+	CU_ASSERT_EQUAL(hy_indirector_copy_commit(ind, &copy, 1, &ok), 0);
+	CU_ASSERT(ok);
+	CU_ASSERT_EQUAL(fx.journal->commit.written, records + 2); /* relocation, stamp */
+	CU_ASSERT_EQUAL(fx.journal->commit.durable, fx.journal->commit.written);
+	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 6);
+	CU_ASSERT_EQUAL(hy_engine_read(fx.engine, &fx.file, buf, BLK, 0), BLK);
+	CU_ASSERT(all_bytes(buf, BLK, 'z'));
+
+	/* a write through the mount between begin and commit: refused */
+	CU_ASSERT_EQUAL(hy_indirector_copy_begin(ind, &raced), 0);
+	memset(buf, 'W', sizeof(buf));
+	CU_ASSERT_EQUAL(hy_engine_write(fx.engine, &fx.file, buf, 10, BLK), 10);
+	ok = true;
+	CU_ASSERT_EQUAL(hy_indirector_copy_commit(ind, &raced, 1, &ok), 0);
+	CU_ASSERT_FALSE(ok);
+	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 6);
+	/* ... and a change that left the ctime as it was (within one clock
+	 * tick on a real disk; here an O_TRUNC open's gate, truncating
+	 * nothing): the gate's count alone tells, and the copy is refused */
+	raced.block = 6;
+	raced.bopt_block = 32;
+	CU_ASSERT_EQUAL(hy_indirector_copy_begin(ind, &raced), 0);
+	CU_ASSERT(hy_engine_truncate_open_begin(fx.engine, FX_FILE));
+	hy_engine_truncate_open_end(fx.engine, FX_FILE, -1);
+	ok = true;
+	CU_ASSERT_EQUAL(hy_indirector_copy_commit(ind, &raced, 1, &ok), 0);
+	CU_ASSERT_FALSE(ok);
+	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 6);
+
+	/* the new plan drops block 0: home again, journaled */
+	records = fx.journal->commit.written;
+	CU_ASSERT_EQUAL(hy_indirector_drop(ind, &drop, 1, &kept), 0);
+	CU_ASSERT_EQUAL(kept, 0);
+	CU_ASSERT_EQUAL(fx.journal->commit.written, records + 1);
+	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 5);
+	CU_ASSERT_EQUAL(hy_engine_read(fx.engine, &fx.file, buf, BLK, 0), BLK);
+	CU_ASSERT(all_bytes(buf, BLK, 'A'));
+	fx_teardown(&fx);
+}
+
 /* A home device with no stamp op (the simulator's) is never written by
  * anyone else: copies are fresh, stamp 0 or not. */
 static const struct hy_device_ops unstamped_ops = {
@@ -2153,6 +2227,8 @@ int hy_test_add_engine(void)
 	    !CU_add_test(s, "writes through the engine refresh the stamp",
 			 test_stamp_refreshed_by_write) ||
 	    !CU_add_test(s, "gates count changes; quiesce and resume", test_gates) ||
+	    !CU_add_test(s, "indirector: copies committed, raced, dropped",
+			 test_indirector_copies) ||
 	    !CU_add_test(s, "a home device without stamps", test_stamp_unsupported) ||
 	    !CU_add_test(s, "BORG's writes: into the BOPT, marked dirty first",
 			 test_bopt_write_dirty) ||
