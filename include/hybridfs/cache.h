@@ -1,14 +1,14 @@
 /*
- * cache.h - the cache in the engine's I/O path: a DRAM front buffer with
+ * cache.h - the cache below the engine: a DRAM front buffer with
  * FusionCache's heat filter in front of an SSD cache store (issue 5).
  *
- * What it is for: the engine (engine.c) hands it every read and write of a
- * file with a file id; it answers from DRAM or from the SSD store's lines,
- * and sends what it cannot answer (a miss) and what must reach home (write
- * policies, the cleaner) to the path below it, the indirector
- * (indirector.h): BORG's indirection map, then the BOPT or the backing
- * file, then the device. It calls nothing above it. No FUSE here: the
- * simulator drives the same code over a model device.
+ * What it is for: the engine (engine/engine.c) hands it every read and write
+ * of a file with a file id; it answers from DRAM or from the SSD store's
+ * lines, and sends what it cannot answer (a miss) and what must reach home
+ * (write policies, the cleaner) to the path below it, the indirector
+ * (indirector.h): BORG's indirection map, then the BOPT or the backing file,
+ * then the device. It calls nothing above it. No FUSE here: the simulator
+ * drives the same code over a model device.
  *
  * The tiers, as the papers describe them:
  *   - DRAM front buffer (FusionCache): a block missed or written enters it
@@ -94,11 +94,12 @@
  * admission, eviction preference, line size, cutoff), which this module
  * follows for that request; see hy_cache_read_hinted().
  *
- * Who calls it: engine.c (read, write, truncate, fallocate, copy, fsync,
- * close); fs/main.c (open, flush, stats, close); the simulator's whole
- * cache (sim/full.c, hence hybridctl simulate --policy full and tune) over
- * an indirector over a model of home; the unit tests over an indirector on
- * a memory device of their own.
+ * Who calls it: engine/engine.c (read, write, truncate, fallocate, copy,
+ * fsync, close, metadata changes, O_TRUNC opens); fs/cache_glue.c (open over
+ * the engine's indirector, stats, close); fs/borg_handlers.c (flush); the
+ * simulator's whole cache (sim/full.c, hence hybridctl simulate --policy
+ * full and tune) over an indirector over a model of home; the unit tests
+ * over an indirector on a memory device of their own.
  *
  * Memory: hy_cache_open() allocates everything: the front buffer's slots
  * (front_buffer bytes of data plus 88 bytes a slot: its state, hash and

@@ -21,9 +21,13 @@
  * in force, gives the hint to the cache and the answer back to the caller
  * (the profiler logs the class).
  *
- * Who calls it: fs/ops.c (read, write, setattr size, fallocate, fsync,
- * release, the metadata gate around setattr, rename, link, unlink and
- * xattrs), fs/cache_glue.c (the cache over the engine's indirector),
+ * Who calls it: fs/ops.c (new and free with the filesystem; read, write,
+ * setattr size, fallocate, copy_file_range, lseek's SEEK_DATA/SEEK_HOLE,
+ * fsync, release, O_TRUNC opens, files forgotten, the metadata gate
+ * around setattr, rename, link, unlink and xattrs), fs/cache_glue.c (the
+ * cache opened over the engine's indirector, then put in the path),
+ * fs/main.c (ReCA put in the path), fs/borg_handlers.c (the indirector's
+ * stats for status), fs/status.c and fs/policy_glue.c (its ReCA),
  * reconfig/borg.c (the indirector, and a flush's write-back home) and the
  * unit tests.
  *
@@ -175,7 +179,7 @@ ssize_t hy_engine_copy_range(struct hy_engine *engine, struct hy_engine_file *in
 			     struct hy_engine_file *out, off_t off_out, size_t len, int flags);
 
 /* Around an open(O_TRUNC) of a file whose id is known: begin takes the
- * file's cache gate and, with a BOPT, its engine gate, both exclusive
+ * file's cache gate and, with a BOPT, its indirector gate, both exclusive
  * (no cleaner or BORG write-back writes old blocks home across the
  * truncation); end releases the relocated blocks the truncation cut off
  * and refreshes the stamp, drops what the cache held past the end, and
