@@ -105,11 +105,11 @@
  * (front_buffer bytes of data plus 88 bytes a slot: its state, hash and
  * ghost history), the index (about 33 bytes a line in use), the policy (9
  * bytes a line with LRU3) and 17 bytes a line of line state, which is also
- * the store's line table (cache_store.h, external table: its checkpoints
- * ask this module), and a queue of up to 64 line migrations (each holding
- * an object of its file from hold_object until it has run); with PORE, its
- * zones (pore.h) and a byte a line of hits; hy_cache_close() frees it.
- * hy_cache_stats reports the DRAM per SSD line.
+ * the store's line table (cache_store.h, external table: its checkpoints ask
+ * this module), and a queue of up to 64 line migrations (each holding an
+ * object of its file from hy_indirector_hold_object until it has run); with
+ * PORE, its zones (pore.h) and a byte a line of hits; hy_cache_close() frees
+ * it. hy_cache_stats reports the DRAM per SSD line.
  *
  * Locks: HY_CACHE_GATES rwlocks striped by file id (the cache's gates):
  * a read holds its file's gate shared across its I/O, a write, truncation,

@@ -71,7 +71,7 @@ struct hy_engine {
 /* One open backing file, as the engine sees it. */
 struct hy_engine_file {
 	int backing_fd;	  /* the backing device's object; owned by the caller */
-	uint64_t file_id; /* hybridfs's file id (profiler.h); 0: unknown, never relocated */
+	uint64_t file_id; /* hybridfs's file id (identity.h); 0: unknown, never relocated */
 	bool meta_map, meta_cache; /* hy_engine_meta_begin()'s answers, for meta_end() */
 };
 

@@ -49,7 +49,7 @@ struct hy_inode {
 	dev_t dev; /* with ino: the key; never change */
 	ino_t ino;
 	mode_t type;		  /* S_IFMT bits; never change */
-	_Atomic uint64_t file_id; /* the profiler's file id once known, else 0 */
+	_Atomic uint64_t file_id; /* its file id (identity.h) once known, else 0 */
 	_Atomic unsigned opens;	  /* open file handles (the kernel keeps the inode) */
 
 	/* protected by table->lock: */
