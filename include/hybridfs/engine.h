@@ -14,17 +14,19 @@
  * file's data outside reads and writes (truncation, allocation, copies,
  * O_TRUNC opens, metadata changes, fsync, close) it orders across the two:
  * the cache's gate and its dirty blocks first, then the indirector's
- * change. ReCA's characterization is the engine's: fs/ops.c hands
+ * change. ReCA's characterization is the engine's: fs/ops_files.c hands
  * hy_engine_read_as()/_write_as() the request's process (struct
  * hy_engine_request); the engine asks ReCA (reca.h, once per request) for
  * its class, its process's category and the cache hint of the policy table
  * in force, gives the hint to the cache and the answer back to the caller
  * (the profiler logs the class).
  *
- * Who calls it: fs/ops.c (new and free with the filesystem; read, write,
- * setattr size, fallocate, copy_file_range, lseek's SEEK_DATA/SEEK_HOLE,
- * fsync, release, O_TRUNC opens, files forgotten, the metadata gate
- * around setattr, rename, link, unlink and xattrs), fs/cache_glue.c (the
+ * Who calls it: the FUSE operations: fs/ops.c (new and free with the
+ * filesystem; the last release, files forgotten, the metadata gate),
+ * fs/ops_files.c (read, write, fallocate, copy_file_range, lseek's
+ * SEEK_DATA/SEEK_HOLE, fsync, O_TRUNC opens), fs/ops_names.c (setattr
+ * size, and the metadata gate around setattr, rename, link and unlink),
+ * fs/ops_dirs.c (xattrs through the gate; a changed home); fs/cache_glue.c (the
  * cache opened over the engine's indirector, then put in the path),
  * fs/main.c (ReCA put in the path), fs/borg_handlers.c (the indirector's
  * stats for status), fs/status.c and fs/policy_glue.c (its ReCA),
