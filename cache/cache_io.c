@@ -739,8 +739,9 @@ ssize_t hy_cache_write_hinted(struct hy_cache *c, const struct hy_cache_file *f,
 	 * it may only grow over bytes that are there (an extension with the
 	 * data only in the cache reads as zeros after a crash); it is
 	 * written once, as write-through writes, and cached clean. Decided
-	 * before a way home is held: the engine's objects are few, and a
-	 * file that never has a dirty block must not take one */
+	 * before a way home is held: the indirector holds few objects
+	 * (HY_INDIRECTOR_HELD_OBJECTS), and a file that never has a dirty
+	 * block must not take one */
 	if (wp == HY_CACHE_WRITE_BACK && end > a.size)
 		wp = HY_CACHE_WRITE_THROUGH;
 	if (wp == HY_CACHE_WRITE_BACK && cf->home < 0 && below_hold(c, f, &cf->home) < 0) {

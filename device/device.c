@@ -74,7 +74,7 @@ static int file_set_mtime(struct hy_device *dev, int64_t object, int64_t mtime_n
 	return futimens((int)object, times) == 0 ? 0 : -errno;
 }
 
-/* The engine writes home through descriptors the mount's users opened,
+/* The indirector writes home through descriptors the mount's users opened,
  * some read-only; the same file opened again through /proc gives one it
  * may write (the daemon may: it opened it). */
 static int file_writable(struct hy_device *dev, int64_t object, int64_t *out, bool *opened)

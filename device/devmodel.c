@@ -81,7 +81,7 @@
  * All kinds: a request of length 0 is counted and costs nothing. A request
  * that runs past the end of the device wraps to byte 0 (for the head and
  * the bands). sqrt is computed here by Newton's method, because the
- * programs that link libhyengine.a do not link libm.
+ * daemon, which links libhydevice.a, does not link libm.
  *
  * Defaults (hy_devmodel_defaults fills every field, the other kinds' from
  * their own defaults, so that "kind=" alone switches to a valid model):

@@ -33,8 +33,10 @@
  * with a message naming the file and the problem; nothing is written to a
  * BOPT that failed a check.
  *
- * Who calls it: reconfig/borg.c at mount (it hands the engine the BOPT's
- * device); the unit tests.
+ * Who calls it: reconfig/borg.c at mount (it hands the indirector the
+ * BOPT's device); fs/main.c before mounting (hy_bopt_resolve for bopt=,
+ * and bopt_force's create, open and new generation); the unit tests and
+ * the fuzz target (tests/fuzz/fuzz_bopt.c).
  *
  * Memory: struct hy_bopt owns its descriptor and its device (device.h:
  * object 0, offsets in bytes from the start of the BOPT). Locks: header

@@ -3,30 +3,33 @@
  * journal opened at mount and closed at unmount, and the reconfigurator
  * that carries a reorganization's plan out while the filesystem is in use.
  *
- * What it is for: fs/main.c opens it after mounting (hy_borg_open) and
- * puts the map in the engine's read and write paths; `hybridctl
+ * What it is for: fs/main.c opens it after mounting (hy_borg_open), which
+ * puts the BOPT, the map and the journal in the indirector (indirector.h,
+ * the path below the cache, hy_indirector_set_bopt); `hybridctl
  * reorganize` asks the control server for a reorganization, which runs on
  * a named thread, "hy-reconfig":
  *   1. plan (reorganize.h): analyzer and planner over the access log, for
  *      the BOPT's read region; the graph, the run and the plan are saved;
  *   2. drop: dirty blocks go home (a flush), then extents the plan does
  *      not keep leave the map (journaled, durable; one dirtied since
- *      stays, and nothing is copied onto it), then a barrier (every engine
- *      gate taken once) waits out reads that may still use their old BOPT
- *      blocks, so those blocks can be written again;
+ *      stays, and nothing is copied onto it: hy_indirector_drop), then a
+ *      barrier (every indirector gate taken once) waits out reads that
+ *      may still use their old BOPT blocks, so those blocks can be
+ *      written again;
  *   3. copy, in plan order: each range's home file is found (the files
  *      table's dev/ino/birth, searched for in the backing tree), clipped
  *      to its whole blocks, read and written to the BOPT; once a batch is
  *      durable (fdatasync of the BOPT), each range is committed under its
- *      file's engine gate, held exclusive: if no write, truncation or copy
- *      of the file began since the range was read, and its ctime is the
- *      same, the relocation and the file's stamp are journaled and the map
+ *      file's indirector gate, held exclusive (hy_indirector_copy_begin,
+ *      _copy_read, _copy_commit): if no write, truncation or copy of the
+ *      file began since the range was read, and its ctime is the same,
+ *      the relocation and the file's stamp are journaled and the map
  *      changed; otherwise the copy is thrown away (counted as skipped).
  *      So a block's map entry changes only after its new copy is durable,
  *      every block has one current location at every moment (DESIGN.md
  *      invariant 6), and a write that races a copy is never lost;
- *   4. checkpoint: the map saved into the state database with the engine
- *      quiesced, the journal emptied.
+ *   4. checkpoint: the map saved into the state database with every
+ *      indirector gate held, the journal emptied (hy_indirector_checkpoint).
  * The copy is rate-limited (reorg_rate=, bytes per second) and yields
  * (sleeps a little) whenever the mount served requests during the last
  * chunk. A reorganization stopped by unmount or a crash leaves a
@@ -40,11 +43,14 @@
  * its records before the damage gave (their dirty marks still send their
  * blocks home); the stamp check covers releases among the lost records.
  *
- * Who calls it: fs/main.c (open, close), the control handlers in fs/main.c
- * (reorganize, progress), fs/status.c and fs/explain.c (info, map).
+ * Who calls it: fs/main.c (open, close; the BOPT's device and descriptor
+ * for emulate=; hy_borg_left_dirty for a mount that leaves the BOPT out);
+ * fs/borg_handlers.c, the control handlers (reorganize, progress, flush,
+ * explain: hy_borg_map) and BORG's part of status (info);
+ * fs/cache_glue.c (hy_borg_open_homes, the cache's recovery).
  *
  * Writes: with bopt_writes, a write to relocated blocks goes into their
- * BOPT copy, marked dirty (engine.h); dirty blocks go home at close,
+ * BOPT copy, marked dirty (indirector.h); dirty blocks go home at close,
  * fsync, `hybridctl flush` (hy_borg_flush), from the cleaner thread
  * ("hy-cleaner") every HY_BORG_CLEAN_SECONDS, and at unmount (DESIGN.md
  * invariant 3). The cleaner also checkpoints the map now and then
@@ -52,10 +58,11 @@
  * writes refreshed.
  *
  * Memory: struct hy_borg owns the BOPT, the map, the journal, its SQLite
- * connection and its threads; the engine borrows the first three between
+ * connection and its threads; the indirector borrows the first three between
  * open and close. Locks: borg->lock guards the progress and the thread's
- * state; it is never held across I/O. The reconfigurator takes the
- * engine's gates as engine.h says.
+ * state; it is never held across I/O. The reconfigurator takes no gate and
+ * holds no journal ticket itself: the indirector's operations do
+ * (indirector.h).
  */
 #ifndef HYBRIDFS_BORG_H
 #define HYBRIDFS_BORG_H

@@ -1,14 +1,14 @@
 /*
- * cache.h - the cache in the engine's I/O path: a DRAM front buffer with
+ * cache.h - the cache below the engine: a DRAM front buffer with
  * FusionCache's heat filter in front of an SSD cache store (issue 5).
  *
- * What it is for: the engine (engine.c) hands it every read and write of a
- * file with a file id; it answers from DRAM or from the SSD store's lines,
- * and sends what it cannot answer (a miss) and what must reach home (write
- * policies, the cleaner) to the path below it, the indirector
- * (indirector.h): BORG's indirection map, then the BOPT or the backing
- * file, then the device. It calls nothing above it. No FUSE here: the
- * simulator drives the same code over a model device.
+ * What it is for: the engine (engine/engine.c) hands it every read and write
+ * of a file with a file id; it answers from DRAM or from the SSD store's
+ * lines, and sends what it cannot answer (a miss) and what must reach home
+ * (write policies, the cleaner) to the path below it, the indirector
+ * (indirector.h): BORG's indirection map, then the BOPT or the backing file,
+ * then the device. It calls nothing above it. No FUSE here: the simulator
+ * drives the same code over a model device.
  *
  * The tiers, as the papers describe them:
  *   - DRAM front buffer (FusionCache): a block missed or written enters it
@@ -94,21 +94,22 @@
  * admission, eviction preference, line size, cutoff), which this module
  * follows for that request; see hy_cache_read_hinted().
  *
- * Who calls it: engine.c (read, write, truncate, fallocate, copy, fsync,
- * close); fs/main.c (open, flush, stats, close); the simulator's whole
- * cache (sim/full.c, hence hybridctl simulate --policy full and tune) over
- * an indirector over a model of home; the unit tests over an indirector on
- * a memory device of their own.
+ * Who calls it: engine/engine.c (read, write, truncate, fallocate, copy,
+ * fsync, close, metadata changes, O_TRUNC opens); fs/cache_glue.c (open over
+ * the engine's indirector, stats, close); fs/borg_handlers.c (flush); the
+ * simulator's whole cache (sim/full.c, hence hybridctl simulate --policy
+ * full and tune) over an indirector over a model of home; the unit tests
+ * over an indirector on a memory device of their own.
  *
  * Memory: hy_cache_open() allocates everything: the front buffer's slots
  * (front_buffer bytes of data plus 88 bytes a slot: its state, hash and
  * ghost history), the index (about 33 bytes a line in use), the policy (9
  * bytes a line with LRU3) and 17 bytes a line of line state, which is also
- * the store's line table (cache_store.h, external table: its checkpoints
- * ask this module), and a queue of up to 64 line migrations (each holding
- * an object of its file from hold_object until it has run); with PORE, its
- * zones (pore.h) and a byte a line of hits; hy_cache_close() frees it.
- * hy_cache_stats reports the DRAM per SSD line.
+ * the store's line table (cache_store.h, external table: its checkpoints ask
+ * this module), and a queue of up to 64 line migrations (each holding an
+ * object of its file from hy_indirector_hold_object until it has run); with
+ * PORE, its zones (pore.h) and a byte a line of hits; hy_cache_close() frees
+ * it. hy_cache_stats reports the DRAM per SSD line.
  *
  * Locks: HY_CACHE_GATES rwlocks striped by file id (the cache's gates):
  * a read holds its file's gate shared across its I/O, a write, truncation,

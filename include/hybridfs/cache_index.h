@@ -38,8 +38,9 @@
  * per entry, everything included (stripes, files, tables); the limit the
  * issue sets is 64 bytes per 4 KiB line.
  *
- * Who calls it: the SSD cache store (cache/), in the daemon and in the
- * simulator; the unit tests.
+ * Who calls it: the cache (cache/cache_io.c, lines.c, cache_fsync.c,
+ * cleaner.c, cache.c), in the daemon and in the simulator's whole cache;
+ * the unit tests.
  *
  * Memory: hy_cache_index_new() allocates the index, hy_cache_index_free()
  * releases it and every entry (NULL is fine). Lookups copy entries into the

@@ -113,9 +113,13 @@
  * -EUCLEAN, -EPROTO or -EEXIST with a message naming the file and the
  * problem; nothing is written to a store that failed.
  *
- * Who calls it: the cache at mount (open, claim, load, then appends and
- * checkpoints), `hybridctl format-cache` (create, unclaimed), fs/main.c for
- * a mount that leaves the store out (hy_cache_store_left_dirty); the tests.
+ * Who calls it: the cache (cache/cache.c at mount: open, claim, load;
+ * cache/lines.c, cache_io.c and cache_fsync.c: line I/O, appends and
+ * checkpoints), fs/cache_glue.c and fs/main.c (hy_cache_store_resolve
+ * for cache=), fs/main.c for a mount that leaves the store out
+ * (hy_cache_store_left_dirty),
+ * `hybridctl format-cache` (ctl/format_cache_cmd.c: create, unclaimed),
+ * sim/full.c (a store of its own); the tests and the fuzz target.
  *
  * Memory: struct hy_cache_store owns its descriptor, its device (object 0,
  * offsets in bytes from the start of the store) and, from load() until

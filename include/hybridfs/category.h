@@ -107,9 +107,11 @@
  *  observed (the caller may hy_category_init() it again).
  *
  * Who calls it: ReCA's module (engine/reca.c, reca.h), on every read and
- * write of a process (or a trace's key), after classifying the request against the process's
- *history (classify.h), with the end of the request as what it knows of the file's size. The unit
- *tests call it directly.
+ * write of a process (or a trace's key), after classifying the request
+ * against the process's history (classify.h), with the end of the request
+ * as what it knows of the file's size; fs/status.c, ctl/simulate_cmd.c
+ * and ctl/tune_cmd.c for the categories' names. The unit tests call it
+ * directly.
  *
  * Memory: the caller owns struct hy_category_state (embedded per process,
  * 1424 bytes on x86-64); nothing is allocated. Threads: none inside; the caller

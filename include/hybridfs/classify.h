@@ -47,9 +47,10 @@
  *
  * Who calls it: ReCA's module (engine/reca.c, reca.h) on every read and
  * write, against the process's (or a trace's key's) history, and against
- * the mount's for the profiler's writer thread; the answer and the log's
- * record store class + 1 in a uint8 "klass", 0 meaning unclassified. The
- * unit tests call it directly.
+ * the mount's in batches the profiler's writer thread hands it
+ * (hy_reca_classify_mount); the answer and the log's record store class
+ * + 1 in a uint8 "klass", 0 meaning unclassified. fs/status.c names the
+ * classes. The unit tests call it directly.
  *
  * Data structures, per direction: a ring of N slots (the eviction order)
  * with two indexes threaded through the same slots (nothing allocated

@@ -60,8 +60,9 @@
  * deep, so both ends reach it through "/proc/self/fd/N/control.sock", N an
  * O_PATH descriptor of the state folder (hy_control_socket_path()).
  *
- * Who calls it: fs/control_server.c (the daemon's server), ctl/hybridctl.c, the
- * unit tests and tests/integration.
+ * Who calls it: fs/control_server.c (the daemon's server), ctl/ (hybridctl.c,
+ * mounts.c and each command that asks the daemon), the unit tests, the
+ * fuzz target and tests/integration.
  *
  * Memory: the hy_control_format_*() functions return malloc'd strings the
  * caller frees; hy_control_parse_response() gives a json-c object the

@@ -1,19 +1,26 @@
 /*
  * device.h - the device layer: every byte hybridfs stores goes through one.
  *
- * What it is for: the engine (engine.h) never calls pread(2) itself; it
- * asks a struct hy_device, whose operations table is either real (the
- * backing directory's files, the BOPT, the SSD cache store). With
+ * What it is for: the layers above never call pread(2) themselves; they
+ * ask a struct hy_device, whose operations table is real (the backing
+ * directory's files, the BOPT, the SSD cache store) or a model that keeps
+ * no data (the simulator's, the unit tests' memory devices). With
  * emulate= a disk model (devmodel.h) delays every request of the backing
- * files and the BOPT (below). The same table is where fault injection plugs in. Each device
- * counts the requests and bytes it served.
+ * files and the BOPT (below). The same table is where fault injection
+ * (fault.h) plugs in. Each device counts the requests and bytes it
+ * served.
  *
  * Addresses: a request names an @object and a byte offset in it. For the
  * backing device the object is the file descriptor of an open backing file;
  * for single-region devices (a BOPT file, a cache store) it is 0.
  *
- * Who calls it: the engine; the daemon creates the backing device at mount;
- * `hybridctl status` reads the counters through the daemon later.
+ * Who calls it: the indirector (borg/indirector.c: every request of a
+ * home file or the BOPT, getattr, hold), the BOPT (borg/bopt.c) and the
+ * cache store (cache/cache_store.c) for their own regions, the
+ * reconfigurator (reconfig/borg.c: copies written to the BOPT, its sync);
+ * fs/main.c creates the backing device at mount (and emulate='s
+ * emulation), fs/status.c reads the counters for `hybridctl status`;
+ * sim/full.c over models; the unit tests.
  *
  * Memory: hy_device_*_new() allocate; hy_device_free() calls the table's
  * destroy and frees the device. Locks: none; the counters are atomics and

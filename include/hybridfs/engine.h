@@ -14,16 +14,22 @@
  * file's data outside reads and writes (truncation, allocation, copies,
  * O_TRUNC opens, metadata changes, fsync, close) it orders across the two:
  * the cache's gate and its dirty blocks first, then the indirector's
- * change. ReCA's characterization is the engine's: fs/ops.c hands
+ * change. ReCA's characterization is the engine's: fs/ops_files.c hands
  * hy_engine_read_as()/_write_as() the request's process (struct
  * hy_engine_request); the engine asks ReCA (reca.h, once per request) for
  * its class, its process's category and the cache hint of the policy table
  * in force, gives the hint to the cache and the answer back to the caller
  * (the profiler logs the class).
  *
- * Who calls it: fs/ops.c (read, write, setattr size, fallocate, fsync,
- * release, the metadata gate around setattr, rename, link, unlink and
- * xattrs), fs/cache_glue.c (the cache over the engine's indirector),
+ * Who calls it: the FUSE operations: fs/ops.c (new and free with the
+ * filesystem; the last release, files forgotten, the metadata gate),
+ * fs/ops_files.c (read, write, fallocate, copy_file_range, lseek's
+ * SEEK_DATA/SEEK_HOLE, fsync, O_TRUNC opens), fs/ops_names.c (setattr
+ * size, and the metadata gate around setattr, rename, link and unlink),
+ * fs/ops_dirs.c (xattrs through the gate; a changed home); fs/cache_glue.c (the
+ * cache opened over the engine's indirector, then put in the path),
+ * fs/main.c (ReCA put in the path), fs/borg_handlers.c (the indirector's
+ * stats for status), fs/status.c and fs/policy_glue.c (its ReCA),
  * reconfig/borg.c (the indirector, and a flush's write-back home) and the
  * unit tests.
  *
@@ -67,7 +73,7 @@ struct hy_engine {
 /* One open backing file, as the engine sees it. */
 struct hy_engine_file {
 	int backing_fd;	  /* the backing device's object; owned by the caller */
-	uint64_t file_id; /* hybridfs's file id (profiler.h); 0: unknown, never relocated */
+	uint64_t file_id; /* hybridfs's file id (identity.h); 0: unknown, never relocated */
 	bool meta_map, meta_cache; /* hy_engine_meta_begin()'s answers, for meta_end() */
 };
 
@@ -175,7 +181,7 @@ ssize_t hy_engine_copy_range(struct hy_engine *engine, struct hy_engine_file *in
 			     struct hy_engine_file *out, off_t off_out, size_t len, int flags);
 
 /* Around an open(O_TRUNC) of a file whose id is known: begin takes the
- * file's cache gate and, with a BOPT, its engine gate, both exclusive
+ * file's cache gate and, with a BOPT, its indirector gate, both exclusive
  * (no cleaner or BORG write-back writes old blocks home across the
  * truncation); end releases the relocated blocks the truncation cut off
  * and refreshes the stamp, drops what the cache held past the end, and

@@ -16,7 +16,9 @@
  * free it. The table sets the entry's fields; the caller never writes
  * them.
  *
- * Who calls it: borg/map.c, cache/cache_index.c; the unit tests.
+ * Who calls it: borg/map.c (the map's files), cache/cache_index.c (the
+ * index's files), cache/cache.c (the cache's per-file state, through
+ * cfile_get() in cache/cache_internal.h); the unit tests through them.
  *
  * Memory: the table owns its entries from alloc() until it hands them to
  * destroy(): when the last reference to a file that empty() calls empty

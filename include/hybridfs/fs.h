@@ -3,7 +3,8 @@
  * directory, with file data routed through the engine; and the control
  * handlers fs/ gives the control server.
  *
- * What it is for: fs/ops.c implements struct fuse_lowlevel_ops. Each
+ * What it is for: fs/ops*.c implement struct fuse_lowlevel_ops (the table
+ * in fs/ops.c, the handlers in ops_names.c, ops_files.c, ops_dirs.c). Each
  * operation is a thin handler that makes exactly one fuse_reply_* call over
  * a worker that returns 0 or a negative errno (libfuse's passthrough_ll
  * habit). Names are reached through the inode table (inode.h) with the *at
@@ -13,18 +14,19 @@
  *
  * Semantics kept as the plain directory has them: new nodes belong to the
  * caller (the daemon, when root, takes the caller's fsuid, fsgid and
- * supplementary groups for the creating call, per thread: fs/ops.c; and the
- * caller's umask, which the backing filesystem skips under a default ACL:
- * fs/creds.c, hy_fs_umask_operations()); permissions, POSIX ACLs included,
- * are checked by the kernel (FUSE_CAP_POSIX_ACL, which implies
- * default_permissions; a kernel without it checks the mode alone when other
- * users are let in, and otherwise the backing filesystem does, since only
- * the mounting user, as whom the daemon runs, gets in); setuid and setgid
- * bits are cleared by the kernel on a write by a non-owner (we do not claim
- * FUSE_CAP_HANDLE_KILLPRIV); POSIX and flock locks are handled by the FUSE
- * kernel module for the mount, which is correct for everything that goes
- * through the mount; O_DIRECT is honoured by FUSE's direct_io (the backing
- * file is opened without it, since request buffers are not aligned).
+ * supplementary groups for the creating call, per thread: fs/ops.c,
+ * hy_ops_creds_enter; and the caller's umask, which the backing filesystem
+ * skips under a default ACL: fs/creds.c, hy_fs_umask_operations());
+ * permissions, POSIX ACLs included, are checked by the kernel
+ * (FUSE_CAP_POSIX_ACL, which implies default_permissions; a kernel without
+ * it checks the mode alone when other users are let in, and otherwise the
+ * backing filesystem does, since only the mounting user, as whom the daemon
+ * runs, gets in); setuid and setgid bits are cleared by the kernel on a
+ * write by a non-owner (we do not claim FUSE_CAP_HANDLE_KILLPRIV); POSIX and
+ * flock locks are handled by the FUSE kernel module for the mount, which is
+ * correct for everything that goes through the mount; O_DIRECT is honoured
+ * by FUSE's direct_io (the backing file is opened without it, since request
+ * buffers are not aligned).
  *
  * The state folder, when it lies inside the backing directory, is hidden:
  * lookups of it fail with ENOENT and directory listings skip it.

@@ -12,7 +12,7 @@
  * ext4's journals commit groups the same way).
  *
  * Who calls it: borg/map_journal.c and cache/cache_store.c, each with its
- * own mutex and sticky error; the unit tests.
+ * own mutex and sticky error; the unit tests through the two journals.
  *
  * Memory: struct hy_group_commit is embedded in its journal; init and
  * destroy handle its condition variable. Locks: every function is called

@@ -47,8 +47,10 @@
  * threshold by rounding. The weights are also kept as doubles, for
  * display and for callers that want them.
  *
- * Who calls it: the DRAM front buffer (cache/, to come) when it picks
- * what goes to the SSD; the trace simulator through it; the unit tests.
+ * Who calls it: the DRAM front buffer (cache/front.c: each access,
+ * hy_heat_touch; the evictor, hy_heat_predict, when it picks what goes to
+ * the SSD), its setup in cache/cache.c; the trace simulator through the
+ * cache (sim/full.c); the unit tests.
  *
  * Memory: none allocated. The caller owns the histories (inside its
  * buffered blocks) and the config (filled by hy_heat_config_init(), then

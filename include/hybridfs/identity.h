@@ -31,10 +31,11 @@
  * is state.c's, at mount.
  *
  * Who calls it: fs/profiler.c (new and free with the profiler, which owns
- * it; a handle's file id at open; the writer's batches and prunes);
- * fs/ops.c (ids without a handle, files gone or renamed; through
+ * it; a handle's file id at open; the writer's batches and prunes); fs/ops.c
+ * and fs/ops_names.c (ids without a handle, files gone or renamed; through
  * hy_profiler_identity()); fs/cache_glue.c (the cache's ids made durable);
- * the unit tests.
+ * fs/borg_handlers.c (explain: a path's file id, from the context fs/main.c
+ * fills in); the unit tests.
  *
  * Memory: struct hy_identity owns its read connection, its statements
  * (prepared on the writer's connection, which it borrows and which must

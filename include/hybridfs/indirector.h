@@ -15,13 +15,14 @@
  *
  * Who calls it: the cache (cache/: misses, write-back, write-through, the
  * cleaner, fsync, hold/put of objects, PORE's addresses); the engine
- * (engine.c) for files the cache does not hold, and for truncation,
- * allocation, copies, O_TRUNC opens and metadata changes, around the
- * cache's own steps; the reconfigurator (reconfig/borg.c) through its
- * operations (copy begin/read/commit, drop, barrier, checkpoint), so it
- * never takes a gate or holds a journal ticket itself; `status` through
- * hy_indirector_get_stats(). It calls only the map, its journal and the
- * devices: never up.
+ * (engine/engine.c) for files the cache does not hold, and for truncation,
+ * allocation, copies, O_TRUNC opens and metadata changes, around the cache's
+ * own steps; the reconfigurator (reconfig/borg.c) through its operations
+ * (copy begin/read/commit, drop, barrier, checkpoint), so it never takes a
+ * gate or holds a journal ticket itself; `status` through
+ * hy_indirector_get_stats() (fs/borg_handlers.c); the simulator's whole
+ * cache (sim/full.c) over a model of home; the unit tests. It calls only the
+ * map, its journal and the devices: never up.
  *
  * Memory: hy_indirector_new() allocates it; it borrows the backing device,
  * and, from hy_indirector_set_bopt(), the map, the BOPT device and the

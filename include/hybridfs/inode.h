@@ -22,7 +22,7 @@
  * moved away by rename) keeps a pinned descriptor instead, taken before
  * the unlink or rename.
  *
- * Who calls it: fs/ops.c, on every FUSE request that names a node; the
+ * Who calls it: fs/ops*.c, on every FUSE request that names a node; the
  * unit tests (it has no FUSE dependency).
  *
  * Memory: the table owns its entries, their names and their descriptors.
@@ -49,7 +49,7 @@ struct hy_inode {
 	dev_t dev; /* with ino: the key; never change */
 	ino_t ino;
 	mode_t type;		  /* S_IFMT bits; never change */
-	_Atomic uint64_t file_id; /* the profiler's file id once known, else 0 */
+	_Atomic uint64_t file_id; /* its file id (identity.h) once known, else 0 */
 	_Atomic unsigned opens;	  /* open file handles (the kernel keeps the inode) */
 
 	/* protected by table->lock: */
@@ -82,7 +82,7 @@ struct hy_inode_table {
  * Without `self`, the name (and a path through it) is resolved again by
  * every call: whoever can write the backing directory may have swapped
  * it by then, so a change is made through a descriptor opened from it and
- * checked (fs/ops.c, struct hy_object), never through the name. Valid
+ * checked (fs/ops_names.c, struct hy_object), never through the name. Valid
  * until hy_inode_unpin(). */
 struct hy_inode_ref {
 	int dirfd;

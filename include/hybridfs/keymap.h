@@ -2,13 +2,16 @@
  * keymap.h - a hash table of 64-bit keys (to 32-bit values, or a set),
  * open addressing with linear probing, for the simulator's per-block
  * tables (sim/: the replay's cached blocks, the footprint, devices,
- * processes, BORG's relocations) and PORE's zones (lib/pore.c).
+ * processes, BORG's relocations), ReCA's keyed histories (engine/reca.c:
+ * devices, processes), the cache's line tails (cache/cache.c) and PORE's
+ * zones (lib/pore.c).
  *
  * Keys are any value but HY_KEYMAP_EMPTY. The table grows by doubling past
  * half full; deletion shifts back the keys that probed past the deleted
  * slot (no tombstones). O(1) expected per operation.
  *
- * Who calls it: sim/replay.c, lib/pore.c; hy_keymap_mix() also
+ * Who calls it: sim/replay.c, sim/layout.c, engine/reca.c, cache/cache.c,
+ * lib/pore.c; hy_keymap_mix() also
  * cache/policy.c, cache/cache_index.c, lib/file_table.c and
  * analyzer/analyzer.c for tables of their own (below). Memory: the
  * caller owns the struct; hy_keymap_init allocates its arrays,

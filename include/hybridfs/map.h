@@ -27,10 +27,15 @@
  * generation is not the BOPT's. The rule that keeps a crash safe is the
  * caller's: an extent is added only after its BOPT copy is durable; a
  * dirty mark is journaled before the write's data goes to the BOPT, after
- * the home file's ctime moved (engine.c says why that is enough).
+ * the home file's ctime moved (borg/indirector.c says why that is
+ * enough).
  *
- * Who calls it: the engine's read and write paths, the reconfigurator
- * (reconfig/borg.c), explain (fs/borg_handlers.c); the unit tests.
+ * Who calls it: the indirector (borg/indirector.c: every read and write
+ * below the cache, the stamps, the reconfigurator's operations), the map
+ * journal (borg/map_journal.c: replay, checkpoints), the reconfigurator
+ * (reconfig/borg.c: new, load, free, stats, the extents for a plan's
+ * diff through hy_map_walk, hy_map_bopt_in_use before a copy), explain
+ * (fs/borg_handlers.c: hy_map_lookup); the unit tests.
  *
  * Memory: the map owns its files and extents; lookups copy pieces into the
  * caller's array. Locks: as above; never held across I/O or SQLite.

@@ -37,8 +37,12 @@
  * one fdatasync makes durable every record written before it started, so a
  * thread waits only until a sync that began after its write has finished.
  *
- * Who calls it: the engine's write path and the reconfigurator,
- * the daemon at mount (replay) and at checkpoints and unmount; the tests.
+ * Who calls it: the indirector (borg/indirector.c: dirty and release records
+ * of the write path, the reconfigurator's commits and drops, the
+ * checkpoint), reconfig/borg.c (open and replay at mount, with a checkpoint
+ * of what replay found before anything runs; the records the cleaner counts,
+ * the sync before a copy, close), fs/main.c (the journal's file name, for a
+ * mount that leaves the BOPT out); the tests.
  *
  * Memory: struct hy_map_journal owns its descriptor and path.
  * Locks: journal->lock, a leaf; never held during fdatasync (a thread
@@ -138,8 +142,9 @@ int hy_map_journal_sync(struct hy_map_journal *journal);
 
 /* Checkpoint: saves @map whole into @db (hy_map_save with the journal's
  * generation and the next epoch), then empties the journal. The caller
- * keeps the map and the journal from changing meanwhile (the engine's
- * hy_engine_quiesce()). Returns 0 or a negative errno with a message. */
+ * keeps the map and the journal from changing meanwhile
+ * (hy_indirector_checkpoint() holds every gate; at mount nothing runs
+ * yet). Returns 0 or a negative errno with a message. */
 int hy_map_journal_checkpoint(struct hy_map_journal *journal, struct hy_map *map,
 			      struct sqlite3 *db, char *why, size_t why_size);
 

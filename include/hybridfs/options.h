@@ -8,7 +8,8 @@
  * option and every bad path is reported in words that name it; the daemon
  * then exits with status 2.
  *
- * Who calls it: fs/main.c at start-up; the unit tests.
+ * Who calls it: fs/main.c at start-up; fs/cache_glue.c (the cache's
+ * settings, at mount); the unit tests and the fuzz target.
  *
  * Memory: struct hy_options owns every string in it; hy_options_free()
  * releases them (and accepts a zeroed struct). hy_options_fuse_args() gives

@@ -77,9 +77,12 @@
  *     two at least twice the ghost slots: about 31-38 bytes per line.
  *   hy_policy_get_stats() reports the exact figure.
  *
- * Who calls it: the SSD cache store (cache/, the daemon and the simulator
- * through the same code); the mount option parser (hy_policy_kind_parse);
- * the unit tests.
+ * Who calls it: the cache's SSD lines (cache/lines.c: insert, hit,
+ * victim, age; cache/cache_io.c: admission; cache/cache.c: new, free),
+ * in the daemon and in the simulator's whole cache through the same code;
+ * the simulator's replay (sim/replay.c) directly; the mount option parser
+ * (lib/options.c) and fs/cache_glue.c, ctl/simulate_cmd.c and
+ * ctl/tune_cmd.c (the kind's names); the unit tests.
  *
  * Memory ownership: hy_policy_new() allocates the policy, hy_policy_free()
  * releases it (NULL is fine). Predicates and their @arg stay the caller's.

@@ -25,8 +25,9 @@
  *
  * Who calls it: the SSD cache's cleaner (cache/cleaner.c: with
  * backend=smr it writes home only the dirty blocks of open zones, unless
- * the cache is under pressure), the trace simulator's replay (sim/replay.c: a victim
- * search skips dirty lines of forbidden zones), the unit tests. The caller
+ * the cache is under pressure; cache/cache.c makes, reports and frees the
+ * zones), the trace simulator's replay (sim/replay.c: a victim search
+ * skips dirty lines of forbidden zones), the unit tests. The caller
  * tells it the zone of each block it counts (hy_pore_zone), each dirty
  * block gained or lost, each access, and the blocks written into the cache
  * (the period's clock).

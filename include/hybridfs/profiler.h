@@ -43,10 +43,12 @@
  * log has no row of it left. The row with the highest id always stays, so
  * that no id is ever given twice.
  *
- * Who calls it: fs/ops.c (open, create, after a read or write; the
- * identity module, hy_profiler_identity()), fs/main.c (new, free),
- * fs/control_server.c and fs/status.c (stats, sync), fs/cache_glue.c (the
- * identity, for the cache's ids made durable).
+ * Who calls it: fs/ops_files.c (open, create, after a read or write),
+ * fs/ops.c (a handle's close; the identity module, hy_profiler_identity(),
+ * also from fs/ops_names.c), fs/main.c (new, free; the
+ * "sync" control request's hy_profiler_sync; the identity for explain's
+ * context), fs/status.c (stats), fs/cache_glue.c (the identity, for the
+ * cache's ids made durable); the unit tests and bench/profiler-writer.c.
  *
  * Memory: struct hy_profiler owns its ring, its SQLite connection, the
  * writer thread and the identity module (identity.h), whose statements use

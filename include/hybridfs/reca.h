@@ -30,8 +30,9 @@
  *
  * Who calls it: engine/engine.c (hy_reca_request per read and write);
  * fs/main.c (new, free, for the mount's lifetime); fs/profiler.c (process
- * ids, the processes that died, the bytes a short request did not move,
- * the mount's class mix from its writer thread); fs/ops.c (metadata
+ * ids, the processes that died, the bytes a short request did not move, the
+ * mount's class mix from its writer thread; hy_profiler_log, which the unit
+ * tests and the bench use, asks as the engine would); fs/ops.c (metadata
  * operations); fs/policy_glue.c and fs/status.c (the table in force, the
  * processes, the classes); sim/replay.c and sim/full.c (their own, keyed);
  * the unit tests.

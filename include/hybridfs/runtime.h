@@ -17,7 +17,8 @@
  * A file whose daemon is gone (killed, crashed) is stale: hy_runtime_list()
  * skips it, and removes it when it can.
  *
- * Who calls it: fs/main.c (register, unregister), ctl/hybridctl.c (list).
+ * Who calls it: fs/main.c (register, unregister); ctl/ (list: hybridctl.c,
+ * mounts.c, explain_cmd.c, reorganize_cmd.c).
  * Memory: hy_runtime_list() gives an array the caller frees with free().
  * Locks: none; the rename makes each file appear whole.
  */

@@ -28,7 +28,9 @@
  * different files never overlap. Process names in fiu have white space
  * replaced by '_' so the line still splits into nine fields.
  *
- * Who calls it: ctl/hybridctl.c; the unit tests (golden files).
+ * Who calls it: ctl/trace_cmd.c (export), ctl/tune_cmd.c (the mount's
+ * log exported to replay it), ctl/reorganize_cmd.c (times); the unit
+ * tests (golden files).
  *
  * Memory: nothing is kept. Locks: none; @db is used by one thread.
  */

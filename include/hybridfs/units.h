@@ -5,7 +5,8 @@
  * arguments (--capacity) take sizes in one syntax: a whole number of
  * bytes, or with a binary suffix K, M, G or T (either case).
  *
- * Who calls it: lib/options.c, ctl/; the unit tests.
+ * Who calls it: lib/options.c, device/devmodel.c (model settings), ctl/;
+ * the unit tests.
  * Memory and locks: none.
  */
 #ifndef HYBRIDFS_UNITS_H

@@ -68,7 +68,8 @@
  *
  * Who calls it: engine/reca.c (rows), fs/policy_glue.c (load at mount,
  * `policy` control requests), ctl/tune_cmd.c and ctl/simulate_cmd.c
- * (candidate tables), the unit tests.
+ * (candidate tables), sim/full.c and fs/status.c (the table's defaults
+ * and the one in force), the unit tests and the fuzz target.
  *
  * Memory: a struct hy_workload_policy_table is plain data (no pointers),
  * owned by its caller; copy it by assignment. Threads: none inside.
