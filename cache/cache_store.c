@@ -17,12 +17,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cache_store_internal.h"
 #include "hybridfs/cache_store.h"
 #include "hybridfs/device.h"
 #include "hybridfs/group_commit.h"
 #include "hybridfs/log.h"
 #include "hybridfs/ondisk.h"
+
+#include "cache_store_internal.h"
 
 #define SECTORS (HY_CACHE_LINE_SIZE / HY_CACHE_SECTOR_SIZE)
 

@@ -20,9 +20,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cache_store_internal.h"
 #include "hybridfs/cache_store.h"
 #include "hybridfs/ondisk.h"
+
+#include "cache_store_internal.h"
 
 /* superblock */
 #define OFF_MAGIC	 0

@@ -10,12 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cache_store_internal.h"
 #include "hybridfs/cache_store.h"
 #include "hybridfs/fault.h"
 #include "hybridfs/group_commit.h"
 #include "hybridfs/log.h"
 #include "hybridfs/ondisk.h"
+
+#include "cache_store_internal.h"
 
 /* ---- replay ---- */
 
