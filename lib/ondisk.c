@@ -4,7 +4,7 @@
  * BOPT, the map journal, the cache store), kept once here instead of a copy
  * in each format's module.
  *
- * Who calls it: borg/bopt.c, borg/map_journal.c, cache/cache_store.c.
+ * Who calls it: borg/bopt.c, borg/map_journal.c, cache/cache_store*.c.
  *
  * Memory: resolve and sync_parent allocate (a libblkid string, a copy of a
  * path) and free before returning; nothing else allocates. Locks: none.

@@ -33,7 +33,7 @@
  * with a message naming the file and the problem; nothing is written to a
  * BOPT that failed a check.
  *
- * Who calls it: reconfig/borg.c at mount (it hands the indirector the
+ * Who calls it: reconfig/borg.c at mount (and borg_reconfig.c for a plan) (it hands the indirector the
  * BOPT's device); fs/main.c before mounting (hy_bopt_resolve for bopt=,
  * and bopt_force's create, open and new generation); the unit tests and
  * the fuzz target (tests/fuzz/fuzz_bopt.c).

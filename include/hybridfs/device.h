@@ -16,8 +16,8 @@
  *
  * Who calls it: the indirector (borg/indirector.c: every request of a
  * home file or the BOPT, getattr, hold), the BOPT (borg/bopt.c) and the
- * cache store (cache/cache_store.c) for their own regions, the
- * reconfigurator (reconfig/borg.c: copies written to the BOPT, its sync);
+ * cache store (cache/cache_store*.c) for their own regions, the
+ * reconfigurator (reconfig/borg_reconfig.c: copies written to the BOPT, its sync);
  * fs/main.c creates the backing device at mount (and emulate='s
  * emulation), fs/status.c reads the counters for `hybridctl status`;
  * sim/full.c over models; the unit tests.

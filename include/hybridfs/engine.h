@@ -30,7 +30,7 @@
  * cache opened over the engine's indirector, then put in the path),
  * fs/main.c (ReCA put in the path), fs/borg_handlers.c (the indirector's
  * stats for status), fs/status.c and fs/policy_glue.c (its ReCA),
- * reconfig/borg.c (the indirector, and a flush's write-back home) and the
+ * reconfig/borg*.c (the indirector; borg_cleaner.c a flush's write-back home) and the
  * unit tests.
  *
  * Memory: struct hy_engine is owned by its creator and owns its

@@ -67,7 +67,7 @@
  * Who calls it: fs/main.c once at start (hy_fault_init_env(), before any
  * thread and before any device is made); hy_device_new() for every device
  * (hy_fault_attach()); the crash points in cache/ (cache_store.c,
- * cleaner.c, cache_reconfig.c), borg/map_journal.c, reconfig/borg.c and
+ * cleaner.c, cache_reconfig.c), borg/map_journal.c, reconfig/borg_reconfig.c and
  * fs/borg_handlers.c; the unit tests (hy_fault_init(), hy_fault_reset()).
  *
  * Memory: the parsed spec is a static table (no allocation); a wrapped

@@ -11,7 +11,8 @@
  * run the next one if theirs was written after it began (SQLite's and
  * ext4's journals commit groups the same way).
  *
- * Who calls it: borg/map_journal.c and cache/cache_store.c, each with its
+ * Who calls it: borg/map_journal.c and cache/cache_store.c (its journal in
+ * cache_store_journal.c), each with its
  * own mutex and sticky error; the unit tests through the two journals.
  *
  * Memory: struct hy_group_commit is embedded in its journal; init and

@@ -17,7 +17,8 @@
  * cleaner, fsync, hold/put of objects, PORE's addresses); the engine
  * (engine/engine.c) for files the cache does not hold, and for truncation,
  * allocation, copies, O_TRUNC opens and metadata changes, around the cache's
- * own steps; the reconfigurator (reconfig/borg.c) through its operations
+ * own steps; the reconfigurator (reconfig/borg.c at mount, borg_reconfig.c for
+ * a plan, borg_cleaner.c) through its operations
  * (copy begin/read/commit, drop, barrier, checkpoint), so it never takes a
  * gate or holds a journal ticket itself; `status` through
  * hy_indirector_get_stats() (fs/borg_handlers.c); the simulator's whole

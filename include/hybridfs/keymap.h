@@ -13,7 +13,7 @@
  * Who calls it: sim/replay.c, sim/layout.c, engine/reca.c, cache/cache.c,
  * lib/pore.c; hy_keymap_mix() also
  * cache/policy.c, cache/cache_index.c, lib/file_table.c and
- * analyzer/analyzer.c for tables of their own (below). Memory: the
+ * analyzer/analyzer_graph.c for tables of their own (below). Memory: the
  * caller owns the struct; hy_keymap_init allocates its arrays,
  * hy_keymap_free releases them. Threads: none; one user at a time.
  */
@@ -60,7 +60,7 @@ void hy_keymap_delete_at(struct hy_keymap *m, uint64_t slot);
  *   - fs/inode.c: chained nodes that must not move (the kernel holds their
  *     addresses), keyed by (dev, ino);
  *   - engine/classify.c: an intrusive hash over ReCA's fixed history ring;
- *   - analyzer/analyzer.c: vertices and edges in arrays it exports in
+ *   - analyzer/analyzer_graph.c: vertices and edges in arrays it exports in
  *     order, with its own growth bound (DESIGN.md's analyzer limits);
  *   - sim/trace_reader.c: string keys (device names). */
 static inline uint64_t hy_keymap_mix(uint64_t k)

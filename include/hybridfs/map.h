@@ -33,7 +33,7 @@
  * Who calls it: the indirector (borg/indirector.c: every read and write
  * below the cache, the stamps, the reconfigurator's operations), the map
  * journal (borg/map_journal.c: replay, checkpoints), the reconfigurator
- * (reconfig/borg.c: new, load, free, stats, the extents for a plan's
+ * (reconfig/borg*.c: new, load, free, stats, the extents for a plan's
  * diff through hy_map_walk, hy_map_bopt_in_use before a copy), explain
  * (fs/borg_handlers.c: hy_map_lookup); the unit tests.
  *

@@ -39,7 +39,7 @@
  *
  * Who calls it: the indirector (borg/indirector.c: dirty and release records
  * of the write path, the reconfigurator's commits and drops, the
- * checkpoint), reconfig/borg.c (open and replay at mount, with a checkpoint
+ * checkpoint), reconfig/borg*.c (open and replay at mount, with a checkpoint
  * of what replay found before anything runs; the records the cleaner counts,
  * the sync before a copy, close), fs/main.c (the journal's file name, for a
  * mount that leaves the BOPT out); the tests.

@@ -13,7 +13,7 @@
  * new or re-made file) behind a small per-format callback interface
  * (struct hy_ondisk_format).
  *
- * Who calls it: borg/bopt.c, borg/map_journal.c, cache/cache_store.c;
+ * Who calls it: borg/bopt.c, borg/map_journal.c, cache/cache_store*.c;
  * fs/main.c and fs/cache_glue.c (where a BOPT or store may be made:
  * hy_ondisk_check_new, hy_ondisk_on_ram), ctl/format_cache_cmd.c (the
  * same checks), engine/workload_policy.c (hy_ondisk_say for its

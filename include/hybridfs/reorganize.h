@@ -26,7 +26,7 @@
  * that is not dropped: it stays where it is, and a copy planned onto its
  * place is skipped.
  *
- * Who calls it: ctl/reorganize_cmd.c, reconfig/borg.c, the unit tests.
+ * Who calls it: ctl/reorganize_cmd.c, reconfig/borg_reconfig.c, the unit tests.
  *
  * Memory: a struct hy_reorganize_plan and a struct hy_reorganize_diff own
  * their arrays; free them with the matching _free(). Locks: none; the
