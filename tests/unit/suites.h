@@ -33,6 +33,7 @@ int hy_test_add_trace_reader(void);
 int hy_test_add_devmodel(void);
 int hy_test_add_replay(void);
 int hy_test_add_sim_borg(void);
+int hy_test_add_stack(void);
 int hy_test_add_fuzz_regress(void);
 int hy_test_add_fault(void);
 int hy_test_add_reca(void);
