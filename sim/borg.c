@@ -288,6 +288,7 @@ static int make_plan(struct hy_sim_borg *b, struct hy_reorganize_range **out, si
 	struct hy_plan_edge *e = NULL;
 	struct hy_plan plan = {0};
 	size_t nv = 0, ne = 0;
+	uint64_t blocks = 0;
 	int rc;
 
 	*out = NULL;
@@ -310,10 +311,11 @@ static int make_plan(struct hy_sim_borg *b, struct hy_reorganize_range **out, si
 
 		(*out)[i] = (struct hy_reorganize_range){x->file_id + 1, x->block, x->nblocks,
 							 plan.entries[i].bopt_block, 0.0};
-		b->st.planned_blocks += x->nblocks;
+		blocks += x->nblocks;
 	}
 	if (rc == 0) {
 		*count = plan.count;
+		b->st.planned_blocks = blocks;
 		b->st.vertices = nv;
 		b->st.edges = ne;
 	}
@@ -509,12 +511,11 @@ int hy_sim_borg_reconfigure(struct hy_sim_borg *b, struct hy_devmodel *model, do
 
 	if (copy_ms)
 		*copy_ms = 0;
-	b->st.planned_blocks = b->st.copied_blocks = b->st.dropped_blocks = 0;
-	b->st.kept_blocks = 0;
-	b->st.synced_blocks = 0;
 	rc = make_plan(b, &ranges, &count, why, why_size);
 	if (rc < 0)
-		return rc;
+		return rc; /* the map and the figures of the plan before stay */
+	b->st.copied_blocks = b->st.dropped_blocks = b->st.kept_blocks = 0;
+	b->st.synced_blocks = 0;
 	if (b->bopt_address == UINT64_MAX && b->st.reconfigurations == 0)
 		b->bopt_base = (b->home_end + MIB) & ~(MIB - 1);
 	b->model = model;
