@@ -2,11 +2,12 @@
 # simborg.sh - BORG on every trace of ../shared/traces (issue 7): the disk
 # busy time of the trace served with the plans of BORG's analyzer and
 # planner against the same trace without a plan (vanilla), on the HDD
-# model, in three set-ups:
+# model, through the daemon's map, reconfiguration and read path
+# (sim_borg.h: a read partly relocated is split between home and the
+# BOPT, as the daemon reads it), in three set-ups:
 #   - train/test: the plan from the first half, the second half served
-#     (--split 0.5), with the daemon's greedy planner and reads split
-#     between home and the BOPT (the figures before issue 7's phases),
-#     and with the chains planner and partly relocated reads kept whole;
+#     (--split 0.5), with the daemon's greedy planner (the figures before
+#     issue 7's phases), and with the chains planner;
 #   - phases: the trace cut into N phases (--borg-phases N), BORG-C
 #     (cumulative) and BORG-P (partial) side by side, with the chains
 #     planner: per phase the busy time vanilla, with each plan, the
@@ -56,7 +57,7 @@ secs() { awk -v x="$1" 'BEGIN { printf "%.1f s", x / 1000 }'; }
 t0=$(date +%s.%N)
 for f in "${FILES[@]}"; do
 	n=$(basename "$f")
-	borg "$f" --split 0.5 --borg-planner greedy --borg-reads split >"$TMP/$n.greedy" ||
+	borg "$f" --split 0.5 --borg-planner greedy >"$TMP/$n.greedy" ||
 		die "simulate $n (greedy) failed"
 	borg "$f" --split 0.5 >"$TMP/$n.split" || die "simulate $n (split) failed"
 	borg "$f" --borg-phases "$PHASES" >"$TMP/$n.phases" || die "simulate $n (phases) failed"
@@ -66,7 +67,7 @@ t1=$(date +%s.%N)
 {
 	echo "#### Train on the first half, serve the second (\`--split 0.5\`), BOPT $BOPT of the footprint"
 	echo
-	echo "| trace | busy vanilla | greedy, split reads | chains, whole reads | planned (greedy / chains) | from the BOPT (greedy / chains) | reconfiguration (chains) |"
+	echo "| trace | busy vanilla | greedy | chains | planned (greedy / chains) | from the BOPT (greedy / chains) | reconfiguration (chains) |"
 	echo "|---|---:|---:|---:|---:|---:|---:|"
 	for f in "${FILES[@]}"; do
 		n=$(basename "$f")
@@ -82,7 +83,7 @@ t1=$(date +%s.%N)
 			"$(secs "$(jq '.totals.cumulative.reconfiguration_busy_ms' "$s")")"
 	done
 	echo
-	echo "#### $PHASES phases, BORG-C and BORG-P (chains planner, whole reads), totals over phases 2..$PHASES"
+	echo "#### $PHASES phases, BORG-C and BORG-P (chains planner), totals over phases 2..$PHASES"
 	echo
 	echo "| trace | busy vanilla | BORG-C | BORG-P | reconfiguration C / P | blocks from the BOPT C / P |"
 	echo "|---|---:|---:|---:|---:|---:|"

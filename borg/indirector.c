@@ -989,8 +989,11 @@ int hy_indirector_copy_commit(struct hy_indirector *ind, const struct hy_indirec
 			rec.block = p->block;
 			rec.nblocks = p->nblocks;
 			rec.bopt_block = p->bopt_block;
-			rc = hy_map_journal_write(ind->journal, &rec, &ticket);
-			if (rc == 0) {
+			/* without a journal (the simulator's map lives in memory
+			 * only) the map is all there is */
+			if (ind->journal)
+				rc = hy_map_journal_write(ind->journal, &rec, &ticket);
+			if (rc == 0 && ind->journal) {
 				rec.type = HY_MJ_STAMP;
 				rec.block = (uint64_t)p->stamp;
 				rec.nblocks = 0;
@@ -1056,7 +1059,9 @@ int hy_indirector_drop(struct hy_indirector *ind, const struct hy_indirector_ran
 				} else if (piece.bopt_block != HY_MAP_HOME) {
 					rec.block = piece.block;
 					rec.nblocks = piece.nblocks;
-					rc = hy_map_journal_write(ind->journal, &rec, &ticket);
+					if (ind->journal)
+						rc = hy_map_journal_write(ind->journal, &rec,
+									  &ticket);
 					if (rc == 0 &&
 					    hy_map_release(ind->map, d->file_id, piece.block,
 							   piece.nblocks) < 0)

@@ -32,7 +32,7 @@
 #include "hybridfs/replay.h"
 #include "hybridfs/sim_full.h"
 #include "hybridfs/planner.h"
-#include "hybridfs/sim_layout.h"
+#include "hybridfs/sim_borg.h"
 #include "hybridfs/trace_reader.h"
 #include "hybridfs/units.h"
 #include "hybridfs/workload_policy.h"
@@ -72,9 +72,8 @@ struct sim_args {
 	bool borg;
 	double split;	 /* share of the requests BORG trains on; 0: not given */
 	unsigned phases; /* --borg-phases; 0: not given */
-	bool modes[HY_SIM_LAYOUT_MODES];
+	bool modes[HY_SIM_BORG_MODES];
 	enum hy_planner_placement planner;
-	bool whole_reads;
 	struct size_arg bopt;	 /* the BOPT read region */
 	const char *borg_option; /* a BORG option given (for "needs --borg") */
 };
@@ -104,9 +103,10 @@ static void simulate_usage(FILE *out)
 		"  --pore coverage|popularity|balance [--pore-zone SIZE] [--pore-open N]:\n"
 		"        PORE's zone-aware eviction (write-back, for an SMR --device)\n"
 		"  --borg [--split F | --borg-phases N] [--borg-mode cumulative|partial|both]\n"
-		"         [--borg-planner chains|greedy] [--borg-reads whole|split]\n"
-		"         [--bopt-size SIZE|P%%]: BORG's analyzer and planner on the trace,\n"
-		"        served over the device model with each plan and without: two phases\n"
+		"         [--borg-planner chains|greedy] [--borg-reads split]\n"
+		"         [--bopt-size SIZE|P%%]: BORG's analyzer, planner, reconfigurator and\n"
+		"        read path (the daemon's) on the trace, served over the device model\n"
+		"        with each plan and without: two phases\n"
 		"        cut at F of the requests (0.5), or N phases with a reconfiguration\n"
 		"        before each (BORG-C plans from all before it, BORG-P from the one\n"
 		"        before); BOPT 10%% of the footprint\n");
@@ -472,10 +472,10 @@ static double now_s(void)
 
 /* ---- BORG on the trace ------------------------------------------------------ */
 
-static const char *const mode_names[HY_SIM_LAYOUT_MODES] = {"cumulative", "partial"};
+static const char *const mode_names[HY_SIM_BORG_MODES] = {"cumulative", "partial"};
 
 struct borg_pass {
-	struct hy_sim_layout_run *run;
+	struct hy_sim_borg_run *run;
 	int error;
 };
 
@@ -484,7 +484,7 @@ static int borg_one(void *arg, struct hy_trace_record *rec)
 	struct borg_pass *b = arg;
 	char why[512];
 
-	if (hy_sim_layout_run_request(b->run, rec, why, sizeof(why)) < 0) {
+	if (hy_sim_borg_run_request(b->run, rec, why, sizeof(why)) < 0) {
 		fprintf(stderr, "hybridctl: simulate: --borg: %s\n", why);
 		b->error = 1;
 		return -1;
@@ -497,7 +497,7 @@ static double reduction(double vanilla, double planned)
 	return vanilla > 0 ? 1.0 - planned / vanilla : 0.0;
 }
 
-static struct json_object *phase_mode_json(const struct hy_sim_layout_phase_mode *m, double vanilla)
+static struct json_object *phase_mode_json(const struct hy_sim_borg_phase_mode *m, double vanilla)
 {
 	struct json_object *o = json_object_new_object();
 
@@ -526,7 +526,7 @@ static struct json_object *borg_json(const struct sim_args *a, uint64_t footprin
 		 * is read without a seek: sequential enough */
 		.near_blocks = (uint32_t)(a->backing.readahead_bytes / HY_REPLAY_BLOCK),
 	};
-	struct hy_sim_layout_run_config rc = {
+	struct hy_sim_borg_run_config rc = {
 		.requests = requests,
 		.phases = a->phases ? a->phases : 2,
 		.capacity = a->bopt.text[0] ? (a->bopt.percent ? (uint64_t)((double)footprint *
@@ -536,11 +536,10 @@ static struct json_object *borg_json(const struct sim_args *a, uint64_t footprin
 		.bopt_address = UINT64_MAX,
 		.device = &a->backing,
 		.planner = &planner,
-		.whole_reads = a->whole_reads,
 	};
-	struct hy_sim_layout_phase_mode total[HY_SIM_LAYOUT_MODES] = {{0}};
+	struct hy_sim_borg_phase_mode total[HY_SIM_BORG_MODES] = {{0}};
 	struct json_object *o = NULL, *phases, *totals;
-	const struct hy_sim_layout_phase *ph;
+	const struct hy_sim_borg_phase *ph;
 	struct borg_pass b = {0};
 	double vanilla = 0;
 	unsigned n;
@@ -551,7 +550,7 @@ static struct json_object *borg_json(const struct sim_args *a, uint64_t footprin
 	if (!a->bopt.text[0] && !rc.capacity)
 		rc.capacity = 1; /* a tiny trace: a BOPT of one block */
 	memcpy(rc.modes, a->modes, sizeof(rc.modes));
-	if (hy_sim_layout_run_new(&rc, &b.run, why, sizeof(why)) < 0) {
+	if (hy_sim_borg_run_new(&rc, &b.run, why, sizeof(why)) < 0) {
 		fprintf(stderr, "hybridctl: simulate: --borg: %s\n", why);
 		*status = 1;
 		return NULL;
@@ -560,7 +559,7 @@ static struct json_object *borg_json(const struct sim_args *a, uint64_t footprin
 		*status = 1;
 		goto out;
 	}
-	ph = hy_sim_layout_run_phases(b.run, &n);
+	ph = hy_sim_borg_run_phases(b.run, &n);
 	o = json_object_new_object();
 	phases = json_object_new_array();
 	json_object_object_add(o, "device",
@@ -568,18 +567,16 @@ static struct json_object *borg_json(const struct sim_args *a, uint64_t footprin
 	json_object_object_add(
 		o, "planner",
 		json_object_new_string(a->planner == HY_PLANNER_CHAINS ? "chains" : "greedy"));
-	json_object_object_add(o, "reads",
-			       json_object_new_string(a->whole_reads ? "whole" : "split"));
+	json_object_object_add(o, "reads", json_object_new_string("split"));
 	json_object_object_add(o, "phases_count", json_object_new_uint64(n));
 	json_object_object_add(o, "bopt_blocks", json_object_new_uint64(rc.capacity));
 	if (!a->json) {
-		printf("BORG (%s, %s planner, %s reads): %u phases, a BOPT of %" PRIu64
+		printf("BORG (%s, %s planner, split reads): %u phases, a BOPT of %" PRIu64
 		       " blocks; busy time in ms, LESS the reduction against vanilla\n",
 		       hy_devmodel_kind_name(a->backing.kind),
-		       a->planner == HY_PLANNER_CHAINS ? "chains" : "greedy",
-		       a->whole_reads ? "whole" : "split", n, rc.capacity);
+		       a->planner == HY_PLANNER_CHAINS ? "chains" : "greedy", n, rc.capacity);
 		printf("%-6s %9s %12s", "PHASE", "REQUESTS", "VANILLA");
-		for (int m = 0; m < HY_SIM_LAYOUT_MODES; m++)
+		for (int m = 0; m < HY_SIM_BORG_MODES; m++)
 			if (a->modes[m])
 				printf(" | %12s %7s %8s %9s %10s", m ? "PARTIAL" : "CUMULATIVE",
 				       "LESS", "PLANNED", "FROM-BOPT", "RECONF-MS");
@@ -596,8 +593,8 @@ static struct json_object *borg_json(const struct sim_args *a, uint64_t footprin
 		if (!a->json)
 			printf("%-6u %9" PRIu64 " %12.1f", k + 1, ph[k].requests,
 			       ph[k].busy_ms_vanilla);
-		for (int m = 0; m < HY_SIM_LAYOUT_MODES; m++) {
-			const struct hy_sim_layout_phase_mode *x = &ph[k].mode[m];
+		for (int m = 0; m < HY_SIM_BORG_MODES; m++) {
+			const struct hy_sim_borg_phase_mode *x = &ph[k].mode[m];
 
 			if (!a->modes[m])
 				continue;
@@ -633,7 +630,7 @@ static struct json_object *borg_json(const struct sim_args *a, uint64_t footprin
 		printf("%-6s %9" PRIu64 " %12.1f", label, requests - (n ? ph[1].first : 0),
 		       vanilla);
 	}
-	for (int m = 0; m < HY_SIM_LAYOUT_MODES; m++) {
+	for (int m = 0; m < HY_SIM_BORG_MODES; m++) {
 		struct json_object *t;
 
 		if (!a->modes[m])
@@ -663,16 +660,13 @@ static struct json_object *borg_json(const struct sim_args *a, uint64_t footprin
 		printf("\n");
 	json_object_object_add(o, "totals", totals);
 out:
-	hy_sim_layout_run_free(b.run);
+	hy_sim_borg_run_free(b.run);
 	return o;
 }
 
 int hy_ctl_simulate(int argc, char **argv)
 {
-	struct sim_args a = {.format = NULL,
-			     .modes = {true, true},
-			     .planner = HY_PLANNER_CHAINS,
-			     .whole_reads = true};
+	struct sim_args a = {.format = NULL, .modes = {true, true}, .planner = HY_PLANNER_CHAINS};
 
 	hy_devmodel_defaults(HY_DEVMODEL_SSD, &a.ssd);
 	hy_workload_policy_defaults(&a.table);
@@ -830,11 +824,11 @@ int hy_ctl_simulate(int argc, char **argv)
 			errno = 0;
 			v = strtoul(argv[++i], &end, 10);
 			if (errno || *end || end == argv[i] || argv[i][0] == '-' || v < 2 ||
-			    v > HY_SIM_LAYOUT_MAX_PHASES) {
+			    v > HY_SIM_BORG_MAX_PHASES) {
 				fprintf(stderr,
 					"hybridctl: simulate: --borg-phases \"%s\": a whole number "
 					"of phases from 2 to %d\n",
-					argv[i], HY_SIM_LAYOUT_MAX_PHASES);
+					argv[i], HY_SIM_BORG_MAX_PHASES);
 				return 2;
 			}
 			if (a.split > 0) {
@@ -847,9 +841,9 @@ int hy_ctl_simulate(int argc, char **argv)
 			const char *v = argv[++i];
 
 			a.borg_option = o;
-			a.modes[HY_SIM_LAYOUT_CUMULATIVE] =
+			a.modes[HY_SIM_BORG_CUMULATIVE] =
 				strcmp(v, "cumulative") == 0 || strcmp(v, "both") == 0;
-			a.modes[HY_SIM_LAYOUT_PARTIAL] =
+			a.modes[HY_SIM_BORG_PARTIAL] =
 				strcmp(v, "partial") == 0 || strcmp(v, "both") == 0;
 			if (!a.modes[0] && !a.modes[1]) {
 				fprintf(stderr,
@@ -877,12 +871,13 @@ int hy_ctl_simulate(int argc, char **argv)
 			const char *v = argv[++i];
 
 			a.borg_option = o;
-			if (strcmp(v, "whole") == 0 || strcmp(v, "split") == 0) {
-				a.whole_reads = strcmp(v, "whole") == 0;
-			} else {
+			/* the daemon's read path splits a read partly relocated
+			 * between home and the BOPT: that is what is simulated */
+			if (strcmp(v, "split") != 0) {
 				fprintf(stderr,
-					"hybridctl: simulate: --borg-reads \"%s\": whole or "
-					"split\n",
+					"hybridctl: simulate: --borg-reads \"%s\": split (the "
+					"daemon's read path splits a read partly relocated; "
+					"\"whole\" was the old simulator's alone)\n",
 					v);
 				return 2;
 			}

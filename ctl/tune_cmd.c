@@ -13,9 +13,10 @@
  * force, the store's replacement policies (lru3, lru, larc, freq), ranked
  * the same way; and, when the mount has a BOPT, BOPT read regions of half,
  * one, two and four times the mount's: BORG's analyzer and planner (the
- * daemon's greedy placement) trained on the first half of the log and the
- * second half served with the plan over the mount's emulate= disk model
- * (a 7,200 rpm disk without one), ranked by busy time (sim_layout.h).
+ * daemon's greedy placement) trained on the first half of the log, the
+ * plan carried out and the second half served through the daemon's map
+ * and read path over the mount's emulate= disk model (a 7,200 rpm disk
+ * without one), ranked by busy time (sim_borg.h).
  * Those two are mount options (cache_policy=, bopt_size=): --apply puts
  * the table in force and prints the options to remount with. Exit status:
  * 0, 1 (no mount, no cache, no log, a replay failed), 2 (usage).
@@ -38,7 +39,7 @@
 #include "hybridfs/devmodel.h"
 #include "hybridfs/planner.h"
 #include "hybridfs/policy.h"
-#include "hybridfs/sim_layout.h"
+#include "hybridfs/sim_borg.h"
 #include "hybridfs/sim_full.h"
 #include "hybridfs/state.h"
 #include "hybridfs/trace.h"
@@ -200,7 +201,7 @@ static int replay_bopt(const char *trace, uint64_t rows, const struct hy_devmode
 		       struct bopt_candidate *b, int n)
 {
 	for (int i = 0; i < n; i++) {
-		struct hy_sim_layout_run_config rc = {
+		struct hy_sim_borg_run_config rc = {
 			.requests = rows,
 			.phases = 2,
 			.split = rows / 2 ? rows / 2 : 1,
@@ -209,35 +210,34 @@ static int replay_bopt(const char *trace, uint64_t rows, const struct hy_devmode
 			.bopt_address = UINT64_MAX,
 			.device = model,
 		};
-		const struct hy_sim_layout_phase *ph;
-		struct hy_sim_layout_run *run = NULL;
+		const struct hy_sim_borg_phase *ph;
+		struct hy_sim_borg_run *run = NULL;
 		struct hy_trace_reader *reader = NULL;
 		struct hy_trace_record rec;
 		unsigned np;
 		char why[512];
 		int rc2 = 0;
 
-		if (hy_sim_layout_run_new(&rc, &run, why, sizeof(why)) < 0 ||
+		if (hy_sim_borg_run_new(&rc, &run, why, sizeof(why)) < 0 ||
 		    hy_trace_reader_open(trace, "hybridfs", false, &reader, why, sizeof(why)) < 0) {
 			fprintf(stderr, "hybridctl: tune: BOPT sizes: %s\n", why);
-			hy_sim_layout_run_free(run);
+			hy_sim_borg_run_free(run);
 			return 1;
 		}
 		while (rc2 >= 0 && (rc2 = hy_trace_reader_next(reader, &rec)) == 1)
-			if (hy_sim_layout_run_request(run, &rec, why, sizeof(why)) < 0)
+			if (hy_sim_borg_run_request(run, &rec, why, sizeof(why)) < 0)
 				rc2 = -EIO;
 		if (rc2 < 0)
 			fprintf(stderr, "hybridctl: tune: BOPT sizes: %s\n",
 				rc2 == -EIO ? why : hy_trace_reader_error(reader));
 		hy_trace_reader_close(reader);
-		ph = hy_sim_layout_run_phases(run, &np);
+		ph = hy_sim_borg_run_phases(run, &np);
 		if (np >= 2) {
 			b[i].vanilla_ms = ph[1].busy_ms_vanilla;
-			b[i].planned_ms = ph[1].mode[HY_SIM_LAYOUT_CUMULATIVE].busy_ms;
-			b[i].bopt_blocks_read =
-				ph[1].mode[HY_SIM_LAYOUT_CUMULATIVE].bopt_blocks_read;
+			b[i].planned_ms = ph[1].mode[HY_SIM_BORG_CUMULATIVE].busy_ms;
+			b[i].bopt_blocks_read = ph[1].mode[HY_SIM_BORG_CUMULATIVE].bopt_blocks_read;
 		}
-		hy_sim_layout_run_free(run);
+		hy_sim_borg_run_free(run);
 		if (rc2 < 0)
 			return 1;
 	}

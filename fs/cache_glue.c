@@ -24,6 +24,7 @@
 #include "hybridfs/options.h"
 #include "hybridfs/identity.h"
 #include "hybridfs/profiler.h"
+#include "hybridfs/stack.h"
 
 static int open_homes(void *arg, const uint64_t *ids, size_t n, int64_t *objects)
 {
@@ -140,7 +141,7 @@ int hy_fs_open_cache(struct hy_fs *fs, const struct hy_options *opts)
 			       "cache: PORE has nothing to hold back without write-back "
 			       "(cache_write=back)");
 	}
-	rc = hy_cache_open(&config, hy_engine_indirector(fs->engine), &fs->cache, why, sizeof(why));
+	rc = hy_stack_open_cache(fs->engine, &config, &fs->cache, why, sizeof(why));
 	if (rc < 0) {
 		hy_log(LOG_ERR,
 		       "%s; mount with cache=none to use the directory without the cache, or "
@@ -149,7 +150,6 @@ int hy_fs_open_cache(struct hy_fs *fs, const struct hy_options *opts)
 		       why);
 		return rc;
 	}
-	hy_engine_set_cache(fs->engine, fs->cache);
 	fs->cache_write = (int)config.write_policy;
 	fs->cache_seq_cutoff = config.seq_cutoff;
 	if (config.pore.rule != HY_PORE_OFF)
@@ -179,8 +179,7 @@ int hy_fs_close_cache(struct hy_fs *fs)
 		return 0;
 	/* no request is in flight: everything dirty goes home, then the
 	 * engine reads and writes home directly */
-	rc = hy_cache_close(fs->cache);
-	hy_engine_set_cache(fs->engine, NULL);
+	rc = hy_stack_close_cache(fs->engine);
 	fs->cache = NULL;
 	return rc;
 }

@@ -31,6 +31,7 @@
 #include "hybridfs/identity.h"
 #include "hybridfs/profiler.h"
 #include "hybridfs/reca.h"
+#include "hybridfs/stack.h"
 
 #include "ops_internal.h"
 
@@ -334,8 +335,14 @@ int hy_fs_init(struct hy_fs *fs, int root_fd, size_t fd_cap, const char *state_d
 	if (rc)
 		return rc;
 	rc = hy_device_file_new("backing", &fs->backing);
-	if (rc == 0)
-		rc = hy_engine_new(fs->backing, &fs->engine);
+	if (rc == 0) {
+		/* the stack's engine and indirector; BORG's BOPT and the cache
+		 * join it later in the mount (fs/main.c) */
+		struct hy_stack_config stack = {.backing = fs->backing};
+		char why[256];
+
+		rc = hy_stack_new(&stack, &fs->engine, why, sizeof(why));
+	}
 	if (rc) {
 		hy_fs_destroy(fs);
 		return rc;
@@ -374,7 +381,7 @@ void hy_fs_destroy(struct hy_fs *fs)
 			hy_log(LOG_WARNING, "fs: closing a backing file at unmount: %s",
 			       strerror(-rc));
 	}
-	hy_engine_free(fs->engine);
+	hy_stack_free(fs->engine);
 	hy_device_free(fs->backing);
 	hy_inode_table_free(fs->inodes);
 	fs->engine = NULL;

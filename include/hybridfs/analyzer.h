@@ -45,7 +45,7 @@
  * incremental run equals one full run over the same records.
  *
  * Who calls it: reconfig/reorganize.c (for `hybridctl reorganize` and the
- * daemon's reconfigurator), the trace simulator (sim/layout.c), the unit
+ * daemon's reconfigurator), the trace simulator (sim/borg.c), the unit
  * tests; fs/borg_handlers.c reads one file's saved heat for "explain"
  * (hy_analyzer_file_heat(), no analyzer needed).
  *

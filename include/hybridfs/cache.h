@@ -95,11 +95,12 @@
  * follows for that request; see hy_cache_read_hinted().
  *
  * Who calls it: engine/engine.c (read, write, truncate, fallocate, copy,
- * fsync, close, metadata changes, O_TRUNC opens); fs/cache_glue.c (open over
- * the engine's indirector, stats, close); fs/borg_handlers.c (flush); the
- * simulator's whole cache (sim/full.c, hence hybridctl simulate --policy
- * full and tune) over an indirector over a model of home; the unit tests
- * over an indirector on a memory device of their own.
+ * fsync, close, metadata changes, O_TRUNC opens); the stack builder
+ * (stack.h: open over the engine's indirector and close, for
+ * fs/cache_glue.c); fs/cache_glue.c (stats); fs/borg_handlers.c (flush);
+ * the simulator's whole cache (sim/full.c, hence hybridctl simulate
+ * --policy full and tune) over an indirector over a model of home; the
+ * unit tests over an indirector on a memory device of their own.
  *
  * Memory: hy_cache_open() allocates everything: the front buffer's slots
  * (front_buffer bytes of data plus 88 bytes a slot: its state, hash and

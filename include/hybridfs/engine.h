@@ -21,17 +21,17 @@
  * in force, gives the hint to the cache and the answer back to the caller
  * (the profiler logs the class).
  *
- * Who calls it: the FUSE operations: fs/ops.c (new and free with the
- * filesystem; the last release, files forgotten, the metadata gate),
- * fs/ops_files.c (read, write, fallocate, copy_file_range, lseek's
+ * Who calls it: the stack builder (engine/stack.c: it makes the engine for
+ * the daemon and the simulator, and puts the cache in it); the FUSE
+ * operations: fs/ops.c (the last release, files forgotten, the metadata
+ * gate), fs/ops_files.c (read, write, fallocate, copy_file_range, lseek's
  * SEEK_DATA/SEEK_HOLE, fsync, O_TRUNC opens), fs/ops_names.c (setattr
  * size, and the metadata gate around setattr, rename, link and unlink),
- * fs/ops_dirs.c (xattrs through the gate; a changed home); fs/cache_glue.c (the
- * cache opened over the engine's indirector, then put in the path),
- * fs/main.c (ReCA put in the path), fs/borg_handlers.c (the indirector's
- * stats for status), fs/status.c and fs/policy_glue.c (its ReCA),
- * reconfig/borg*.c (the indirector; borg_cleaner.c a flush's write-back home) and the
- * unit tests.
+ * fs/ops_dirs.c (xattrs through the gate; a changed home); fs/main.c (ReCA
+ * put in the path), fs/borg_handlers.c (the indirector's stats for status),
+ * fs/status.c and fs/policy_glue.c (its ReCA), reconfig/borg*.c (the
+ * indirector; borg_cleaner.c a flush's write-back home), sim/borg.c, and
+ * the unit tests.
  *
  * Memory: struct hy_engine is owned by its creator and owns its
  * indirector; it borrows the backing device, which must outlive it, the

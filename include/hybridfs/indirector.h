@@ -21,9 +21,12 @@
  * a plan, borg_cleaner.c) through its operations
  * (copy begin/read/commit, drop, barrier, checkpoint), so it never takes a
  * gate or holds a journal ticket itself; `status` through
- * hy_indirector_get_stats() (fs/borg_handlers.c); the simulator's whole
- * cache (sim/full.c) over a model of home; the unit tests. It calls only the
- * map, its journal and the devices: never up.
+ * hy_indirector_get_stats() (fs/borg_handlers.c); the stack builder
+ * (stack.h), which makes it for the engine; the simulator's whole cache
+ * (sim/full.c) over a model of home, and its BORG (sim/borg.c), which
+ * serves a trace and carries its plans out through the same operations;
+ * the unit tests. It calls only the map, its journal and the devices:
+ * never up.
  *
  * Memory: hy_indirector_new() allocates it; it borrows the backing device,
  * and, from hy_indirector_set_bopt(), the map, the BOPT device and the
@@ -114,7 +117,8 @@ void hy_indirector_free(struct hy_indirector *ind);
  * bopt writes on, else release them; a truncation, hole punch or copy that
  * changes relocated blocks first sends their dirty blocks home and
  * releases them (journaled in @journal when not NULL, before the map
- * changes), so their one current copy is home. A plan must never relocate
+ * changes), so their one current copy is home. Without a journal (the
+ * simulator's map, in memory only) no change is journaled anywhere. A plan must never relocate
  * a file's last partial block, so relocated blocks are whole blocks of
  * data. NULL @map takes BORG out (after requests stopped). */
 void hy_indirector_set_bopt(struct hy_indirector *ind, struct hy_map *map, struct hy_device *bopt,

@@ -10,10 +10,10 @@
  * half full; deletion shifts back the keys that probed past the deleted
  * slot (no tombstones). O(1) expected per operation.
  *
- * Who calls it: sim/replay.c, sim/layout.c, engine/reca.c, cache/cache.c,
- * lib/pore.c; hy_keymap_mix() also
- * cache/policy.c, cache/cache_index.c, lib/file_table.c and
- * analyzer/analyzer_graph.c for tables of their own (below). Memory: the
+ * Who calls it: sim/replay.c, engine/reca.c, cache/cache.c, lib/pore.c;
+ * hy_keymap_mix() also cache/policy.c, cache/cache_index.c,
+ * lib/file_table.c and analyzer/analyzer_graph.c for tables of their own
+ * (below). Memory: the
  * caller owns the struct; hy_keymap_init allocates its arrays,
  * hy_keymap_free releases them. Threads: none; one user at a time.
  */

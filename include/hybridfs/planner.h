@@ -54,8 +54,7 @@
  *   Costs: O(E log E) for the sorts, O(V + E) for the rest; memory O(V + E).
  *
  * Who calls it: reconfig/reorganize.c (for `hybridctl reorganize` and the
- * daemon's reconfigurator), the trace simulator (sim/layout.c, with
- * ctl/simulate_cmd.c choosing the placement), bench/borg.c, the unit
+ * daemon's reconfigurator), the trace simulator (sim/borg.c), bench/borg.c, the unit
  * tests.
  *
  * Memory: hy_planner_plan() fills a struct hy_plan whose array it

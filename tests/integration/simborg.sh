@@ -9,7 +9,8 @@
 # pattern P2 (40 others). With --borg-phases 3 and a BOPT of 80 blocks,
 # the cumulative plan before phase 3 holds P1 (trained on phases 1-2) and
 # phase 3 reads it from the BOPT; the partial plan (phase 2 only) holds P2,
-# and phase 3 runs as without a plan.
+# and phase 3 runs as without a plan. The plans are carried out and the
+# phases served through the daemon's map and read path (sim_borg.h).
 . "$(dirname "$0")/lib.sh"
 
 HYBRIDCTL=${HYBRIDCTL:-$(cd "$(dirname "$0")/../.." && pwd)/hybridctl}
@@ -50,6 +51,7 @@ else
 	check '.borg.phases | length == 3' "three phases"
 	check '[.borg.phases[].requests] == [400, 400, 400]' "400 requests a phase"
 	check '.borg.bopt_blocks == 80' "a BOPT of 80 blocks"
+	check '.borg.reads == "split"' "reads split as the daemon's read path splits them"
 	check '.borg.phases[0].cumulative.planned_blocks == 0' "no plan in phase 1"
 	check '.borg.phases[1].cumulative.planned_blocks == 40 and .borg.phases[1].partial.planned_blocks == 40' \
 		"phase 2: P1 planned in both modes"
@@ -116,6 +118,8 @@ expect_refused '--borg-phases "-3"' --borg --borg-phases -3
 expect_refused '--borg-mode "sideways"' --borg --borg-mode sideways
 expect_refused '--borg-planner "random"' --borg --borg-planner random
 expect_refused '--borg-reads "half"' --borg --borg-reads half
+# the daemon's read path splits a read partly relocated: nothing else is simulated
+expect_refused '--borg-reads "whole": split' --borg --borg-reads whole
 expect_refused '--split and --borg-phases' --borg --split 0.5 --borg-phases 3
 expect_refused '--split and --borg-phases' --borg --borg-phases 3 --split 0.5
 expect_refused '--borg-phases needs --borg' --borg-phases 3

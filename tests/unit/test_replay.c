@@ -11,7 +11,7 @@
 
 #include "hybridfs/replay.h"
 #include "hybridfs/sim_full.h"
-#include "hybridfs/sim_layout.h"
+#include "hybridfs/sim_borg.h"
 #include "hybridfs/trace_reader.h"
 #include "suites.h"
 
@@ -328,8 +328,8 @@ static void test_layout(void)
 {
 	struct hy_devmodel_params hdd;
 	struct hy_devmodel *plain, *planned;
-	struct hy_sim_layout *l;
-	struct hy_sim_layout_stats ls;
+	struct hy_sim_borg *l;
+	struct hy_sim_borg_stats ls;
 	uint64_t blocks[200], x = 88172645463325252ULL;
 	double without = 0, with = 0;
 	char why[256];
@@ -341,7 +341,7 @@ static void test_layout(void)
 		blocks[i] = x % 2500000;
 	}
 	hy_devmodel_defaults(HY_DEVMODEL_HDD, &hdd);
-	CU_ASSERT_EQUAL_FATAL(hy_sim_layout_new(200, UINT64_MAX, &l), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_sim_borg_new(200, UINT64_MAX, &l), 0);
 	CU_ASSERT_EQUAL_FATAL(hy_devmodel_new(&hdd, &plain, why, sizeof(why)), 0);
 	CU_ASSERT_EQUAL_FATAL(hy_devmodel_new(&hdd, &planned, why, sizeof(why)), 0);
 	for (int rep = 0; rep < 10; rep++)
@@ -349,17 +349,17 @@ static void test_layout(void)
 			struct hy_trace_record a = req(0, blocks[i] * 4096, 4096, false);
 
 			a.ts_ns = (int64_t)(rep * 200 + i) * 1000000;
-			CU_ASSERT_EQUAL(hy_sim_layout_train(l, &a), 0);
+			CU_ASSERT_EQUAL(hy_sim_borg_train(l, &a), 0);
 		}
-	CU_ASSERT_EQUAL_FATAL(hy_sim_layout_plan(l, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_sim_borg_reconfigure(l, NULL, NULL, why, sizeof(why)), 0);
 	for (int rep = 0; rep < 10; rep++)
 		for (int i = 0; i < 200; i++) {
 			struct hy_trace_record a = req(0, blocks[i] * 4096, 4096, false);
 
-			without += hy_sim_layout_serve(l, plain, &a, false);
-			with += hy_sim_layout_serve(l, planned, &a, true);
+			without += hy_sim_borg_serve(l, plain, &a, false);
+			with += hy_sim_borg_serve(l, planned, &a, true);
 		}
-	hy_sim_layout_get_stats(l, &ls);
+	hy_sim_borg_get_stats(l, &ls);
 	CU_ASSERT_EQUAL(ls.trained, 2000);
 	CU_ASSERT_EQUAL(ls.vertices, 200);
 	CU_ASSERT_EQUAL(ls.planned_blocks, 200);
@@ -370,20 +370,20 @@ static void test_layout(void)
 	CU_ASSERT_TRUE(with < without / 50);
 	hy_devmodel_free(plain);
 	hy_devmodel_free(planned);
-	hy_sim_layout_free(l);
+	hy_sim_borg_free(l);
 
 	/* a BOPT of one block: almost everything stays home */
-	CU_ASSERT_EQUAL_FATAL(hy_sim_layout_new(1, UINT64_MAX, &l), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_sim_borg_new(1, UINT64_MAX, &l), 0);
 	for (int i = 0; i < 200; i++) {
 		struct hy_trace_record a = req(0, blocks[i] * 4096, 4096, false);
 
-		CU_ASSERT_EQUAL(hy_sim_layout_train(l, &a), 0);
+		CU_ASSERT_EQUAL(hy_sim_borg_train(l, &a), 0);
 	}
-	CU_ASSERT_EQUAL_FATAL(hy_sim_layout_plan(l, why, sizeof(why)), 0);
-	hy_sim_layout_get_stats(l, &ls);
+	CU_ASSERT_EQUAL_FATAL(hy_sim_borg_reconfigure(l, NULL, NULL, why, sizeof(why)), 0);
+	hy_sim_borg_get_stats(l, &ls);
 	CU_ASSERT_EQUAL(ls.planned_blocks, 1);
-	hy_sim_layout_free(l);
-	CU_ASSERT_EQUAL(hy_sim_layout_new(0, UINT64_MAX, &l), -EINVAL);
+	hy_sim_borg_free(l);
+	CU_ASSERT_EQUAL(hy_sim_borg_new(0, UINT64_MAX, &l), -EINVAL);
 }
 
 /* PORE: with Coverage First the zone with the most dirty blocks is open,
