@@ -342,6 +342,8 @@ int hy_fs_init(struct hy_fs *fs, int root_fd, size_t fd_cap, const char *state_d
 		char why[256];
 
 		rc = hy_stack_new(&stack, &fs->engine, why, sizeof(why));
+		if (rc < 0)
+			hy_log(LOG_ERR, "fs: %s", why);
 	}
 	if (rc) {
 		hy_fs_destroy(fs);

@@ -19,10 +19,10 @@
 #include "hybridfs/borg.h"
 #include "hybridfs/device.h"
 #include "hybridfs/engine.h"
-#include "hybridfs/indirector.h"
 #include "hybridfs/log.h"
 #include "hybridfs/map.h"
 #include "hybridfs/map_journal.h"
+#include "hybridfs/stack.h"
 
 #include "borg_internal.h"
 
@@ -429,9 +429,16 @@ int hy_borg_open(const struct hy_borg_config *config, struct hy_borg **out, char
 			 strerror(-rc));
 		goto fail;
 	}
-	hy_indirector_set_bopt(hy_engine_indirector(config->engine), b->map, b->bopt->device,
-			       hy_bopt_read_offset(b->bopt, 0), b->journal);
-	hy_indirector_set_bopt_writes(hy_engine_indirector(config->engine), config->bopt_writes);
+	{
+		/* into the I/O stack as the simulator's BORG puts its own (stack.h) */
+		struct hy_stack_bopt part = {.map = b->map,
+					     .device = b->bopt->device,
+					     .read_base = hy_bopt_read_offset(b->bopt, 0),
+					     .journal = b->journal,
+					     .writes = config->bopt_writes};
+
+		hy_stack_set_bopt(config->engine, &part);
+	}
 	/* dirty blocks left by a crash, and those of files held open long, go
 	 * home in the background */
 	if (pthread_create(&b->cleaner, NULL, hy_borg_cleaner_main, b) == 0)
@@ -492,7 +499,7 @@ void hy_borg_close(struct hy_borg *b)
 		       why);
 	else if (hy_bopt_set_clean(b->bopt, true) < 0)
 		hy_log(LOG_ERR, "bopt: \"%s\": cannot mark it clean", b->bopt->path);
-	hy_indirector_set_bopt(hy_engine_indirector(b->config.engine), NULL, NULL, 0, NULL);
+	hy_stack_set_bopt(b->config.engine, NULL);
 	borg_free(b);
 }
 

@@ -9,8 +9,9 @@
 #include "hybridfs/cache_store.h"
 #include "hybridfs/device.h"
 #include "hybridfs/devmodel.h"
-#include "hybridfs/indirector.h"
+#include "hybridfs/engine.h"
 #include "hybridfs/reca.h"
+#include "hybridfs/stack.h"
 #include "hybridfs/replay.h"
 #include "hybridfs/sim_full.h"
 #include "hybridfs/trace_reader.h"
@@ -26,8 +27,8 @@
 struct hy_sim_full {
 	struct hy_sim_full_config cfg;
 	struct hy_cache *cache;
-	struct hy_indirector *below; /* the path below the cache, over home */
-	struct hy_device *home;	     /* a model of home that keeps nothing */
+	struct hy_engine *engine; /* the daemon's stack (stack.h) over home */
+	struct hy_device *home;	  /* a model of home that keeps nothing */
 	char *store_path;
 	struct hy_devmodel *backing; /* NULL: untimed */
 	double backing_busy_ms;
@@ -220,17 +221,21 @@ int hy_sim_full_new(const struct hy_sim_full_config *cfg, struct hy_sim_full **o
 	cc.heat_periods = 8;
 	cc.heat_threshold = cfg->heat_threshold < 0 ? 1.5 : cfg->heat_threshold;
 	cc.no_threads = true;
-	/* the path below the cache is the daemon's: an indirector (without a
-	 * BOPT) over a device, here a model of home that keeps nothing */
+	/* the stack the daemon builds (stack.h: engine, cache, indirector
+	 * without a BOPT) over a device, here a model of home that keeps
+	 * nothing; requests go in through the engine, as FUSE's do */
 	if (rc == 0) {
 		rc = hy_device_new("sim-home", &home_ops, f, &f->home);
-		if (rc == 0)
-			rc = hy_indirector_new(f->home, &f->below);
 		if (rc < 0)
 			snprintf(why, why_size, "out of memory");
 	}
-	if (rc == 0)
-		rc = hy_cache_open(&cc, f->below, &f->cache, why, why_size);
+	if (rc == 0) {
+		struct hy_stack_config sc = {.backing = f->home, .cache = &cc};
+
+		rc = hy_stack_new(&sc, &f->engine, why, why_size);
+		if (rc == 0)
+			f->cache = f->engine->cache;
+	}
 	if (rc == 0 && cfg->reca) {
 		struct hy_reca_config rcfg = {.keying = HY_RECA_KEYS_HASHED};
 		struct hy_workload_policy_table t;
@@ -265,9 +270,9 @@ void hy_sim_full_free(struct hy_sim_full *f)
 {
 	if (!f)
 		return;
-	if (f->cache && hy_cache_close(f->cache) < 0)
+	if (f->engine && hy_stack_close_cache(f->engine) < 0)
 		fprintf(stderr, "hybridfs simulator: closing the cache failed\n");
-	hy_indirector_free(f->below);
+	hy_stack_free(f->engine);
 	hy_device_free(f->home);
 	hy_devmodel_free(f->backing);
 	if (f->store_path && unlink(f->store_path) < 0)
@@ -302,7 +307,7 @@ static void hint_for(struct hy_sim_full *f, const struct hy_trace_record *rec,
 
 int hy_sim_full_request(struct hy_sim_full *f, const struct hy_trace_record *rec)
 {
-	struct hy_cache_file file = {(uint64_t)rec->device + 1, (int64_t)rec->device + 1};
+	struct hy_engine_file file;
 	struct hy_cache_hint hint, *hp = NULL;
 	uint64_t first, last;
 
@@ -318,6 +323,9 @@ int hy_sim_full_request(struct hy_sim_full *f, const struct hy_trace_record *rec
 		hint_for(f, rec, &hint);
 		hp = &hint;
 	}
+	/* the trace's device is the file: its id and its object on the model */
+	hy_engine_file_init(f->engine, &file, (int)(rec->device + 1));
+	hy_engine_file_set_id(&file, (uint64_t)rec->device + 1);
 	first = rec->offset / BLOCK;
 	last = (rec->offset + rec->length - 1) / BLOCK;
 	if (f->cfg.max_accesses && last - first + 1 > f->cfg.max_accesses - f->st.accesses) {
@@ -336,12 +344,12 @@ int hy_sim_full_request(struct hy_sim_full *f, const struct hy_trace_record *rec
 		f->st.accesses += chunk;
 		if (rec->write) {
 			f->st.writes += chunk;
-			got = hy_cache_write_hinted(f->cache, &file, hp, f->buf, chunk * BLOCK,
-						    (off_t)(b * BLOCK));
+			got = hy_engine_write_hinted(f->engine, &file, hp, f->buf, chunk * BLOCK,
+						     (off_t)(b * BLOCK));
 		} else {
 			f->st.reads += chunk;
-			got = hy_cache_read_hinted(f->cache, &file, hp, f->buf, chunk * BLOCK,
-						   (off_t)(b * BLOCK));
+			got = hy_engine_read_hinted(f->engine, &file, hp, f->buf, chunk * BLOCK,
+						    (off_t)(b * BLOCK));
 		}
 		if (got < 0)
 			return (int)got;

@@ -3,8 +3,10 @@
  * (cache.h: the DRAM front buffer with FusionCache's heat filter, the SSD
  * store with LRU3 and its two-step eviction, and, with @reca, ReCA's
  * classes, categories and per-process hints), the same code the daemon
- * runs, over a model of home that keeps no data (issue 7: "the engine is
- * the same code").
+ * runs, built by the daemon's stack builder (stack.h: engine, cache,
+ * indirector without a BOPT) over a device that models home and keeps no
+ * data; each request enters through the engine (hy_engine_read_hinted /
+ * _write_hinted), as FUSE's do (issue 7: "the engine is the same code").
  *
  * Each request of the trace is one read or write of the cache covering its
  * 4 KiB blocks (BASELINES.md's block accesses: the cache counts a hit or
@@ -27,7 +29,8 @@
  * Figures: hits (DRAM and SSD), the blocks the front buffer sent to the
  * SSD or kept off it, SSD bytes written.
  *
- * Who calls it: ctl/simulate_cmd.c (--policy full), the unit tests.
+ * Who calls it: ctl/simulate_cmd.c (--policy full) and ctl/tune_cmd.c, the
+ * unit tests.
  * Memory: hy_sim_full_new allocates the cache and its store file; free
  * removes both. Threads: none.
  */

@@ -22,10 +22,10 @@
  *
  * Who calls it: fs/ops.c (the engine at hy_fs_init, freed at
  * hy_fs_destroy), fs/cache_glue.c (the cache opened and closed), the
- * simulator's BORG (sim/borg.c), the unit tests. reconfig/borg.c puts its
- * BOPT in the engine's indirector itself at hy_borg_open (it owns the map,
- * the journal and the BOPT, and takes them out at hy_borg_close), with the
- * same two calls hy_stack_set_bopt() makes.
+ * simulator's BORG (sim/borg.c) and whole cache (sim/full.c),
+ * reconfig/borg.c (hy_stack_set_bopt at hy_borg_open: it owns the map, the
+ * journal and the BOPT, and takes them out at hy_borg_close), the unit
+ * tests.
  *
  * Memory: the engine returned is the stack's handle and owns its
  * indirector; the backing device, the BOPT device, the map and the

@@ -1,4 +1,4 @@
-/* test_sim_layout.c - BORG on a trace (sim_borg.h): the phases of BORG-C
+/* test_sim_borg.c - BORG on a trace (sim_borg.h): the phases of BORG-C
  * and BORG-P on a synthetic trace whose patterns come and go, the copy
  * cost of a reconfiguration worked out by hand on an SSD model, reads
  * kept whole, and bad run configurations refused by name.
