@@ -13,10 +13,12 @@
 # daemon as the application made them), unless --opts gives others. Jobs
 # (fio, psync, one process, nothing time-based, so both builds do exactly
 # the same requests):
-#   seqwrite   256 MiB in 1 MiB writes to a new file, fsync at the end
+#   seqwrite   1 GiB in 1 MiB writes to a new file, fsync at the end
 #   seqread    that file again in 1 MiB reads, page cache dropped first
-#   randread   16,384 4 KiB O_DIRECT reads at random offsets of a 64 MiB file
-#   randwrite  8,192 4 KiB writes at random offsets of it, fsync every 32
+#   randread   32,768 4 KiB O_DIRECT reads at random offsets of a 64 MiB file
+#   randwrite  16,384 4 KiB writes at random offsets of it, fsync every 32
+# (sizes large enough that the daemon's CPU time, counted in clock ticks of
+# 10 ms, is hundreds of ticks a job)
 # Run as root (dropping the page cache needs it). BUILD_A/BUILD_B: build
 # folders with a hybridfs.
 set -u
@@ -77,19 +79,19 @@ round() {
 		kill -0 "$pid" 2>/dev/null || { echo "datapath-ab: the daemon of $build exited" >&2; cat "$T/daemon.log" >&2; return 1; }
 		sleep 0.05
 	done
-	r=$(job seqwrite --filename=seq --rw=write --bs=1M --size=256M --end_fsync=1) || return 1
+	r=$(job seqwrite --filename=seq --rw=write --bs=1M --size=1G --end_fsync=1) || return 1
 	echo "seqwrite $r"
 	sync
 	echo 3 >/proc/sys/vm/drop_caches
-	r=$(job seqread --filename=seq --rw=read --bs=1M --size=256M) || return 1
+	r=$(job seqread --filename=seq --rw=read --bs=1M --size=1G) || return 1
 	echo "seqread $r"
 	fio --name=prep --directory="$T/m" --filename=rand --rw=write --bs=1M --size=64M \
 		--end_fsync=1 --output=/dev/null || return 1
 	echo 3 >/proc/sys/vm/drop_caches
-	r=$(job randread --filename=rand --rw=randread --bs=4k --size=64M --io_size=64M \
+	r=$(job randread --filename=rand --rw=randread --bs=4k --size=64M --io_size=128M \
 		--direct=1 --randseed=17) || return 1
 	echo "randread $r"
-	r=$(job randwrite --filename=rand --rw=randwrite --bs=4k --size=64M --io_size=32M \
+	r=$(job randwrite --filename=rand --rw=randwrite --bs=4k --size=64M --io_size=64M \
 		--fsync=32 --randseed=19) || return 1
 	echo "randwrite $r"
 	fusermount3 -u "$T/m"
