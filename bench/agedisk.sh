@@ -1,0 +1,266 @@
+#!/bin/bash
+# agedisk.sh - BORG on an aged disk, measured at the block layer (issue 18).
+#
+# Builds an ext4 image on a loop device and ages it the way a home
+# directory ages, deterministic from --seed: a real repository (this
+# project's own history, from the checkout the script is in) fetched and
+# checked out release by release into it, other files written in between,
+# some of those deleted, edits appended to sources. Then, for each set,
+# from a copy of that image: a developer's morning over the tree (git
+# status, git log -20 --stat, grep -rn over the sources, reading every
+# header, preprocessing the .c files one by one), page cache dropped first,
+# with every request that reaches the loop device recorded from the
+# tracepoint block:block_rq_issue (a private tracefs instance, no blktrace)
+# and priced with device/devmodel.c's HDD model (bench/blkprice.c) fed the
+# real sectors.
+#
+# Sets (each from a fresh copy of the aged image; --sets picks some):
+#   ext4              the tree on the image, no hybridfs
+#   none              hybridfs cache=none over it, never reorganized
+#   none-reorg        ... the morning once, hybridctl reorganize, the morning traced
+#   none-reorg2       ... a second morning and a second reorganization first
+#   none-remount      ... none-reorg, then unmounted and mounted again
+#   defaults, defaults-reorg, defaults-reorg2, defaults-remount
+#                     the same with hybridfs's defaults (the cache on)
+#
+#   bench/agedisk.sh [--size SIZE] [--seed S] [--releases N] [--dir DIR]
+#                    [--sets "ext4 none none-reorg ..."] [--out FILE] [BUILD_DIR]
+#
+# Run as root (loop devices, mounts, tracefs, drop_caches). BUILD_DIR: a
+# built tree with hybridfs and hybridctl (default _build at the top).
+# Prints a markdown table: requests, seeks, MiB read, model disk time, and
+# the ratio to the first set; and, when the ext4 set ran, the ideal bound
+# from its trace: every 4 KiB of file data it read laid out contiguously in
+# first-access order, metadata left where it is (bench/blkprice.c -i, with
+# every file's extents from filefrag).
+set -u
+set -o pipefail
+
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+size=3G seed=17 releases=24 dir=/var/tmp out=""
+sets="ext4 none none-reorg none-reorg2 none-remount defaults defaults-reorg defaults-reorg2 defaults-remount"
+build=$TOP/_build
+while [ $# -gt 0 ]; do
+	case $1 in
+	--size) size=${2:?--size needs a size}; shift 2 ;;
+	--seed) seed=${2:?--seed needs a number}; shift 2 ;;
+	--releases) releases=${2:?--releases needs a number}; shift 2 ;;
+	--dir) dir=${2:?--dir needs a folder}; shift 2 ;;
+	--sets) sets=${2:?--sets needs a list}; shift 2 ;;
+	--out) out=${2:?--out needs a file}; shift 2 ;;
+	-h | --help) sed -n '2,33p' "$0"; exit 0 ;;
+	-*) echo "agedisk: unknown option $1" >&2; exit 2 ;;
+	*) build=$1; shift ;;
+	esac
+done
+die() { echo "agedisk: $*" >&2; exit 1; }
+log() { echo "agedisk: $*" >&2; }
+[ "$(id -u)" = 0 ] || die "run as root (loop devices, mounts, tracefs, drop_caches)"
+for t in losetup mkfs.ext4 git cc; do command -v $t >/dev/null || die "needs $t"; done
+[ -x "$build/hybridfs" ] && [ -x "$build/hybridctl" ] || die "no hybridfs/hybridctl in $build (build first)"
+case $seed in '' | *[!0-9]*) die "--seed wants a number" ;; esac
+case $releases in '' | *[!0-9]* | 0) die "--releases wants a number > 0" ;; esac
+for s in $sets; do
+	case " ext4 none none-reorg none-reorg2 none-remount defaults defaults-reorg defaults-reorg2 defaults-remount " in
+	*" $s "*) ;;
+	*) die "--sets: unknown set \"$s\"" ;;
+	esac
+done
+
+T=$(mktemp -d "$dir/agedisk.XXXXXX") || die "mktemp in $dir failed"
+loop="" pid="" tracing="" inst=""
+cleanup() {
+	[ -n "$pid" ] && { fusermount3 -u -z "$T/mnt" 2>/dev/null; kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; }
+	[ -n "$inst" ] && { echo 0 >"$inst/tracing_on" 2>/dev/null; rmdir "$inst" 2>/dev/null; }
+	mountpoint -q "$T/disk" && umount "$T/disk"
+	[ -n "$loop" ] && losetup -d "$loop" 2>/dev/null
+	[ -n "$tracing" ] && umount "$tracing" 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+mkdir -p "$T/disk" "$T/mnt" "$T/traces"
+export HYBRIDFS_RUNTIME_DIR=$T/run
+
+# the pricing tool, against this build's libraries
+cc -O2 -std=gnu11 -I"$TOP/include" -include "$build/config.h" -o "$T/blkprice" \
+	"$TOP/bench/blkprice.c" "$build/device/libhydevice.a" "$build/lib/libhycommon.a" -lm ||
+	die "cannot build bench/blkprice.c"
+
+# tracefs: where it is mounted, else a mount of our own
+tr=$(awk '$3 == "tracefs" { print $2; exit }' /proc/mounts)
+if [ -z "$tr" ]; then
+	tracing=$T/tracefs
+	mkdir -p "$tracing"
+	mount -t tracefs nodev "$tracing" || die "cannot mount tracefs"
+	tr=$tracing
+fi
+[ -d "$tr/events/block/block_rq_issue" ] || die "no block:block_rq_issue tracepoint in $tr"
+
+attach() { # image: the loop device over it, mounted at $T/disk
+	loop=$(losetup --find --show "$1") || die "losetup failed"
+	mount -o noatime "$loop" "$T/disk" || die "cannot mount $loop"
+}
+detach() {
+	umount "$T/disk" || die "cannot unmount $T/disk"
+	losetup -d "$loop"
+	loop=""
+}
+
+# ---- the aged image -----------------------------------------------------
+RANDOM=$seed
+rnd() { echo $((RANDOM % $1)); } # 0..$1-1, from the seeded sequence
+log "making a $size image, aged from $releases releases of $(git -C "$TOP" rev-parse --short HEAD)'s history (seed $seed)"
+truncate -s "$size" "$T/aged.img"
+mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$T/aged.img" || die "mkfs.ext4 failed"
+attach "$T/aged.img"
+git clone -q --bare "$TOP" "$T/origin.git" || die "cannot clone $TOP"
+mapfile -t commits < <(git -C "$T/origin.git" rev-list --reverse HEAD)
+n=${#commits[@]}
+[ "$n" -ge "$releases" ] || releases=$n
+tree=$T/disk/src
+git init -q "$tree"
+filler=0
+for r in $(seq 1 "$releases"); do
+	c=${commits[$(((r * n) / releases - 1))]}
+	# a fetch over time: a pack of its own each release
+	git -C "$tree" fetch -q "$T/origin.git" "$c" || die "fetch $c failed"
+	git -C "$tree" -c advice.detachedHead=false checkout -q -f "$c" || die "checkout $c failed"
+	# other files written in between (a download, a build, mail)
+	for _ in $(seq 1 $((4 + $(rnd 8)))); do
+		filler=$((filler + 1))
+		mkdir -p "$T/disk/other/$((filler % 13))"
+		head -c $(((1 + $(rnd 512)) * 1024)) /dev/urandom >"$T/disk/other/$((filler % 13))/f$filler"
+	done
+	# some of them deleted again
+	for _ in $(seq 1 $(rnd 4)); do
+		k=$((1 + $(rnd filler)))
+		rm -f "$T/disk/other/$((k % 13))/f$k"
+	done
+	# edits appended to sources, not committed
+	mapfile -t srcs < <(git -C "$tree" ls-files '*.c' '*.h')
+	for _ in $(seq 1 $((1 + $(rnd 6)))); do
+		[ ${#srcs[@]} -gt 0 ] || break
+		echo "/* edit $r */" >>"$tree/${srcs[$(rnd ${#srcs[@]})]}"
+	done
+	sync
+done
+log "aged: $(du -sh "$T/disk" | cut -f1) used, $filler other files written"
+# where every file's data lies (sectors), for the ideal bound
+find "$T/disk" -type f -print0 | xargs -0 filefrag -e -b512 2>/dev/null |
+	awk -F: '/^ *[0-9]+:/ { split($3, p, "[.]+"); n = $4 + 0; if (n > 0) print p[1] + 0, n }' \
+		>"$T/extents"
+detach
+
+# ---- one traced morning ------------------------------------------------
+morning() { # $1: the tree to work in
+	local w=$1
+	(
+		cd "$w" || exit 1
+		git status --short >/dev/null
+		git log -20 --stat >/dev/null
+		grep -rn "hy_" --include=*.c . >/dev/null
+		find . -name '*.h' -not -path './.git/*' -exec cat {} + >/dev/null
+		find . -name '*.c' -not -path './.git/*' | sort | while read -r f; do
+			cc -E -w -Iinclude "$f" >/dev/null 2>&1
+		done
+	)
+	return 0
+}
+
+traced_morning() { # $1: tree, $2: trace file
+	local dev
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	dev=$(stat -c '%t %T' "$loop")
+	inst=$tr/instances/hyagedisk.$$
+	mkdir "$inst" || die "cannot make a tracefs instance"
+	echo 65536 >"$inst/buffer_size_kb"
+	set -- "$1" "$2" $dev
+	echo "dev == $(((0x$3 << 20) | 0x$4))" >"$inst/events/block/block_rq_issue/filter"
+	echo 1 >"$inst/events/block/block_rq_issue/enable"
+	echo 1 >"$inst/tracing_on"
+	morning "$1"
+	sync
+	echo 0 >"$inst/tracing_on"
+	cat "$inst/trace" >"$2"
+	rmdir "$inst"
+	inst=""
+	grep -q "LOST\|lost" "$2" && log "warning: the trace buffer overflowed for $2"
+	return 0
+}
+
+mount_hybridfs() { # $1: extra options
+	"$build/hybridfs" "$T/disk" "$T/mnt" -f -o "writeback_cache=off${1:+,$1}" 2>>"$T/daemon.log" &
+	pid=$!
+	for _ in $(seq 1 600); do
+		awk -v m="$T/mnt" '$5 == m { f = 1 } END { exit !f }' /proc/self/mountinfo && return 0
+		kill -0 "$pid" 2>/dev/null || { cat "$T/daemon.log" >&2; die "the daemon exited"; }
+		sleep 0.1
+	done
+	die "the mount did not come up"
+}
+umount_hybridfs() {
+	fusermount3 -u "$T/mnt" || die "cannot unmount $T/mnt"
+	wait "$pid"
+	pid=""
+}
+reorganize() {
+	"$build/hybridctl" reorganize "$T/mnt" --quiet >>"$T/reorg.log" 2>&1 ||
+		{ cat "$T/reorg.log" >&2; die "hybridctl reorganize failed"; }
+}
+
+# ---- the sets -------------------------------------------------------------
+results=$T/results
+# (kept in $T/traces: one trace file a set)
+: >"$results"
+for s in $sets; do
+	log "set $s"
+	cp --sparse=always "$T/aged.img" "$T/run.img"
+	attach "$T/run.img"
+	case $s in none*) opt=cache=none ;; *) opt="" ;; esac
+	case $s in
+	ext4) traced_morning "$T/disk/src" "$T/traces/$s" ;;
+	none | defaults)
+		mount_hybridfs "$opt"
+		traced_morning "$T/mnt/src" "$T/traces/$s"
+		umount_hybridfs
+		;;
+	*)
+		mount_hybridfs "$opt"
+		morning "$T/mnt/src"
+		reorganize
+		case $s in
+		*-reorg2)
+			morning "$T/mnt/src"
+			reorganize
+			;;
+		*-remount)
+			umount_hybridfs
+			mount_hybridfs "$opt"
+			;;
+		esac
+		traced_morning "$T/mnt/src" "$T/traces/$s"
+		umount_hybridfs
+		;;
+	esac
+	detach
+	rm -f "$T/run.img"
+	echo "$s $("$T/blkprice" -c "$(stat -c %s "$T/aged.img")" <"$T/traces/$s")" >>"$results"
+done
+
+if [ -f "$T/traces/ext4" ]; then
+	echo "ideal $("$T/blkprice" -c "$(stat -c %s "$T/aged.img")" -i "$T/extents" <"$T/traces/ext4")" >>"$results"
+fi
+{
+	echo "| set | requests | seeks | MiB read | MiB written | model disk time s | vs first |"
+	echo "|---|--:|--:|--:|--:|--:|--:|"
+	awk '{
+		for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+		if (NR == 1) first = v["busy_ms"]
+		printf "| %s | %d | %d | %.1f | %.1f | %.2f | %.2f |\n", $1, v["requests"], v["seeks"],
+			v["bytes_read"] / 1048576, v["bytes_written"] / 1048576, v["busy_ms"] / 1000,
+			(first > 0 ? v["busy_ms"] / first : 0)
+	}' "$results"
+	echo
+	echo "Image $size, seed $seed, $releases releases of $(git -C "$TOP" rev-parse --short HEAD)'s history; HDD model defaults (devmodel.h); build $build."
+} | if [ -n "$out" ]; then tee "$out"; else cat; fi
