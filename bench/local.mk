@@ -11,3 +11,4 @@ EXTRA_DIST += bench/script.sh
 EXTRA_DIST += bench/pore.sh bench/openloop.sh bench/reserve.c
 EXTRA_DIST += bench/kwb.sh
 EXTRA_DIST += bench/soak-ab.sh
+EXTRA_DIST += bench/datapath-ab.sh bench/agedisk.sh bench/blkprice.c
