@@ -547,6 +547,18 @@ static int open_borg(const struct hy_options *opts, struct hy_fs *fs, const stru
 	 * blocks' older home copies (damaged.sh: bopt-other, db-map). */
 	snprintf(path, sizeof(path), "%s/bopt", opts->state_at);
 	existed = !opts->bopt && lstat(path, &st) == 0;
+	/* BORG lays hot blocks out in access order to save seeks: a disk that
+	 * does not spin has none to save, and would only pay for the copies
+	 * (issue 18: never make a user's disk slower). A named BOPT, one that
+	 * exists, or bopt_on_ssd keep it; a disk that cannot be asked too. */
+	if (!opts->bopt && !existed && !opts->bopt_on_ssd &&
+	    hy_ondisk_rotational(opts->backing_real) == 0) {
+		hy_log(LOG_NOTICE,
+		       "bopt: none: the backing directory's disk does not spin (queue/rotational "
+		       "0), so BORG's layout would save no seeks; mount with -o bopt_on_ssd to "
+		       "have one anyway");
+		return 0;
+	}
 	rc = hy_borg_open(&config, &fs->borg, why, sizeof(why));
 	if (rc == 0)
 		return 0;

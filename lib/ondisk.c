@@ -12,12 +12,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -275,6 +277,35 @@ int hy_ondisk_check_new(const char *path, char *why, size_t why_size)
 		return -EMEDIUMTYPE;
 	}
 	return 0;
+}
+
+int hy_ondisk_rotational(const char *path)
+{
+	const char *root = getenv("HYBRIDFS_SYSFS");
+	char sys[PATH_MAX];
+	struct stat st;
+
+	if (!root || !*root)
+		root = "/sys";
+	if (stat(path, &st) < 0)
+		return -errno;
+	/* the device's own queue, else its disk's: a partition's sysfs folder
+	 * lies inside its disk's */
+	for (int up = 0; up < 2; up++) {
+		FILE *f;
+		int c;
+
+		snprintf(sys, sizeof(sys), "%s/dev/block/%u:%u/%squeue/rotational", root,
+			 major(st.st_dev), minor(st.st_dev), up ? "../" : "");
+		f = fopen(sys, "r");
+		if (!f)
+			continue;
+		c = fgetc(f);
+		fclose(f);
+		if (c == '0' || c == '1')
+			return c - '0';
+	}
+	return -ENODEV;
 }
 
 /* ---- durability ---- */

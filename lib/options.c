@@ -324,6 +324,8 @@ static int parse_one(struct hy_options *opts, char *word, char *why, size_t why_
 		return parse_bool(name, value, &opts->bopt_writes, why, why_size);
 	if (strcmp(name, "bopt_force") == 0)
 		return parse_bool(name, value, &opts->bopt_force, why, why_size);
+	if (strcmp(name, "bopt_on_ssd") == 0)
+		return parse_bool(name, value, &opts->bopt_on_ssd, why, why_size);
 	if (strcmp(name, "reorg_rate") == 0)
 		return parse_size(name, value, true, &opts->reorg_rate, why, why_size);
 	if (strcmp(name, "emulate") == 0) {
@@ -837,6 +839,9 @@ void hy_options_usage(const char *program, FILE *out)
 		"  bopt_force             make the BOPT on the device at bopt= over a\n"
 		"                         filesystem or another mount's BOPT found there\n"
 		"                         (what it holds is lost)\n"
+		"  bopt_on_ssd            make the default BOPT even when the backing\n"
+		"                         directory's disk does not spin (by default it has\n"
+		"                         none there: a layout saves no seeks on an SSD)\n"
 		"  cache=PATH|UUID=U|LABEL=L|PARTUUID=U|PARTLABEL=L|none  the SSD cache's\n"
 		"                         store (a file or a device used whole; default: the\n"
 		"                         file %s in the state folder; none: no SSD cache)\n"

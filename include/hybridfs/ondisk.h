@@ -15,7 +15,8 @@
  *
  * Who calls it: borg/bopt.c, borg/map_journal.c, cache/cache_store*.c;
  * fs/main.c and fs/cache_glue.c (where a BOPT or store may be made:
- * hy_ondisk_check_new, hy_ondisk_on_ram), ctl/format_cache_cmd.c (the
+ * hy_ondisk_check_new, hy_ondisk_on_ram; fs/main.c also whether the
+ * backing disk spins, hy_ondisk_rotational), ctl/format_cache_cmd.c (the
  * same checks), engine/workload_policy.c (hy_ondisk_say for its
  * messages); the fuzz targets and the unit tests.
  *
@@ -90,6 +91,13 @@ int hy_ondisk_resolve(const char *spec, const char *what, char *buf, size_t size
  * block device (its node is in /dev, its data on the device), or when it
  * cannot tell. */
 int hy_ondisk_on_ram(const char *path, char *type, size_t size);
+
+/* Whether the block device that holds the filesystem of @path spins (its
+ * sysfs queue/rotational; a partition asks its disk): 1 rotational, 0 not
+ * (an SSD, NVMe, zram), or -ENODEV when it cannot tell (no block device
+ * behind it: tmpfs, FUSE, a btrfs of several devices, no sysfs). The sysfs
+ * root is /sys, or $HYBRIDFS_SYSFS when set (the tests' stand-in). */
+int hy_ondisk_rotational(const char *path);
 
 /* For a store or BOPT the user named at a resolved @path: when nothing is
  * there, whether one may be made there. Never under /dev (a device's name

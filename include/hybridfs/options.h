@@ -100,6 +100,10 @@ struct hy_options {
 	 * another mount's BOPT), as hybridctl format-cache --force does for a
 	 * store; a regular file is never written over */
 	bool bopt_force;
+	/* bopt_on_ssd: the default BOPT is made even when the backing
+	 * directory's disk does not spin (queue/rotational 0), where a layout
+	 * saves no seeks and only costs the copies */
+	bool bopt_on_ssd;
 
 	/* The SSD cache: its store (NULL: STATE/cache; "none": no SSD cache),
 	 * the store's size, the write policy, and the replacement policy (an

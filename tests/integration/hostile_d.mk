@@ -19,3 +19,5 @@ EXTRA_DIST += tests/integration/boptforce.sh
 # A mount that fails removes what it made (and only that).
 TESTS += tests/integration/mountfail.sh
 EXTRA_DIST += tests/integration/mountfail.sh
+TESTS += tests/integration/rotational.sh
+EXTRA_DIST += tests/integration/rotational.sh
