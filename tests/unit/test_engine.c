@@ -1189,6 +1189,56 @@ static void test_gates(void)
 	fx_teardown(&fx);
 }
 
+/* A device that opens an object of its own for each hold (as the file
+ * device does: descriptors). */
+static int opening_hold(struct hy_device *dev, int64_t object, int64_t *out)
+{
+	(void)dev;
+	*out = object + 1000;
+	return 0;
+}
+
+static const struct hy_device_ops opening_ops = {
+	.read = mem_read,
+	.write = mem_write,
+	.sync = mem_sync,
+	.truncate = mem_truncate,
+	.hold = opening_hold,
+};
+
+/* The bound on held objects is about descriptors: a device that opens one
+ * per hold stops at HY_INDIRECTOR_HELD_OBJECTS (the cache then writes the
+ * file through) and takes holds again once one is given back; a model's
+ * objects (no hold op: the object itself, nothing opened) are never
+ * bounded, or the simulator's figures would depend on the daemon's
+ * descriptor budget. */
+static void test_indirector_hold_bound(void)
+{
+	struct hy_device *opening, *model;
+	struct hy_indirector *a, *b;
+	int64_t held = -1;
+	int i;
+
+	CU_ASSERT_EQUAL_FATAL(hy_device_new("home", &opening_ops, NULL, &opening), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_device_new("home", &memory_ops, NULL, &model), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_indirector_new(opening, &a), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_indirector_new(model, &b), 0);
+	for (i = 0; i < HY_INDIRECTOR_HELD_OBJECTS; i++)
+		CU_ASSERT_EQUAL(hy_indirector_hold_object(a, i, &held), 0);
+	CU_ASSERT_EQUAL(held, HY_INDIRECTOR_HELD_OBJECTS - 1 + 1000);
+	CU_ASSERT_EQUAL(hy_indirector_hold_object(a, i, &held), -EMFILE);
+	hy_indirector_put_object(a, 1000);
+	CU_ASSERT_EQUAL(hy_indirector_hold_object(a, i, &held), 0);
+	for (i = 0; i < 2 * HY_INDIRECTOR_HELD_OBJECTS; i++) {
+		CU_ASSERT_EQUAL(hy_indirector_hold_object(b, i, &held), 0);
+		CU_ASSERT_EQUAL(held, i);
+	}
+	hy_indirector_free(a);
+	hy_indirector_free(b);
+	hy_device_free(opening);
+	hy_device_free(model);
+}
+
 /* The reconfigurator's side of the indirector: a copy committed when
  * nothing changed the file since its begin, refused when a write through
  * the mount came between; a drop releases it again; all journaled. */
@@ -2229,6 +2279,8 @@ int hy_test_add_engine(void)
 	    !CU_add_test(s, "gates count changes; quiesce and resume", test_gates) ||
 	    !CU_add_test(s, "indirector: copies committed, raced, dropped",
 			 test_indirector_copies) ||
+	    !CU_add_test(s, "indirector: only opened objects count against the hold bound",
+			 test_indirector_hold_bound) ||
 	    !CU_add_test(s, "a home device without stamps", test_stamp_unsupported) ||
 	    !CU_add_test(s, "BORG's writes: into the BOPT, marked dirty first",
 			 test_bopt_write_dirty) ||
