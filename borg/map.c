@@ -564,6 +564,47 @@ int hy_map_walk(struct hy_map *map, int (*fn)(const struct hy_map_extent *e, voi
 	return rc;
 }
 
+/* A file's extents come together in the walk: its id once. */
+static int collect_dirty(const struct hy_map_extent *e, void *arg)
+{
+	struct {
+		uint64_t *ids;
+		size_t n, cap;
+	} *l = arg;
+
+	if (!e->dirty || (l->n && l->ids[l->n - 1] == e->file_id))
+		return 0;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 64;
+		uint64_t *grown = realloc(l->ids, cap * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		l->ids = grown;
+		l->cap = cap;
+	}
+	l->ids[l->n++] = e->file_id;
+	return 0;
+}
+
+int hy_map_dirty_files(struct hy_map *map, uint64_t **ids, size_t *n)
+{
+	struct {
+		uint64_t *ids;
+		size_t n, cap;
+	} dirty = {NULL, 0, 0};
+	int rc = hy_map_walk(map, collect_dirty, &dirty);
+
+	if (rc) {
+		free(dirty.ids);
+		dirty.ids = NULL;
+		dirty.n = 0;
+	}
+	*ids = dirty.ids;
+	*n = dirty.n;
+	return rc;
+}
+
 int hy_map_file_extents(struct hy_map *map, uint64_t file_id, uint64_t from,
 			struct hy_map_extent **out, size_t *count)
 {

@@ -24,44 +24,20 @@
 
 /* ---- flushing: dirty BOPT blocks home ------------------------------- */
 
-static int collect_dirty(const struct hy_map_extent *e, void *arg)
-{
-	struct {
-		uint64_t *ids;
-		size_t n, cap;
-	} *l = arg;
-
-	if (!e->dirty || (l->n && l->ids[l->n - 1] == e->file_id))
-		return 0;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 64;
-		uint64_t *grown = realloc(l->ids, cap * sizeof(*grown));
-
-		if (!grown)
-			return -ENOMEM;
-		l->ids = grown;
-		l->cap = cap;
-	}
-	l->ids[l->n++] = e->file_id;
-	return 0;
-}
-
 int hy_borg_flush(struct hy_borg *b, uint64_t *synced, char *why, size_t why_size)
 {
 	struct {
 		uint64_t *ids;
-		size_t n, cap;
-	} dirty = {NULL, 0, 0};
+		size_t n;
+	} dirty;
 	struct search files;
 	uint64_t unreachable = 0;
 	sqlite3 *db = NULL;
 	int rc;
 
 	*synced = 0;
-	/* the walk gives files in id order, so each id comes once */
-	rc = hy_map_walk(b->map, collect_dirty, &dirty);
+	rc = hy_map_dirty_files(b->map, &dirty.ids, &dirty.n);
 	if (rc) {
-		free(dirty.ids);
 		snprintf(why, why_size, "out of memory");
 		return rc;
 	}

@@ -325,36 +325,14 @@ static int make_plan(struct hy_sim_borg *b, struct hy_reorganize_range **out, si
 	return rc;
 }
 
-static int collect_dirty(const struct hy_map_extent *e, void *arg)
-{
-	struct {
-		uint64_t *ids;
-		size_t n, cap;
-	} *l = arg;
-
-	if (!e->dirty || (l->n && l->ids[l->n - 1] == e->file_id))
-		return 0;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 64;
-		uint64_t *grown = realloc(l->ids, cap * sizeof(*grown));
-
-		if (!grown)
-			return -ENOMEM;
-		l->ids = grown;
-		l->cap = cap;
-	}
-	l->ids[l->n++] = e->file_id;
-	return 0;
-}
-
 /* The daemon's flush before a run: every file's BOPT writes home. */
 static int flush_dirty(struct hy_sim_borg *b, struct hy_indirector *ind)
 {
 	struct {
 		uint64_t *ids;
-		size_t n, cap;
-	} dirty = {NULL, 0, 0};
-	int rc = hy_map_walk(b->map, collect_dirty, &dirty);
+		size_t n;
+	} dirty;
+	int rc = hy_map_dirty_files(b->map, &dirty.ids, &dirty.n);
 
 	for (size_t i = 0; rc == 0 && i < dirty.n; i++) {
 		int64_t n = hy_indirector_sync_home(ind, dirty.ids[i], (int64_t)dirty.ids[i]);

@@ -289,18 +289,10 @@ void hy_sim_full_free(struct hy_sim_full *f)
 static void hint_for(struct hy_sim_full *f, const struct hy_trace_record *rec,
 		     struct hy_cache_hint *hint)
 {
-	struct hy_reca_request req = {
-		.history_key = rec->device,
-		.process_key =
-			rec->pid >= 0 ? (UINT64_C(1) << 62) | (uint64_t)rec->pid : rec->device,
-		.file_id = rec->device,
-		.offset = rec->offset,
-		.length = rec->length > UINT32_MAX ? UINT32_MAX : (uint32_t)rec->length,
-		.write = rec->write,
-		.file_size = rec->offset + rec->length,
-	};
+	struct hy_reca_request req;
 	struct hy_reca_answer a;
 
+	hy_replay_reca_request(rec, &req);
 	hy_reca_request(f->reca, &req, &a);
 	*hint = a.hint;
 }

@@ -364,12 +364,9 @@ static int replay_block(void *arg, uint64_t key, bool write)
 	return rc < 0 ? rc : 0;
 }
 
-/* The request's class in its device's history, and its process's category
- * after it (ReCA's, reca.h). */
-static int classify_request(struct hy_replay *r, const struct hy_trace_record *rec,
-			    enum hy_request_class *cls, enum hy_category *cat)
+void hy_replay_reca_request(const struct hy_trace_record *rec, struct hy_reca_request *out)
 {
-	struct hy_reca_request req = {
+	*out = (struct hy_reca_request){
 		.history_key = rec->device,
 		.process_key =
 			rec->pid >= 0 ? (UINT64_C(1) << 62) | (uint64_t)rec->pid : rec->device,
@@ -379,8 +376,19 @@ static int classify_request(struct hy_replay *r, const struct hy_trace_record *r
 		.write = rec->write,
 		.file_size = rec->offset + rec->length,
 	};
+}
+
+/* The request's class in its device's history, and its process's category
+ * after it (ReCA's, reca.h). */
+static int classify_request(struct hy_replay *r, const struct hy_trace_record *rec,
+			    enum hy_request_class *cls, enum hy_category *cat)
+{
+	struct hy_reca_request req;
 	struct hy_reca_answer a;
-	int rc = hy_reca_request(r->reca, &req, &a);
+	int rc;
+
+	hy_replay_reca_request(rec, &req);
+	rc = hy_reca_request(r->reca, &req, &a);
 
 	if (rc < 0)
 		return rc;

@@ -108,6 +108,11 @@ int64_t hy_map_set_dirty(struct hy_map *map, uint64_t file_id, uint64_t block, u
  * for reading while its extents are visited. */
 int hy_map_walk(struct hy_map *map, int (*fn)(const struct hy_map_extent *e, void *arg), void *arg);
 
+/* The ids of the files with dirty extents (BOPT blocks written through
+ * the mount and not home yet), each once, into a malloc'd array (NULL and
+ * 0 when none): what a flush sends home. 0 or -ENOMEM. */
+int hy_map_dirty_files(struct hy_map *map, uint64_t **ids, size_t *n);
+
 /* Every extent, as hy_map_walk() gives them, copied into a malloc'd array
  * (NULL and 0 when the map is empty). 0 or -ENOMEM. */
 int hy_map_snapshot(struct hy_map *map, struct hy_map_extent **out, size_t *count);

@@ -132,6 +132,13 @@ struct hy_replay_stats {
 };
 
 struct hy_replay;
+struct hy_reca_request;
+
+/* How the simulators key a trace request for ReCA (reca.h): its device's
+ * history, its process (its pid, else its device) for the category, the
+ * device as the file, its furthest byte as the file's size. Used by the
+ * replay (--reca) and the whole cache (sim/full.c). */
+void hy_replay_reca_request(const struct hy_trace_record *rec, struct hy_reca_request *out);
 
 /* 0, or -EINVAL (a capacity of 0 or above UINT32_MAX lines, a bad policy)
  * or -ENOMEM, with the reason in @why. */
