@@ -14,12 +14,12 @@
 #include "hybridfs/reorganize.h"
 #include "hybridfs/replay.h"
 #include "hybridfs/sim_borg.h"
+#include "hybridfs/sim_home.h"
 #include "hybridfs/stack.h"
 #include "hybridfs/trace_reader.h"
 
-#define BLOCK	     HY_REPLAY_BLOCK
-#define DEVICE_SHIFT 40 /* home bytes of one device on the disk: 2^40 */
-#define MIB	     (UINT64_C(1) << 20)
+#define BLOCK HY_REPLAY_BLOCK
+#define MIB   (UINT64_C(1) << 20)
 /* the daemon's reconfigurator (reconfig/borg.c): a range is copied in
  * chunks of CHUNK_BLOCKS, committed in batches of BATCH_BYTES */
 #define CHUNK_BLOCKS 256
@@ -35,11 +35,10 @@ struct hy_sim_borg {
 	struct hy_device *home, *bopt;
 	struct hy_engine *stack; /* home and the BOPT through the map */
 	struct hy_engine *plain; /* home alone: no BOPT */
-	/* the disk the devices' requests are served over now (NULL: untimed),
-	 * their service time since it was set, and whether BOPT bytes count
-	 * as the served requests' */
-	struct hy_devmodel *model;
-	double busy_ms;
+	/* the disk the devices' requests are served over now (its model NULL:
+	 * untimed) with their service time since it was set, and whether BOPT
+	 * bytes count as the served requests' */
+	struct hy_sim_disk disk;
 	bool serving;
 	unsigned char *buf; /* zeros: requests' and copies' data */
 	size_t buf_size;
@@ -50,51 +49,10 @@ struct hy_sim_borg {
 
 static void charge(struct hy_sim_borg *b, uint64_t addr, size_t len, bool write)
 {
-	if (b->model)
-		b->busy_ms += hy_devmodel_serve(b->model, addr, len, write);
+	hy_sim_disk_serve(&b->disk, addr, len, write);
 }
 
-/* Home's objects are file ids, the trace's device + 1. */
-static uint64_t home_address(int64_t object, off_t off)
-{
-	return (((uint64_t)object - 1) << DEVICE_SHIFT) + (uint64_t)off;
-}
-
-static ssize_t home_read(struct hy_device *dev, int64_t object, void *buf, size_t len, off_t off)
-{
-	charge(dev->priv, home_address(object, off), len, false);
-	memset(buf, 0, len);
-	return (ssize_t)len;
-}
-
-static ssize_t home_write(struct hy_device *dev, int64_t object, const void *buf, size_t len,
-			  off_t off)
-{
-	(void)buf;
-	charge(dev->priv, home_address(object, off), len, true);
-	return (ssize_t)len;
-}
-
-/* Nobody changes a trace's devices outside the mount: one stamp for ever,
- * and every block of a trace inside the size (no partial last block). */
-static int home_getattr(struct hy_device *dev, int64_t object, struct hy_device_attr *out)
-{
-	(void)dev;
-	(void)object;
-	out->stamp = 1;
-	out->mtime_ns = 1;
-	out->size = UINT64_C(1) << 56;
-	return 0;
-}
-
-static int home_set_mtime(struct hy_device *dev, int64_t object, int64_t mtime_ns)
-{
-	(void)dev;
-	(void)object;
-	(void)mtime_ns;
-	return 0;
-}
-
+/* Syncing a model: nothing to wait for. */
 static int model_sync(struct hy_device *dev, int64_t object, bool data_only)
 {
 	(void)dev;
@@ -102,27 +60,6 @@ static int model_sync(struct hy_device *dev, int64_t object, bool data_only)
 	(void)data_only;
 	return 0;
 }
-
-static int home_addresses(struct hy_device *dev, int64_t object, const uint64_t *offsets, size_t n,
-			  uint64_t *out)
-{
-	(void)dev;
-	for (size_t i = 0; i < n; i++)
-		out[i] = home_address(object, (off_t)offsets[i]);
-	return 0;
-}
-
-/* No writable(), hold() or close_object(): an object is a number, its own
- * writer, and nothing to close; no destroy: the private data is the
- * simulator's. */
-static const struct hy_device_ops home_ops = {
-	.read = home_read,
-	.write = home_write,
-	.getattr = home_getattr,
-	.set_mtime = home_set_mtime,
-	.sync = model_sync,
-	.addresses = home_addresses,
-};
 
 static void bopt_count(struct hy_sim_borg *b, size_t len)
 {
@@ -198,7 +135,7 @@ int hy_sim_borg_new(uint64_t capacity, uint64_t bopt_address, struct hy_sim_borg
 	if (rc == 0)
 		rc = hy_map_new(&b->map);
 	if (rc == 0)
-		rc = hy_device_new("sim-home", &home_ops, b, &b->home);
+		rc = hy_sim_home_new(&b->disk, &b->home);
 	if (rc == 0)
 		rc = hy_device_new("sim-bopt", &bopt_ops, b, &b->bopt);
 	if (rc == 0)
@@ -258,7 +195,7 @@ int hy_sim_borg_train(struct hy_sim_borg *b, const struct hy_trace_record *rec)
 	 * device, serves the same purpose: whose requests follow whose */
 	process = rec->pid >= 0 ? (uint32_t)rec->pid : rec->device;
 	b->st.trained++;
-	end = ((uint64_t)rec->device << DEVICE_SHIFT) + (last + 1) * BLOCK;
+	end = hy_sim_home_address((int64_t)rec->device + 1, (last + 1) * BLOCK);
 	if (end > b->home_end)
 		b->home_end = end;
 	return hy_analyzer_feed(
@@ -496,12 +433,12 @@ int hy_sim_borg_reconfigure(struct hy_sim_borg *b, struct hy_devmodel *model, do
 	b->st.synced_blocks = 0;
 	if (b->bopt_address == UINT64_MAX && b->st.reconfigurations == 0)
 		b->bopt_base = (b->home_end + MIB) & ~(MIB - 1);
-	b->model = model;
-	b->busy_ms = 0;
+	b->disk.model = model;
+	b->disk.busy_ms = 0;
 	rc = carry_out(b, ranges, count, why, why_size);
 	if (copy_ms)
-		*copy_ms = b->busy_ms;
-	b->model = NULL;
+		*copy_ms = b->disk.busy_ms;
+	b->disk.model = NULL;
 	free(ranges);
 	if (rc == 0)
 		b->st.reconfigurations++;
@@ -526,8 +463,8 @@ double hy_sim_borg_serve(struct hy_sim_borg *b, struct hy_devmodel *model,
 		return -ENOMEM;
 	if (apply)
 		b->st.served++;
-	b->model = model;
-	b->busy_ms = 0;
+	b->disk.model = model;
+	b->disk.busy_ms = 0;
 	b->serving = apply;
 	if (rec->write)
 		n = hy_indirector_write(ind, file_id, (int64_t)file_id, b->buf, len,
@@ -536,10 +473,10 @@ double hy_sim_borg_serve(struct hy_sim_borg *b, struct hy_devmodel *model,
 		n = hy_indirector_read(ind, file_id, (int64_t)file_id, b->buf, len,
 				       (off_t)(first * BLOCK));
 	b->serving = false;
-	b->model = NULL;
+	b->disk.model = NULL;
 	if (n < 0)
 		return (double)n;
-	return b->busy_ms;
+	return b->disk.busy_ms;
 }
 
 void hy_sim_borg_get_stats(const struct hy_sim_borg *b, struct hy_sim_borg_stats *out)

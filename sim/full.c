@@ -13,6 +13,7 @@
 #include "hybridfs/reca.h"
 #include "hybridfs/stack.h"
 #include "hybridfs/replay.h"
+#include "hybridfs/sim_home.h"
 #include "hybridfs/sim_full.h"
 #include "hybridfs/trace_reader.h"
 #include "hybridfs/workload_policy.h"
@@ -31,90 +32,13 @@ struct hy_sim_full {
 	struct hy_device *home;	  /* a model of home that keeps nothing */
 	char *store_path;
 	struct hy_devmodel *backing; /* NULL: untimed */
-	double backing_busy_ms;
+	struct hy_sim_disk disk;     /* home's requests served over backing */
 	/* ReCA, keyed as a trace is: histories by device, categories by pid
 	 * (else device), each in 4096 hashed slots (reca.h) */
 	struct hy_reca *reca;
 	uint64_t since_evict, since_clean, clean_every;
 	struct hy_sim_full_stats st;
 	unsigned char *buf; /* CHUNK_BLOCKS blocks: a request larger than that goes in pieces */
-};
-
-/* Where file @file_id's byte @off lies on the backing model: the replay's
- * address of its device's block (replay.h: device d at d * 2^40). */
-static uint64_t home_address(uint64_t file_id, uint64_t off)
-{
-	return ((file_id - 1) << 40) + off;
-}
-
-/* The home device's objects are file ids (the replay's device + 1). */
-static void home_serve(struct hy_sim_full *f, int64_t object, size_t len, off_t off, bool write)
-{
-	if (f->backing)
-		f->backing_busy_ms += hy_devmodel_serve(
-			f->backing, home_address((uint64_t)object, (uint64_t)off), len, write);
-}
-
-static ssize_t home_read(struct hy_device *dev, int64_t object, void *buf, size_t len, off_t off)
-{
-	home_serve(dev->priv, object, len, off, false);
-	memset(buf, 0, len);
-	return (ssize_t)len;
-}
-
-static ssize_t home_write(struct hy_device *dev, int64_t object, const void *buf, size_t len,
-			  off_t off)
-{
-	(void)buf;
-	home_serve(dev->priv, object, len, off, true);
-	return (ssize_t)len;
-}
-
-static int home_addresses(struct hy_device *dev, int64_t object, const uint64_t *offsets, size_t n,
-			  uint64_t *out)
-{
-	(void)dev;
-	for (size_t i = 0; i < n; i++)
-		out[i] = home_address((uint64_t)object, offsets[i]);
-	return 0;
-}
-
-static int home_getattr(struct hy_device *dev, int64_t object, struct hy_device_attr *out)
-{
-	(void)dev;
-	(void)object;
-	out->stamp = 1;
-	out->mtime_ns = 1;
-	out->size = UINT64_C(1) << 56; /* every block of a trace lies inside */
-	return 0;
-}
-
-static int home_set_mtime(struct hy_device *dev, int64_t object, int64_t mtime_ns)
-{
-	(void)dev;
-	(void)object;
-	(void)mtime_ns;
-	return 0;
-}
-
-static int home_sync(struct hy_device *dev, int64_t object, bool data_only)
-{
-	(void)dev;
-	(void)object;
-	(void)data_only;
-	return 0;
-}
-
-/* No writable(), hold() or close_object(): an object is a number, its own
- * writer, and nothing to close. The device's private data is the
- * simulator's, not the device's (no destroy). */
-static const struct hy_device_ops home_ops = {
-	.read = home_read,
-	.write = home_write,
-	.getattr = home_getattr,
-	.set_mtime = home_set_mtime,
-	.sync = home_sync,
-	.addresses = home_addresses,
 };
 
 /* ---- the replay ----------------------------------------------------------- */
@@ -203,6 +127,7 @@ int hy_sim_full_new(const struct hy_sim_full_config *cfg, struct hy_sim_full **o
 	rc = make_store(f->store_path, lines, why, why_size);
 	if (rc == 0 && cfg->backing)
 		rc = hy_devmodel_new(cfg->backing, &f->backing, why, why_size);
+	f->disk.model = f->backing;
 	if (rc == 0 && cfg->pore.rule != HY_PORE_OFF && !cfg->write_back) {
 		snprintf(why, why_size, "PORE needs the cache in write-back");
 		rc = -EINVAL;
@@ -225,7 +150,7 @@ int hy_sim_full_new(const struct hy_sim_full_config *cfg, struct hy_sim_full **o
 	 * without a BOPT) over a device, here a model of home that keeps
 	 * nothing; requests go in through the engine, as FUSE's do */
 	if (rc == 0) {
-		rc = hy_device_new("sim-home", &home_ops, f, &f->home);
+		rc = hy_sim_home_new(&f->disk, &f->home);
 		if (rc < 0)
 			snprintf(why, why_size, "out of memory");
 	}
@@ -386,7 +311,7 @@ void hy_sim_full_get_stats(struct hy_sim_full *f, struct hy_sim_full_stats *out)
 	out->pore = s.pore;
 	out->pore_held = s.pore_held;
 	out->pore_forced = s.pore_forced;
-	out->backing_busy_ms = f->backing_busy_ms;
+	out->backing_busy_ms = f->disk.busy_ms;
 	if (f->backing)
 		hy_devmodel_get_stats(f->backing, &out->backing);
 }

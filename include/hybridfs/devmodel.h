@@ -42,7 +42,7 @@
  * settings (the daemon's emulate= option and hybridctl simulate
  * --device-param use it) and names a bad one.
  *
- * Who calls it: sim/ (replay.c, full.c, borg.c), ctl/simulate_cmd.c and
+ * Who calls it: sim/ (replay.c, full.c, borg.c, home.c), ctl/simulate_cmd.c and
  * ctl/tune_cmd.c (--device settings), device/device.c (emulate=: each
  * request delayed by hy_devmodel_serve), fs/main.c (emulate='s spec), the
  * unit tests.
