@@ -44,7 +44,9 @@ fake_disk() {
 case_() {
 	local name=$1 want=$2 state=$HY_TMP/s.$1 got
 	shift 2
-	hy_mount "$B" "$M" -o "state=$state${1:+,$1}"
+	# ready: the control socket opens after the mount shows, and a status
+	# asked before it has no daemon part (a .bopt of null)
+	hy_mount_ready "$B" "$M" "state=$state${1:+,$1}"
 	got=$(hy_status "$M" '.bopt | if . == null then "none" else "bopt" end')
 	[ "$got" = "$want" ] || hy_fail "$name: the mount has $got, want $want"
 	if [ "$want" = none ]; then
@@ -72,7 +74,7 @@ fake_disk 1
 hy_mount "$B" "$M" -o "state=$HY_TMP/s.kept"
 hy_umount "$M"
 fake_disk 0
-hy_mount "$B" "$M" -o "state=$HY_TMP/s.kept"
+hy_mount_ready "$B" "$M" "state=$HY_TMP/s.kept"
 [ "$(hy_status "$M" '.bopt != null')" = true ] || hy_fail "kept: the existing BOPT was left out"
 hy_umount "$M"
 hy_pass
