@@ -24,7 +24,8 @@
 #                     the same with hybridfs's defaults (the cache on)
 #
 #   bench/agedisk.sh [--size SIZE] [--seed S] [--releases N] [--dir DIR]
-#                    [--sets "ext4 none none-reorg ..."] [--out FILE] [BUILD_DIR]
+#                    [--sets "ext4 none none-reorg ..."] [--out FILE] [--keep]
+#                    [BUILD_DIR]
 #
 # Run as root (loop devices, mounts, tracefs, drop_caches). BUILD_DIR: a
 # built tree with hybridfs and hybridctl (default _build at the top).
@@ -33,11 +34,14 @@
 # from its trace: every 4 KiB of file data it read laid out contiguously in
 # first-access order, metadata left where it is (bench/blkprice.c -i, with
 # every file's extents from filefrag).
+# --keep: the work folder stays (the traces in traces/, each set's state
+# files' extents in places/SET, the tree's in extents) and is named at
+# the end, for a closer look.
 set -u
 set -o pipefail
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
-size=3G seed=17 releases=24 dir=/var/tmp out=""
+size=3G seed=17 releases=24 dir=/var/tmp out="" keep=""
 sets="ext4 none none-reorg none-reorg2 none-remount defaults defaults-reorg defaults-reorg2 defaults-remount"
 build=$TOP/_build
 while [ $# -gt 0 ]; do
@@ -48,7 +52,8 @@ while [ $# -gt 0 ]; do
 	--dir) dir=${2:?--dir needs a folder}; shift 2 ;;
 	--sets) sets=${2:?--sets needs a list}; shift 2 ;;
 	--out) out=${2:?--out needs a file}; shift 2 ;;
-	-h | --help) sed -n '2,33p' "$0"; exit 0 ;;
+	--keep) keep=1; shift ;;
+	-h | --help) sed -n '2,37p' "$0"; exit 0 ;;
 	-*) echo "agedisk: unknown option $1" >&2; exit 2 ;;
 	*) build=$1; shift ;;
 	esac
@@ -75,10 +80,10 @@ cleanup() {
 	mountpoint -q "$T/disk" && umount "$T/disk"
 	[ -n "$loop" ] && losetup -d "$loop" 2>/dev/null
 	[ -n "$tracing" ] && umount "$tracing" 2>/dev/null
-	rm -rf "$T"
+	if [ -n "$keep" ]; then log "kept $T"; else rm -rf "$T"; fi
 }
 trap cleanup EXIT
-mkdir -p "$T/disk" "$T/mnt" "$T/traces"
+mkdir -p "$T/disk" "$T/mnt" "$T/traces" "$T/places"
 export HYBRIDFS_RUNTIME_DIR=$T/run
 
 # the pricing tool, against this build's libraries
@@ -243,6 +248,13 @@ for s in $sets; do
 		umount_hybridfs
 		;;
 	esac
+	# where the daemon's state lies on the disk (sectors): the BOPT, the
+	# databases
+	find "$T/disk" -path "$T/disk/src" -prune -o -path "$T/disk/other" -prune -o \
+		-type f -print0 | xargs -0 -r filefrag -e -b512 2>/dev/null |
+		awk -F: '/^Filesystem type/ { next } /^File size/ { f = $0; sub(/^File size of /, "", f); sub(/ is .*/, "", f); next }
+			/^ *[0-9]+:/ { split($3, p, "[.]+"); n = $4 + 0; if (n > 0) print p[1] + 0, n, f }' \
+			>"$T/places/$s"
 	detach
 	rm -f "$T/run.img"
 	echo "$s $("$T/blkprice" -c "$(stat -c %s "$T/aged.img")" <"$T/traces/$s")" >>"$results"
