@@ -169,22 +169,37 @@ static int lookup(struct hy_indirector *ind, const struct home_file *file, uint6
 static int release(struct hy_indirector *ind, struct home_file *file, uint64_t block,
 		   uint64_t nblocks);
 
+/* The home file's size, which bounds what its BOPT copies may serve:
+ * UINT64_MAX where the medium cannot tell (the simulator's). */
+#define SIZE_UNKNOWN UINT64_MAX
+
 /* Whether @file's home ctime is still the stamp its copies were made
- * under (0: unknown, never fresh). */
-static bool stamp_matches(struct hy_indirector *ind, struct home_file *file)
+ * under (0: unknown, never fresh); *@size (when not NULL) the home file's
+ * size as read with it. */
+static bool stamp_matches_sized(struct hy_indirector *ind, struct home_file *file, uint64_t *size)
 {
 	struct hy_device_attr now;
 	int64_t stamp;
 	int rc;
 
+	if (size)
+		*size = SIZE_UNKNOWN;
 	if (hy_map_get_stamp(ind->map, file->file_id, &stamp) != 0)
 		return true; /* nothing relocated (any more) */
 	rc = hy_device_getattr(ind->backing, file->object, &now);
 	if (rc == -EOPNOTSUPP)
 		return true; /* a medium nobody else writes (the simulator's) */
-	/* BOPT copies are whole blocks inside the file, and a truncation
-	 * through the mount releases what it cuts: only the ctime counts */
+	if (rc == 0 && size)
+		*size = now.size;
+	/* a truncation through the mount releases what it cuts and a write
+	 * past the end goes home, so only an outside change can make the
+	 * copies disagree with home, and it moves the ctime */
 	return rc == 0 && hy_stamp_check(stamp, 0, &now) == HY_STAMP_FRESH;
+}
+
+static bool stamp_matches(struct hy_indirector *ind, struct home_file *file)
+{
+	return stamp_matches_sized(ind, file, NULL);
 }
 
 static int64_t sync_dirty(struct hy_indirector *ind, struct home_file *file, uint64_t block,
@@ -274,10 +289,12 @@ static void change_end(struct hy_indirector *ind, struct home_file *file, bool h
 }
 
 /* Reads the pieces of [@off, @end) into @buf, each from where it lives;
- * the file's gate is held. The count (short only at the end of the file)
- * or a negative errno. */
+ * the file's gate is held. A BOPT block may hold a file's last partial
+ * block (zeros after it), so what the BOPT serves stops at @size, the home
+ * file's: nothing past the end is ever read from there. The count (short
+ * only at the end of the file) or a negative errno. */
 static ssize_t read_pieces(struct hy_indirector *ind, struct home_file *file, void *buf, off_t off,
-			   uint64_t end, const struct hy_map_piece *pieces, int n)
+			   uint64_t end, uint64_t size, const struct hy_map_piece *pieces, int n)
 {
 	size_t done = 0;
 
@@ -286,10 +303,14 @@ static ssize_t read_pieces(struct hy_indirector *ind, struct home_file *file, vo
 		size_t len = piece_span(&pieces[i], (uint64_t)off, end, &from);
 		ssize_t r;
 
+		if (from >= size)
+			break; /* the end of the file: no request home for nothing */
 		if (pieces[i].bopt_block == HY_MAP_HOME) {
 			r = hy_device_read(ind->backing, file->object, (char *)buf + done, len,
 					   (off_t)from);
 		} else {
+			if (len > size - from)
+				len = (size_t)(size - from);
 			atomic_fetch_add(&ind->bopt_reads, 1);
 			r = hy_device_read(ind->bopt, 0, (char *)buf + done, len,
 					   bopt_offset(ind, &pieces[i], from));
@@ -308,7 +329,7 @@ static ssize_t lower_read(struct hy_indirector *ind, struct home_file *file, voi
 			  off_t off)
 {
 	struct hy_map_piece stack[PIECES_ON_STACK], *pieces, *heap;
-	uint64_t first, last, end;
+	uint64_t first, last, end, home_size = SIZE_UNKNOWN;
 	uint32_t nblocks;
 	ssize_t rc;
 	int n;
@@ -335,7 +356,7 @@ static ssize_t lower_read(struct hy_indirector *ind, struct home_file *file, voi
 	 * read still uses an old place when a new copy goes there */
 	gate_read_lock(ind, file->file_id);
 	n = lookup(ind, file, first, nblocks, stack, &pieces, &heap);
-	if (n >= 0 && !stamp_matches(ind, file)) {
+	if (n >= 0 && !stamp_matches_sized(ind, file, &home_size)) {
 		/* the home file's ctime moved: a write through the mount between
 		 * its home change and its stamp refresh, or a change outside the
 		 * mount. With the gate exclusive the first has ended; if the
@@ -344,11 +365,11 @@ static ssize_t lower_read(struct hy_indirector *ind, struct home_file *file, voi
 		free(heap);
 		gate_unlock(ind, file->file_id);
 		gate_lock(ind, file->file_id);
-		if (!stamp_matches(ind, file))
+		if (!stamp_matches_sized(ind, file, &home_size))
 			drop_stale(ind, file);
 		n = lookup(ind, file, first, nblocks, stack, &pieces, &heap);
 	}
-	rc = n < 0 ? n : read_pieces(ind, file, buf, off, end, pieces, n);
+	rc = n < 0 ? n : read_pieces(ind, file, buf, off, end, home_size, pieces, n);
 	gate_unlock(ind, file->file_id);
 	free(heap);
 	return rc;
@@ -584,6 +605,17 @@ static ssize_t write_mapped(struct hy_indirector *ind, struct home_file *file, c
 	return (ssize_t)done;
 }
 
+/* Whether a write that ends at @end makes the home file longer. Where the
+ * medium cannot tell (the simulator's) it never does: its model keeps no
+ * bytes. */
+static bool grows_file(struct hy_indirector *ind, struct home_file *file, uint64_t end)
+{
+	struct hy_device_attr attr;
+	int rc = hy_device_getattr(ind->backing, file->object, &attr);
+
+	return rc == 0 ? end > attr.size : rc != -EOPNOTSUPP;
+}
+
 static ssize_t lower_write(struct hy_indirector *ind, struct home_file *file, const void *buf,
 			   size_t size, off_t off)
 {
@@ -604,10 +636,12 @@ static ssize_t lower_write(struct hy_indirector *ind, struct home_file *file, co
 		rc = n;
 	} else if (n == 1 && pieces[0].bopt_block == HY_MAP_HOME) {
 		rc = hy_device_write(ind->backing, file->object, buf, size, off);
-	} else if (ind->bopt_writes_on) {
+	} else if (ind->bopt_writes_on && !grows_file(ind, file, (uint64_t)off + size)) {
 		rc = write_mapped(ind, file, buf, size, off, pieces, n);
 	} else {
-		/* home only: the relocated blocks go home first, then away */
+		/* home only: the relocated blocks go home first, then away. A
+		 * write past the end always comes here: the home file's size is
+		 * the file's, and a BOPT write would not move it */
 		change_end(ind, file, held);
 		held = change_begin(ind, file, true);
 		rc = settle(ind, file, first, nblocks);
@@ -940,8 +974,15 @@ int hy_indirector_copy_begin(struct hy_indirector *ind, struct hy_indirector_cop
 ssize_t hy_indirector_copy_read(struct hy_indirector *ind, const struct hy_indirector_copy *copy,
 				void *buf)
 {
-	return hy_device_read(ind->backing, copy->object, buf, (size_t)copy->nblocks * BLOCK,
-			      (off_t)(copy->block * BLOCK));
+	size_t len = (size_t)copy->nblocks * BLOCK;
+	ssize_t n =
+		hy_device_read(ind->backing, copy->object, buf, len, (off_t)(copy->block * BLOCK));
+
+	/* a file's last partial block: its BOPT copy holds zeros after the
+	 * end, as the home file reads when it grows past it later */
+	if (n >= 0 && (size_t)n < len)
+		memset((char *)buf + n, 0, len - (size_t)n);
+	return n;
 }
 
 int hy_indirector_copy_commit(struct hy_indirector *ind, const struct hy_indirector_copy *copies,

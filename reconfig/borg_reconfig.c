@@ -164,6 +164,21 @@ static int home_fd(struct copier *c, uint64_t file_id, char *why, size_t why_siz
 	return fd;
 }
 
+/* The 4 KiB blocks that hold @st's data, the last partial one counted. */
+static uint64_t file_blocks(const struct stat *st)
+{
+	return ((uint64_t)st->st_size + BLOCK - 1) / BLOCK;
+}
+
+/* What a read of @len bytes from block @block gives while the file is
+ * @st's size: short in the file's last block. */
+static size_t copy_length(const struct stat *st, uint64_t block, size_t len)
+{
+	uint64_t at = block * BLOCK, size = (uint64_t)st->st_size;
+
+	return at + len <= size ? len : (size_t)(size - at);
+}
+
 /* Reads one chunk home and writes it to the BOPT; queues its commit. */
 static int copy_chunk(struct copier *c, uint64_t file_id, uint64_t block, uint32_t nblocks,
 		      uint64_t bopt_block, char *why, size_t why_size)
@@ -194,13 +209,14 @@ static int copy_chunk(struct copier *c, uint64_t file_id, uint64_t block, uint32
 		progress_add(b, nblocks, 0, 1, nblocks);
 		return 0; /* gone, or another file now */
 	}
-	/* whole blocks of data only: never the last partial block */
-	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size / BLOCK <= block) {
+	/* the file's blocks up to its end, the last partial one included (its
+	 * BOPT block holds zeros after the end); none past it */
+	if (fstat(fd, &st) != 0 || file_blocks(&st) <= block) {
 		progress_add(b, nblocks, 0, 1, nblocks);
 		return 0;
 	}
-	if ((uint64_t)st.st_size / BLOCK < block + nblocks) {
-		uint32_t keep = (uint32_t)((uint64_t)st.st_size / BLOCK - block);
+	if (file_blocks(&st) < block + nblocks) {
+		uint32_t keep = (uint32_t)(file_blocks(&st) - block);
 
 		progress_add(b, nblocks - keep, 0, 1, nblocks - keep);
 		nblocks = keep;
@@ -215,7 +231,7 @@ static int copy_chunk(struct copier *c, uint64_t file_id, uint64_t block, uint32
 		return 0;
 	}
 	n = hy_indirector_copy_read(ind, &p, c->buf);
-	if (n != (ssize_t)len) {
+	if (n != (ssize_t)copy_length(&st, block, len)) {
 		progress_add(b, nblocks, 0, 1, nblocks); /* shrank meanwhile */
 		return 0;
 	}

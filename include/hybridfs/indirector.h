@@ -118,9 +118,13 @@ void hy_indirector_free(struct hy_indirector *ind);
  * changes relocated blocks first sends their dirty blocks home and
  * releases them (journaled in @journal when not NULL, before the map
  * changes), so their one current copy is home. Without a journal (the
- * simulator's map, in memory only) no change is journaled anywhere. A plan must never relocate
- * a file's last partial block, so relocated blocks are whole blocks of
- * data. NULL @map takes BORG out (after requests stopped). */
+ * simulator's map, in memory only) no change is journaled anywhere. A plan
+ * may relocate a file whole, its last partial block included (issue 18:
+ * a tail left home costs a seek per file): that BOPT block holds zeros
+ * after the end, reads from the BOPT stop at the home file's size, and a
+ * write that would make the file longer goes home (the relocated blocks
+ * it covers settled first), so the home file's size stays the file's.
+ * NULL @map takes BORG out (after requests stopped). */
 void hy_indirector_set_bopt(struct hy_indirector *ind, struct hy_map *map, struct hy_device *bopt,
 			    uint64_t read_base, struct hy_map_journal *journal);
 void hy_indirector_set_bopt_writes(struct hy_indirector *ind, bool on);
@@ -209,7 +213,9 @@ struct hy_indirector_copy {
  * be asked: skip the range). */
 int hy_indirector_copy_begin(struct hy_indirector *ind, struct hy_indirector_copy *copy);
 /* Reads the copy's home range into @buf (nblocks * 4096 bytes): the
- * count, short when the file shrank meanwhile, or a negative errno. */
+ * count, short at the end of the file (the range may end with the file's
+ * last partial block: the rest of @buf is zeroed, so the BOPT block holds
+ * zeros after the end), or a negative errno. */
 ssize_t hy_indirector_copy_read(struct hy_indirector *ind, const struct hy_indirector_copy *copy,
 				void *buf);
 /* After the copies' data is durable in the BOPT: each copy whose file did

@@ -17,3 +17,7 @@ EXTRA_DIST += tests/integration/borg.sh
 # BORG end to end: reorganize, explain, stale copies, racing writers, kill -9
 TESTS += tests/integration/reorganize.sh
 EXTRA_DIST += tests/integration/reorganize.sh
+
+# BORG moves files whole: tails and small files in the BOPT (issue 18)
+TESTS += tests/integration/wholefile.sh
+EXTRA_DIST += tests/integration/wholefile.sh

@@ -1313,6 +1313,110 @@ static void test_indirector_copies(void)
 	fx_teardown(&fx);
 }
 
+/* Issue 18: a file goes to the BOPT whole, its last partial block
+ * included. File 8 (home object 2) is 5,000 bytes of 'P'; its blocks 0-1
+ * are copied to BOPT blocks 40-41 as 'p' (zeros after the end, as
+ * copy_read leaves them). What the BOPT serves stops at the home file's
+ * size; a write inside the size goes to the BOPT; a truncation up keeps
+ * the tail relocated (zeros after the old end on both sides); a write
+ * that makes the file longer goes home, its relocated block settled
+ * first, so the home file's size stays the file's. */
+#define TAIL_FILE   8
+#define TAIL_OBJECT 2
+
+static void tail_copy(struct fixture *fx, uint64_t block, uint32_t nblocks, uint64_t bopt_block,
+		      size_t want)
+{
+	struct hy_indirector *ind = hy_engine_indirector(fx->engine);
+	struct hy_indirector_copy copy = {.file_id = TAIL_FILE,
+					  .object = TAIL_OBJECT,
+					  .block = block,
+					  .nblocks = nblocks,
+					  .bopt_block = bopt_block};
+	static char buf[2 * BLK];
+	bool ok = false;
+
+	memset(buf, '?', sizeof(buf));
+	CU_ASSERT_EQUAL(hy_indirector_copy_begin(ind, &copy), 0);
+	CU_ASSERT_EQUAL(hy_indirector_copy_read(ind, &copy, buf), (ssize_t)want);
+	CU_ASSERT(all_bytes(buf + want, nblocks * BLK - want, 0));
+	/* a lower-case copy, to see where a read comes from */
+	for (size_t i = 0; i < want; i++)
+		buf[i] = (char)(buf[i] - 'A' + 'a');
+	memcpy(fx->bm->data + FX_BASE + bopt_block * BLK, buf, nblocks * BLK);
+	if (fx->bm->size < FX_BASE + (bopt_block + nblocks) * BLK)
+		fx->bm->size = FX_BASE + (bopt_block + nblocks) * BLK;
+	CU_ASSERT_EQUAL(hy_indirector_copy_commit(ind, &copy, 1, &ok), 0);
+	CU_ASSERT(ok);
+}
+
+static void test_indirector_tail_block(void)
+{
+	struct fixture fx;
+	struct hy_engine_file tail;
+	struct hy_indirector_stats st;
+	struct stamped_object *home;
+	static char buf[3 * BLK];
+
+	fx_setup(&fx, &stamped_ops, true, -1);
+	home = &fx.home->obj[TAIL_OBJECT];
+	outside_write(fx.home, TAIL_OBJECT, 0, 5000, 'P');
+	hy_engine_file_init(fx.engine, &tail, TAIL_OBJECT);
+	hy_engine_file_set_id(&tail, TAIL_FILE);
+	hy_indirector_set_bopt_writes(hy_engine_indirector(fx.engine), true);
+	tail_copy(&fx, 0, 2, 40, 5000);
+	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 5 + 2);
+
+	/* the BOPT serves up to the end, no further */
+	CU_ASSERT_EQUAL(hy_engine_read(fx.engine, &tail, buf, 2 * BLK, 0), 5000);
+	CU_ASSERT(all_bytes(buf, 5000, 'p'));
+	CU_ASSERT_EQUAL(hy_engine_read(fx.engine, &tail, buf, BLK, BLK), 5000 - BLK);
+	CU_ASSERT_EQUAL(hy_engine_read(fx.engine, &tail, buf, BLK, 5000), 0);
+
+	/* a write inside the size: into the BOPT, home as it was */
+	memset(buf, 'W', 10);
+	CU_ASSERT_EQUAL(hy_engine_write(fx.engine, &tail, buf, 10, 4200), 10);
+	CU_ASSERT_EQUAL(home->data[4200], 'P');
+	CU_ASSERT_EQUAL(home->size, 5000);
+
+	/* a truncation up: the tail stays relocated, zeros after the old end */
+	CU_ASSERT_EQUAL(hy_engine_truncate(fx.engine, &tail, 9000), 0);
+	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 5 + 2);
+	CU_ASSERT_EQUAL(hy_engine_read(fx.engine, &tail, buf, BLK, BLK), BLK);
+	CU_ASSERT(all_bytes(buf, 4200 - BLK, 'p'));
+	CU_ASSERT(all_bytes(buf + 4200 - BLK, 10, 'W'));
+	CU_ASSERT(all_bytes(buf + 4210 - BLK, 5000 - 4210, 'p'));
+	CU_ASSERT(all_bytes(buf + 5000 - BLK, 2 * BLK - 5000, 0));
+
+	/* a truncation down into the tail: its newer bytes home, released */
+	CU_ASSERT_EQUAL(hy_engine_truncate(fx.engine, &tail, 6000), 0);
+	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 5 + 1);
+	CU_ASSERT_EQUAL(home->data[4200], 'W');
+	CU_ASSERT(all_bytes(home->data + 5000, 1000, 0));
+
+	/* the tail copied again (1,904 bytes), then a write past the end:
+	 * home, the block released, the size the file's */
+	tail_copy(&fx, 1, 1, 41, 6000 - BLK);
+	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 5 + 2);
+	hy_indirector_get_stats(hy_engine_indirector(fx.engine), &st);
+	memset(buf, 'E', 20);
+	CU_ASSERT_EQUAL(hy_engine_write(fx.engine, &tail, buf, 20, 5990), 20);
+	CU_ASSERT_EQUAL(home->size, 6010);
+	CU_ASSERT_EQUAL(fx_map(&fx).blocks, 5 + 1);
+	CU_ASSERT_EQUAL(hy_engine_read(fx.engine, &tail, buf, BLK, BLK), 6010 - BLK);
+	CU_ASSERT_EQUAL(buf[4200 - BLK], 'W');
+	CU_ASSERT(all_bytes(buf + 5000 - BLK, 990, 0));
+	CU_ASSERT(all_bytes(buf + 5990 - BLK, 20, 'E'));
+	{
+		struct hy_indirector_stats after;
+
+		hy_indirector_get_stats(hy_engine_indirector(fx.engine), &after);
+		CU_ASSERT_EQUAL(after.released_blocks, st.released_blocks + 1);
+		CU_ASSERT_EQUAL(after.bopt_writes, st.bopt_writes);
+	}
+	fx_teardown(&fx);
+}
+
 /* A home device with no stamp op (the simulator's) is never written by
  * anyone else: copies are fresh, stamp 0 or not. */
 static const struct hy_device_ops unstamped_ops = {
@@ -2279,6 +2383,8 @@ int hy_test_add_engine(void)
 	    !CU_add_test(s, "gates count changes; quiesce and resume", test_gates) ||
 	    !CU_add_test(s, "indirector: copies committed, raced, dropped",
 			 test_indirector_copies) ||
+	    !CU_add_test(s, "indirector: a file's last partial block in the BOPT",
+			 test_indirector_tail_block) ||
 	    !CU_add_test(s, "indirector: only opened objects count against the hold bound",
 			 test_indirector_hold_bound) ||
 	    !CU_add_test(s, "a home device without stamps", test_stamp_unsupported) ||
