@@ -434,12 +434,13 @@ static int run(struct hy_borg *b, char *why, size_t why_size)
 		goto out;
 	}
 	pthread_mutex_lock(&b->lock);
-	b->progress.kept_blocks = diff.keep_blocks;
+	b->progress.kept_blocks =
+		diff.keep_blocks + diff.left_blocks; /* both stay where they are */
 	b->progress.dropped_blocks = diff.drop_blocks;
 	b->progress.copy_blocks = diff.copy_blocks;
 	pthread_mutex_unlock(&b->lock);
 	rc = hy_reorganize_record(b->db, plan.generation, "copying", 0, diff.drop_blocks,
-				  diff.keep_blocks, 0, why, why_size);
+				  diff.keep_blocks + diff.left_blocks, 0, why, why_size);
 	if (rc == 0)
 		rc = drop_all(b, &diff, why, why_size);
 	if (rc)

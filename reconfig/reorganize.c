@@ -358,11 +358,79 @@ static int subtract(const struct hy_reorganize_range *from, size_t n,
 	return 0;
 }
 
+/* Splits @r (relocated, not kept) by whether its blocks must leave the
+ * BOPT: planned elsewhere (@plan, sorted by file and block), or lying where
+ * a copy will go (@copy, sorted by BOPT place); those into @drop, the rest
+ * into @left. */
+static int split_leaving(const struct hy_reorganize_range *r,
+			 const struct hy_reorganize_range *plan, size_t nplan,
+			 const struct hy_reorganize_range *copy, size_t ncopy,
+			 struct range_list *drop, struct range_list *left)
+{
+	uint64_t at = r->block, end = end_of(r);
+	size_t lo = 0, hi = nplan;
+
+	/* the first planned range of the file that ends after @at */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (plan[mid].file_id < r->file_id ||
+		    (plan[mid].file_id == r->file_id && end_of(&plan[mid]) <= at))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	while (at < end) {
+		uint64_t next = end, bopt = r->bopt_block + (at - r->block);
+		bool leaves = false;
+
+		if (lo < nplan && plan[lo].file_id == r->file_id && plan[lo].block < end) {
+			if (plan[lo].block <= at) {
+				/* planned elsewhere: it moves */
+				next = end_of(&plan[lo]) < end ? end_of(&plan[lo]) : end;
+				leaves = true;
+				lo++;
+			} else {
+				next = plan[lo].block;
+			}
+		}
+		if (!leaves) {
+			/* its BOPT place [bopt, bopt + next - at): where a copy goes? */
+			size_t a = 0, b = ncopy;
+			uint64_t bend = bopt + (next - at);
+
+			while (a < b) {
+				size_t mid = a + (b - a) / 2;
+
+				if (copy[mid].bopt_block + copy[mid].nblocks <= bopt)
+					a = mid + 1;
+				else
+					b = mid;
+			}
+			if (a < ncopy && copy[a].bopt_block < bend) {
+				if (copy[a].bopt_block <= bopt) {
+					uint64_t cend = copy[a].bopt_block + copy[a].nblocks;
+
+					leaves = true;
+					if (cend < bend)
+						next = at + (cend - bopt);
+				} else {
+					next = at + (copy[a].bopt_block - bopt);
+				}
+			}
+		}
+		if (push(leaves ? drop : left, r->file_id, at, next - at, bopt))
+			return -ENOMEM;
+		at = next;
+	}
+	return 0;
+}
+
 int hy_reorganize_diff(const struct hy_map_extent *current, size_t ncurrent,
 		       const struct hy_reorganize_range *ranges, size_t nranges,
 		       struct hy_reorganize_diff *out)
 {
-	struct range_list keep = {0}, drop = {0}, copy = {0};
+	struct range_list keep = {0}, drop = {0}, copy = {0}, rest = {0}, left = {0};
 	struct hy_reorganize_range *cur = NULL, *plan = NULL;
 	size_t i = 0, j = 0;
 	int rc = -ENOMEM;
@@ -406,20 +474,30 @@ int hy_reorganize_diff(const struct hy_map_extent *current, size_t ncurrent,
 				j++;
 		}
 	}
-	if (subtract(cur, ncurrent, keep.r, keep.n, &drop) ||
+	if (subtract(cur, ncurrent, keep.r, keep.n, &rest) ||
 	    subtract(plan, nranges, keep.r, keep.n, &copy))
 		goto fail;
 	if (copy.n > 1)
 		qsort(copy.r, copy.n, sizeof(*copy.r), by_bopt_block);
+	/* what the plan leaves out stays until its room is wanted: a clean
+	 * copy of home costs nothing where it is, and a period whose reads
+	 * the page cache served would otherwise undo a good layout */
+	for (size_t k = 0; k < rest.n; k++)
+		if (split_leaving(&rest.r[k], plan, nranges, copy.r, copy.n, &drop, &left))
+			goto fail;
 	out->keep = keep.r, out->nkeep = keep.n, out->keep_blocks = keep.blocks;
 	out->drop = drop.r, out->ndrop = drop.n, out->drop_blocks = drop.blocks;
 	out->copy = copy.r, out->ncopy = copy.n, out->copy_blocks = copy.blocks;
+	out->left = left.r, out->nleft = left.n, out->left_blocks = left.blocks;
+	free(rest.r);
 	rc = 0;
 	goto out;
 fail:
 	free(keep.r);
 	free(drop.r);
 	free(copy.r);
+	free(rest.r);
+	free(left.r);
 out:
 	free(cur);
 	free(plan);
@@ -431,5 +509,6 @@ void hy_reorganize_diff_free(struct hy_reorganize_diff *diff)
 	free(diff->keep);
 	free(diff->drop);
 	free(diff->copy);
+	free(diff->left);
 	memset(diff, 0, sizeof(*diff));
 }

@@ -395,7 +395,7 @@ static int carry_out(struct hy_sim_borg *b, const struct hy_reorganize_range *ra
 		return rc;
 	}
 	b->st.dropped_blocks = diff.drop_blocks - kept_dirty;
-	b->st.kept_blocks = diff.keep_blocks + kept_dirty;
+	b->st.kept_blocks = diff.keep_blocks + diff.left_blocks + kept_dirty;
 	for (size_t i = 0; rc == 0 && i < diff.ncopy; i++) {
 		const struct hy_reorganize_range *r = &diff.copy[i];
 

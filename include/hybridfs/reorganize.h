@@ -15,10 +15,15 @@
  *      in bopt_plans and bopt_plan_ranges (state.h).
  *
  * The difference (hy_reorganize_diff) splits the work of carrying a plan
- * out into three lists of block ranges:
+ * out into four lists of block ranges:
  *   keep: relocated now at exactly the place the plan gives them;
- *   drop: relocated now but not (or elsewhere) in the plan: they leave the
- *         BOPT (a block that moves is dropped and copied again);
+ *   drop: relocated now and planned elsewhere (a block that moves is
+ *         dropped and copied again), or lying where a copy will go: they
+ *         leave the BOPT;
+ *   left: relocated now, not in the plan, and in nobody's way: they stay
+ *         until a later plan wants their room (issue 18: a period whose
+ *         reads the page cache served logs little, and dropping the
+ *         layout for it made the next cold morning slower);
  *   copy: in the plan but not in place: they come in.
  * A clean block's home copy is current, so a block that moves inside the
  * BOPT is copied from home like one that comes in; the reconfigurator
@@ -74,9 +79,9 @@ struct hy_reorganize_plan {
 };
 
 struct hy_reorganize_diff {
-	struct hy_reorganize_range *keep, *drop, *copy;
-	size_t nkeep, ndrop, ncopy;
-	uint64_t keep_blocks, drop_blocks, copy_blocks;
+	struct hy_reorganize_range *keep, *drop, *copy, *left;
+	size_t nkeep, ndrop, ncopy, nleft;
+	uint64_t keep_blocks, drop_blocks, copy_blocks, left_blocks;
 };
 
 /* Makes a plan from @db's log (see above). Returns 0, or a negative errno
@@ -94,7 +99,8 @@ int hy_reorganize_record(struct sqlite3 *db, uint64_t generation, const char *st
 /* The difference between the relocated extents @current (sorted by file
  * id, then block, as hy_map_walk() gives them) and the plan's @ranges (in
  * any order). Returns 0 or -ENOMEM. Lists are sorted by (file id, block),
- * except copy, which is in BOPT order (the plan's order). */
+ * except copy, which is in BOPT order (the plan's order). Every current
+ * block is in exactly one of keep, drop and left. */
 int hy_reorganize_diff(const struct hy_map_extent *current, size_t ncurrent,
 		       const struct hy_reorganize_range *ranges, size_t nranges,
 		       struct hy_reorganize_diff *out);

@@ -64,9 +64,9 @@ static void test_diff_same_plan(void)
 static void test_diff_mixed(void)
 {
 	struct hy_map_extent cur[] = {
-		ext(1, 0, 10, 100), /* 5..9 stay at 105..109; 0..4 leave */
+		ext(1, 0, 10, 100), /* 5..9 stay at 105..109; 0..4 left where they are */
 		ext(2, 0, 4, 0),    /* moves to 50 */
-		ext(3, 7, 1, 200),  /* not in the plan: leaves */
+		ext(3, 7, 1, 200),  /* not in the plan, in nobody's way: left */
 	};
 	struct hy_reorganize_range plan[] = {
 		rg(1, 5, 10, 105), /* 5..9 kept, 10..14 come in at 110 */
@@ -78,11 +78,13 @@ static void test_diff_mixed(void)
 	CU_ASSERT_EQUAL_FATAL(hy_reorganize_diff(cur, 3, plan, 3, &d), 0);
 	CU_ASSERT_EQUAL_FATAL(d.nkeep, 1);
 	CU_ASSERT_TRUE(same(&d.keep[0], 1, 5, 5, 105));
-	CU_ASSERT_EQUAL_FATAL(d.ndrop, 3);
-	CU_ASSERT_TRUE(same(&d.drop[0], 1, 0, 5, 100));
-	CU_ASSERT_TRUE(same(&d.drop[1], 2, 0, 4, 0));
-	CU_ASSERT_TRUE(same(&d.drop[2], 3, 7, 1, 200));
-	CU_ASSERT_EQUAL(d.drop_blocks, 10);
+	CU_ASSERT_EQUAL_FATAL(d.ndrop, 1);
+	CU_ASSERT_TRUE(same(&d.drop[0], 2, 0, 4, 0));
+	CU_ASSERT_EQUAL(d.drop_blocks, 4);
+	CU_ASSERT_EQUAL_FATAL(d.nleft, 2);
+	CU_ASSERT_TRUE(same(&d.left[0], 1, 0, 5, 100));
+	CU_ASSERT_TRUE(same(&d.left[1], 3, 7, 1, 200));
+	CU_ASSERT_EQUAL(d.left_blocks, 6);
 	CU_ASSERT_EQUAL_FATAL(d.ncopy, 3);
 	CU_ASSERT_TRUE(same(&d.copy[0], 4, 0, 1, 1));
 	CU_ASSERT_TRUE(same(&d.copy[1], 2, 0, 4, 50));
@@ -108,6 +110,36 @@ static void test_diff_holes(void)
 	CU_ASSERT_EQUAL_FATAL(d.ncopy, 2);
 	CU_ASSERT_TRUE(same(&d.copy[0], 1, 2, 2, 2));
 	CU_ASSERT_TRUE(same(&d.copy[1], 1, 6, 4, 6));
+	hy_reorganize_diff_free(&d);
+}
+
+/* What the plan leaves out stays, except where it is in the way: planned
+ * elsewhere (it moves), or lying where a copy goes. Every relocated block
+ * ends in exactly one of keep, drop and left. */
+static void test_diff_left_until_wanted(void)
+{
+	struct hy_map_extent cur[] = {ext(1, 0, 4, 0), ext(2, 0, 4, 10), ext(3, 5, 6, 20)};
+	struct hy_reorganize_range plan[] = {
+		rg(9, 0, 2, 2),	  /* onto file 1's blocks 2..3 */
+		rg(8, 0, 2, 22),  /* onto file 3's blocks 7..8 */
+		rg(3, 10, 1, 30), /* file 3's block 10 moves */
+	};
+	struct hy_reorganize_diff d;
+
+	CU_ASSERT_EQUAL_FATAL(hy_reorganize_diff(cur, 3, plan, 3, &d), 0);
+	CU_ASSERT_EQUAL(d.nkeep, 0);
+	CU_ASSERT_EQUAL_FATAL(d.ndrop, 3);
+	CU_ASSERT_TRUE(same(&d.drop[0], 1, 2, 2, 2));
+	CU_ASSERT_TRUE(same(&d.drop[1], 3, 7, 2, 22));
+	CU_ASSERT_TRUE(same(&d.drop[2], 3, 10, 1, 25));
+	CU_ASSERT_EQUAL_FATAL(d.nleft, 4);
+	CU_ASSERT_TRUE(same(&d.left[0], 1, 0, 2, 0));
+	CU_ASSERT_TRUE(same(&d.left[1], 2, 0, 4, 10));
+	CU_ASSERT_TRUE(same(&d.left[2], 3, 5, 2, 20));
+	CU_ASSERT_TRUE(same(&d.left[3], 3, 9, 1, 24));
+	CU_ASSERT_EQUAL(d.drop_blocks + d.left_blocks + d.keep_blocks, 14);
+	CU_ASSERT_EQUAL(d.ncopy, 3);
+	CU_ASSERT_EQUAL(d.copy_blocks, 5);
 	hy_reorganize_diff_free(&d);
 }
 
@@ -232,6 +264,8 @@ int hy_test_add_reorganize(void)
 	    !CU_add_test(suite, "diff: the same plan again", test_diff_same_plan) ||
 	    !CU_add_test(suite, "diff: kept, leaving, moving, new", test_diff_mixed) ||
 	    !CU_add_test(suite, "diff: holes in a planned range", test_diff_holes) ||
+	    !CU_add_test(suite, "diff: what the plan leaves out stays until wanted",
+			 test_diff_left_until_wanted) ||
 	    !CU_add_test(suite, "plans from a log, saved and recorded", test_plan_from_log) ||
 	    !CU_add_test(suite, "sizes", test_sizes))
 		return -1;
