@@ -91,14 +91,12 @@ cc -O2 -std=gnu11 -I"$TOP/include" -include "$build/config.h" -o "$T/blkprice" \
 	"$TOP/bench/blkprice.c" "$build/device/libhydevice.a" "$build/lib/libhycommon.a" -lm ||
 	die "cannot build bench/blkprice.c"
 
-# tracefs: where it is mounted, else a mount of our own
-tr=$(awk '$3 == "tracefs" { print $2; exit }' /proc/mounts)
-if [ -z "$tr" ]; then
-	tracing=$T/tracefs
-	mkdir -p "$tracing"
-	mount -t tracefs nodev "$tracing" || die "cannot mount tracefs"
-	tr=$tracing
-fi
+# tracefs: a mount of our own, always (another run's mount, found in
+# /proc/mounts, may be unmounted under us when that run ends)
+tracing=$T/tracefs
+mkdir -p "$tracing"
+mount -t tracefs nodev "$tracing" || die "cannot mount tracefs"
+tr=$tracing
 [ -d "$tr/events/block/block_rq_issue" ] || die "no block:block_rq_issue tracepoint in $tr"
 
 attach() { # image: the loop device over it, mounted at $T/disk

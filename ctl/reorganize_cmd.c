@@ -39,6 +39,7 @@ struct reorganize_args {
 	double decay;
 	unsigned top;
 	bool dry_run, all, quiet;
+	bool always; /* carry the plan out even where the model says it saves nothing */
 };
 
 static void usage(FILE *out)
@@ -46,7 +47,7 @@ static void usage(FILE *out)
 	fprintf(out, "usage: hybridctl reorganize [MOUNTPOINT | --all | --state DIR] [--dry-run]\n"
 		     "                            [--mode cumulative|partial] [--since T]\n"
 		     "                            [--capacity SIZE] [--gap S] [--decay F]\n"
-		     "                            [--top N] [--quiet]\n");
+		     "                            [--top N] [--always] [--quiet]\n");
 }
 
 static int parse_args(int argc, char **argv, struct reorganize_args *a)
@@ -64,6 +65,8 @@ static int parse_args(int argc, char **argv, struct reorganize_args *a)
 			a->dry_run = true;
 		} else if (strcmp(arg, "--all") == 0) {
 			a->all = true;
+		} else if (strcmp(arg, "--always") == 0) {
+			a->always = true;
 		} else if (strcmp(arg, "--quiet") == 0 || strcmp(arg, "-q") == 0) {
 			a->quiet = true;
 		} else if (strcmp(arg, "--state") == 0 && next) {
@@ -321,6 +324,8 @@ static int reorganize_mount(const struct reorganize_args *a, const char *dir, co
 	if (a->gap_ns)
 		json_object_object_add(args, "gap_ns", json_object_new_int64(a->gap_ns));
 	json_object_object_add(args, "decay", json_object_new_double(a->decay));
+	if (a->always)
+		json_object_object_add(args, "always", json_object_new_boolean(1));
 	if (a->capacity)
 		json_object_object_add(args, "capacity_blocks",
 				       json_object_new_int64((int64_t)(a->capacity / 4096)));
@@ -384,6 +389,24 @@ static int reorganize_mount(const struct reorganize_args *a, const char *dir, co
 		       member_u64(p, "requests"), member_u64(p, "vertices"), member_u64(p, "edges"),
 		       member_u64(p, "cut_vertices"));
 		printf("  planned   %" PRIu64 " ranges, %s\n", member_u64(p, "ranges"), mib[0]);
+		{
+			struct json_object *g = json_object_object_get(p, "model");
+
+			/* what the plan was weighed at (gain.h) */
+			if (g)
+				printf("  weighed   the period's reads on a model of the disk: "
+				       "%.0f ms "
+				       "with the plan, %.0f ms as the disk was, %.0f ms with "
+				       "nothing "
+				       "relocated: %s\n",
+				       json_object_get_double(
+					       json_object_object_get(g, "planned_ms")),
+				       json_object_get_double(
+					       json_object_object_get(g, "current_ms")),
+				       json_object_get_double(json_object_object_get(g, "home_ms")),
+				       json_object_get_string(
+					       json_object_object_get(g, "decision")));
+		}
 		printf("  moved     %s copied, %s dropped, %s kept in place\n", mib[1], mib[2],
 		       mib[3]);
 		printf("  skipped   %" PRIu64 " ranges (%" PRIu64

@@ -19,6 +19,7 @@
 
 #include "hybridfs/analyzer.h"
 #include "hybridfs/borg.h"
+#include "hybridfs/gain.h"
 #include "hybridfs/cache.h"
 #include "hybridfs/device.h"
 #include "hybridfs/engine.h"
@@ -94,6 +95,13 @@ struct json_object *hy_fs_reorganize(void *ctx, struct json_object *req, char *w
 	if (member_number(req, "capacity_blocks", 1, 1.8e19, &x, &given, why, why_size))
 		return NULL;
 	params.capacity_blocks = given ? (uint64_t)x : 0;
+	if (json_object_object_get_ex(req, "always", &v)) {
+		if (!json_object_is_type(v, json_type_boolean)) {
+			snprintf(why, why_size, "member \"always\" must be true or false");
+			return NULL;
+		}
+		params.always = json_object_get_boolean(v);
+	}
 	if (hy_borg_reorganize(borg, &params, why, why_size) < 0)
 		return NULL;
 	result = json_object_new_object();
@@ -130,6 +138,28 @@ static struct json_object *progress_json(struct hy_borg *borg)
 	add_u64(o, "copied_blocks", p.copied_blocks);
 	add_u64(o, "skipped_ranges", p.skipped_ranges);
 	add_u64(o, "skipped_blocks", p.skipped_blocks);
+	/* the plan weighed on a model of the disk (gain.h); null: not known */
+	if (p.gain_known) {
+		struct json_object *g = json_object_new_object();
+
+		if (g) {
+			json_object_object_add(
+				g, "decision",
+				json_object_new_string(p.decision == HY_GAIN_HOLD ? "held back"
+						       : p.decision == HY_GAIN_ALL_HOME
+							       ? "all home"
+							       : "carried out"));
+			json_object_object_add(g, "planned_ms",
+					       json_object_new_double(p.model_planned_ms));
+			json_object_object_add(g, "current_ms",
+					       json_object_new_double(p.model_current_ms));
+			json_object_object_add(g, "home_ms",
+					       json_object_new_double(p.model_home_ms));
+		}
+		json_object_object_add(o, "model", g);
+	} else {
+		json_object_object_add(o, "model", NULL);
+	}
 	json_object_object_add(o, "seconds", json_object_new_double(p.seconds));
 	if (p.phase == HY_BORG_FAILED)
 		json_object_object_add(o, "error", json_object_new_string(p.error));

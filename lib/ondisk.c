@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <blkid/blkid.h>
+#include <linux/fiemap.h>
 #include <linux/fs.h>
 #include <linux/magic.h>
 
@@ -446,4 +447,29 @@ fail:
 	if (!exists)
 		unlink(path);
 	return rc;
+}
+
+int hy_ondisk_physical(int fd, uint64_t offset, uint64_t *out)
+{
+	/* room for one extent after the map (a struct with a flexible array
+	 * may not be followed by more members in ISO C) */
+	union {
+		struct fiemap map;
+		unsigned char bytes[sizeof(struct fiemap) + sizeof(struct fiemap_extent)];
+	} req;
+	const struct fiemap_extent *x = &req.map.fm_extents[0];
+
+	memset(&req, 0, sizeof(req));
+	req.map.fm_start = offset;
+	req.map.fm_length = 1;
+	req.map.fm_extent_count = 1;
+	if (ioctl(fd, FS_IOC_FIEMAP, &req.map) < 0)
+		return errno == ENOTTY ? -EOPNOTSUPP : -errno;
+	if (req.map.fm_mapped_extents == 0 || offset < x->fe_logical ||
+	    offset >= x->fe_logical + x->fe_length ||
+	    (x->fe_flags &
+	     (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC | FIEMAP_EXTENT_DATA_INLINE)))
+		return -ENODATA;
+	*out = x->fe_physical + (offset - x->fe_logical);
+	return 0;
 }

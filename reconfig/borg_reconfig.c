@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,10 +20,12 @@
 #include "hybridfs/device.h"
 #include "hybridfs/fault.h"
 #include "hybridfs/engine.h"
+#include "hybridfs/gain.h"
 #include "hybridfs/indirector.h"
 #include "hybridfs/log.h"
 #include "hybridfs/map.h"
 #include "hybridfs/map_journal.h"
+#include "hybridfs/ondisk.h"
 
 #include "borg_internal.h"
 
@@ -389,6 +392,89 @@ static int drop_all(struct hy_borg *b, const struct hy_reorganize_diff *diff, ch
 	return 0;
 }
 
+/* ---- what the plan would save ----------------------------------------- */
+
+struct bopt_place {
+	struct hy_borg *b;
+	bool raw; /* a block device: its offsets are its addresses */
+};
+
+static int bopt_address(void *ctx, uint64_t bopt_block, uint64_t *out)
+{
+	struct bopt_place *bp = ctx;
+	uint64_t offset = hy_bopt_read_offset(bp->b->bopt, bopt_block);
+
+	if (bp->raw) {
+		*out = offset;
+		return 0;
+	}
+	/* an unwritten (preallocated) extent is placed: FIEMAP says where */
+	return hy_ondisk_physical(bp->b->bopt->fd, offset, out);
+}
+
+/* The diff for a plan held back (every relocated block stays: kept, none
+ * copied) or for "all home" (every one dropped). 0 or -ENOMEM. */
+static int rewrite_diff(struct hy_reorganize_diff *diff, const struct hy_map_extent *current,
+			size_t ncurrent, enum hy_gain_decision d)
+{
+	struct hy_reorganize_range *all = malloc((ncurrent ? ncurrent : 1) * sizeof(*all));
+	uint64_t blocks = 0;
+
+	if (!all)
+		return -ENOMEM;
+	for (size_t i = 0; i < ncurrent; i++) {
+		all[i] = (struct hy_reorganize_range){current[i].file_id, current[i].block,
+						      current[i].nblocks, current[i].bopt_block,
+						      0.0};
+		blocks += current[i].nblocks;
+	}
+	hy_reorganize_diff_free(diff);
+	if (d == HY_GAIN_HOLD) {
+		diff->keep = all, diff->nkeep = ncurrent, diff->keep_blocks = blocks;
+	} else {
+		diff->drop = all, diff->ndrop = ncurrent, diff->drop_blocks = blocks;
+	}
+	return 0;
+}
+
+/* Weighs the plan on a model of the disk (gain.h) and says what to carry
+ * out: the diff as it is, nothing (held back), or every relocated block
+ * home. Where the disk cannot be modelled (no size, the BOPT's place
+ * unknown) the plan goes ahead, as before the estimate. */
+static enum hy_gain_decision weigh(struct hy_borg *b, const struct hy_reorganize_plan *plan,
+				   const struct hy_map_extent *current, size_t ncurrent,
+				   const struct hy_reorganize_diff *diff,
+				   struct hy_gain_estimate *e)
+{
+	struct bopt_place bp = {.b = b};
+	struct hy_gain_place place = {.bopt_address = bopt_address, .ctx = &bp};
+	struct stat home, bst;
+	struct statvfs vfs;
+	char why[512] = "";
+	int rc;
+
+	memset(e, 0, sizeof(*e));
+	if (b->params.always)
+		return HY_GAIN_GO; /* hybridctl reorganize --always */
+	if (fstat(b->config.root_fd, &home) < 0 || fstat(b->bopt->fd, &bst) < 0 ||
+	    fstatvfs(b->config.root_fd, &vfs) < 0)
+		return HY_GAIN_GO;
+	bp.raw = S_ISBLK(bst.st_mode);
+	place.bopt_separate = bp.raw || bst.st_dev != home.st_dev;
+	hy_devmodel_defaults(HY_DEVMODEL_HDD, &place.disk);
+	place.disk.capacity = (uint64_t)vfs.f_blocks * vfs.f_frsize;
+	if (!place.disk.capacity)
+		return HY_GAIN_GO;
+	rc = hy_gain_estimate(b->db, plan->after, plan->last, current, ncurrent, diff, &place, e,
+			      why, sizeof(why));
+	if (rc < 0) {
+		hy_log(LOG_WARNING,
+		       "reorganize: the plan's gain cannot be weighed (%s): it goes ahead", why);
+		return HY_GAIN_GO;
+	}
+	return hy_gain_decide(e);
+}
+
 /* ---- a reorganization's run ---------------------------------------- */
 
 static int run(struct hy_borg *b, char *why, size_t why_size)
@@ -428,6 +514,29 @@ static int run(struct hy_borg *b, char *why, size_t why_size)
 	rc = hy_map_snapshot(b->map, &current, &ncurrent);
 	if (rc == 0)
 		rc = hy_reorganize_diff(current, ncurrent, plan.ranges, plan.count, &diff);
+	if (rc == 0) {
+		struct hy_gain_estimate e;
+		enum hy_gain_decision d = weigh(b, &plan, current, ncurrent, &diff, &e);
+
+		pthread_mutex_lock(&b->lock);
+		b->progress.gain_known = e.known;
+		b->progress.model_home_ms = e.home_ms;
+		b->progress.model_current_ms = e.current_ms;
+		b->progress.model_planned_ms = e.planned_ms;
+		b->progress.decision = e.known ? d : HY_GAIN_GO;
+		pthread_mutex_unlock(&b->lock);
+		if (e.known)
+			hy_log(LOG_NOTICE,
+			       "reorganize: plan %" PRIu64 ": the period's %" PRIu64
+			       " reads on a model of the disk: %.0f ms with the plan, %.0f ms as "
+			       "the disk is, %.0f ms with nothing relocated: %s",
+			       plan.generation, e.priced, e.planned_ms, e.current_ms, e.home_ms,
+			       d == HY_GAIN_GO	   ? "it goes ahead"
+			       : d == HY_GAIN_HOLD ? "held back, nothing moves"
+						   : "every relocated block goes home");
+		if (d != HY_GAIN_GO)
+			rc = rewrite_diff(&diff, current, ncurrent, d);
+	}
 	free(current);
 	if (rc) {
 		snprintf(why, why_size, "out of memory comparing the plan with the map");

@@ -128,6 +128,12 @@ struct hy_borg_progress {
 	uint64_t copied_blocks;	 /* committed into the BOPT */
 	uint64_t skipped_ranges; /* files gone, changed during the copy, clipped */
 	uint64_t skipped_blocks;
+	/* the plan weighed on a model of the disk (gain.h): the period's
+	 * reads with it, as the disk was, with nothing relocated; and what
+	 * was done (enum hy_gain_decision: go, hold, all home) */
+	bool gain_known;
+	double model_planned_ms, model_current_ms, model_home_ms;
+	int decision;
 	double seconds;	  /* since the run started */
 	char error[1024]; /* HY_BORG_FAILED: why */
 };

@@ -16,7 +16,9 @@
  * Who calls it: borg/bopt.c, borg/map_journal.c, cache/cache_store*.c;
  * fs/main.c and fs/cache_glue.c (where a BOPT or store may be made:
  * hy_ondisk_check_new, hy_ondisk_on_ram; fs/main.c also whether the
- * backing disk spins, hy_ondisk_rotational), ctl/format_cache_cmd.c (the
+ * backing disk spins, hy_ondisk_rotational), reconfig/borg_reconfig.c
+ * (where the BOPT lies on the disk, hy_ondisk_physical),
+ * ctl/format_cache_cmd.c (the
  * same checks), engine/workload_policy.c (hy_ondisk_say for its
  * messages); the fuzz targets and the unit tests.
  *
@@ -98,6 +100,12 @@ int hy_ondisk_on_ram(const char *path, char *type, size_t size);
  * behind it: tmpfs, FUSE, a btrfs of several devices, no sysfs). The sysfs
  * root is /sys, or $HYBRIDFS_SYSFS when set (the tests' stand-in). */
 int hy_ondisk_rotational(const char *path);
+
+/* The disk byte address of byte @offset of the file @fd (FIEMAP): 0 and
+ * *@out, -ENODATA for a hole or a block not placed yet (delayed
+ * allocation, inline data), -EOPNOTSUPP where the filesystem has no map
+ * (tmpfs), or another negative errno. One ioctl: not for a hot path. */
+int hy_ondisk_physical(int fd, uint64_t offset, uint64_t *out);
 
 /* For a store or BOPT the user named at a resolved @path: when nothing is
  * there, whether one may be made there. Never under /dev (a device's name

@@ -56,6 +56,7 @@ struct hy_reorganize_params {
 	double decay;		  /* cumulative mode's factor, 0 < f <= 1 */
 	uint64_t capacity_blocks; /* the read region to plan for */
 	bool save;		  /* save the graph, the run and the plan */
+	bool always;		  /* carry the plan out unweighed (gain.h) */
 };
 
 /* One range of a plan, or of a diff's list. */

@@ -119,7 +119,7 @@ for pass in 1 2 3; do
 	# shellcheck disable=SC2086
 	"$bin/hy-iogen" reader "$m/h" $hot || hy_fail "reading h's hot blocks failed (pass $pass)"
 done
-"$HYBRIDCTL" reorganize "$m" --gap 3600 --quiet >"$HY_TMP/reorg.out" 2>&1 ||
+"$HYBRIDCTL" reorganize "$m" --gap 3600 --always --quiet >"$HY_TMP/reorg.out" 2>&1 ||
 	hy_fail "reorganize failed: $(cat "$HY_TMP/reorg.out")"
 [ "$(hy_status "$m" .bopt.map_blocks)" -gt 0 ] || hy_fail "the reorganization relocated nothing"
 exec 4<"$m/h"

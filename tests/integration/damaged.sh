@@ -60,7 +60,7 @@ build() {
 		# shellcheck disable=SC2046
 		"$IOGEN" reader "$m/hot" $(specs "${HOT[@]}") || hy_die "build $d: reading hot"
 	done
-	"$HYBRIDCTL" reorganize "$m" --gap 3600 --quiet || hy_die "build $d: reorganize failed"
+	"$HYBRIDCTL" reorganize "$m" --gap 3600 --always --quiet || hy_die "build $d: reorganize failed"
 	[ "$(hy_status "$m" .bopt.map_blocks)" -ge ${#HOT[@]} ] ||
 		hy_die "build $d: the BOPT holds $(hy_status "$m" .bopt.map_blocks) blocks, not the ${#HOT[@]} hot ones"
 	if [ -z "$dirty" ]; then

@@ -143,7 +143,7 @@ trigger_lines() {
 	# shellcheck disable=SC2086
 	"$HYBRIDCTL" policy set "$1" $args >/dev/null
 }
-trigger_reorganize() { "$HYBRIDCTL" reorganize "$1" --gap 3600 --quiet >/dev/null 2>&1; }
+trigger_reorganize() { "$HYBRIDCTL" reorganize "$1" --gap 3600 --always --quiet >/dev/null 2>&1; }
 
 # crash_case NAME SPEC OPTIONS TRIGGER RECOVERY-CONDITION [SETUP]
 crash_case() {

@@ -166,7 +166,7 @@ for _ in 1 2 3; do
 	# shellcheck disable=SC2086
 	"$IOGEN" reader "$m/hot" $specs || hy_die "reading the hot set failed"
 done
-out=$("$HYBRIDCTL" reorganize "$m" --gap 3600 2>&1)
+out=$("$HYBRIDCTL" reorganize "$m" --gap 3600 --always 2>&1)
 rc=$?
 [ "$rc" = 0 ] || hy_fail "BOPT full: reorganize exited $rc: $out"
 mapped=$(hy_status "$m" .bopt.map_blocks)

@@ -307,7 +307,7 @@ findfiles() {
 		# shellcheck disable=SC2086
 		"$IOGEN" reader "$m/deep/er/moved" $specs || hy_die "findfiles: reading moved failed"
 	done
-	"$HYBRIDCTL" reorganize "$m" --gap 3600 >"$HY_TMP/reorg5.out" 2>&1 ||
+	"$HYBRIDCTL" reorganize "$m" --gap 3600 --always >"$HY_TMP/reorg5.out" 2>&1 ||
 		hy_fail "findfiles: reorganize failed: $(cat "$HY_TMP/reorg5.out")"
 	[ "$(hy_status "$m" .bopt.map_blocks)" -gt 0 ] || hy_die "findfiles: nothing was relocated"
 	# writes over relocated blocks: they go into the BOPT, dirty, and stay

@@ -96,7 +96,7 @@ done
 # shellcheck disable=SC2046
 "$bin/hy-iogen" other "$m/cut" $(specs 400 20 200 400 20 200) || hy_die "reading cut failed"
 
-out=$("$HYBRIDCTL" reorganize "$m" --gap 3600 2>&1)
+out=$("$HYBRIDCTL" reorganize "$m" --gap 3600 --always 2>&1)
 rc=$?
 echo "$out" >&2
 [ $rc = 0 ] || hy_fail "reorganize exited $rc"
@@ -212,7 +212,7 @@ for f in w1 w2; do
 	"$bin/hy-iogen" reader "$m/$f" $(for o in $(seq 63 -1 0); do printf 'r:%d:65536 ' $((o * 65536)); done) ||
 		hy_die "reading $f failed"
 done
-"$HYBRIDCTL" reorganize "$m" --gap 3600 --quiet >"$HY_TMP/reorg.out" 2>&1 &
+"$HYBRIDCTL" reorganize "$m" --gap 3600 --always --quiet >"$HY_TMP/reorg.out" 2>&1 &
 rpid=$!
 for i in $(seq 1 150); do
 	f=w$((i % 2 + 1)) blk=$(((i * 7919) % 1024))
@@ -243,7 +243,7 @@ mount_ready "$b" "$m" "writeback_cache=off,state=$HY_TMP/state3,bopt_size=16M,re
 # shellcheck disable=SC2046
 "$bin/hy-iogen" reader "$m/big" $(for o in $(seq 95 -1 0); do printf 'r:%d:65536 ' $((o * 65536)); done) ||
 	hy_die "reading big failed"
-"$HYBRIDCTL" reorganize "$m" --gap 3600 --quiet >"$HY_TMP/reorg3.out" 2>&1 &
+"$HYBRIDCTL" reorganize "$m" --gap 3600 --always --quiet >"$HY_TMP/reorg3.out" 2>&1 &
 rpid=$!
 wait_for '.bopt.reorganization.copied_blocks > 0'
 kill -9 "$HY_PID"
@@ -257,7 +257,7 @@ mapped=$(status bopt.map_blocks)
 (cd "$m" && md5sum -c --quiet "$HY_TMP/sums3") || hy_fail "big is damaged after the crash"
 "$HYBRIDCTL" explain "$m/big" --json | jq -e '([.ranges[].count] | add) == .blocks' >/dev/null ||
 	hy_fail "explain after the crash does not add up"
-"$HYBRIDCTL" reorganize "$m" --gap 3600 --quiet || hy_fail "reorganize after the crash failed"
+"$HYBRIDCTL" reorganize "$m" --gap 3600 --always --quiet || hy_fail "reorganize after the crash failed"
 [ "$(status bopt.map_blocks)" = 1536 ] || hy_fail "the second reorganization did not finish the plan"
 (cd "$m" && md5sum -c --quiet "$HY_TMP/sums3") || hy_fail "big is damaged after the second run"
 hy_umount "$m"
@@ -273,7 +273,7 @@ for pass in 1 2 3; do
 	# shellcheck disable=SC2046
 	"$bin/hy-iogen" reader "$m/f" $(specs 13 200 77) || hy_die "reading f failed"
 done
-"$HYBRIDCTL" reorganize "$m" --gap 3600 --quiet || hy_fail "reorganize of f failed"
+"$HYBRIDCTL" reorganize "$m" --gap 3600 --always --quiet || hy_fail "reorganize of f failed"
 # hy-iogen writes a known pattern; it keeps f open until the fifo speaks
 mkfifo "$HY_TMP/go"
 before=$(stat -c %Y "$b/f")
@@ -338,7 +338,7 @@ for pass in 1 2 3; do
 	# shellcheck disable=SC2046
 	"$bin/hy-iogen" reader "$m/a" $(specs 5 1 9) || hy_die "reading a failed"
 done
-"$HYBRIDCTL" reorganize "$m" --gap 3600 --quiet || hy_fail "the first reorganization failed"
+"$HYBRIDCTL" reorganize "$m" --gap 3600 --always --quiet || hy_fail "the first reorganization failed"
 rm -f "$HY_TMP/go" && mkfifo "$HY_TMP/go"
 "$bin/hy-iogen" holder "$m/a" w:$((5 * 4096)):4096 wait:"$HY_TMP/go" &
 wpid=$!
@@ -349,7 +349,7 @@ for pass in 1 2 3; do
 	"$bin/hy-iogen" reader "$m/c" $(specs 2 7 4 11) || hy_die "reading c failed"
 done
 # partial: a plan of c alone, from BOPT block 0, where a's blocks are
-"$HYBRIDCTL" reorganize "$m" --gap 3600 --mode partial --quiet || hy_fail "the second reorganization failed"
+"$HYBRIDCTL" reorganize "$m" --gap 3600 --always --mode partial --quiet || hy_fail "the second reorganization failed"
 cmp -s "$HY_TMP/a5" <(dd if="$m/a" bs=4096 skip=5 count=1 iflag=direct status=none) ||
 	hy_fail "the dirty block of a was written over by the new plan"
 [ "$(status bopt.dirty_blocks)" = 0 ] || hy_fail "the reorganization left a dirty block in the BOPT"

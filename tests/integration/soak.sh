@@ -58,7 +58,7 @@ DAEMON=$HY_PID
 cats="unknown random-consumer random-producer-consumer sequential-producer-consumer archival-consumer large-file-generator"
 set_lines=""
 for c in $cats; do set_lines="$set_lines $c.line_size=16K"; done
-hook1="\"$HYBRIDCTL\" reorganize \"$M\" --gap 3600 --quiet"
+hook1="\"$HYBRIDCTL\" reorganize \"$M\" --gap 3600 --always --quiet"
 hook2="\"$HYBRIDCTL\" policy set \"$M\" $set_lines"
 
 out=$("$SOAK" --procs "$PROCS" --seconds "$SECONDS_" --seed "$SEED" --stall 60 \

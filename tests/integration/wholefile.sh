@@ -36,7 +36,7 @@ read_all() {
 	done
 }
 for _ in 1 2 3; do read_all; done
-out=$("$HYBRIDCTL" reorganize "$m" --gap 3600 2>&1) || hy_fail "reorganize failed: $out"
+out=$("$HYBRIDCTL" reorganize "$m" --gap 3600 --always 2>&1) || hy_fail "reorganize failed: $out"
 [ "$(hy_status "$m" '.bopt.reorganization.phase')" = done ] ||
 	hy_fail "the reorganization is not done"
 

@@ -7,6 +7,8 @@
 
 #include <sqlite3.h>
 
+#include "hybridfs/devmodel.h"
+#include "hybridfs/gain.h"
 #include "hybridfs/map.h"
 #include "hybridfs/reorganize.h"
 #include "hybridfs/state.h"
@@ -143,6 +145,104 @@ static void test_diff_left_until_wanted(void)
 	hy_reorganize_diff_free(&d);
 }
 
+/* ---- what a plan would save (gain.h) ---------------------------------- */
+
+/* The BOPT's read region lies from disk byte 1 GB on, contiguous. */
+static int far_bopt(void *ctx, uint64_t bopt_block, uint64_t *out)
+{
+	(void)ctx;
+	*out = 1000000000ull + bopt_block * 4096;
+	return 0;
+}
+
+/* Logs four one-block files read in order 1..4, five times over, file k's
+ * block at physical block @phys[k - 1] (-1: unknown, NULL in the log). */
+static void log_reads(sqlite3 *db, const int64_t phys[4])
+{
+	int row = 0;
+
+	for (int rep = 0; rep < 5; rep++) {
+		for (int k = 1; k <= 4; k++) {
+			char sql[200], place[32];
+
+			if (phys[k - 1] < 0)
+				snprintf(place, sizeof(place), "NULL");
+			else
+				snprintf(place, sizeof(place), "%lld", (long long)phys[k - 1]);
+			snprintf(sql, sizeof(sql),
+				 "INSERT INTO access_log VALUES (%d, 1, %d, 0, 4096, 0, NULL, %s)",
+				 1000 + row++, k, place);
+			CU_ASSERT_EQUAL(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+		}
+	}
+}
+
+/* Weighs @plan (4 ranges or none) against @current on the log of @phys. */
+static enum hy_gain_decision weigh_case(const int64_t phys[4], const struct hy_map_extent *current,
+					size_t ncurrent, const struct hy_reorganize_range *plan,
+					size_t nplan, struct hy_gain_estimate *e)
+{
+	struct hy_gain_place place = {.bopt_address = far_bopt};
+	struct hy_reorganize_diff d;
+	struct hy_state *state = NULL;
+	char *dir = hy_test_tmpdir(), why[512] = "";
+	enum hy_gain_decision decision = HY_GAIN_GO;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+	CU_ASSERT_EQUAL_FATAL(hy_state_open(dir, "/backing", false, &state, why, sizeof(why)), 0);
+	log_reads(state->db, phys);
+	hy_devmodel_defaults(HY_DEVMODEL_HDD, &place.disk);
+	place.disk.capacity = 2000000000000ull;
+	CU_ASSERT_EQUAL_FATAL(hy_reorganize_diff(current, ncurrent, plan, nplan, &d), 0);
+	CU_ASSERT_EQUAL(hy_gain_estimate(state->db, 0, 1000, current, ncurrent, &d, &place, e, why,
+					 sizeof(why)),
+			0);
+	decision = hy_gain_decide(e);
+	CU_ASSERT_EQUAL(e->reads, 20);
+	hy_reorganize_diff_free(&d);
+	hy_state_close(state);
+	hy_test_rmtree(dir);
+	free(dir);
+	return decision;
+}
+
+static void test_gain(void)
+{
+	/* the plan: the four files in read order at BOPT blocks 0..3 */
+	struct hy_reorganize_range plan[] = {rg(1, 0, 1, 0), rg(2, 0, 1, 1), rg(3, 0, 1, 2),
+					     rg(4, 0, 1, 3)};
+	/* a layout of the BOPT that scatters them */
+	struct hy_map_extent scattered[] = {ext(1, 0, 1, 0), ext(2, 0, 1, 900000), ext(3, 0, 1, 50),
+					    ext(4, 0, 1, 400000)};
+	static const int64_t in_order[4] = {1000, 1001, 1002, 1003};
+	static const int64_t far_apart[4] = {400000000, 1000, 200000000, 30000};
+	static const int64_t unknown[4] = {-1, -1, -1, 1000};
+	struct hy_gain_estimate e;
+
+	/* files that lie in the order they are read: the BOPT only adds the
+	 * seek to it, so the plan is held back */
+	CU_ASSERT_EQUAL(weigh_case(in_order, NULL, 0, plan, 4, &e), HY_GAIN_HOLD);
+	CU_ASSERT(e.known);
+	CU_ASSERT_EQUAL(e.priced, 20);
+	CU_ASSERT_DOUBLE_EQUAL(e.current_ms, e.home_ms, 1e-9);
+	CU_ASSERT(e.planned_ms >= e.home_ms);
+	/* files far apart: the plan reads them in one sweep */
+	CU_ASSERT_EQUAL(weigh_case(far_apart, NULL, 0, plan, 4, &e), HY_GAIN_GO);
+	CU_ASSERT(e.planned_ms < e.home_ms / 4);
+	CU_ASSERT(e.planned_seeks < e.home_seeks);
+	/* a layout worse than home, and a plan that keeps it (plans nothing):
+	 * everything goes home */
+	CU_ASSERT_EQUAL(weigh_case(in_order, scattered, 4, NULL, 0, &e), HY_GAIN_ALL_HOME);
+	CU_ASSERT_DOUBLE_EQUAL(e.planned_ms, e.current_ms, 1e-9);
+	CU_ASSERT(e.home_ms < e.current_ms);
+	/* ... and the same layout when home is worse still: the plan goes */
+	CU_ASSERT_EQUAL(weigh_case(far_apart, scattered, 4, plan, 4, &e), HY_GAIN_GO);
+	/* no physical places in most of the log: not known, the plan goes */
+	CU_ASSERT_EQUAL(weigh_case(unknown, NULL, 0, plan, 4, &e), HY_GAIN_GO);
+	CU_ASSERT_FALSE(e.known);
+	CU_ASSERT_EQUAL(e.priced, 5);
+}
+
 static int64_t count(sqlite3 *db, const char *sql)
 {
 	sqlite3_stmt *st;
@@ -267,6 +367,7 @@ int hy_test_add_reorganize(void)
 	    !CU_add_test(suite, "diff: what the plan leaves out stays until wanted",
 			 test_diff_left_until_wanted) ||
 	    !CU_add_test(suite, "plans from a log, saved and recorded", test_plan_from_log) ||
+	    !CU_add_test(suite, "gain: a plan weighed on a model of the disk", test_gain) ||
 	    !CU_add_test(suite, "sizes", test_sizes))
 		return -1;
 	return 0;
