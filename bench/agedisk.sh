@@ -22,6 +22,15 @@
 #   none-remount      ... none-reorg, then unmounted and mounted again
 #   defaults, defaults-reorg, defaults-reorg2, defaults-remount
 #                     the same with hybridfs's defaults (the cache on)
+#   ext4-other, none-other, none-reorg-other
+#                     a workload that does not repeat the morning (every
+#                     file of the tree in reverse name order, then the
+#                     other files), traced instead of the morning: on ext4,
+#                     on hybridfs cache=none, and after the morning and a
+#                     reorganization planned from it (a plan must not lose)
+# For every set that reorganizes, the reorganization itself is traced too
+# (page cache dropped first, as a night's run would find it) and priced on
+# its own line, SET:copy: what the layout costs to make.
 #
 #   bench/agedisk.sh [--size SIZE] [--seed S] [--releases N] [--dir DIR]
 #                    [--sets "ext4 none none-reorg ..."] [--out FILE] [--keep]
@@ -43,6 +52,7 @@ set -o pipefail
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 size=3G seed=17 releases=24 dir=/var/tmp out="" keep=""
 sets="ext4 none none-reorg none-reorg2 none-remount defaults defaults-reorg defaults-reorg2 defaults-remount"
+all_sets=" $sets ext4-other none-other none-reorg-other "
 build=$TOP/_build
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -53,7 +63,7 @@ while [ $# -gt 0 ]; do
 	--sets) sets=${2:?--sets needs a list}; shift 2 ;;
 	--out) out=${2:?--out needs a file}; shift 2 ;;
 	--keep) keep=1; shift ;;
-	-h | --help) sed -n '2,37p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,48p' "$0"; exit 0 ;;
 	-*) echo "agedisk: unknown option $1" >&2; exit 2 ;;
 	*) build=$1; shift ;;
 	esac
@@ -66,7 +76,7 @@ for t in losetup mkfs.ext4 git cc; do command -v $t >/dev/null || die "needs $t"
 case $seed in '' | *[!0-9]*) die "--seed wants a number" ;; esac
 case $releases in '' | *[!0-9]* | 0) die "--releases wants a number > 0" ;; esac
 for s in $sets; do
-	case " ext4 none none-reorg none-reorg2 none-remount defaults defaults-reorg defaults-reorg2 defaults-remount " in
+	case $all_sets in
 	*" $s "*) ;;
 	*) die "--sets: unknown set \"$s\"" ;;
 	esac
@@ -170,27 +180,44 @@ morning() { # $1: the tree to work in
 	return 0
 }
 
-traced_morning() { # $1: tree, $2: trace file
-	local dev
+# a workload that does not repeat the morning: every file of the tree in
+# reverse name order (sources the plan moved among files it did not), then
+# the other files
+other_work() { # $1: the tree to work in
+	(
+		cd "$1" || exit 1
+		find . -path ./.git -prune -o -type f -print | sort -r | tr '\n' '\0' |
+			xargs -0 -r cat >/dev/null
+		find ../other -type f | sort | tr '\n' '\0' | xargs -0 -r cat >/dev/null
+	)
+	return 0
+}
+
+# traced WORK ARG TRACE: runs "WORK ARG" with the page cache dropped first
+# and every request that reaches the loop device recorded into TRACE
+traced() {
+	local dev work=$1 arg=$2 out=$3
 	sync
 	echo 3 >/proc/sys/vm/drop_caches
 	dev=$(stat -c '%t %T' "$loop")
 	inst=$tr/instances/hyagedisk.$$
 	mkdir "$inst" || die "cannot make a tracefs instance"
 	echo 65536 >"$inst/buffer_size_kb"
-	set -- "$1" "$2" $dev
-	echo "dev == $(((0x$3 << 20) | 0x$4))" >"$inst/events/block/block_rq_issue/filter"
+	set -- $dev
+	echo "dev == $(((0x$1 << 20) | 0x$2))" >"$inst/events/block/block_rq_issue/filter"
 	echo 1 >"$inst/events/block/block_rq_issue/enable"
 	echo 1 >"$inst/tracing_on"
-	morning "$1"
+	"$work" "$arg"
 	sync
 	echo 0 >"$inst/tracing_on"
-	cat "$inst/trace" >"$2"
+	cat "$inst/trace" >"$out"
 	rmdir "$inst"
 	inst=""
-	grep -q "LOST\|lost" "$2" && log "warning: the trace buffer overflowed for $2"
+	grep -q "LOST\|lost" "$out" && log "warning: the trace buffer overflowed for $out"
 	return 0
 }
+traced_morning() { traced morning "$1" "$2"; }
+traced_other() { traced other_work "$1" "$2"; }
 
 mount_hybridfs() { # $1: extra options
 	"$build/hybridfs" "$T/disk" "$T/mnt" -f -o "writeback_cache=off${1:+,$1}" 2>>"$T/daemon.log" &
@@ -207,10 +234,13 @@ umount_hybridfs() {
 	wait "$pid"
 	pid=""
 }
-reorganize() {
+reorganize_now() {
 	"$build/hybridctl" reorganize "$T/mnt" --quiet >>"$T/reorg.log" 2>&1 ||
 		{ cat "$T/reorg.log" >&2; die "hybridctl reorganize failed"; }
 }
+# reorganize SET: the reorganization, traced into SET:copy (the last one
+# of the set: a second overwrites the first's)
+reorganize() { traced reorganize_now "" "$T/traces/$1:copy"; }
 
 # ---- the sets -------------------------------------------------------------
 results=$T/results
@@ -221,28 +251,30 @@ for s in $sets; do
 	cp --sparse=always "$T/aged.img" "$T/run.img"
 	attach "$T/run.img"
 	case $s in none*) opt=cache=none ;; *) opt="" ;; esac
+	work=traced_morning
+	case $s in *-other) work=traced_other ;; esac
 	case $s in
-	ext4) traced_morning "$T/disk/src" "$T/traces/$s" ;;
-	none | defaults)
+	ext4 | ext4-other) $work "$T/disk/src" "$T/traces/$s" ;;
+	none | defaults | none-other)
 		mount_hybridfs "$opt"
-		traced_morning "$T/mnt/src" "$T/traces/$s"
+		$work "$T/mnt/src" "$T/traces/$s"
 		umount_hybridfs
 		;;
 	*)
 		mount_hybridfs "$opt"
 		morning "$T/mnt/src"
-		reorganize
+		reorganize "$s"
 		case $s in
 		*-reorg2)
 			morning "$T/mnt/src"
-			reorganize
+			reorganize "$s"
 			;;
 		*-remount)
 			umount_hybridfs
 			mount_hybridfs "$opt"
 			;;
 		esac
-		traced_morning "$T/mnt/src" "$T/traces/$s"
+		$work "$T/mnt/src" "$T/traces/$s"
 		umount_hybridfs
 		;;
 	esac
@@ -256,6 +288,8 @@ for s in $sets; do
 	detach
 	rm -f "$T/run.img"
 	echo "$s $("$T/blkprice" -c "$(stat -c %s "$T/aged.img")" <"$T/traces/$s")" >>"$results"
+	[ -f "$T/traces/$s:copy" ] &&
+		echo "$s:copy $("$T/blkprice" -c "$(stat -c %s "$T/aged.img")" <"$T/traces/$s:copy")" >>"$results"
 done
 
 if [ -f "$T/traces/ext4" ]; then
@@ -267,6 +301,11 @@ fi
 	awk '{
 		for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
 		if (NR == 1) first = v["busy_ms"]
+		if ($1 ~ /:copy$/) {
+			printf "| %s | %d | %d | %.1f | %.1f | %.2f | |\n", $1, v["requests"], v["seeks"],
+				v["bytes_read"] / 1048576, v["bytes_written"] / 1048576, v["busy_ms"] / 1000
+			next
+		}
 		printf "| %s | %d | %d | %.1f | %.1f | %.2f | %.2f |\n", $1, v["requests"], v["seeks"],
 			v["bytes_read"] / 1048576, v["bytes_written"] / 1048576, v["busy_ms"] / 1000,
 			(first > 0 ? v["busy_ms"] / first : 0)
