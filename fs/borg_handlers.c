@@ -230,6 +230,22 @@ struct json_object *hy_fs_borg_status(struct hy_borg *borg, struct hy_engine *en
 	if (ind.bopt)
 		json_object_object_add(o, "device", hy_fs_device_status(ind.bopt));
 	json_object_object_add(o, "reorganization", progress_json(borg));
+	{
+		struct json_object *w = json_object_new_object();
+		struct hy_borg_warm warm;
+
+		hy_borg_get_warm(borg, &warm);
+		if (w) {
+			add_u64(w, "runs", warm.runs);
+			add_u64(w, "files", warm.files);
+			add_u64(w, "directories", warm.directories);
+			add_u64(w, "missing", warm.missing);
+			json_object_object_add(w, "last_seconds",
+					       json_object_new_double(warm.last_seconds));
+			json_object_object_add(w, "armed", json_object_new_boolean(warm.armed));
+		}
+		json_object_object_add(o, "warm", w);
+	}
 	return o;
 }
 

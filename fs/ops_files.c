@@ -22,6 +22,7 @@
 
 #include <fuse_lowlevel.h>
 
+#include "hybridfs/borg.h"
 #include "hybridfs/device.h"
 #include "hybridfs/engine.h"
 #include "fs_internal.h"
@@ -340,6 +341,8 @@ void hy_ops_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct 
 	}
 	hy_ops_count_op(fs, HY_OP_READ);
 	atomic_fetch_add_explicit(&fs->bytes_read, (uint64_t)n, memory_order_relaxed);
+	if (fs->borg)
+		hy_borg_note_read(fs->borg); /* a chain starting warms its metadata */
 	fuse_reply_buf(req, buf, (size_t)n);
 }
 

@@ -361,6 +361,7 @@ static void borg_free(struct hy_borg *b)
 	hy_bopt_close(b->bopt);
 	sqlite3_close(b->db);
 	pthread_cond_destroy(&b->cleaner_cond);
+	pthread_cond_destroy(&b->warm_cond);
 	pthread_mutex_destroy(&b->lock);
 	free(b->state_dir), free(b->db_path), free(b->uuid), free(b->backing);
 	free(b);
@@ -384,7 +385,8 @@ int hy_borg_open(const struct hy_borg_config *config, struct hy_borg **out, char
 	b->backing = strdup(config->backing);
 	if (!b->state_dir || !b->db_path || !b->uuid || !b->backing ||
 	    pthread_mutex_init(&b->lock, NULL) != 0 ||
-	    pthread_cond_init(&b->cleaner_cond, NULL) != 0) {
+	    pthread_cond_init(&b->cleaner_cond, NULL) != 0 ||
+	    pthread_cond_init(&b->warm_cond, NULL) != 0) {
 		free(b->state_dir), free(b->db_path), free(b->uuid), free(b->backing);
 		free(b);
 		snprintf(why, why_size, "out of memory");
@@ -446,6 +448,17 @@ int hy_borg_open(const struct hy_borg_config *config, struct hy_borg **out, char
 	else
 		hy_log(LOG_WARNING, "cannot start the cleaner thread: BOPT writes go home only at "
 				    "close, fsync, flush and unmount");
+	if (pthread_create(&b->warmer, NULL, hy_borg_warm_main, b) == 0) {
+		struct hy_map_stats stats;
+
+		b->warmer_started = true;
+		hy_map_get_stats(b->map, &stats);
+		if (stats.files)
+			hy_borg_warm_arm(b); /* the first chain read after mount */
+	} else {
+		hy_log(LOG_WARNING, "cannot start the warm-up thread: metadata is read as the "
+				    "workload asks for it");
+	}
 	if (!b->was_clean)
 		hy_log(LOG_NOTICE,
 		       "bopt: \"%s\" was not closed cleanly; the map comes from its last "
@@ -479,11 +492,14 @@ void hy_borg_close(struct hy_borg *b)
 	b->stop = true;
 	joinable = b->joinable;
 	pthread_cond_broadcast(&b->cleaner_cond);
+	pthread_cond_broadcast(&b->warm_cond);
 	pthread_mutex_unlock(&b->lock);
 	if (joinable)
 		pthread_join(b->thread, NULL);
 	if (b->cleaner_started)
 		pthread_join(b->cleaner, NULL);
+	if (b->warmer_started)
+		pthread_join(b->warmer, NULL);
 	/* DESIGN.md invariant 3: at unmount every BOPT write goes home */
 	{
 		uint64_t synced;

@@ -4,23 +4,26 @@
  * them (struct wanted, struct search), the small helpers they all use, and
  * the functions one part calls in another (hy_borg_<part>_<verb>). Only
  * reconfig/'s BORG files (borg.c, borg_homes.c, borg_reconfig.c,
- * borg_cleaner.c) include it; the API is include/hybridfs/borg.h.
+ * borg_cleaner.c, borg_warm.c) include it; the API is
+ * include/hybridfs/borg.h.
  *
  * The parts: borg.c (open and close, progress, what a crash left),
  * borg_homes.c (finding home files in the backing tree), borg_reconfig.c
  * (the reconfigurator: its copier, its run, hy_borg_reorganize),
- * borg_cleaner.c (flushing dirty BOPT blocks home, the cleaner thread).
+ * borg_cleaner.c (flushing dirty BOPT blocks home, the cleaner thread),
+ * borg_warm.c (the metadata warm-up and its thread).
  *
  * Locks (borg.h): borg->lock guards the progress and the threads' state
  * and is never held across I/O (the cleaner sleeps on cleaner_cond under
- * it); search_lock (borg_homes.c), a leaf, lets one search run at a time
- * (nftw's callback takes no argument). The engine's gates are taken as
- * engine.h says: a checkpoint takes every gate, a commit its file's.
+ * it, the warm-up thread on warm_cond); search_lock (borg_homes.c), a leaf, lets one search run at
+ * a time (nftw's callback takes no argument). The engine's gates are taken as engine.h says: a
+ * checkpoint takes every gate, a commit its file's.
  */
 #ifndef HYBRIDFS_BORG_INTERNAL_H
 #define HYBRIDFS_BORG_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -63,6 +66,16 @@ struct hy_borg {
 	pthread_t cleaner;
 	pthread_cond_t cleaner_cond; /* wakes the cleaner to stop */
 	bool cleaner_started;
+	/* the metadata warm-up (borg_warm.c): its thread waits on warm_cond
+	 * for warm_wanted; the read path arms and fires it through atomics */
+	pthread_t warmer;
+	pthread_cond_t warm_cond;
+	bool warmer_started, warm_wanted;
+	struct hy_borg_warm warm;
+	atomic_bool warm_armed;
+	_Atomic uint64_t warm_armed_at;	  /* the indirector's BOPT reads when armed */
+	_Atomic uint64_t warm_seen_reads; /* ... at the last read noted */
+	_Atomic int64_t warm_last_read_ns;
 	struct timespec started;
 };
 
@@ -131,5 +144,9 @@ int hy_borg_homes_open_home(const struct place *b, const struct wanted *w, int a
 
 /* borg_cleaner.c */
 void *hy_borg_cleaner_main(void *arg);
+/* borg_warm.c: the warm-up thread, and arming it (after a mount that
+ * found a map, after a reorganization). */
+void *hy_borg_warm_main(void *arg);
+void hy_borg_warm_arm(struct hy_borg *b);
 
 #endif

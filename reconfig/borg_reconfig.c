@@ -609,7 +609,9 @@ static void *reconfig_main(void *arg)
 	pthread_mutex_unlock(&b->lock);
 	if (rc)
 		hy_log(LOG_ERR, "reorganization failed: %s", why);
-	else
+	if (rc == 0 && b->progress.copied_blocks)
+		hy_borg_warm_arm(b); /* the new layout's first chain */
+	if (rc == 0)
 		hy_log(LOG_NOTICE,
 		       "reorganization %" PRIu64 " done: %" PRIu64 " blocks copied, %" PRIu64
 		       " dropped, %" PRIu64 " kept, %" PRIu64 " ranges skipped, %.1f s",

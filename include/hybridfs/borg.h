@@ -147,6 +147,22 @@ struct hy_borg_info {
 	uint64_t map_files, map_extents, map_blocks, dirty_blocks;
 };
 
+/* The metadata warm-up (issue 18, item 6): when a chain of relocated
+ * files starts being read (the first read served from the BOPT after a
+ * mount, a reorganization, or a minute with no read), the directories that
+ * hold files the map holds are read whole, then those files' inodes looked
+ * up, each in inode order, by a
+ * thread of its own, so that the workload's lookups find them cached
+ * instead of reading the inode tables in the order it names files. */
+struct hy_borg_warm {
+	uint64_t runs;	      /* warm-ups since mount */
+	uint64_t files;	      /* files whose metadata they read */
+	uint64_t directories; /* directories they read whole */
+	uint64_t missing;     /* files not where the state remembered them */
+	double last_seconds;  /* the last one's time */
+	bool armed;	      /* the next BOPT read starts one */
+};
+
 struct hy_borg;
 
 /* Opens (making it when needed) the BOPT, loads the map and replays the
@@ -163,6 +179,10 @@ int hy_borg_reorganize(struct hy_borg *borg, const struct hy_reorganize_params *
 
 void hy_borg_get_progress(struct hy_borg *borg, struct hy_borg_progress *out);
 void hy_borg_get_info(struct hy_borg *borg, struct hy_borg_info *out);
+/* The read path, after each read through the mount (fs/ops_files.c):
+ * lock-free unless it starts a warm-up. */
+void hy_borg_note_read(struct hy_borg *borg);
+void hy_borg_get_warm(struct hy_borg *borg, struct hy_borg_warm *out);
 const char *hy_borg_phase_name(enum hy_borg_phase phase);
 
 /* Writes every dirty BOPT block home (the files are found as the

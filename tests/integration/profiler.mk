@@ -21,3 +21,7 @@ EXTRA_DIST += tests/integration/reorganize.sh
 # BORG moves files whole: tails and small files in the BOPT (issue 18)
 TESTS += tests/integration/wholefile.sh
 EXTRA_DIST += tests/integration/wholefile.sh
+
+# BORG's metadata warm-up when a chain of relocated files starts (issue 18)
+TESTS += tests/integration/warm.sh
+EXTRA_DIST += tests/integration/warm.sh
