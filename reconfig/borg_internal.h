@@ -74,7 +74,7 @@ struct hy_borg {
 	struct hy_borg_warm warm;
 	atomic_bool warm_armed;
 	_Atomic uint64_t warm_armed_at;	  /* the indirector's BOPT reads when armed */
-	_Atomic uint64_t warm_seen_reads; /* ... at the last read noted */
+	_Atomic uint64_t warm_seen_reads; /* ... at the last clock tick a read was noted */
 	_Atomic int64_t warm_last_read_ns;
 	struct timespec started;
 };

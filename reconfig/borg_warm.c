@@ -80,13 +80,20 @@ void hy_borg_warm_arm(struct hy_borg *b)
 
 void hy_borg_note_read(struct hy_borg *b)
 {
-	uint64_t reads = bopt_reads(b), seen = atomic_exchange(&b->warm_seen_reads, reads);
-	int64_t now = coarse_ns(), last = atomic_exchange(&b->warm_last_read_ns, now);
+	uint64_t reads = bopt_reads(b);
+	int64_t now = coarse_ns(), last = atomic_load(&b->warm_last_read_ns);
 
-	if (last && now - last >= WARM_IDLE_NS) {
-		/* a new period: armed as of before this read */
-		atomic_store(&b->warm_armed_at, seen);
-		atomic_store(&b->warm_armed, true);
+	/* the shared words are written once a clock tick (a few ms), not
+	 * once a read: every request thread reads them */
+	if (now != last) {
+		uint64_t seen = atomic_exchange(&b->warm_seen_reads, reads);
+
+		atomic_store(&b->warm_last_read_ns, now);
+		if (last && now - last >= WARM_IDLE_NS) {
+			/* a new period: armed as of the reads before it */
+			atomic_store(&b->warm_armed_at, seen);
+			atomic_store(&b->warm_armed, true);
+		}
 	}
 	if (!atomic_load(&b->warm_armed) || reads <= atomic_load(&b->warm_armed_at))
 		return;
