@@ -25,3 +25,7 @@ EXTRA_DIST += tests/integration/wholefile.sh
 # BORG's metadata warm-up when a chain of relocated files starts (issue 18)
 TESTS += tests/integration/warm.sh
 EXTRA_DIST += tests/integration/warm.sh
+
+# a plan weighed on a model of the disk, held back where it saves nothing
+TESTS += tests/integration/weigh.sh
+EXTRA_DIST += tests/integration/weigh.sh
