@@ -55,6 +55,8 @@
 #define WARM_IDLE_NS (60LL * 1000000000LL)
 /* At most this many files a warm-up (their metadata, not their data). */
 #define WARM_MAX_FILES 200000
+/* Directories read whole: up to this size (bytes of directory blocks). */
+#define WARM_DIR_MAX (256 * 1024)
 
 static int64_t coarse_ns(void)
 {
@@ -239,9 +241,11 @@ static int64_t warm_dirs(struct hy_borg *b, const struct warm_file *files, size_
 	for (size_t i = 0; i < nnames; i++) {
 		struct stat st;
 
+		/* a directory larger than WARM_DIR_MAX is left to the lookups:
+		 * they read a few of its index blocks, a listing all of it */
 		if ((i && strcmp(names[i], names[i - 1]) == 0) ||
 		    fstatat(b->config.root_fd, names[i], &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-		    !S_ISDIR(st.st_mode))
+		    !S_ISDIR(st.st_mode) || st.st_size > WARM_DIR_MAX)
 			continue;
 		dirs[ndirs].ino = (uint64_t)st.st_ino;
 		dirs[ndirs].path = names[i];
