@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -393,6 +394,7 @@ static void test_ci_memory(void)
 struct cc {
 	struct hy_cache_index *idx;
 	int stop;   /* atomic */
+	int ready;  /* atomic: readers in their loop */
 	int errors; /* atomic */
 	uint64_t lookups;
 };
@@ -408,7 +410,9 @@ static void *cc_reader(void *arg)
 	uint64_t seed = 0xfeed + (uint64_t)(uintptr_t)&seed % 997, n = 0;
 	struct hy_cache_entry out[32];
 
-	while (!__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE)) {
+	__atomic_add_fetch(&c->ready, 1, __ATOMIC_RELEASE);
+	/* at least one round, however late the thread was scheduled */
+	do {
 		uint64_t f = rnd(&seed) % CC_FILES, b = rnd(&seed) % CC_BLOCKS;
 		struct hy_cache_entry e;
 		int64_t k;
@@ -425,7 +429,7 @@ static void *cc_reader(void *arg)
 			    out[i].line != cc_line(f, out[i].block))
 				__atomic_add_fetch(&c->errors, 1, __ATOMIC_RELAXED);
 		n += 2;
-	}
+	} while (!__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE));
 	__atomic_add_fetch(&c->lookups, n, __ATOMIC_RELAXED);
 	return NULL;
 }
@@ -433,7 +437,7 @@ static void *cc_reader(void *arg)
 static void test_ci_concurrency(void)
 {
 	static uint8_t present[CC_FILES][CC_BLOCKS];
-	struct cc c = {make(CC_FILES * CC_BLOCKS), 0, 0, 0};
+	struct cc c = {make(CC_FILES * CC_BLOCKS), 0, 0, 0, 0};
 	pthread_t readers[4];
 	uint64_t seed = 0xc0ffee, count = 0, i;
 	int writer_errors = 0;
@@ -444,6 +448,10 @@ static void test_ci_concurrency(void)
 		if (pthread_create(&readers[i], NULL, cc_reader, &c) == 0)
 			started++;
 	CU_ASSERT_EQUAL(started, 4);
+	/* the writes begin once every reader runs (a loaded machine may start
+	 * them late; they would then read nothing while it writes) */
+	while (__atomic_load_n(&c.ready, __ATOMIC_ACQUIRE) < started)
+		sched_yield();
 	for (i = 0; i < CC_OPS; i++) {
 		uint64_t f = rnd(&seed) % CC_FILES, b = rnd(&seed) % CC_BLOCKS;
 		unsigned op = (unsigned)(rnd(&seed) % 100);
@@ -483,7 +491,7 @@ static void test_ci_concurrency(void)
 		pthread_join(readers[i], NULL);
 	CU_ASSERT_EQUAL(writer_errors, 0);
 	CU_ASSERT_EQUAL(c.errors, 0);
-	CU_ASSERT(c.lookups > 0);
+	CU_ASSERT(c.lookups >= 2 * (uint64_t)started);
 	CU_ASSERT_EQUAL(entries_of(c.idx), count);
 	expect_consistent(c.idx);
 	for (uint64_t f = 0; f < CC_FILES; f++)
