@@ -64,6 +64,9 @@ struct hy_borg {
 	pthread_cond_t cleaner_cond; /* wakes the cleaner to stop */
 	bool cleaner_started;
 	struct timespec started;
+	/* relocated blocks of removed files freed since mount (hy_borg_forget_file,
+	 * hy_borg_sweep_gone) */
+	uint64_t forgotten_files, forgotten_blocks;
 };
 
 struct wanted {

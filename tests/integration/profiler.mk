@@ -17,3 +17,8 @@ EXTRA_DIST += tests/integration/borg.sh
 # BORG end to end: reorganize, explain, stale copies, racing writers, kill -9
 TESTS += tests/integration/reorganize.sh
 EXTRA_DIST += tests/integration/reorganize.sh
+
+# plans that cannot lose: removed files' BOPT room freed, written-once files
+# left out, explain's reasons
+TESTS += tests/integration/gonefiles.sh
+EXTRA_DIST += tests/integration/gonefiles.sh
