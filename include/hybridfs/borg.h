@@ -61,8 +61,9 @@
  *
  * Memory: struct hy_borg owns the BOPT, the map, the journal, its SQLite
  * connection and its threads; the indirector borrows the first three between
- * open and close. Locks: borg->lock guards the progress and the thread's
- * state; it is never held across I/O. The reconfigurator takes no gate and
+ * open and close. Locks: borg->lock guards the progress, the thread's
+ * state and the counts of removed files freed; it is never held across
+ * I/O. The reconfigurator takes no gate and
  * holds no journal ticket itself: the indirector's operations do
  * (indirector.h).
  */

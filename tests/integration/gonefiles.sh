@@ -12,7 +12,9 @@
 #      not relocated (relocated, cold, removed);
 #   4. a file written through the mount and read only right after its
 #      write (a build output) is left out of the plan, and explain says
-#      "written once"; a file read later than the window is planned.
+#      "written once"; a file read only is planned;
+#   5. a removed file's BOPT block that its last close could not send home
+#      (every write home fails) is discarded at the next flush.
 . "$(dirname "$0")/lib.sh"
 hy_setup
 hy_need_iogen
@@ -96,5 +98,32 @@ reorganize
 [ "$(in_bopt out.o)" = 0 ] || hy_fail "the written-once out.o was relocated: $(explain out.o)"
 [ "$(reason out.o)" = written-once ] || hy_fail "explain out.o: $(explain out.o)"
 [ "$(reason other)" = relocated ] || hy_fail "explain other: $(explain other)"
+hy_umount "$m"
+
+# ---- 5. a removed file's blocks that could not go home are discarded -----
+# every write home fails: a write into g's BOPT copy stays dirty at close
+b=$HY_TMP/b5 m=$HY_TMP/m5
+mkdir -p "$b"
+head -c 1M /dev/urandom >"$b/g"
+opts="writeback_cache=off,cache=none,state=$HY_TMP/state5,bopt_size=4202496,reorg_rate=0"
+HYBRIDFS_FAULTS="dev=backing:op=write:err=EIO:after=0" hy_mount_ready "$b" "$m" "$opts"
+for pass in 1 2 3; do cat "$m/g" >/dev/null || hy_die "reading g failed"; done
+reorganize
+[ "$(st .bopt.map_blocks)" = 256 ] || hy_die "g is not relocated: $(explain g)"
+mkfifo "$HY_TMP/go5"
+"$IOGEN" holder "$m/g" w:0:4096 wait:"$HY_TMP/go5" &
+wpid=$!
+hy_wait_status "$m" '.bopt.dirty_blocks == 1'
+rm "$m/g"
+: >"$HY_TMP/go5" # hy-iogen closes g: its dirty block cannot go home
+wait "$wpid"
+hy_wait_status "$m" '.bopt.removed_files == 1'
+[ "$(st .bopt.map_blocks)" = 1 ] || hy_fail "after the close: $(st .bopt.map_blocks) blocks, not the dirty 1"
+ex=$(explain g 2>&1) # and the profiler's mark of g is in
+jq -e '.reason == "removed" and .relocated_blocks == 1' <<<"$ex" >/dev/null ||
+	hy_fail "explain of the removed g: $ex"
+"$HYBRIDCTL" flush "$m" >/dev/null || hy_fail "flush failed"
+[ "$(st .bopt.dirty_blocks)" = 0 ] || hy_fail "the removed file's dirty block stayed: $(st .bopt.dirty_blocks)"
+[ "$(st .bopt.map_blocks)" = 0 ] || hy_fail "the removed file still holds $(st .bopt.map_blocks) blocks"
 hy_umount "$m"
 hy_pass
