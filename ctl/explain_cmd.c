@@ -4,8 +4,8 @@
  * BOPT, with its block, or home), how hot they are (the master access
  * graph's weight after the last reorganization), and why the file is or
  * is not relocated (its "reason": relocated, cold, written-once, removed,
- * no-room, changed, copying; fs/borg_handlers.c). A path removed through
- * the mount is still explained while its row is kept.
+ * no-room, changed, copying, stopped; fs/borg_handlers.c). A path removed
+ * through the mount is still explained while its row is kept.
  */
 #include <errno.h>
 #include <inttypes.h>

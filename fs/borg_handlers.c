@@ -295,8 +295,9 @@ static struct json_object *explain_removed(struct hy_map *map, const char *path,
 	add_u64(result, "file_id", id);
 	add_u64(result, "relocated_blocks", held);
 	add_reason(result, "removed",
-		   held ? "removed through the mount; its relocated blocks are still held (a "
-			  "handle of it is open: they go at its last close)"
+		   held ? "removed through the mount; its relocated blocks are still held: a "
+			  "handle of it is open (they go at its last close), or blocks written "
+			  "into the BOPT could not go home (they go at the next flush)"
 			: "removed through the mount; its relocated blocks were freed");
 	json_object_object_add(result, "ranges", json_object_new_array());
 	return result;
@@ -339,6 +340,10 @@ static int explain_reason(const struct hy_fs_explain_ctx *ec, struct json_object
 	if (fp.planned_blocks) {
 		if (strcmp(fp.state, "planned") == 0 || strcmp(fp.state, "copying") == 0)
 			add_reason(result, "copying", "in the plan; the copy has not reached it");
+		else if (strcmp(fp.state, "failed") == 0)
+			add_reason(result, "stopped",
+				   "in the plan, not in the BOPT: the reorganization failed or was "
+				   "stopped before it was copied");
 		else
 			add_reason(result, "changed",
 				   "in the plan, not in the BOPT: the copy skipped it (the file "

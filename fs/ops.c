@@ -102,11 +102,12 @@ void hy_ops_forget_if_gone(struct hy_fs *fs, struct hy_inode *inode, int fd)
 		return;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 0)
 		return;
-	/* Only the cache holds blocks that would go home into a removed file:
-	 * it must know the id however the entry was made. Without a cache the
-	 * id serves the profiler's pruning alone, and the entry's own (a file
-	 * made or opened through the mount) is enough: no database read per
-	 * unlink. */
+	/* The cache holds blocks that would go home into a removed file, and
+	 * BORG relocated blocks that would keep the BOPT's room: they must
+	 * know the id however the entry was made (one indexed database read
+	 * when the entry does not know it). Without either the id serves the
+	 * profiler's pruning alone, and the entry's own (a file made or opened
+	 * through the mount) is enough: no database read per unlink. */
 	file_id = fs->engine->cache || fs->borg ? hy_ops_file_id_of(fs, inode, fd)
 						: atomic_load(&inode->file_id);
 	if (!file_id)
