@@ -141,7 +141,7 @@ void hy_analyzer_free(struct hy_analyzer *analyzer)
 
 bool hy_analyzer_written_once(const struct hy_analyzer_file_window *w, int64_t window_ns)
 {
-	if (window_ns <= 0 || w->last_write_ns <= 0 || w->born_ns <= 0 || w->reread)
+	if (window_ns <= 0 || w->last_write_ns <= 0 || w->born_ns <= 0)
 		return false;
 	/* made in the log's window: born shortly before it was first used */
 	if (w->first_ns > w->born_ns && w->first_ns - w->born_ns > window_ns)

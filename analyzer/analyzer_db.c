@@ -93,9 +93,7 @@ static int find_left_out(struct hy_analyzer *a, struct sqlite3 *db, int64_t afte
 		    "SELECT l.file_id, max(f.gone_ns IS NOT NULL),"
 		    " coalesce(nullif(max(f.birth_ns), 0), max(f.first_seen_ns), 0), min(l.ts_ns),"
 		    " coalesce(max(CASE WHEN l.mode = 1 THEN l.ts_ns END), 0),"
-		    " coalesce(max(CASE WHEN l.mode = 0 THEN l.ts_ns END), 0),"
-		    " count(CASE WHEN l.mode = 0 THEN 1 END) >"
-		    " count(DISTINCT CASE WHEN l.mode = 0 THEN l.offset END)"
+		    " coalesce(max(CASE WHEN l.mode = 0 THEN l.ts_ns END), 0)"
 		    " FROM access_log l LEFT JOIN files f ON f.id = l.file_id"
 		    " WHERE l.rowid > ?1 GROUP BY l.file_id ORDER BY l.file_id",
 		    -1, &st, NULL) != SQLITE_OK)
@@ -108,7 +106,6 @@ static int find_left_out(struct hy_analyzer *a, struct sqlite3 *db, int64_t afte
 			.first_ns = sqlite3_column_int64(st, 3),
 			.last_write_ns = sqlite3_column_int64(st, 4),
 			.last_read_ns = sqlite3_column_int64(st, 5),
-			.reread = sqlite3_column_int(st, 6) != 0,
 		};
 		int rc = 0;
 

@@ -46,9 +46,8 @@
  *
  * Who calls it: reconfig/reorganize.c (for `hybridctl reorganize` and the
  * daemon's reconfigurator), the trace simulator (sim/borg.c), the unit
- * tests; fs/borg_handlers.c reads one file's saved heat and what the
- * newest plan says of it for "explain" (hy_analyzer_file_heat(),
- * hy_analyzer_file_plan(), no analyzer needed).
+ * tests; fs/borg_handlers.c reads one file's saved heat for "explain"
+ * (hy_analyzer_file_heat(), no analyzer needed).
  *
  * Memory: the analyzer owns its graph; hy_analyzer_export() and
  * hy_analyzer_file_heat() give arrays the caller frees with free(). Locks: none; one thread at a
@@ -125,14 +124,13 @@ int hy_analyzer_feed_log(struct hy_analyzer *analyzer, struct sqlite3 *db, int64
  *     loaded graph had of it are cut;
  *   - written once (a build output): over the log rows read, the file was
  *     written, was born (files.birth_ns, else first_seen_ns) at most the
- *     window (write_once_ns) before its first request there, no read of
- *     it came later than the window after its last write, and no range of
- *     it was read twice (two reads at one offset). A compiler's object
- *     read back by the linker once and removed by the next clean is such
- *     a file; a file read again later (a header generated once and read
- *     every morning) or read over and over is not, and neither is one made
- *     before the log's window that is rewritten (a source edited and
- *     compiled). Its log rows are skipped.
+ *     window (write_once_ns) before its first request there, and no read
+ *     of it came later than the window after its last write. A compiler's
+ *     object read back by the linker at once and removed by the next
+ *     clean is such a file; a file read again later (a header generated
+ *     once and read every morning) is not, and neither is one made before
+ *     the log's window that is rewritten (a source edited and compiled).
+ *     Its log rows are skipped.
  * hy_analyzer_save() stores the list (table plan_files, state.h) with the
  * run, for explain.
  */
@@ -154,7 +152,6 @@ struct hy_analyzer_file_window {
 	int64_t first_ns;      /* its first request among the rows read */
 	int64_t last_write_ns; /* its last write there, 0 when none */
 	int64_t last_read_ns;  /* its last read there, 0 when none */
-	bool reread;	       /* two of its reads there began at one offset */
 };
 
 /* The rule above, pure: whether @w is a written-once file for the window
