@@ -169,7 +169,9 @@ const char *hy_borg_phase_name(enum hy_borg_phase phase);
  * reconfigurator finds them) and marks them clean: `hybridctl flush`, the
  * cleaner thread (every HY_BORG_CLEAN_SECONDS while there are any), and
  * unmount. Returns 0 with the blocks made clean in @synced, or a negative
- * errno with a message. Files not found keep their blocks in the BOPT. */
+ * errno with a message. Files not found keep their blocks in the BOPT,
+ * but for files removed through the mount (their rows marked gone): their
+ * blocks are data nobody can read again, and leave the map. */
 int hy_borg_flush(struct hy_borg *borg, uint64_t *synced, char *why, size_t why_size);
 
 /* The file @file_id is gone for good: its last name went through the
