@@ -118,6 +118,8 @@ int hy_analyzer_new(const struct hy_analyzer_config *config, struct hy_analyzer 
 							 : HY_ANALYZER_DEFAULT_MAX_VERTICES;
 	if (a->max_vertices > MAX_SLOTS / 2)
 		a->max_vertices = MAX_SLOTS / 2;
+	a->write_once_ns = config && config->write_once_ns ? config->write_once_ns
+							   : HY_ANALYZER_DEFAULT_WRITE_ONCE_NS;
 	hy_analyzer_graph_reset(a);
 	*out = a;
 	return 0;
@@ -133,7 +135,38 @@ void hy_analyzer_free(struct hy_analyzer *analyzer)
 	free(analyzer->e);
 	free(analyzer->eh);
 	free(analyzer->p);
+	free(analyzer->left);
 	free(analyzer);
+}
+
+bool hy_analyzer_written_once(const struct hy_analyzer_file_window *w, int64_t window_ns)
+{
+	if (window_ns <= 0 || w->last_write_ns <= 0 || w->born_ns <= 0)
+		return false;
+	/* made in the log's window: born shortly before it was first used */
+	if (w->first_ns > w->born_ns && w->first_ns - w->born_ns > window_ns)
+		return false;
+	/* and never read again once the window after its last write ended */
+	return w->last_read_ns <= 0 || w->last_read_ns <= w->last_write_ns ||
+	       w->last_read_ns - w->last_write_ns <= window_ns;
+}
+
+void hy_analyzer_left_out(const struct hy_analyzer *a, const struct hy_analyzer_left **out,
+			  size_t *n)
+{
+	*out = a->left;
+	*n = a->nleft;
+}
+
+const char *hy_analyzer_left_name(enum hy_analyzer_left_reason reason)
+{
+	switch (reason) {
+	case HY_ANALYZER_LEFT_REMOVED:
+		return "removed";
+	case HY_ANALYZER_LEFT_WRITTEN_ONCE:
+		return "written-once";
+	}
+	return "?";
 }
 
 /* True when a request at @ts follows one at @prev within the gap. A

@@ -44,6 +44,122 @@ static bool log_range(int64_t offset, int64_t length, uint64_t *block, uint32_t 
 	return true;
 }
 
+/* ---- files left out (analyzer.h) --------------------------------------- */
+
+static int left_cmp(const void *pa, const void *pb)
+{
+	const struct hy_analyzer_left *x = pa, *y = pb;
+
+	return x->file_id < y->file_id ? -1 : x->file_id > y->file_id;
+}
+
+static struct hy_analyzer_left *left_find(const struct hy_analyzer *a, uint64_t file_id)
+{
+	struct hy_analyzer_left key = {.file_id = file_id};
+
+	return a->nleft ? bsearch(&key, a->left, a->nleft, sizeof(key), left_cmp) : NULL;
+}
+
+static int left_push(struct hy_analyzer *a, uint64_t file_id, enum hy_analyzer_left_reason reason)
+{
+	if (a->nleft == a->leftcap) {
+		size_t cap = a->leftcap ? 2 * a->leftcap : 64;
+		struct hy_analyzer_left *grown = realloc(a->left, cap * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		a->left = grown;
+		a->leftcap = cap;
+	}
+	a->left[a->nleft++] = (struct hy_analyzer_left){file_id, reason, 0};
+	return 0;
+}
+
+/* The files of the rows after @after to leave out, and the removed files
+ * the graph already had vertices of (a loaded graph), whose vertices go
+ * now: a plan never relocates a file that no longer exists. */
+static int find_left_out(struct hy_analyzer *a, struct sqlite3 *db, int64_t after, char *why,
+			 size_t why_size)
+{
+	sqlite3_stmt *st;
+	size_t inwindow;
+	int step;
+
+	a->nleft = 0;
+	/* one pass over the window, by file: removed, and the written-once
+	 * rule's times (a row without its files row is neither) */
+	if (sqlite3_prepare_v2(
+		    db,
+		    "SELECT l.file_id, max(f.gone_ns IS NOT NULL),"
+		    " coalesce(nullif(max(f.birth_ns), 0), max(f.first_seen_ns), 0), min(l.ts_ns),"
+		    " coalesce(max(CASE WHEN l.mode = 1 THEN l.ts_ns END), 0),"
+		    " coalesce(max(CASE WHEN l.mode = 0 THEN l.ts_ns END), 0)"
+		    " FROM access_log l LEFT JOIN files f ON f.id = l.file_id"
+		    " WHERE l.rowid > ?1 GROUP BY l.file_id ORDER BY l.file_id",
+		    -1, &st, NULL) != SQLITE_OK)
+		return db_fail(db, "cannot read the access log by file", why, why_size);
+	sqlite3_bind_int64(st, 1, after);
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		uint64_t id = (uint64_t)sqlite3_column_int64(st, 0);
+		struct hy_analyzer_file_window w = {
+			.born_ns = sqlite3_column_int64(st, 2),
+			.first_ns = sqlite3_column_int64(st, 3),
+			.last_write_ns = sqlite3_column_int64(st, 4),
+			.last_read_ns = sqlite3_column_int64(st, 5),
+		};
+		int rc = 0;
+
+		if (sqlite3_column_int(st, 1))
+			rc = left_push(a, id, HY_ANALYZER_LEFT_REMOVED);
+		else if (hy_analyzer_written_once(&w, a->write_once_ns))
+			rc = left_push(a, id, HY_ANALYZER_LEFT_WRITTEN_ONCE);
+		if (rc) {
+			sqlite3_finalize(st);
+			snprintf(why, why_size, "analyzer: out of memory");
+			return rc;
+		}
+	}
+	sqlite3_finalize(st);
+	if (step != SQLITE_DONE)
+		return db_fail(db, "reading the access log by file", why, why_size);
+	inwindow = a->nleft;
+	if (a->nv) {
+		if (sqlite3_prepare_v2(db, "SELECT id FROM files WHERE gone_ns IS NOT NULL", -1,
+				       &st, NULL) != SQLITE_OK)
+			return db_fail(db, "cannot read the files removed", why, why_size);
+		while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+			uint64_t id = (uint64_t)sqlite3_column_int64(st, 0);
+			struct hy_analyzer_left key = {.file_id = id};
+
+			/* the window's part is sorted; what is added after it is
+			 * not in the window (those are in it already) */
+			if (!file_find(a, id) ||
+			    (inwindow && bsearch(&key, a->left, inwindow, sizeof(key), left_cmp)))
+				continue;
+			if (left_push(a, id, HY_ANALYZER_LEFT_REMOVED)) {
+				sqlite3_finalize(st);
+				snprintf(why, why_size, "analyzer: out of memory");
+				return -ENOMEM;
+			}
+		}
+		sqlite3_finalize(st);
+		if (step != SQLITE_DONE)
+			return db_fail(db, "reading the files removed", why, why_size);
+	}
+	if (a->nleft > inwindow)
+		qsort(a->left, a->nleft, sizeof(*a->left), left_cmp);
+	for (size_t i = 0; i < a->nleft; i++) {
+		struct file *fe;
+
+		if (a->left[i].reason != HY_ANALYZER_LEFT_REMOVED)
+			continue;
+		/* the file's slot may move when its last vertex goes: found again */
+		while ((fe = file_find(a, a->left[i].file_id)) && fe->head != NIL)
+			a->cut_edges += hy_analyzer_graph_vertex_remove(a, fe->head);
+	}
+	return 0;
+}
+
 int hy_analyzer_feed_log(struct hy_analyzer *a, struct sqlite3 *db, int64_t after, int64_t *last,
 			 char *why, size_t why_size)
 {
@@ -51,6 +167,9 @@ int hy_analyzer_feed_log(struct hy_analyzer *a, struct sqlite3 *db, int64_t afte
 	int rc;
 
 	*last = after;
+	rc = find_left_out(a, db, after, why, why_size);
+	if (rc)
+		return rc;
 	if (sqlite3_prepare_v2(db,
 			       "SELECT rowid, ts_ns, process_id, file_id, offset, length"
 			       " FROM access_log WHERE rowid > ?1 ORDER BY rowid",
@@ -62,8 +181,12 @@ int hy_analyzer_feed_log(struct hy_analyzer *a, struct sqlite3 *db, int64_t afte
 		uint64_t block;
 		uint32_t nblocks;
 
-		if (log_range(sqlite3_column_int64(st, 4), sqlite3_column_int64(st, 5), &block,
-			      &nblocks)) {
+		struct hy_analyzer_left *left = left_find(a, (uint64_t)sqlite3_column_int64(st, 3));
+
+		if (left)
+			left->requests++;
+		else if (log_range(sqlite3_column_int64(st, 4), sqlite3_column_int64(st, 5), &block,
+				   &nblocks)) {
 			int err = hy_analyzer_feed(a, sqlite3_column_int64(st, 1),
 						   (uint32_t)sqlite3_column_int64(st, 2),
 						   (uint64_t)sqlite3_column_int64(st, 3), block,
@@ -102,7 +225,7 @@ static int save_order(const void *pa, const void *pb, void *arg)
 int hy_analyzer_save(const struct hy_analyzer *a, struct sqlite3 *db, const char *mode,
 		     int64_t last_rowid, char *why, size_t why_size)
 {
-	sqlite3_stmt *vst = NULL, *est = NULL, *rst = NULL;
+	sqlite3_stmt *vst = NULL, *est = NULL, *rst = NULL, *lst = NULL;
 	uint32_t *order = NULL, *id = NULL;
 	struct timespec now;
 	size_t n = 0;
@@ -179,6 +302,27 @@ int hy_analyzer_save(const struct hy_analyzer *a, struct sqlite3 *db, const char
 	sqlite3_bind_int64(rst, 7, (int64_t)a->cut_vertices);
 	if (sqlite3_step(rst) != SQLITE_DONE)
 		goto fail;
+	/* the files this run left out, for explain: why a file is not planned */
+	{
+		int64_t run = sqlite3_last_insert_rowid(db);
+
+		if (sqlite3_exec(db, "DELETE FROM plan_files", NULL, NULL, NULL) != SQLITE_OK ||
+		    sqlite3_prepare_v2(db,
+				       "INSERT INTO plan_files (file_id, reason, requests, run)"
+				       " VALUES (?1, ?2, ?3, ?4)",
+				       -1, &lst, NULL) != SQLITE_OK)
+			goto fail;
+		for (size_t i = 0; i < a->nleft; i++) {
+			sqlite3_bind_int64(lst, 1, (int64_t)a->left[i].file_id);
+			sqlite3_bind_text(lst, 2, hy_analyzer_left_name(a->left[i].reason), -1,
+					  SQLITE_STATIC);
+			sqlite3_bind_int64(lst, 3, (int64_t)a->left[i].requests);
+			sqlite3_bind_int64(lst, 4, run);
+			if (sqlite3_step(lst) != SQLITE_DONE)
+				goto fail;
+			sqlite3_reset(lst);
+		}
+	}
 	if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
 		goto fail;
 	goto out;
@@ -189,6 +333,7 @@ out:
 	sqlite3_finalize(vst);
 	sqlite3_finalize(est);
 	sqlite3_finalize(rst);
+	sqlite3_finalize(lst);
 	free(order);
 	free(id);
 	return rc;
@@ -451,6 +596,74 @@ out:
 		*n = 0;
 	}
 	sqlite3_finalize(q);
+	sqlite3_close(db);
+	return rc;
+}
+
+/* ---- one file's plan, for explain ------------------------------------ */
+
+int hy_analyzer_file_plan(const char *db_path, uint64_t file_id, struct hy_analyzer_file_plan *out,
+			  char *why, size_t why_size)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *q = NULL;
+	int rc = -EIO;
+
+	memset(out, 0, sizeof(*out));
+	if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) !=
+	    SQLITE_OK) {
+		snprintf(why, why_size, "state database \"%s\": %s", db_path,
+			 db ? sqlite3_errmsg(db) : "out of memory");
+		sqlite3_close(db);
+		return -EIO;
+	}
+	sqlite3_busy_timeout(db, 5000);
+	/* one read transaction: the plan and its run's list agree */
+	if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+		goto out;
+	if (sqlite3_prepare_v2(db, "SELECT reason FROM plan_files WHERE file_id = ?1", -1, &q,
+			       NULL) != SQLITE_OK)
+		goto out;
+	sqlite3_bind_int64(q, 1, (sqlite3_int64)file_id);
+	if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0))
+		snprintf(out->left, sizeof(out->left), "%s",
+			 (const char *)sqlite3_column_text(q, 0));
+	sqlite3_finalize(q);
+	q = NULL;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT generation, state, capacity_blocks, blocks FROM bopt_plans"
+			       " ORDER BY generation DESC LIMIT 1",
+			       -1, &q, NULL) != SQLITE_OK)
+		goto out;
+	if (sqlite3_step(q) == SQLITE_ROW) {
+		out->have_plan = true;
+		out->generation = (uint64_t)sqlite3_column_int64(q, 0);
+		if (sqlite3_column_text(q, 1))
+			snprintf(out->state, sizeof(out->state), "%s",
+				 (const char *)sqlite3_column_text(q, 1));
+		out->capacity_blocks = (uint64_t)sqlite3_column_int64(q, 2);
+		out->plan_blocks = (uint64_t)sqlite3_column_int64(q, 3);
+	}
+	sqlite3_finalize(q);
+	q = NULL;
+	if (out->have_plan) {
+		if (sqlite3_prepare_v2(db,
+				       "SELECT coalesce(sum(nblocks), 0) FROM bopt_plan_ranges"
+				       " WHERE generation = ?1 AND file_id = ?2",
+				       -1, &q, NULL) != SQLITE_OK)
+			goto out;
+		sqlite3_bind_int64(q, 1, (sqlite3_int64)out->generation);
+		sqlite3_bind_int64(q, 2, (sqlite3_int64)file_id);
+		if (sqlite3_step(q) == SQLITE_ROW)
+			out->planned_blocks = (uint64_t)sqlite3_column_int64(q, 0);
+	}
+	rc = 0;
+out:
+	if (rc)
+		snprintf(why, why_size, "state database \"%s\": cannot read the plan: %s", db_path,
+			 sqlite3_errmsg(db));
+	sqlite3_finalize(q);
+	sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
 	sqlite3_close(db);
 	return rc;
 }

@@ -85,6 +85,11 @@ struct hy_analyzer {
 
 	uint64_t clock;
 	uint64_t requests, splits, cut_vertices, cut_edges;
+
+	/* the files the last feed_log left out, by id (analyzer.h) */
+	int64_t write_once_ns; /* <= 0: none is written once */
+	struct hy_analyzer_left *left;
+	size_t nleft, leftcap;
 };
 
 /* ---- small helpers ----------------------------------------------------- */

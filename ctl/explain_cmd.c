@@ -1,8 +1,11 @@
 /*
  * explain_cmd.c - `hybridctl explain PATH [--json]`: asks the daemon of
  * the mount PATH is in where the file's blocks live, range by range (the
- * BOPT, with its block, or home) and how hot they are (the master access
- * graph's weight after the last reorganization).
+ * BOPT, with its block, or home), how hot they are (the master access
+ * graph's weight after the last reorganization), and why the file is or
+ * is not relocated (its "reason": relocated, cold, written-once, removed,
+ * no-room, changed, copying, stopped; fs/borg_handlers.c). A path removed
+ * through the mount is still explained while its row is kept.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -62,8 +65,19 @@ static void print_human(struct json_object *r, const char *path)
 	struct json_object *ranges = json_object_object_get(r, "ranges");
 	size_t n = ranges ? json_object_array_length(ranges) : 0;
 
-	printf("%s: file %" PRIu64 ", %" PRIu64 " bytes, %" PRIu64 " blocks of 4 KiB\n", path,
-	       member_u64(r, "file_id"), member_u64(r, "size"), member_u64(r, "blocks"));
+	struct json_object *reason = json_object_object_get(r, "reason");
+	struct json_object *detail = json_object_object_get(r, "detail");
+
+	if (json_object_object_get(r, "size"))
+		printf("%s: file %" PRIu64 ", %" PRIu64 " bytes, %" PRIu64 " blocks of 4 KiB\n",
+		       path, member_u64(r, "file_id"), member_u64(r, "size"),
+		       member_u64(r, "blocks"));
+	else
+		printf("%s: file %" PRIu64 "\n", path, member_u64(r, "file_id"));
+	if (reason)
+		printf("%s, %" PRIu64 " blocks relocated: %s\n", json_object_get_string(reason),
+		       member_u64(r, "relocated_blocks"),
+		       detail ? json_object_get_string(detail) : "");
 	if (!n)
 		return;
 	printf("%12s %12s %10s  %-5s %12s  %s\n", "FIRST", "LAST", "BLOCKS", "WHERE", "BOPT BLOCK",
@@ -84,6 +98,29 @@ static void print_human(struct json_object *r, const char *path)
 	}
 	if (json_object_object_get(r, "truncated"))
 		printf("(more ranges follow; the list is cut)\n");
+}
+
+/* A path that names nothing now (a file removed through the mount, whose
+ * reason the daemon may still know): its directory's real path and its
+ * name; false (errno kept) when the directory is gone too. */
+static bool removed_path(const char *path, char *real, size_t size)
+{
+	char dir[PATH_MAX], rdir[PATH_MAX];
+	const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+	int saved = errno;
+
+	if (saved != ENOENT || !*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return false;
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) + 1 : 1, slash ? path : ".");
+	if (!realpath(dir, rdir)) {
+		errno = saved;
+		return false;
+	}
+	if ((size_t)snprintf(real, size, "%s/%s", strcmp(rdir, "/") ? rdir : "", name) >= size) {
+		errno = saved;
+		return false;
+	}
+	return true;
 }
 
 int hy_ctl_explain(int argc, char **argv)
@@ -111,7 +148,7 @@ int hy_ctl_explain(int argc, char **argv)
 		fprintf(stderr, "usage: hybridctl explain PATH [--json]\n");
 		return 2;
 	}
-	if (!realpath(path, real)) {
+	if (!realpath(path, real) && !removed_path(path, real, sizeof(real))) {
 		fprintf(stderr, "hybridctl: explain: \"%s\": %s\n", path, strerror(errno));
 		return 1;
 	}
@@ -137,6 +174,8 @@ int hy_ctl_explain(int argc, char **argv)
 		return 1;
 	}
 	json_object_object_add(args, "path", json_object_new_string(inside));
+	/* the profiler's pending rows first: a removal just made is marked */
+	hy_ctl_sync_log(dir);
 	rc = hy_control_call_args(dir, HY_CONTROL_EXPLAIN, args, 30000, &result, why, sizeof(why));
 	json_object_put(args);
 	if (rc) {

@@ -28,6 +28,7 @@
 #include "hybridfs/indirector.h"
 #include "fs_internal.h"
 #include "hybridfs/inode.h"
+#include "hybridfs/log.h"
 #include "hybridfs/map.h"
 #include "hybridfs/profiler.h"
 
@@ -67,6 +68,7 @@ struct json_object *hy_fs_reorganize(void *ctx, struct json_object *req, char *w
 	struct hy_borg *borg = ctx;
 	struct hy_reorganize_params params = {.decay = 0.5};
 	struct json_object *v, *result;
+	uint64_t swept_files = 0, swept_blocks = 0;
 	double x;
 	bool given;
 
@@ -102,6 +104,15 @@ struct json_object *hy_fs_reorganize(void *ctx, struct json_object *req, char *w
 		}
 		params.always = json_object_get_boolean(v);
 	}
+	/* files removed behind the mount's back give their BOPT room back
+	 * before the plan is made (those removed through the mount did at
+	 * once: hy_borg_forget_file); a failed sweep costs room, not data */
+	{
+		char swhy[512];
+
+		if (hy_borg_sweep_gone(borg, &swept_files, &swept_blocks, swhy, sizeof(swhy)) < 0)
+			hy_log(LOG_WARNING, "reorganize: looking for removed files: %s", swhy);
+	}
 	if (hy_borg_reorganize(borg, &params, why, why_size) < 0)
 		return NULL;
 	result = json_object_new_object();
@@ -110,6 +121,8 @@ struct json_object *hy_fs_reorganize(void *ctx, struct json_object *req, char *w
 
 		hy_borg_get_progress(borg, &p);
 		add_u64(result, "run", p.run);
+		add_u64(result, "removed_files", swept_files);
+		add_u64(result, "removed_blocks", swept_blocks);
 	}
 	return result;
 }
@@ -221,6 +234,8 @@ struct json_object *hy_fs_borg_status(struct hy_borg *borg, struct hy_engine *en
 	add_u64(o, "map_extents", info.map_extents);
 	add_u64(o, "map_blocks", info.map_blocks);
 	add_u64(o, "dirty_blocks", info.dirty_blocks);
+	add_u64(o, "removed_files", info.removed_files);
+	add_u64(o, "removed_blocks", info.removed_blocks);
 	hy_indirector_get_stats(hy_engine_indirector(engine), &ind);
 	add_u64(o, "bopt_writes", ind.bopt_writes);
 	add_u64(o, "synced_blocks", ind.synced_blocks);
@@ -292,6 +307,110 @@ static bool safe_relative(const char *path)
 	return true;
 }
 
+/* Blocks of @id the map holds in the BOPT. */
+static uint64_t relocated_blocks(struct hy_map *map, uint64_t id)
+{
+	struct hy_map_extent *e = NULL;
+	uint64_t sum = 0;
+	size_t n = 0;
+
+	if (hy_map_file_extents(map, id, 0, &e, &n) == 0)
+		for (size_t i = 0; i < n; i++)
+			sum += e[i].nblocks;
+	free(e);
+	return sum;
+}
+
+static void add_reason(struct json_object *result, const char *reason, const char *detail)
+{
+	json_object_object_add(result, "reason", json_object_new_string(reason));
+	json_object_object_add(result, "detail", json_object_new_string(detail));
+}
+
+/* A path removed through the mount whose row is still kept: removed, and
+ * what the map still holds of it (nothing once hy_borg_forget_file ran;
+ * the blocks of a file still open stay until its last close). */
+static struct json_object *explain_removed(struct hy_map *map, const char *path, uint64_t id)
+{
+	struct json_object *result = json_object_new_object();
+	uint64_t held = relocated_blocks(map, id);
+
+	if (!result)
+		return NULL;
+	json_object_object_add(result, "path", json_object_new_string(path));
+	add_u64(result, "file_id", id);
+	add_u64(result, "relocated_blocks", held);
+	add_reason(result, "removed",
+		   held ? "removed through the mount; its relocated blocks are still held: a "
+			  "handle of it is open (they go at its last close), or blocks written "
+			  "into the BOPT could not go home (they go at the next flush)"
+			: "removed through the mount; its relocated blocks were freed");
+	json_object_object_add(result, "ranges", json_object_new_array());
+	return result;
+}
+
+/* Why the file is or is not relocated, from what the code recorded: the
+ * map (relocated), the last run's plan_files (removed, written once), the
+ * newest plan's ranges (planned but not in the BOPT: the copy skipped it
+ * or a change released it since) and the saved graph against the plan's
+ * room (no room: what the plan left free was less than the smallest range
+ * of the file; else the planner did not choose it, or it was never read:
+ * cold). */
+static int explain_reason(const struct hy_fs_explain_ctx *ec, struct json_object *result,
+			  uint64_t id, uint64_t relocated, const struct hy_analyzer_heat *v,
+			  size_t nv, char *why, size_t why_size)
+{
+	struct hy_analyzer_file_plan fp;
+	uint64_t smallest = UINT64_MAX;
+
+	add_u64(result, "relocated_blocks", relocated);
+	if (!id) {
+		add_reason(result, "cold", "never read or written through the mount");
+		return 0;
+	}
+	if (hy_analyzer_file_plan(ec->db_path, id, &fp, why, why_size) < 0)
+		return -EIO;
+	if (relocated) {
+		add_reason(result, "relocated", "in the BOPT, as the plan placed it");
+		return 0;
+	}
+	if (strcmp(fp.left, "written-once") == 0) {
+		add_reason(result, "written-once",
+			   "written in the log's window and read only soon after: not planned");
+		return 0;
+	}
+	if (fp.left[0]) {
+		add_reason(result, fp.left, "left out of the plan");
+		return 0;
+	}
+	if (fp.planned_blocks) {
+		if (strcmp(fp.state, "planned") == 0 || strcmp(fp.state, "copying") == 0)
+			add_reason(result, "copying", "in the plan; the copy has not reached it");
+		else if (strcmp(fp.state, "failed") == 0)
+			add_reason(result, "stopped",
+				   "in the plan, not in the BOPT: the reorganization failed or was "
+				   "stopped before it was copied");
+		else
+			add_reason(result, "changed",
+				   "in the plan, not in the BOPT: the copy skipped it (the file "
+				   "changed during the copy, or its place was still held) or a "
+				   "change through the mount released it since");
+		return 0;
+	}
+	for (size_t i = 0; i < nv; i++)
+		if (v[i].nblocks < smallest)
+			smallest = v[i].nblocks;
+	if (nv && fp.have_plan &&
+	    (fp.plan_blocks >= fp.capacity_blocks ||
+	     fp.capacity_blocks - fp.plan_blocks < smallest)) {
+		add_reason(result, "no-room",
+			   "read, but the plan's BOPT room was full before it came");
+		return 0;
+	}
+	add_reason(result, "cold", nv ? "read, but not chosen by the planner" : "not in the plan");
+	return 0;
+}
+
 struct json_object *hy_fs_explain(void *ctx, struct json_object *req, char *why, size_t why_size)
 {
 	const struct hy_fs_explain_ctx *ec = ctx;
@@ -317,6 +436,9 @@ struct json_object *hy_fs_explain(void *ctx, struct json_object *req, char *why,
 	}
 	/* O_PATH: the file is only named, never opened for its data */
 	fd = openat(ec->root_fd, path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT && ec->identity &&
+	    (id = hy_identity_find_removed(ec->identity, path)) != 0)
+		return explain_removed(map, path, id);
 	if (fd < 0 || fstat(fd, &st) != 0) {
 		snprintf(why, why_size, "\"%s\": %s", path, strerror(errno));
 		goto out;
@@ -342,6 +464,12 @@ struct json_object *hy_fs_explain(void *ctx, struct json_object *req, char *why,
 	nblocks = ((uint64_t)st.st_size + BLOCK - 1) / BLOCK;
 	add_u64(result, "blocks", nblocks);
 	json_object_object_add(result, "ranges", ranges);
+	if (explain_reason(ec, result, id, id ? relocated_blocks(map, id) : 0, vertices, nv, why,
+			   why_size) < 0) {
+		json_object_put(result);
+		result = NULL;
+		goto out;
+	}
 	if (nblocks == 0)
 		goto out;
 	if (nblocks > UINT32_MAX)

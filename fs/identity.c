@@ -49,9 +49,9 @@ struct hy_identity {
 	void (*kick)(void *arg);
 	void *kick_arg;
 
-	pthread_mutex_t read_lock; /* protects read_db, select_file, the making of ids */
+	pthread_mutex_t read_lock; /* protects read_db, its statements, the making of ids */
 	sqlite3 *read_db;
-	sqlite3_stmt *select_file;
+	sqlite3_stmt *select_file, *select_removed;
 
 	pthread_mutex_t lock; /* protects everything below */
 	pthread_cond_t batch_cond;
@@ -206,6 +206,22 @@ uint64_t hy_identity_find_file(struct hy_identity *idt, int fd, const struct sta
 	pthread_mutex_lock(&idt->read_lock);
 	if (lookup_file(idt, st, birth_of(fd), &id) < 0)
 		id = 0;
+	pthread_mutex_unlock(&idt->read_lock);
+	return id;
+}
+
+uint64_t hy_identity_find_removed(struct hy_identity *idt, const char *path)
+{
+	uint64_t id = 0;
+
+	if (!idt || !path)
+		return 0;
+	pthread_mutex_lock(&idt->read_lock);
+	sqlite3_bind_text(idt->select_removed, 1, path, -1, SQLITE_STATIC);
+	if (sqlite3_step(idt->select_removed) == SQLITE_ROW)
+		id = (uint64_t)sqlite3_column_int64(idt->select_removed, 0);
+	sqlite3_reset(idt->select_removed);
+	sqlite3_clear_bindings(idt->select_removed);
 	pthread_mutex_unlock(&idt->read_lock);
 	return id;
 }
@@ -643,7 +659,11 @@ int hy_identity_new(const struct hy_identity_config *config, struct hy_identity 
 		    &idt->prune_files) ||
 	    prepare(idt->read_db,
 		    "SELECT id FROM files WHERE dev = ?1 AND ino = ?2 AND birth_ns = ?3",
-		    &idt->select_file)) {
+		    &idt->select_file) ||
+	    prepare(idt->read_db,
+		    "SELECT id FROM files WHERE path = ?1 AND gone_ns IS NOT NULL"
+		    " ORDER BY gone_ns DESC LIMIT 1",
+		    &idt->select_removed)) {
 		snprintf(why, why_size, "profiler: database \"%s\": %s", config->db_path,
 			 sqlite3_errmsg(idt->db));
 		hy_identity_free(idt);
@@ -662,6 +682,7 @@ void hy_identity_free(struct hy_identity *idt)
 	sqlite3_finalize(idt->mark_gone);
 	sqlite3_finalize(idt->prune_files);
 	sqlite3_finalize(idt->select_file);
+	sqlite3_finalize(idt->select_removed);
 	if (idt->read_db)
 		sqlite3_close(idt->read_db);
 	while (idt->files) {

@@ -23,6 +23,7 @@
 
 #include <fuse_lowlevel.h>
 
+#include "hybridfs/borg.h"
 #include "hybridfs/device.h"
 #include "hybridfs/engine.h"
 #include "fs_internal.h"
@@ -87,25 +88,28 @@ uint64_t hy_ops_file_id_of(struct hy_fs *fs, struct hy_inode *inode, int fd)
 /* A file whose last name went while no handle was open, or whose last
  * handle closed after that: nobody can read it again, so the cache drops
  * its blocks unwritten and lets go of it, and its room goes back to the
- * disk now, as on the plain directory (issue 8, full disks). @fd: a
- * descriptor of it, for its link count. */
+ * disk now, as on the plain directory (issue 8, full disks); BORG frees
+ * its relocated blocks (hy_borg_forget_file). @fd: a descriptor of it,
+ * for its link count. */
 void hy_ops_forget_if_gone(struct hy_fs *fs, struct hy_inode *inode, int fd)
 {
 	uint64_t file_id;
 	struct stat st;
 	int rc;
 
-	if (fd < 0 || atomic_load(&inode->opens) != 0 || (!fs->engine->cache && !fs->profiler))
+	if (fd < 0 || atomic_load(&inode->opens) != 0 ||
+	    (!fs->engine->cache && !fs->profiler && !fs->borg))
 		return;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 0)
 		return;
-	/* Only the cache holds blocks that would go home into a removed file:
-	 * it must know the id however the entry was made. Without a cache the
-	 * id serves the profiler's pruning alone, and the entry's own (a file
-	 * made or opened through the mount) is enough: no database read per
-	 * unlink. */
-	file_id =
-		fs->engine->cache ? hy_ops_file_id_of(fs, inode, fd) : atomic_load(&inode->file_id);
+	/* The cache holds blocks that would go home into a removed file, and
+	 * BORG relocated blocks that would keep the BOPT's room: they must
+	 * know the id however the entry was made (one indexed database read
+	 * when the entry does not know it). Without either the id serves the
+	 * profiler's pruning alone, and the entry's own (a file made or opened
+	 * through the mount) is enough: no database read per unlink. */
+	file_id = fs->engine->cache || fs->borg ? hy_ops_file_id_of(fs, inode, fd)
+						: atomic_load(&inode->file_id);
 	if (!file_id)
 		return;
 	rc = fs->engine->cache ? hy_engine_forget_file(fs->engine, file_id) : 0;
@@ -115,6 +119,11 @@ void hy_ops_forget_if_gone(struct hy_fs *fs, struct hy_inode *inode, int fd)
 	else if (fs->profiler)
 		hy_identity_file_gone(hy_profiler_identity(fs->profiler),
 				      file_id); /* its row can go */
+	/* BORG's relocated blocks of it are freed now, not at the next
+	 * reorganization (issue 18: removed build outputs held most of a
+	 * day's plan); after the cache, which sends nothing more down */
+	if (fs->borg)
+		hy_borg_forget_file(fs->borg, file_id, NULL);
 }
 
 void hy_ops_meta_gate_begin(struct hy_fs *fs, struct hy_inode *inode, int fd,

@@ -552,9 +552,15 @@ static int do_unlink(struct hy_fs *fs, struct hy_inode *parent, const char *name
 	if (rc)
 		return rc;
 	victim = hy_inode_pin_child(fs->inodes, parent, name);
-	/* a file that keeps another name: its ctime moves, its data stays */
+	/* a file that keeps another name, or a handle: its ctime moves, its
+	 * data stays. An open file's handles still read it, from its BOPT
+	 * copies too (the stamp follows the unlink, so they are not taken
+	 * for stale); they are freed at its last close (hy_ops_file_free ->
+	 * hy_ops_forget_if_gone), after its dirty blocks went home, since
+	 * until then a handle may write and read them. */
 	gate.gated = false;
-	if (victim && !flags && fstat(victim->fd, &st) == 0 && st.st_nlink > 1)
+	if (victim && !flags && fstat(victim->fd, &st) == 0 &&
+	    (st.st_nlink > 1 || atomic_load(&victim->opens) > 0))
 		hy_ops_meta_gate_begin(fs, victim, victim->fd, &gate);
 	rc = unlinkat(pref.dirfd, name, flags) < 0 ? -errno : 0;
 	hy_ops_meta_gate_end(fs, &gate, rc == 0);

@@ -71,6 +71,9 @@ static const char *const migrations[HY_STATE_SCHEMA_VERSION] = {
 	/* 7 -> 8: the filesystems' UUIDs, so that files follow a renumbered disk */
 	"CREATE TABLE volumes (dev INTEGER PRIMARY KEY, uuid TEXT NOT NULL UNIQUE,"
 	" seen_ns INTEGER NOT NULL);",
+	/* 8 -> 9: the files the last plan left out, and why (explain) */
+	"CREATE TABLE plan_files (file_id INTEGER PRIMARY KEY, reason TEXT NOT NULL,"
+	" requests INTEGER NOT NULL, run INTEGER NOT NULL);",
 };
 
 int hy_state_errno(int sqlite_code)

@@ -519,6 +519,153 @@ void hy_borg_close(struct hy_borg *b)
 	borg_free(b);
 }
 
+/* ---- removed files ----------------------------------------------------- */
+
+/* Every relocated extent of @file_id leaves the map through the
+ * indirector's drop (journaled, under the file's gate, then a barrier), as
+ * the reconfigurator drops what a plan no longer keeps: the same
+ * crash-safe path, so nothing new can go wrong at replay. */
+static int drop_file(struct hy_borg *b, uint64_t file_id, uint64_t *freed, uint64_t *kept_dirty)
+{
+	struct hy_indirector_range *ranges;
+	struct hy_map_extent *e = NULL;
+	uint64_t total = 0;
+	size_t n = 0;
+	int rc;
+
+	*freed = *kept_dirty = 0;
+	rc = hy_map_file_extents(b->map, file_id, 0, &e, &n);
+	if (rc || n == 0)
+		return rc;
+	ranges = malloc(n * sizeof(*ranges));
+	if (!ranges) {
+		free(e);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		ranges[i] = (struct hy_indirector_range){file_id, e[i].block, e[i].nblocks};
+		total += e[i].nblocks;
+	}
+	free(e);
+	rc = hy_indirector_drop(hy_engine_indirector(b->config.engine), ranges, n, kept_dirty);
+	free(ranges);
+	if (rc == 0)
+		*freed = total - *kept_dirty;
+	return rc;
+}
+
+int hy_borg_forget_file(struct hy_borg *b, uint64_t file_id, uint64_t *freed)
+{
+	uint64_t kept = 0, got = 0;
+	int rc;
+
+	if (freed)
+		*freed = 0;
+	if (!b || !file_id ||
+	    !hy_indirector_has_copies(hy_engine_indirector(b->config.engine), file_id))
+		return 0;
+	rc = drop_file(b, file_id, &got, &kept);
+	if (rc) {
+		hy_log(LOG_WARNING,
+		       "file %" PRIu64 ", removed: its relocated blocks stay in the BOPT until "
+		       "the next reorganization: %s",
+		       file_id, strerror(-rc));
+		return rc;
+	}
+	/* Dirty blocks here are ones the last close could not send home (it
+	 * logged why): the drop keeps them, as it keeps every dirty block, and
+	 * they go at a later flush (hy_borg_flush: a file gone for good has its
+	 * blocks discarded there). */
+	if (kept)
+		hy_log(LOG_NOTICE,
+		       "file %" PRIu64 ", removed: %" PRIu64 " of its blocks written into the "
+		       "BOPT and not home stay there until the next flush",
+		       file_id, kept);
+	pthread_mutex_lock(&b->lock);
+	b->forgotten_files++;
+	b->forgotten_blocks += got;
+	pthread_mutex_unlock(&b->lock);
+	if (freed)
+		*freed = got;
+	return 0;
+}
+
+int hy_borg_sweep_gone(struct hy_borg *b, uint64_t *files_out, uint64_t *freed_out, char *why,
+		       size_t why_size)
+{
+	struct hy_map_extent *e = NULL;
+	struct search found = {0};
+	uint64_t *ids = NULL, files = 0, freed = 0;
+	size_t n = 0, nids = 0;
+	sqlite3 *db = NULL;
+	int rc;
+
+	*files_out = *freed_out = 0;
+	rc = hy_map_snapshot(b->map, &e, &n);
+	if (rc) {
+		snprintf(why, why_size, "out of memory");
+		return rc;
+	}
+	ids = malloc((n ? n : 1) * sizeof(*ids));
+	if (!ids) {
+		free(e);
+		snprintf(why, why_size, "out of memory");
+		return -ENOMEM;
+	}
+	/* the snapshot is by file, then block: each id once */
+	for (size_t i = 0; i < n; i++)
+		if (nids == 0 || ids[nids - 1] != e[i].file_id)
+			ids[nids++] = e[i].file_id;
+	free(e);
+	if (nids == 0) {
+		free(ids);
+		return 0;
+	}
+	/* its own connection, as the flush: the reconfigurator's may be busy */
+	if (sqlite3_open_v2(b->db_path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+	    SQLITE_OK) {
+		snprintf(why, why_size, "state database \"%s\": %s", b->db_path,
+			 db ? sqlite3_errmsg(db) : "out of memory");
+		sqlite3_close(db);
+		free(ids);
+		return -EIO;
+	}
+	sqlite3_busy_timeout(db, 10000);
+	rc = hy_borg_homes_find_files(&b->place, db, ids, nids, &found, why, why_size);
+	sqlite3_close(db);
+	for (size_t i = 0; i < nids && rc == 0; i++) {
+		struct wanted *w = hy_borg_homes_wanted_by_id(&found, ids[i]);
+		uint64_t got = 0, kept = 0;
+
+		/* Not at its path nor anywhere in the tree (dev, ino and birth):
+		 * removed behind the mount's back, or held open by a handle after
+		 * that. Dropping is safe either way: a clean copy equals home (a
+		 * handle's reads go home from now on) and dirty ones stay. */
+		if (w && w->path)
+			continue;
+		rc = drop_file(b, ids[i], &got, &kept);
+		if (rc)
+			snprintf(why, why_size, "file %" PRIu64 ": cannot drop its extents: %s",
+				 ids[i], strerror(-rc));
+		else if (got)
+			files++, freed += got;
+	}
+	hy_borg_homes_search_free(&found);
+	free(ids);
+	if (files)
+		hy_log(LOG_NOTICE,
+		       "reorganize: %" PRIu64 " files removed behind the mount's back held %" PRIu64
+		       " relocated blocks: freed",
+		       files, freed);
+	pthread_mutex_lock(&b->lock);
+	b->forgotten_files += files;
+	b->forgotten_blocks += freed;
+	pthread_mutex_unlock(&b->lock);
+	*files_out = files;
+	*freed_out = freed;
+	return rc;
+}
+
 /* ---- progress ------------------------------------------------------- */
 
 const char *hy_borg_phase_name(enum hy_borg_phase phase)
@@ -562,6 +709,10 @@ void hy_borg_get_info(struct hy_borg *b, struct hy_borg_info *out)
 	out->map_extents = stats.extents;
 	out->map_blocks = stats.blocks;
 	out->dirty_blocks = stats.dirty_blocks;
+	pthread_mutex_lock(&b->lock);
+	out->removed_files = b->forgotten_files;
+	out->removed_blocks = b->forgotten_blocks;
+	pthread_mutex_unlock(&b->lock);
 }
 
 struct hy_map *hy_borg_map(struct hy_borg *b)

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,32 @@
 
 /* ---- flushing: dirty BOPT blocks home ------------------------------- */
 
+/* Whether @file_id's row says its last name went through the mount with
+ * no handle open (identity.h: gone_ns). Such a file can never be read
+ * again: no handle, no name, and ids are never given twice. */
+static bool removed(sqlite3 *db, uint64_t file_id)
+{
+	sqlite3_stmt *st;
+	bool yes = false;
+
+	if (sqlite3_prepare_v2(db, "SELECT gone_ns IS NOT NULL FROM files WHERE id = ?1", -1, &st,
+			       NULL) != SQLITE_OK)
+		return false;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)file_id);
+	yes = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	return yes;
+}
+
+/* A dirty block of a file found nowhere at home stays in the BOPT, unless
+ * the file was removed through the mount (removed()): then its blocks are
+ * data nobody can read, and they leave the map (journaled, durable) so
+ * their BOPT room is free. That is a file whose last close could not send
+ * them home (hy_borg_forget_file left them). No gate is needed: no
+ * request of it can come, and the reconfigurator finds no home to copy;
+ * its drop of the same blocks keeps dirty ones, so whichever comes second
+ * finds nothing to do, and the journal's order is the map's (a checkpoint
+ * racing it may keep the extent: the next flush discards it again). */
 int hy_borg_flush(struct hy_borg *b, uint64_t *synced, char *why, size_t why_size)
 {
 	struct {
@@ -31,7 +58,7 @@ int hy_borg_flush(struct hy_borg *b, uint64_t *synced, char *why, size_t why_siz
 		size_t n;
 	} dirty;
 	struct search files;
-	uint64_t unreachable = 0;
+	uint64_t unreachable = 0, discarded = 0;
 	sqlite3 *db = NULL;
 	int rc;
 
@@ -56,7 +83,6 @@ int hy_borg_flush(struct hy_borg *b, uint64_t *synced, char *why, size_t why_siz
 	}
 	sqlite3_busy_timeout(db, 10000);
 	rc = hy_borg_homes_find_files(&b->place, db, dirty.ids, dirty.n, &files, why, why_size);
-	sqlite3_close(db);
 	for (size_t i = 0; i < dirty.n && rc == 0; i++) {
 		struct wanted *w = hy_borg_homes_wanted_by_id(&files, dirty.ids[i]);
 		struct hy_engine_file file;
@@ -64,7 +90,16 @@ int hy_borg_flush(struct hy_borg *b, uint64_t *synced, char *why, size_t why_siz
 		int fd = -1;
 
 		if (hy_borg_homes_open_home(&b->place, w, O_RDWR, &fd) < 0) {
-			unreachable++;
+			int64_t gone =
+				removed(db, dirty.ids[i])
+					? hy_map_journal_release(b->journal, b->map, dirty.ids[i],
+								 0, UINT64_MAX, true)
+					: 0;
+
+			if (gone > 0)
+				discarded += (uint64_t)gone;
+			else
+				unreachable++;
 			continue;
 		}
 		hy_engine_file_init(b->config.engine, &file, fd);
@@ -80,6 +115,12 @@ int hy_borg_flush(struct hy_borg *b, uint64_t *synced, char *why, size_t why_siz
 			*synced += (uint64_t)n;
 		}
 	}
+	sqlite3_close(db);
+	if (discarded)
+		hy_log(LOG_NOTICE,
+		       "flush: %" PRIu64 " blocks written into the BOPT for files removed through "
+		       "the mount since (nobody can read them) were discarded",
+		       discarded);
 	if (unreachable)
 		hy_log(LOG_WARNING,
 		       "flush: %" PRIu64 " files with blocks written into the BOPT were not found "

@@ -24,8 +24,9 @@
 
 /* ---- finding home files --------------------------------------------- */
 
-/* nftw() has no argument for its callback; one search runs at a time (the
- * reconfigurator thread is the only caller, and only one runs). */
+/* nftw() has no argument for its callback; one search runs at a time
+ * (search_lock: the reconfigurator, the cleaner's flush and the sweep of
+ * removed files before a reorganization may each search). */
 static struct search *current_search;
 
 static int by_dev_ino(const void *a, const void *b)

@@ -77,6 +77,9 @@ struct hy_borg {
 	_Atomic uint64_t warm_seen_reads; /* ... at the last clock tick a read was noted */
 	_Atomic int64_t warm_last_read_ns;
 	struct timespec started;
+	/* relocated blocks of removed files freed since mount (hy_borg_forget_file,
+	 * hy_borg_sweep_gone) */
+	uint64_t forgotten_files, forgotten_blocks;
 };
 
 struct wanted {

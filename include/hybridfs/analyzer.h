@@ -56,6 +56,7 @@
 #ifndef HYBRIDFS_ANALYZER_H
 #define HYBRIDFS_ANALYZER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -63,12 +64,18 @@
 
 #define HY_ANALYZER_DEFAULT_GAP_NS	 1000000000LL
 #define HY_ANALYZER_DEFAULT_MAX_VERTICES 4000000
+/* The written-once window: ten minutes, longer than a build's compile
+ * and link of one object, far shorter than the day after (see below). */
+#define HY_ANALYZER_DEFAULT_WRITE_ONCE_NS (600 * 1000000000LL)
 
 struct sqlite3;
 
 struct hy_analyzer_config {
 	int64_t gap_ns;	     /* 0: HY_ANALYZER_DEFAULT_GAP_NS */
 	size_t max_vertices; /* 0: HY_ANALYZER_DEFAULT_MAX_VERTICES */
+	/* 0: HY_ANALYZER_DEFAULT_WRITE_ONCE_NS; negative: no file is taken
+	 * for written once */
+	int64_t write_once_ns;
 };
 
 struct hy_analyzer_stats {
@@ -103,13 +110,65 @@ int hy_analyzer_export(const struct hy_analyzer *analyzer, struct hy_plan_vertex
 		       size_t *nv, uint64_t **weights, struct hy_plan_edge **edges, size_t *ne);
 
 /* Reads access_log rows with rowid > @after (in rowid order) from @db and
- * feeds them; sets @last to the last rowid read. Returns 0, or a negative
- * errno with the database's message in @why. */
+ * feeds them, but for the files left out (below); sets @last to the last
+ * rowid read. Returns 0, or a negative errno with the database's message
+ * in @why. */
 int hy_analyzer_feed_log(struct hy_analyzer *analyzer, struct sqlite3 *db, int64_t after,
 			 int64_t *last, char *why, size_t why_size);
 
-/* Saves the graph (replacing the saved one) and records a run reading up
- * to @last_rowid in @mode ("cumulative" or "partial"), in one transaction.
+/*
+ * Files left out of the graph (hy_analyzer_feed_log), so that no plan
+ * relocates them:
+ *   - removed: its files row says its last name went through the mount
+ *     (gone_ns, identity.h); its log rows are skipped and the vertices a
+ *     loaded graph had of it are cut;
+ *   - written once (a build output): over the log rows read, the file was
+ *     written, was born (files.birth_ns, else first_seen_ns) at most the
+ *     window (write_once_ns) before its first request there, and no read
+ *     of it came later than the window after its last write. A compiler's
+ *     object read back by the linker at once and removed by the next
+ *     clean is such a file; a file read again later (a header generated
+ *     once and read every morning) is not, and neither is one made before
+ *     the log's window that is rewritten (a source edited and compiled).
+ *     Its log rows are skipped.
+ * hy_analyzer_save() stores the list (table plan_files, state.h) with the
+ * run, for explain.
+ */
+enum hy_analyzer_left_reason {
+	HY_ANALYZER_LEFT_REMOVED = 1,
+	HY_ANALYZER_LEFT_WRITTEN_ONCE = 2,
+};
+
+struct hy_analyzer_left {
+	uint64_t file_id;
+	enum hy_analyzer_left_reason reason;
+	uint64_t requests; /* its log rows skipped in this feed */
+};
+
+/* What the log says of one file, for the written-once rule (times in ns,
+ * CLOCK_REALTIME; 0: none). */
+struct hy_analyzer_file_window {
+	int64_t born_ns;       /* birth time, else when first seen; 0: unknown */
+	int64_t first_ns;      /* its first request among the rows read */
+	int64_t last_write_ns; /* its last write there, 0 when none */
+	int64_t last_read_ns;  /* its last read there, 0 when none */
+};
+
+/* The rule above, pure: whether @w is a written-once file for the window
+ * @window_ns (<= 0: never). */
+bool hy_analyzer_written_once(const struct hy_analyzer_file_window *w, int64_t window_ns);
+
+/* The files the last hy_analyzer_feed_log() left out, by id (valid until
+ * the next feed or the analyzer's free). */
+void hy_analyzer_left_out(const struct hy_analyzer *analyzer, const struct hy_analyzer_left **out,
+			  size_t *n);
+
+/* Its name in plan_files and explain: "removed", "written-once". */
+const char *hy_analyzer_left_name(enum hy_analyzer_left_reason reason);
+
+/* Saves the graph (replacing the saved one), the files the last feed left
+ * out (plan_files), and records a run reading up to @last_rowid in @mode
+ * ("cumulative" or "partial"), in one transaction.
  * hy_analyzer_load() reads the saved graph back and gives the rowid to go
  * on from (0 with no run yet). Both return 0 or a negative errno with a
  * message. */
@@ -130,5 +189,21 @@ struct hy_analyzer_heat {
  * none). Returns 0, or -EIO / -ENOMEM with a message in @why. */
 int hy_analyzer_file_heat(const char *db_path, uint64_t file_id, struct hy_analyzer_heat **out,
 			  size_t *n, char *why, size_t why_size);
+
+/* What the newest plan says of file @file_id, for explain: whether the
+ * run that made it left the file out (plan_files: @left is its reason's
+ * name, "" when not), how many of its blocks the plan placed, and the
+ * plan's state, capacity and blocks placed (have_plan false: no plan
+ * yet). Read as hy_analyzer_file_heat() reads. 0, or -EIO with a message. */
+struct hy_analyzer_file_plan {
+	char left[16];
+	uint64_t planned_blocks;
+	bool have_plan;
+	uint64_t generation;
+	char state[16]; /* planned, copying, done, failed */
+	uint64_t capacity_blocks, plan_blocks;
+};
+int hy_analyzer_file_plan(const char *db_path, uint64_t file_id, struct hy_analyzer_file_plan *out,
+			  char *why, size_t why_size);
 
 #endif

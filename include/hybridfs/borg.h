@@ -45,8 +45,10 @@
  *
  * Who calls it: fs/main.c (open, close; the BOPT's device and descriptor
  * for emulate=; hy_borg_left_dirty for a mount that leaves the BOPT out);
- * fs/borg_handlers.c, the control handlers (reorganize, progress, flush,
- * explain: hy_borg_map) and BORG's part of status (info);
+ * fs/borg_handlers.c, the control handlers (reorganize, with the sweep of
+ * files removed behind the mount's back, hy_borg_sweep_gone; progress,
+ * flush, explain: hy_borg_map) and BORG's part of status (info); fs/ops.c
+ * for files removed through the mount (hy_borg_forget_file);
  * fs/cache_glue.c (hy_borg_open_homes, the cache's recovery).
  *
  * Writes: with bopt_writes, a write to relocated blocks goes into their
@@ -59,8 +61,9 @@
  *
  * Memory: struct hy_borg owns the BOPT, the map, the journal, its SQLite
  * connection and its threads; the indirector borrows the first three between
- * open and close. Locks: borg->lock guards the progress and the thread's
- * state; it is never held across I/O. The reconfigurator takes no gate and
+ * open and close. Locks: borg->lock guards the progress, the thread's
+ * state and the counts of removed files freed; it is never held across
+ * I/O. The reconfigurator takes no gate and
  * holds no journal ticket itself: the indirector's operations do
  * (indirector.h).
  */
@@ -145,6 +148,9 @@ struct hy_borg_info {
 	bool was_clean;	   /* the last unmount was clean */
 	uint64_t replayed; /* journal records applied at open */
 	uint64_t map_files, map_extents, map_blocks, dirty_blocks;
+	/* removed files whose relocated blocks were freed since mount, and
+	 * those blocks (hy_borg_forget_file, hy_borg_sweep_gone) */
+	uint64_t removed_files, removed_blocks;
 };
 
 /* The metadata warm-up (issue 18, item 6): when a chain of relocated
@@ -189,8 +195,32 @@ const char *hy_borg_phase_name(enum hy_borg_phase phase);
  * reconfigurator finds them) and marks them clean: `hybridctl flush`, the
  * cleaner thread (every HY_BORG_CLEAN_SECONDS while there are any), and
  * unmount. Returns 0 with the blocks made clean in @synced, or a negative
- * errno with a message. Files not found keep their blocks in the BOPT. */
+ * errno with a message. Files not found keep their blocks in the BOPT,
+ * but for files removed through the mount (their rows marked gone): their
+ * blocks are data nobody can read again, and leave the map. */
 int hy_borg_flush(struct hy_borg *borg, uint64_t *synced, char *why, size_t why_size);
+
+/* The file @file_id is gone for good: its last name went through the
+ * mount and no handle of it is open (fs/ops.c, hy_ops_forget_if_gone, at
+ * unlink, rename over it, or its last close). Its relocated extents leave
+ * the map now (hy_indirector_drop: journaled, under its gate, then a
+ * barrier), so their BOPT room is free for the next plan and status no
+ * longer counts them. Blocks written into the BOPT and not home (the last
+ * close failed to send them) stay until a flush. Called with no gate of
+ * the caller's held. 0 or a negative errno (logged); *@freed (may be NULL)
+ * gets the blocks freed. A file still open is not gone: while a handle
+ * can read it its copies serve it, and at its last close its dirty blocks
+ * go home first (hy_engine_close), then this frees the rest. */
+int hy_borg_forget_file(struct hy_borg *borg, uint64_t file_id, uint64_t *freed);
+
+/* Files removed behind the mount's back: every file with relocated
+ * extents is looked for at home (as the reconfigurator finds files: its
+ * row's path, else one walk); the extents of those not found leave the
+ * map as above. fs/borg_handlers.c runs it when a reorganization is
+ * asked for, before the plan. 0 with the files and blocks freed, or a
+ * negative errno with a message. */
+int hy_borg_sweep_gone(struct hy_borg *borg, uint64_t *files, uint64_t *freed, char *why,
+		       size_t why_size);
 
 /* The map, for explain (lookups only). */
 struct hy_map *hy_borg_map(struct hy_borg *borg);

@@ -34,8 +34,8 @@
  * it; a handle's file id at open; the writer's batches and prunes); fs/ops.c
  * and fs/ops_names.c (ids without a handle, files gone or renamed; through
  * hy_profiler_identity()); fs/cache_glue.c (the cache's ids made durable);
- * fs/borg_handlers.c (explain: a path's file id, from the context fs/main.c
- * fills in); the unit tests.
+ * fs/borg_handlers.c (explain: a path's file id, or a removed path's,
+ * from the context fs/main.c fills in); the unit tests.
  *
  * Memory: struct hy_identity owns its read connection, its statements
  * (prepared on the writer's connection, which it borrows and which must
@@ -90,6 +90,12 @@ int hy_identity_file_id(struct hy_identity *identity, int fd, const struct stat 
  * have been made after the kernel forgot the one that knew the id. Takes
  * read_lock across one indexed SQLite read. */
 uint64_t hy_identity_find_file(struct hy_identity *identity, int fd, const struct stat *st);
+
+/* The id of the file last removed through the mount from @path (relative
+ * to the backing directory) whose row is marked gone and not pruned yet,
+ * or 0: for explain of a path that no longer exists. Takes read_lock
+ * across one SQLite read (a scan of files: explain only). */
+uint64_t hy_identity_find_removed(struct hy_identity *identity, const char *path);
 
 /* @file_id's file is gone: its last name went while no handle was open
  * (fs/ops.c, after the cache has let go of it). Its row is marked by the

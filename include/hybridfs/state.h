@@ -9,10 +9,10 @@
  * mode, and brings its schema to the current version through forward
  * migrations keyed by PRAGMA user_version.
  *
- * Schema, version 8 (1 had mount_info only; 2 added the access log; 3 the
+ * Schema, version 9 (1 had mount_info only; 2 added the access log; 3 the
  * master access graph; 4 the indirection map; 5 its stamps, checkpoints
  * and plans; 6 the workload policy table; 7 files' gone marks; 8 the
- * volumes):
+ * volumes; 9 the files a plan left out):
  *
  *   table        column         type     meaning
  *   -----------  -------------  -------  -----------------------------------
@@ -86,6 +86,13 @@
  *   bopt_plan_ranges generation, bopt_block INT PK  the plan, in BOPT order
  *                file_id, block, nblocks INT  the range
  *                heat           REAL     its vertex's weight
+ *   plan_files   file_id        INT PK   a file the last analyzer run left out
+ *                                        of the graph, so out of its plan
+ *                                        (analyzer.h), replaced at each run:
+ *                reason         TEXT     "removed" (gone_ns set) or
+ *                                        "written-once" (a build output)
+ *                requests       INT      its log rows that run skipped
+ *                run            INT      analyzer_runs.id
  *   volumes      dev            INT PK   the device number (st_dev) the
  *                                        filesystem had when last the backing
  *                                        one; negative: set aside (another
@@ -119,7 +126,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HY_STATE_SCHEMA_VERSION 8
+#define HY_STATE_SCHEMA_VERSION 9
 #define HY_STATE_DB_NAME	"hybridfs.db"
 
 struct sqlite3;

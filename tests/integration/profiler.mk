@@ -29,3 +29,8 @@ EXTRA_DIST += tests/integration/warm.sh
 # a plan weighed on a model of the disk, held back where it saves nothing
 TESTS += tests/integration/weigh.sh
 EXTRA_DIST += tests/integration/weigh.sh
+
+# plans that cannot lose: removed files' BOPT room freed, written-once files
+# left out, explain's reasons
+TESTS += tests/integration/gonefiles.sh
+EXTRA_DIST += tests/integration/gonefiles.sh

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -555,6 +556,141 @@ static void test_feed_log(void)
 	free(tmp);
 }
 
+/* The written-once rule (analyzer.h), case by case; window 10. */
+static void test_written_once_rule(void)
+{
+	const struct {
+		struct hy_analyzer_file_window w;
+		bool once;
+	} cases[] = {
+		/* born, first, last write, last read */
+		{{100, 100, 105, 0}, true},    /* written, never read */
+		{{100, 101, 105, 115}, true},  /* read back within the window */
+		{{100, 101, 105, 116}, false}, /* read again after it */
+		{{100, 101, 0, 150}, false},   /* only read */
+		{{50, 101, 105, 0}, false},    /* born long before its first use */
+		{{91, 101, 105, 0}, true},     /* born just before */
+		{{0, 101, 105, 0}, false},     /* birth unknown */
+		{{100, 101, 120, 110}, true},  /* read before its last write */
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		CU_ASSERT_EQUAL(hy_analyzer_written_once(&cases[i].w, 10), cases[i].once);
+	CU_ASSERT_FALSE(hy_analyzer_written_once(&cases[0].w, 0));
+	CU_ASSERT_FALSE(hy_analyzer_written_once(&cases[0].w, -1));
+}
+
+static const struct hy_analyzer_left *left_of(const struct hy_analyzer *a, uint64_t id)
+{
+	const struct hy_analyzer_left *l;
+	size_t n;
+
+	hy_analyzer_left_out(a, &l, &n);
+	for (size_t i = 0; i < n; i++)
+		if (l[i].file_id == id)
+			return &l[i];
+	return NULL;
+}
+
+/*
+ * Files left out of the graph (window 10 s): file 1 only read; file 2
+ * born at 1000 s, written then read at once (a build output); file 3
+ * removed through the mount; file 4 born and written at 2000 s and read
+ * again 100 s later. The graph has vertices of 1 and 4 only; the saved
+ * run lists 2 and 3 in plan_files. Then file 1 is removed: a run that
+ * loads the saved graph cuts its vertices though the log has nothing new.
+ */
+static void test_left_out(void)
+{
+	char *tmp;
+	struct hy_state *state = open_state(&tmp);
+	struct hy_analyzer_config config = {.gap_ns = 1, .write_once_ns = 10000000000LL};
+	struct hy_analyzer *a = NULL;
+	const struct hy_analyzer_left *l;
+	struct graph g;
+	int64_t last = -1, after = -1;
+	sqlite3_stmt *st;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(state);
+	CU_ASSERT_EQUAL_FATAL(hy_analyzer_new(&config, &a), 0);
+	CU_ASSERT_EQUAL_FATAL(
+		sqlite3_exec(
+			state->db,
+			"INSERT INTO files (id, dev, ino, birth_ns, path, first_seen_ns) VALUES"
+			" (1, 1, 1, 10, 'src.c', 10), (2, 1, 2, 1000000000000, 'out.o', "
+			"1000000000000),"
+			" (3, 1, 3, 10, 'gone', 10), (4, 1, 4, 2000000000000, 'gen.h', "
+			"2000000000000);"
+			"UPDATE files SET gone_ns = 3000000000000, gone_rowid = 9 WHERE id = 3;"
+			"INSERT INTO access_log VALUES (1000000000000, 1, 1, 0, 4096, 0, NULL, "
+			"NULL);"
+			"INSERT INTO access_log VALUES (1000000000001, 1, 2, 0, 8192, 1, NULL, "
+			"NULL);"
+			"INSERT INTO access_log VALUES (1002000000000, 2, 2, 0, 8192, 0, NULL, "
+			"NULL);"
+			"INSERT INTO access_log VALUES (1003000000000, 1, 3, 0, 4096, 0, NULL, "
+			"NULL);"
+			"INSERT INTO access_log VALUES (2000000000001, 1, 4, 0, 4096, 1, NULL, "
+			"NULL);"
+			"INSERT INTO access_log VALUES (2100000000000, 3, 4, 0, 4096, 0, NULL, "
+			"NULL);"
+			"INSERT INTO access_log VALUES (2100000000001, 3, 1, 0, 4096, 0, NULL, "
+			"NULL);",
+			NULL, NULL, NULL),
+		SQLITE_OK);
+	CU_ASSERT_EQUAL(hy_analyzer_feed_log(a, state->db, 0, &last, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(last, 7);
+	graph_get(a, &g);
+	CU_ASSERT_EQUAL(g.nv, 2);
+	CU_ASSERT_EQUAL(vw(&g, 1, 0, 1), 2);
+	CU_ASSERT_EQUAL(vw(&g, 4, 0, 1), 2);
+	graph_free(&g);
+	CU_ASSERT_PTR_NULL(left_of(a, 1));
+	CU_ASSERT_PTR_NULL(left_of(a, 4));
+	l = left_of(a, 2);
+	CU_ASSERT(l && l->reason == HY_ANALYZER_LEFT_WRITTEN_ONCE && l->requests == 2);
+	l = left_of(a, 3);
+	CU_ASSERT(l && l->reason == HY_ANALYZER_LEFT_REMOVED && l->requests == 1);
+	CU_ASSERT_EQUAL(hy_analyzer_save(a, state->db, "cumulative", last, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL_FATAL(
+		sqlite3_prepare_v2(state->db,
+				   "SELECT group_concat(file_id || ':' || reason, ' ')"
+				   " FROM (SELECT * FROM plan_files ORDER BY file_id)",
+				   -1, &st, NULL),
+		SQLITE_OK);
+	CU_ASSERT_EQUAL(sqlite3_step(st), SQLITE_ROW);
+	{
+		const char *listed = (const char *)sqlite3_column_text(st, 0);
+
+		CU_ASSERT_STRING_EQUAL(listed ? listed : "(none)", "2:written-once 3:removed");
+	}
+	sqlite3_finalize(st);
+	hy_analyzer_free(a);
+
+	/* file 1 removed since: the loaded graph loses it */
+	CU_ASSERT_EQUAL(sqlite3_exec(state->db,
+				     "UPDATE files SET gone_ns = 4000000000000, gone_rowid = 7"
+				     " WHERE id = 1",
+				     NULL, NULL, NULL),
+			SQLITE_OK);
+	CU_ASSERT_EQUAL_FATAL(hy_analyzer_new(&config, &a), 0);
+	CU_ASSERT_EQUAL(hy_analyzer_load(a, state->db, &after, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(after, 7);
+	CU_ASSERT_EQUAL(hy_analyzer_feed_log(a, state->db, after, &last, why, sizeof(why)), 0);
+	graph_get(a, &g);
+	CU_ASSERT_EQUAL(g.nv, 1);
+	CU_ASSERT_EQUAL(vw(&g, 4, 0, 1), 2);
+	CU_ASSERT_EQUAL(g.ne, 0);
+	graph_free(&g);
+	l = left_of(a, 1);
+	CU_ASSERT(l && l->reason == HY_ANALYZER_LEFT_REMOVED && l->requests == 0);
+	CU_ASSERT_PTR_NULL(left_of(a, 3)); /* no vertex, no row read: nothing to leave */
+	hy_analyzer_free(a);
+	hy_state_close(state);
+	hy_test_rmtree(tmp);
+	free(tmp);
+}
+
 /* Runs the log in one analyzer, and in runs over segments (load, feed the
  * new rows, save, forget); the final graphs must be the same. */
 static void incremental_vs_full(size_t max_vertices)
@@ -863,6 +999,8 @@ int hy_test_add_analyzer(void)
 	    !CU_add_test(s, "splitting keeps weights and edges", test_split) ||
 	    !CU_add_test(s, "processes kept apart", test_processes_apart) ||
 	    !CU_add_test(s, "feed from the access log", test_feed_log) ||
+	    !CU_add_test(s, "the written-once rule", test_written_once_rule) ||
+	    !CU_add_test(s, "removed and written-once files left out", test_left_out) ||
 	    !CU_add_test(s, "incremental equals full", test_incremental) ||
 	    !CU_add_test(s, "damaged saved graph refused", test_load_damaged) ||
 	    !CU_add_test(s, "decay", test_decay) ||
