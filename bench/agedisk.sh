@@ -245,8 +245,16 @@ data_requests() {
 }
 # the emulation's counts, as "key=value" figures like blkprice's
 emulation_figures() {
-	"$build/hybridctl" status "$T/mnt" --json |
-		jq -r '.mounts[0].daemon.emulation | "requests=\(.requests) reads=\(.reads) writes=\(.writes) bytes_read=\(.bytes_read) bytes_written=\(.bytes_written) seeks=\(.seeks) busy_ms=\(.modeled_ms)"'
+	local j
+	# the control socket comes up after the mount does
+	for _ in $(seq 1 100); do
+		j=$("$build/hybridctl" status "$T/mnt" --json 2>/dev/null) &&
+			jq -e '.mounts[0].daemon.emulation.requests | numbers' <<<"$j" >/dev/null && break
+		j=""
+		sleep 0.1
+	done
+	[ -n "$j" ] || return 1
+	jq -r '.mounts[0].daemon.emulation | "requests=\(.requests) reads=\(.reads) writes=\(.writes) bytes_read=\(.bytes_read) bytes_written=\(.bytes_written) seeks=\(.seeks) busy_ms=\(.modeled_ms)"' <<<"$j"
 }
 reorganize() {
 	"$build/hybridctl" reorganize "$T/mnt" --quiet >>"$T/reorg.log" 2>&1 ||
