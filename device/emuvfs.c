@@ -257,11 +257,12 @@ static int emu_open(sqlite3_vfs *vfs, sqlite3_filename name, sqlite3_file *f, in
 	ef->fd = -1;
 	ef->real = (sqlite3_file *)(ef + 1);
 	rc = below->xOpen(below, name, ef->real, flags, out_flags);
-	if (rc != SQLITE_OK) {
-		/* SQLite calls no method of a file that did not open */
+	/* a file that did not open has no methods, unless the wrapped VFS
+	 * left some for SQLite to close it with */
+	if (ef->real->pMethods)
+		ef->base.pMethods = &emu_methods;
+	if (rc != SQLITE_OK)
 		return rc;
-	}
-	ef->base.pMethods = &emu_methods;
 	if (!name)
 		return SQLITE_OK; /* a temporary file */
 	if (flags & SQLITE_OPEN_MAIN_DB) {

@@ -19,12 +19,16 @@
  * cache store (cache/cache_store*.c) for their own regions, the
  * reconfigurator (reconfig/borg_reconfig.c: copies written to the BOPT, its sync);
  * fs/main.c creates the backing device at mount (and emulate='s
- * emulation), fs/status.c reads the counters for `hybridctl status`;
- * sim/full.c over models; the unit tests.
+ * emulation, the BOPT's emulation file), fs/status.c reads the counters for
+ * `hybridctl status`; device/emuvfs.c charges the databases' I/O to the
+ * emulation; sim/full.c over models; the unit tests.
  *
  * Memory: hy_device_*_new() allocate; hy_device_free() calls the table's
- * destroy and frees the device. Locks: none; the counters are atomics and
- * the operations are as thread-safe as pread(2) and pwrite(2).
+ * destroy and frees the device. The emulation owns its files' maps (freed
+ * with it). Locks: none on a device; the counters are atomics and the
+ * operations are as thread-safe as pread(2) and pwrite(2). An emulation
+ * has two mutexes, one for the model and one for the maps, never held
+ * together, neither across an ioctl or the sleep.
  */
 #ifndef HYBRIDFS_DEVICE_H
 #define HYBRIDFS_DEVICE_H
