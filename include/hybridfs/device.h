@@ -155,11 +155,13 @@ void hy_device_get_stats(struct hy_device *dev, struct hy_device_stats *out);
 
 /* Where @object's bytes at @offsets[0..n) (ascending) lie on the disk, into
  * @out (PORE's zones, for the cache's cleaner: a few calls a pass, not on
- * the request path). Under emulate=: the emulated place. A file on a real
- * filesystem: its physical address from FIEMAP (a byte the filesystem has
- * not placed yet lies right after the last placed one before it); a
- * filesystem without FIEMAP (tmpfs): 64 MiB per inode number plus the
- * offset. 0, or -EOPNOTSUPP for a device whose objects are not files, or
+ * the request path). A file on a real filesystem: its physical address
+ * from FIEMAP (a byte the filesystem has not placed yet lies right after
+ * the last placed one before it, before the first extent right before it);
+ * a filesystem without FIEMAP (tmpfs) or a file with no placed byte: 64 MiB
+ * per inode number plus the offset. Under emulate= the same places the
+ * emulation prices (the BOPT's fallback and a region of no file: its
+ * region). 0, or -EOPNOTSUPP for a device whose objects are not files, or
  * the ioctl's negative errno. */
 int hy_device_addresses(struct hy_device *dev, int64_t object, const uint64_t *offsets, size_t n,
 			uint64_t *out);
@@ -194,8 +196,11 @@ int hy_device_addresses(struct hy_device *dev, int64_t object, const uint64_t *o
  * What a disk never saw costs nothing: a read the page cache serves whole
  * is not charged (counted as cached), one it serves in part is charged for
  * the rest (hy_device_emulation_probe()). Where the page cache is all there
- * is (tmpfs) every read is charged, as on a disk with no cache. Writes are
- * charged when made, at the place they go.
+ * is (tmpfs) every read is charged, as on a disk with no cache; through a
+ * fault injector (fault.h), which must see every read, too. Writes are
+ * charged when made, at the place they go. The filesystem's own metadata
+ * (inode tables, directories, its journal) is never seen: a device gets
+ * file data only.
  *
  * The daemon's own state (its SQLite databases) lies on the same disk:
  * emuvfs.h charges their reads and writes through
