@@ -22,6 +22,17 @@
 #   none-remount      ... none-reorg, then unmounted and mounted again
 #   defaults, defaults-reorg, defaults-reorg2, defaults-remount
 #                     the same with hybridfs's defaults (the cache on)
+#   none-emulate      hybridfs cache=none,emulate=hdd (the model sized as
+#                     the image): the morning traced, and beside the
+#                     trace's price a row "none-emulate:model" with what
+#                     the daemon's emulation charged for the same morning
+#                     (hybridctl status --json, before and after): the
+#                     check that emulate=hdd agrees with the real disk;
+#                     and a row "none-emulate:data": the trace's requests
+#                     that touch file data only (the tree's extents and
+#                     the state files', taken before the unmount), the
+#                     part the emulation sees (it sees no inode table,
+#                     directory or journal block)
 #   ext4-other, none-other, none-reorg-other
 #                     a workload that does not repeat the morning (every
 #                     file of the tree in reverse name order, then the
@@ -52,7 +63,7 @@ set -o pipefail
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 size=3G seed=17 releases=24 dir=/var/tmp out="" keep=""
 sets="ext4 none none-reorg none-reorg2 none-remount defaults defaults-reorg defaults-reorg2 defaults-remount"
-all_sets=" $sets ext4-other none-other none-reorg-other "
+all_sets=" $sets ext4-other none-other none-reorg-other none-emulate "
 build=$TOP/_build
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -63,7 +74,7 @@ while [ $# -gt 0 ]; do
 	--sets) sets=${2:?--sets needs a list}; shift 2 ;;
 	--out) out=${2:?--out needs a file}; shift 2 ;;
 	--keep) keep=1; shift ;;
-	-h | --help) sed -n '2,48p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,59p' "$0"; exit 0 ;;
 	-*) echo "agedisk: unknown option $1" >&2; exit 2 ;;
 	*) build=$1; shift ;;
 	esac
@@ -80,6 +91,7 @@ for s in $sets; do
 	*" $s "*) ;;
 	*) die "--sets: unknown set \"$s\"" ;;
 	esac
+	[ "$s" = none-emulate ] && { command -v jq >/dev/null || die "the set none-emulate needs jq"; }
 done
 
 T=$(mktemp -d "$dir/agedisk.XXXXXX") || die "mktemp in $dir failed"
@@ -234,6 +246,41 @@ umount_hybridfs() {
 	wait "$pid"
 	pid=""
 }
+# where the daemon's state lies on the disk (sectors): the BOPT, the
+# databases; "START LENGTH FILE" lines into $1
+state_places() {
+	find "$T/disk" -path "$T/disk/src" -prune -o -path "$T/disk/other" -prune -o \
+		-type f -print0 | xargs -0 -r filefrag -e -b512 2>/dev/null |
+		awk -F: '/^Filesystem type/ { next } /^File size/ { f = $0; sub(/^File size of /, "", f); sub(/ is .*/, "", f); next }
+			/^ *[0-9]+:/ { split($3, p, "[.]+"); n = $4 + 0; if (n > 0) print p[1] + 0, n, f }' \
+			>"$1"
+}
+# the trace on stdin, only its requests that touch a sector of the
+# extents in the files named ("START LENGTH ..." lines)
+data_requests() {
+	sort -n -k1,1 "$@" >"$T/data.extents"
+	awk 'NR == FNR { s[n] = $1; e[n] = $1 + $2; n++; next }
+		/block_rq_issue:/ && match($0, /\) [0-9]+ \+ [0-9]+/) {
+			split(substr($0, RSTART + 2, RLENGTH - 2), a, " ")
+			lo = 0; hi = n; last = a[1] + a[3] - 1
+			while (lo < hi) { m = int((lo + hi) / 2); if (s[m] <= last) lo = m + 1; else hi = m }
+			# the extents starting at or before the request end; any reaching into it
+			for (i = lo - 1; i >= 0 && i >= lo - 64; i--) if (e[i] > a[1] + 0) { print; break }
+		}' "$T/data.extents" -
+}
+# the emulation's counts, as "key=value" figures like blkprice's
+emulation_figures() {
+	local j
+	# the control socket comes up after the mount does
+	for _ in $(seq 1 100); do
+		j=$("$build/hybridctl" status "$T/mnt" --json 2>/dev/null) &&
+			jq -e '.mounts[0].daemon.emulation.requests | numbers' <<<"$j" >/dev/null && break
+		j=""
+		sleep 0.1
+	done
+	[ -n "$j" ] || return 1
+	jq -r '.mounts[0].daemon.emulation | "requests=\(.requests) reads=\(.reads) writes=\(.writes) bytes_read=\(.bytes_read) bytes_written=\(.bytes_written) seeks=\(.seeks) busy_ms=\(.modeled_ms)"' <<<"$j"
+}
 reorganize_now() {
 	"$build/hybridctl" reorganize "$T/mnt" --quiet >>"$T/reorg.log" 2>&1 ||
 		{ cat "$T/reorg.log" >&2; die "hybridctl reorganize failed"; }
@@ -260,6 +307,23 @@ for s in $sets; do
 		$work "$T/mnt/src" "$T/traces/$s"
 		umount_hybridfs
 		;;
+	none-emulate)
+		mount_hybridfs "$opt,emulate=hdd:capacity=$(stat -c %s "$T/aged.img")"
+		before=$(emulation_figures) || die "cannot read the emulation's figures"
+		traced_morning "$T/mnt/src" "$T/traces/$s"
+		after=$(emulation_figures) || die "cannot read the emulation's figures"
+		state_places "$T/places/$s.live" # the write-ahead logs exist now
+		umount_hybridfs
+		# the morning's share: after minus before
+		echo "$before" "$after" | awk '{
+			n = NF / 2
+			for (i = 1; i <= n; i++) {
+				split($i, a, "="); split($(i + n), b, "=")
+				printf "%s%s=%s", (i > 1 ? " " : ""), a[1], b[2] - a[2]
+			}
+			print ""
+		}' >"$T/emulation"
+		;;
 	*)
 		mount_hybridfs "$opt"
 		morning "$T/mnt/src"
@@ -278,18 +342,17 @@ for s in $sets; do
 		umount_hybridfs
 		;;
 	esac
-	# where the daemon's state lies on the disk (sectors): the BOPT, the
-	# databases
-	find "$T/disk" -path "$T/disk/src" -prune -o -path "$T/disk/other" -prune -o \
-		-type f -print0 | xargs -0 -r filefrag -e -b512 2>/dev/null |
-		awk -F: '/^Filesystem type/ { next } /^File size/ { f = $0; sub(/^File size of /, "", f); sub(/ is .*/, "", f); next }
-			/^ *[0-9]+:/ { split($3, p, "[.]+"); n = $4 + 0; if (n > 0) print p[1] + 0, n, f }' \
-			>"$T/places/$s"
+	state_places "$T/places/$s"
 	detach
 	rm -f "$T/run.img"
 	echo "$s $("$T/blkprice" -c "$(stat -c %s "$T/aged.img")" <"$T/traces/$s")" >>"$results"
 	[ -f "$T/traces/$s:copy" ] &&
 		echo "$s:copy $("$T/blkprice" -c "$(stat -c %s "$T/aged.img")" <"$T/traces/$s:copy")" >>"$results"
+	if [ "$s" = none-emulate ]; then
+		echo "$s:data $(data_requests "$T/extents" "$T/places/$s.live" <"$T/traces/$s" |
+			"$T/blkprice" -c "$(stat -c %s "$T/aged.img")")" >>"$results"
+		echo "$s:model $(cat "$T/emulation")" >>"$results"
+	fi
 done
 
 if [ -f "$T/traces/ext4" ]; then

@@ -35,6 +35,7 @@
 #include "hybridfs/control_server.h"
 #include "hybridfs/device.h"
 #include "hybridfs/devmodel.h"
+#include "hybridfs/emuvfs.h"
 #include "hybridfs/engine.h"
 #include "hybridfs/fault.h"
 #include "hybridfs/inode.h"
@@ -753,6 +754,9 @@ int main(int argc, char **argv)
 	}
 
 	rc = state_vfs_install(why, sizeof(why));
+	/* the databases lie on the emulated disk too: their I/O is charged */
+	if (rc == 0 && emulation)
+		rc = hy_emuvfs_install(emulation, why, sizeof(why));
 	if (rc == 0)
 		rc = open_state_dir(opts.state_dir, why, sizeof(why));
 	if (rc) {
@@ -896,15 +900,19 @@ int main(int argc, char **argv)
 		goto out_unmount;
 	if (emulation && hy_borg_bopt_device(fs.borg)) {
 		struct stat st;
-		/* a BOPT file lies among the files, by its inode as they do (the
-		 * state folder is usually on the backing filesystem); a device
-		 * of its own, in the disk's second half */
+		int bfd = hy_borg_bopt_fd(fs.borg);
+		/* a BOPT file is priced where its extents lie (its descriptor
+		 * is the one the BOPT device reads); where the filesystem has no
+		 * map, by its inode as the files are; a device of its own in the
+		 * disk's second half */
+		bool file = fstat(bfd, &st) == 0 && S_ISREG(st.st_mode);
 		int64_t region =
-			fstat(hy_borg_bopt_fd(fs.borg), &st) == 0 && S_ISREG(st.st_mode)
-				? (int64_t)((uint64_t)st.st_ino * HY_DEVICE_EMULATION_FILE_SPAN)
-				: (int64_t)(emulation_capacity / 2);
+			file ? (int64_t)((uint64_t)st.st_ino * HY_DEVICE_EMULATION_FILE_SPAN)
+			     : (int64_t)(emulation_capacity / 2);
 
 		hy_device_set_emulation(hy_borg_bopt_device(fs.borg), emulation, region);
+		if (file)
+			hy_device_set_emulation_fd(hy_borg_bopt_device(fs.borg), bfd);
 	}
 	/* after BORG: the cache's misses go through the map. A default store
 	 * (neither cache nor cache_size given) that cannot be made for lack
@@ -1001,11 +1009,13 @@ out:
 		status = 1;
 	hy_borg_close(fs.borg);
 	fs.borg = NULL;
-	hy_fs_destroy(&fs);		     /* closes handles first: they hold profiler state */
-	hy_device_emulation_free(emulation); /* after every device that used it */
-	hy_profiler_free(profiler);	     /* drains the log into the database */
-	hy_reca_free(reca);		     /* after the profiler's writer, which feeds it */
+	hy_fs_destroy(&fs);	    /* closes handles first: they hold profiler state */
+	hy_profiler_free(profiler); /* drains the log into the database */
+	hy_reca_free(reca);	    /* after the profiler's writer, which feeds it */
 	hy_state_close(state);
+	/* after every device and database that used it */
+	hy_emuvfs_detach();
+	hy_device_emulation_free(emulation);
 	if (root_fd >= 0)
 		close(root_fd);
 	if (status && !ready && !opts.fake)

@@ -178,6 +178,13 @@ struct json_object *hy_fs_status(struct hy_fs *fs)
 		hy_device_emulation_get_stats(fs->emulation, &es);
 		add_str(e, "model", fs->emulate);
 		add_u64(e, "requests", es.requests);
+		add_u64(e, "state_requests", es.state_requests);
+		add_u64(e, "cached", es.cached);
+		add_u64(e, "reads", es.reads);
+		add_u64(e, "writes", es.writes);
+		add_u64(e, "bytes_read", es.bytes_read);
+		add_u64(e, "bytes_written", es.bytes_written);
+		add_u64(e, "seeks", es.seeks);
 		json_object_object_add(e, "modeled_ms", json_object_new_double(es.modeled_ms));
 		json_object_object_add(e, "waited_ms", json_object_new_double(es.waited_ms));
 		json_object_object_add(root, "emulation", e);

@@ -19,12 +19,16 @@
  * cache store (cache/cache_store*.c) for their own regions, the
  * reconfigurator (reconfig/borg_reconfig.c: copies written to the BOPT, its sync);
  * fs/main.c creates the backing device at mount (and emulate='s
- * emulation), fs/status.c reads the counters for `hybridctl status`;
- * sim/full.c over models; the unit tests.
+ * emulation, the BOPT's emulation file), fs/status.c reads the counters for
+ * `hybridctl status`; device/emuvfs.c charges the databases' I/O to the
+ * emulation; sim/full.c over models; the unit tests.
  *
  * Memory: hy_device_*_new() allocate; hy_device_free() calls the table's
- * destroy and frees the device. Locks: none; the counters are atomics and
- * the operations are as thread-safe as pread(2) and pwrite(2).
+ * destroy and frees the device. The emulation owns its files' maps (freed
+ * with it). Locks: none on a device; the counters are atomics and the
+ * operations are as thread-safe as pread(2) and pwrite(2). An emulation
+ * has two mutexes, one for the model and one for the maps, never held
+ * together, neither across an ioctl or the sleep.
  */
 #ifndef HYBRIDFS_DEVICE_H
 #define HYBRIDFS_DEVICE_H
@@ -108,6 +112,9 @@ struct hy_device {
 	 * device is delayed by, and where the device lies on its disk */
 	struct hy_device_emulation *emulation;
 	int64_t emulation_region;
+	/* ... and the file a single-region device's bytes lie in (the BOPT's
+	 * descriptor, not owned), or -1 */
+	int emulation_fd;
 	/* Fault injection (fault.h): NULL, or the wrapper whose table is
 	 * @ops now (hy_device_new() attaches it when a rule names the
 	 * device); owned by that table's destroy. */
@@ -148,11 +155,13 @@ void hy_device_get_stats(struct hy_device *dev, struct hy_device_stats *out);
 
 /* Where @object's bytes at @offsets[0..n) (ascending) lie on the disk, into
  * @out (PORE's zones, for the cache's cleaner: a few calls a pass, not on
- * the request path). Under emulate=: the emulated place. A file on a real
- * filesystem: its physical address from FIEMAP (a byte the filesystem has
- * not placed yet lies right after the last placed one before it); a
- * filesystem without FIEMAP (tmpfs): 64 MiB per inode number plus the
- * offset. 0, or -EOPNOTSUPP for a device whose objects are not files, or
+ * the request path). A file on a real filesystem: its physical address
+ * from FIEMAP (a byte the filesystem has not placed yet lies right after
+ * the last placed one before it, before the first extent right before it);
+ * a filesystem without FIEMAP (tmpfs) or a file with no placed byte: 64 MiB
+ * per inode number plus the offset. Under emulate= the same places the
+ * emulation prices (the BOPT's fallback and a region of no file: its
+ * region). 0, or -EOPNOTSUPP for a device whose objects are not files, or
  * the ioctl's negative errno. */
 int hy_device_addresses(struct hy_device *dev, int64_t object, const uint64_t *offsets, size_t n,
 			uint64_t *out);
@@ -163,12 +172,39 @@ int hy_device_addresses(struct hy_device *dev, int64_t object, const uint64_t *o
  * service time for it, in one queue (a request starts when the emulated
  * disk is free, so concurrent requests wait for each other as on a real
  * disk), so that the layout's and the cache's effects show on a machine
- * whose disk is fast. Where a request lies on the emulated disk: a
- * single-region device (the BOPT) at its @region's byte address plus the
- * offset; a device over files (the backing directory) at 64 MiB per inode
- * number plus the offset (a file's bytes are contiguous, files apart, the
- * way an extent filesystem lays them out roughly). The model's lock is
- * held only to compute the service time, never across the sleep. */
+ * whose disk is fast. The model's lock is held only to compute the service
+ * time, never across the sleep.
+ *
+ * Where a request lies: where the filesystem put it. A file's bytes (a
+ * backing file: the object; the BOPT: its emulation file) are priced at
+ * their physical addresses from the file's FIEMAP map, read once and kept
+ * per file (device, inode), and read again when the file was truncated or
+ * allocated through a device, or (at most every 100 ms: no ioctl a
+ * request) when its size or allocated blocks changed or a request touches
+ * bytes the map does not place (a hole, delayed allocation) and the file
+ * changed since; an overwrite in place moves nothing. A byte the
+ * filesystem has not placed yet lies right after the last placed byte
+ * before it (hy_device_addresses()'s rule). A request over several extents
+ * is as many pieces on the model. Copy-on-write filesystems move
+ * overwritten blocks; those are priced at the old place until the map is
+ * read again. Fallback, where the filesystem has no map (tmpfs) or the file
+ * no placed byte: a single-region device at its @region's byte address
+ * plus the offset, a device over files at 64 MiB per inode number plus the
+ * offset (files apart, a file's bytes contiguous). A region of no file (a
+ * model BOPT) at @region plus the offset.
+ *
+ * What a disk never saw costs nothing: a read the page cache serves whole
+ * is not charged (counted as cached), one it serves in part is charged for
+ * the rest (hy_device_emulation_probe()). Where the page cache is all there
+ * is (tmpfs) every read is charged, as on a disk with no cache; through a
+ * fault injector (fault.h), which must see every read, too. Writes are
+ * charged when made, at the place they go. The filesystem's own metadata
+ * (inode tables, directories, its journal) is never seen: a device gets
+ * file data only.
+ *
+ * The daemon's own state (its SQLite databases) lies on the same disk:
+ * emuvfs.h charges their reads and writes through
+ * hy_device_emulation_charge(), counted in state_requests too. */
 struct hy_devmodel_params;
 struct hy_device_emulation;
 
@@ -176,9 +212,15 @@ struct hy_device_emulation;
 #define HY_DEVICE_EMULATION_FILE_SPAN (UINT64_C(64) << 20)
 
 struct hy_device_emulation_stats {
-	uint64_t requests; /* delayed */
-	double modeled_ms; /* sum of the model's service times */
-	double waited_ms;  /* sum of the delays (service plus queueing) */
+	uint64_t requests;	 /* delayed */
+	double modeled_ms;	 /* sum of the model's service times */
+	double waited_ms;	 /* sum of the delays (service plus queueing) */
+	uint64_t state_requests; /* ... of them the daemon's state databases' */
+	uint64_t cached;	 /* reads the page cache served whole: not charged */
+	/* the model's own counts (devmodel.h): reads and writes served (a
+	 * request over several extents is as many), the bytes, and those
+	 * that moved the emulated head */
+	uint64_t reads, writes, bytes_read, bytes_written, seeks;
 };
 
 /* 0, or -EINVAL (a bad model, named in @why) or -ENOMEM. */
@@ -190,6 +232,23 @@ void hy_device_emulation_free(struct hy_device_emulation *emulation);
  * the device serves requests. */
 void hy_device_set_emulation(struct hy_device *dev, struct hy_device_emulation *emulation,
 			     int64_t region);
+/* A single-region device's bytes lie in the file open as @fd (the BOPT's;
+ * the caller keeps it open while the device serves, and the device's reads
+ * must be pread(2) on it at the request's offset: the page-cache probe
+ * answers for them): they are priced at that file's place, @region the
+ * fallback. -1: none. */
+void hy_device_set_emulation_fd(struct hy_device *dev, int fd);
+/* The bytes of @fd from @off that the page cache holds, read into @buf
+ * without waiting for a disk (preadv2 RWF_NOWAIT): the count, 0 at the end,
+ * or -EAGAIN (the first page is not cached), or another -errno (a
+ * filesystem that cannot say). */
+ssize_t hy_device_emulation_probe(int fd, void *buf, size_t len, off_t off);
+/* Charges the daemon's own request of @fd's bytes [@off, @off + @len)
+ * (read, or @write) to @emulation (NULL: nothing), its first @cached bytes
+ * (a read's) served by the page cache, at the file's place, as a device's
+ * request is; it waits for the emulated disk like one. */
+void hy_device_emulation_charge(struct hy_device_emulation *emulation, int fd, uint64_t off,
+				uint64_t len, uint64_t cached, bool write);
 void hy_device_emulation_get_stats(struct hy_device_emulation *emulation,
 				   struct hy_device_emulation_stats *out);
 

@@ -1,19 +1,26 @@
 #!/bin/bash
-# emulate.sh - emulate=hdd on a real mount: every backing read is delayed by
-# the HDD model's service time, so random reads cost the emulated disk far
-# more than sequential ones (checked on the model's own figures in status,
-# not on the clock); the status line and bad emulate= values. Then PORE in
+# emulate.sh - emulate=hdd on a real mount: every backing read that reaches
+# the disk is delayed by the HDD model's service time, so random reads cost
+# the emulated disk far more than sequential ones, which the kernel's
+# read-ahead serves from the page cache (checked on the model's own figures
+# in status, not on the clock); the status line and bad emulate= values. Then PORE in
 # the daemon (backend=smr over emulate=smr): the cleaner writes home only
 # the dirty blocks of the open zones and holds the others, where without
 # backend=smr it writes them all; every byte is home after the unmount.
 . "$(dirname "$0")/lib.sh"
 
 hy_need_iogen
+command -v fallocate >/dev/null || hy_skip "fallocate(1) is missing (util-linux)"
 hy_setup
 
 B=$HY_TMP/backing M=$HY_TMP/mnt
 mkdir -p "$B" "$M"
 head -c 64M /dev/zero >"$B/data"
+# written out, then out of the page cache: reads the page cache serves are
+# not charged (a disk never sees them)
+uncache() {
+	sync "$1" && dd if="$1" iflag=nocache count=0 status=none || hy_fail "cannot drop $1 from the page cache"
+}
 
 # refused OPTION WANT...: bad values are refused before anything is
 # mounted, each message naming what is wrong
@@ -35,6 +42,7 @@ refused emulate=floppy floppy emulate=hdd:rpm=fast rpm emulate=hdd:colour=red co
 modeled() {
 	local state=$1 name=$2 before after
 	shift 2
+	uncache "$B/data"
 	hy_mount_ready "$B" "$M" "state=$state,emulate=hdd,cache=none"
 	"$IOGEN" "$name" "$M/data" "$@" || hy_fail "$name: the reads failed"
 	"$HYBRIDCTL" status "$M" | grep -q "^emulation .*hdd: [0-9]* requests delayed" ||
@@ -54,7 +62,10 @@ r=$(modeled "$HY_TMP/s2" rndreader "${rnd_specs[@]}")
 sreq=$(jq .requests <<<"$s") rreq=$(jq .requests <<<"$r")
 sms=$(jq .modeled_ms <<<"$s") rms=$(jq .modeled_ms <<<"$r")
 hy_log "sequential: $sreq requests, $sms ms modeled; random: $rreq requests, $rms ms modeled"
-[ "$sreq" -ge 64 ] && [ "$rreq" -ge 64 ] || hy_fail "not every read was delayed: $sreq, $rreq"
+# every random read reaches the disk; the sequential ones mostly find the
+# kernel's read-ahead in the page cache
+[ "$rreq" -ge 64 ] && [ "$sreq" -ge 1 ] && [ "$sreq" -lt "$rreq" ] ||
+	hy_fail "random reads: $rreq delayed (want 64), sequential: $sreq (want 1 to $((rreq - 1)))"
 # 64 seeks and half turns at 7,200 rpm are at least 64 * 4.17 ms; the
 # sequential reads pay one seek, then the drive's read-ahead
 awk -v s="$sms" -v r="$rms" 'BEGIN { exit !(r >= 64 * 4.1 && r > 10 * s) }' ||
@@ -64,8 +75,10 @@ awk -v s="$sms" -v r="$rms" 'BEGIN { exit !(r >= 64 * 4.1 && r > 10 * s) }' ||
 refused backend=tape backend=tape pore=lru pore=lru pore_zone=4K pore_zone=4K \
 	pore_open=0 pore_open=0
 head -c $((16 * 4096)) /dev/urandom >"$HY_TMP/ref"
-# sixteen files with dirty blocks, each its own zone on the emulated disk
-# (64 MiB an inode, zones of 16 MiB); with 5% open one zone opens at a
+# sixteen files with dirty blocks, each its own zone on the emulated disk,
+# which prices a file where the filesystem put it: each file is given 2 MiB
+# of its own first (fallocate --keep-size: placed, the size left at 0), so
+# with zones of 1 MiB no two share one; with 5% open one zone opens at a
 # division (every pass with new writes: pore_period=4K), so however the
 # cleaner's passes fall among the writes, most zones are forbidden at the
 # end, and their blocks stay in the cache
@@ -77,7 +90,10 @@ head -c $((16 * 4096)) /dev/urandom >"$HY_TMP/ref"
 pore_fds=()
 pore_run() {
 	local state=$1 opts=$2 i fd
-	hy_mount_ready "$B" "$M" "state=$state,emulate=smr,cache_write=back$opts"
+	for i in $(seq 1 16); do
+		: >"$B/p$i" && fallocate -n -l 2M "$B/p$i" || hy_fail "allocating p$i"
+	done
+	hy_mount_ready "$B" "$M" "state=$state,emulate=smr,cache_write=back,pore_zone=1M$opts"
 	# each file sized first: a write past a file's end goes home at once
 	# with its data, so only writes within it stay dirty in the cache
 	for i in $(seq 1 16); do

@@ -279,7 +279,7 @@ static void test_engine_over_file(void)
 }
 
 /* PORE's addresses: a file's blocks on the disk (FIEMAP, or by inode where
- * the filesystem has no map), the emulated place under emulate=, and no
+ * the filesystem has no map), the same under emulate=, and no
  * answer for a model device. */
 static void test_device_addresses(void)
 {
@@ -310,14 +310,19 @@ static void test_device_addresses(void)
 	/* past the end: after the last placed byte */
 	CU_ASSERT_EQUAL(addr[9] - addr[7], 2 * 4096);
 	CU_ASSERT_EQUAL(hy_device_addresses(dev, fd, offs, 0, addr), 0);
-	/* emulated: 64 MiB per inode number */
-	hy_devmodel_defaults(HY_DEVMODEL_SMR, &params);
-	CU_ASSERT_EQUAL_FATAL(hy_device_emulation_new(&params, &emu, why, sizeof(why)), 0);
-	hy_device_set_emulation(dev, emu, -1);
-	CU_ASSERT_EQUAL(hy_device_addresses(dev, fd, offs + 3, 2, addr), 0);
-	CU_ASSERT_EQUAL(addr[0], (uint64_t)st.st_ino * HY_DEVICE_EMULATION_FILE_SPAN + 3 * 4096);
-	CU_ASSERT_EQUAL(addr[1], addr[0] + 4096);
-	hy_device_set_emulation(dev, emu, 1 << 20); /* a region (the BOPT) */
+	/* emulated: where the emulation prices them, the file's own place */
+	{
+		uint64_t real[2];
+
+		CU_ASSERT_EQUAL(hy_device_addresses(dev, fd, offs + 3, 2, real), 0);
+		hy_devmodel_defaults(HY_DEVMODEL_SMR, &params);
+		CU_ASSERT_EQUAL_FATAL(hy_device_emulation_new(&params, &emu, why, sizeof(why)), 0);
+		hy_device_set_emulation(dev, emu, -1);
+		CU_ASSERT_EQUAL(hy_device_addresses(dev, fd, offs + 3, 2, addr), 0);
+		CU_ASSERT_EQUAL(addr[0], real[0]);
+		CU_ASSERT_EQUAL(addr[1], addr[0] + 4096);
+	}
+	hy_device_set_emulation(dev, emu, 1 << 20); /* a region of no file */
 	CU_ASSERT_EQUAL(hy_device_addresses(dev, fd, offs + 3, 1, addr), 0);
 	CU_ASSERT_EQUAL(addr[0], (1 << 20) + 3 * 4096);
 	hy_device_set_emulation(dev, NULL, -1);
