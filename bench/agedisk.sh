@@ -22,6 +22,10 @@
 #   none-remount      ... none-reorg, then unmounted and mounted again
 #   defaults, defaults-reorg, defaults-reorg2, defaults-remount
 #                     the same with hybridfs's defaults (the cache on)
+#   none-emulate-reorg
+#                     the same after the morning and a reorganization:
+#                     the wall time (column "wall s": the traced part,
+#                     page cache dropped) against none-emulate's
 #   none-emulate      hybridfs cache=none,emulate=hdd (the model sized as
 #                     the image): the morning traced, and beside the
 #                     trace's price a row "none-emulate:model" with what
@@ -63,7 +67,7 @@ set -o pipefail
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 size=3G seed=17 releases=24 dir=/var/tmp out="" keep=""
 sets="ext4 none none-reorg none-reorg2 none-remount defaults defaults-reorg defaults-reorg2 defaults-remount"
-all_sets=" $sets ext4-other none-other none-reorg-other none-emulate "
+all_sets=" $sets ext4-other none-other none-reorg-other none-emulate none-emulate-reorg "
 build=$TOP/_build
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -74,7 +78,7 @@ while [ $# -gt 0 ]; do
 	--sets) sets=${2:?--sets needs a list}; shift 2 ;;
 	--out) out=${2:?--out needs a file}; shift 2 ;;
 	--keep) keep=1; shift ;;
-	-h | --help) sed -n '2,59p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,63p' "$0"; exit 0 ;;
 	-*) echo "agedisk: unknown option $1" >&2; exit 2 ;;
 	*) build=$1; shift ;;
 	esac
@@ -219,8 +223,10 @@ traced() {
 	echo "dev == $(((0x$1 << 20) | 0x$2))" >"$inst/events/block/block_rq_issue/filter"
 	echo 1 >"$inst/events/block/block_rq_issue/enable"
 	echo 1 >"$inst/tracing_on"
+	t0=$(date +%s.%N)
 	"$work" "$arg"
 	sync
+	echo "$t0 $(date +%s.%N)" | awk '{ printf "%.2f\n", $2 - $1 }' >"$out.wall"
 	echo 0 >"$inst/tracing_on"
 	cat "$inst/trace" >"$out"
 	rmdir "$inst"
@@ -307,6 +313,15 @@ for s in $sets; do
 		$work "$T/mnt/src" "$T/traces/$s"
 		umount_hybridfs
 		;;
+	none-emulate-reorg)
+		# the wall time of a morning on the emulated disk, after a
+		# reorganization (against none-emulate's, before one)
+		mount_hybridfs "$opt,emulate=hdd:capacity=$(stat -c %s "$T/aged.img")"
+		morning "$T/mnt/src"
+		reorganize "$s"
+		traced_morning "$T/mnt/src" "$T/traces/$s"
+		umount_hybridfs
+		;;
 	none-emulate)
 		mount_hybridfs "$opt,emulate=hdd:capacity=$(stat -c %s "$T/aged.img")"
 		before=$(emulation_figures) || die "cannot read the emulation's figures"
@@ -345,7 +360,7 @@ for s in $sets; do
 	state_places "$T/places/$s"
 	detach
 	rm -f "$T/run.img"
-	echo "$s $("$T/blkprice" -c "$(stat -c %s "$T/aged.img")" <"$T/traces/$s")" >>"$results"
+	echo "$s $("$T/blkprice" -c "$(stat -c %s "$T/aged.img")" <"$T/traces/$s") wall_s=$(cat "$T/traces/$s.wall")" >>"$results"
 	[ -f "$T/traces/$s:copy" ] &&
 		echo "$s:copy $("$T/blkprice" -c "$(stat -c %s "$T/aged.img")" <"$T/traces/$s:copy")" >>"$results"
 	if [ "$s" = none-emulate ]; then
@@ -359,19 +374,20 @@ if [ -f "$T/traces/ext4" ]; then
 	echo "ideal $("$T/blkprice" -c "$(stat -c %s "$T/aged.img")" -i "$T/extents" <"$T/traces/ext4")" >>"$results"
 fi
 {
-	echo "| set | requests | seeks | MiB read | MiB written | model disk time s | vs first |"
-	echo "|---|--:|--:|--:|--:|--:|--:|"
+	echo "| set | requests | seeks | MiB read | MiB written | model disk time s | vs first | wall s |"
+	echo "|---|--:|--:|--:|--:|--:|--:|--:|"
 	awk '{
 		for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
 		if (NR == 1) first = v["busy_ms"]
 		if ($1 ~ /:copy$/) {
-			printf "| %s | %d | %d | %.1f | %.1f | %.2f | |\n", $1, v["requests"], v["seeks"],
+			printf "| %s | %d | %d | %.1f | %.1f | %.2f | | |\n", $1, v["requests"], v["seeks"],
 				v["bytes_read"] / 1048576, v["bytes_written"] / 1048576, v["busy_ms"] / 1000
 			next
 		}
-		printf "| %s | %d | %d | %.1f | %.1f | %.2f | %.2f |\n", $1, v["requests"], v["seeks"],
+		printf "| %s | %d | %d | %.1f | %.1f | %.2f | %.2f | %s |\n", $1, v["requests"], v["seeks"],
 			v["bytes_read"] / 1048576, v["bytes_written"] / 1048576, v["busy_ms"] / 1000,
-			(first > 0 ? v["busy_ms"] / first : 0)
+			(first > 0 ? v["busy_ms"] / first : 0), ("wall_s" in v ? v["wall_s"] : "")
+		delete v
 	}' "$results"
 	echo
 	echo "Image $size, seed $seed, $releases releases of $(git -C "$TOP" rev-parse --short HEAD)'s history; HDD model defaults (devmodel.h); build $build."
