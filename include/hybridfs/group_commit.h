@@ -46,8 +46,9 @@ static inline uint64_t hy_group_commit_issue(struct hy_group_commit *g)
 
 /* Waits until @ticket is durable, running the fdatasync of @fd when nobody
  * is. A failed sync sets *@error (the journal's sticky error), and every
- * waiter then returns it; a set *@error ends the wait at once. 0 or the
- * error. @lock held. */
+ * waiter then returns it; a set *@error ends the wait at once. A ticket
+ * above the count (issued before a reset) is durable: the checkpoint that
+ * reset the count holds its record. 0 or the error. @lock held. */
 int hy_group_commit_wait(struct hy_group_commit *g, pthread_mutex_t *lock, int fd, int *error,
 			 uint64_t ticket);
 

@@ -990,6 +990,52 @@ static void *append_many(void *arg)
 	return NULL;
 }
 
+/* A ticket taken before a checkpoint and waited for after it (fsync of a
+ * file while the cleaner checkpoints): the checkpoint holds its record, so
+ * the wait returns at once. It used to sync for ever, the count having
+ * restarted below the ticket, and the next checkpoint's reset waited on
+ * that sync (the soak test's hang). */
+static void test_ticket_before_checkpoint(void)
+{
+	char *dir = hy_test_tmpdir(), *path, *state_dir = NULL;
+	struct hy_map *map = new_map();
+	struct hy_state *state;
+	struct hy_map_journal *j;
+	struct hy_map_journal_record r = rec(HY_MJ_RELOCATE, 3, 0, 4, 100);
+	uint64_t ticket = 0;
+	char why[512] = "";
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+	path = journal_path(dir);
+	state = open_state_in(dir, &state_dir);
+	j = open_ok(path, 11, map, NULL);
+	for (int i = 0; i < 5; i++) {
+		r.block = (uint64_t)i * 4;
+		r.bopt_block = 100 + (uint64_t)i * 4;
+		CU_ASSERT_EQUAL(hy_map_journal_write(j, &r, &ticket), 0);
+		CU_ASSERT_EQUAL(apply_direct(map, &r), 0);
+	}
+	CU_ASSERT_EQUAL(ticket, 5);
+	CU_ASSERT_EQUAL(hy_map_journal_checkpoint(j, map, state->db, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(j->commit.written, 0);
+	CU_ASSERT_EQUAL(hy_map_journal_wait(j, ticket), 0);
+	/* ... and after new records the count is one of the new file */
+	r.type = HY_MJ_DIRTY;
+	r.block = 0;
+	r.nblocks = 1;
+	CU_ASSERT_EQUAL(hy_map_journal_write(j, &r, &ticket), 0);
+	CU_ASSERT_EQUAL(ticket, 1);
+	CU_ASSERT_EQUAL(hy_map_journal_wait(j, ticket), 0);
+	CU_ASSERT_EQUAL(j->commit.durable, 1);
+	hy_map_journal_close(j);
+	hy_map_free(map);
+	hy_state_close(state);
+	hy_test_rmtree(dir);
+	free(dir);
+	free(path);
+	free(state_dir);
+}
+
 static void test_group_commit(void)
 {
 	char *dir = hy_test_tmpdir(), *path;
@@ -1053,6 +1099,7 @@ int hy_test_add_map_journal(void)
 	    !CU_add_test(s, "write, then wait for the ticket", test_write_wait) ||
 	    !CU_add_test(s, "epochs wrap at 24 bits", test_epoch_wrap) ||
 	    !CU_add_test(s, "stamp records", test_stamp_records) ||
+	    !CU_add_test(s, "a ticket from before a checkpoint", test_ticket_before_checkpoint) ||
 	    !CU_add_test(s, "group commit, 8 threads", test_group_commit))
 		return -1;
 	return 0;
