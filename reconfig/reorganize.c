@@ -444,7 +444,8 @@ int hy_reorganize_diff(const struct hy_map_extent *current, size_t ncurrent,
 		cur[k] = (struct hy_reorganize_range){current[k].file_id, current[k].block,
 						      current[k].nblocks, current[k].bopt_block,
 						      0.0};
-	memcpy(plan, ranges, nranges * sizeof(*plan));
+	if (nranges) /* an empty plan may come as NULL */
+		memcpy(plan, ranges, nranges * sizeof(*plan));
 	qsort(cur, ncurrent, sizeof(*cur), by_file_block);
 	qsort(plan, nranges, sizeof(*plan), by_file_block);
 
