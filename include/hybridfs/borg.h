@@ -10,15 +10,20 @@
  * a named thread, "hy-reconfig":
  *   1. plan (reorganize.h): analyzer and planner over the access log, for
  *      the BOPT's read region; the graph, the run and the plan are saved;
- *   2. drop: dirty blocks go home (a flush), then extents the plan does
- *      not keep leave the map (journaled, durable; one dirtied since
+ *      then the plan is weighed on a model of the disk (gain.h): one that
+ *      saves less than HY_GAIN_MARGIN is held back (nothing moves), and
+ *      where nothing relocated is faster every extent goes home;
+ *   2. drop: dirty blocks go home (a flush), then extents the plan moves
+ *      or whose room it needs leave the map (the rest stay: the diff's
+ *      "left") (journaled, durable; one dirtied since
  *      stays, and nothing is copied onto it: hy_indirector_drop), then a
  *      barrier (every indirector gate taken once) waits out reads that
  *      may still use their old BOPT blocks, so those blocks can be
  *      written again;
  *   3. copy, in plan order: each range's home file is found (the files
  *      table's dev/ino/birth, searched for in the backing tree), clipped
- *      to its whole blocks, read and written to the BOPT; once a batch is
+ *      at the file's end (its last partial block zero-padded), read and
+ *      written to the BOPT; once a batch is
  *      durable (fdatasync of the BOPT), each range is committed under its
  *      file's indirector gate, held exclusive (hy_indirector_copy_begin,
  *      _copy_read, _copy_commit): if no write, truncation or copy of the
@@ -57,13 +62,16 @@
  * ("hy-cleaner") every HY_BORG_CLEAN_SECONDS, and at unmount (DESIGN.md
  * invariant 3). The cleaner also checkpoints the map now and then
  * (HY_BORG_CHECKPOINT_*), which bounds the journal and saves the stamps
- * writes refreshed.
+ * writes refreshed. A third thread, "hy-warm", reads the relocated files'
+ * directories and inodes when a chain of them starts being read
+ * (struct hy_borg_warm, hy_borg_note_read).
  *
  * Memory: struct hy_borg owns the BOPT, the map, the journal, its SQLite
  * connection and its threads; the indirector borrows the first three between
- * open and close. Locks: borg->lock guards the progress, the thread's
- * state and the counts of removed files freed; it is never held across
- * I/O. The reconfigurator takes no gate and
+ * open and close. Locks: borg->lock guards the progress, the threads'
+ * state, the warm-up's figures and the counts of removed files freed; it
+ * is never held across I/O (the read path's hy_borg_note_read uses
+ * atomics, and the lock only to wake the warm-up). The reconfigurator takes no gate and
  * holds no journal ticket itself: the indirector's operations do
  * (indirector.h).
  */
