@@ -111,6 +111,11 @@ void hy_indirector_get_stats(struct hy_indirector *ind, struct hy_indirector_sta
 	out->bopt = ind->bopt;
 }
 
+uint64_t hy_indirector_bopt_reads(struct hy_indirector *ind)
+{
+	return atomic_load_explicit(&ind->bopt_reads, memory_order_relaxed);
+}
+
 static bool uses_map(const struct hy_indirector *ind, const struct home_file *file)
 {
 	return ind->map && file->file_id;

@@ -204,11 +204,35 @@ static void print_bopt(struct json_object *d)
 		json_object_object_get_ex(re, "phase", &v);
 		hy_ctl_human_bytes(jget_u64(re, "copied_blocks", NULL) * 4096, copied,
 				   sizeof(copied));
-		printf("%-12s %s (plan %llu): %s copied, %llu ranges skipped\n", "reorganized",
+		printf("%-12s %s (plan %llu): %s copied, %llu ranges skipped", "reorganized",
 		       v ? json_object_get_string(v) : "?",
 		       (unsigned long long)jget_u64(re, "generation", NULL), copied,
 		       (unsigned long long)jget_u64(re, "skipped_ranges", NULL));
+		/* what the plan was weighed at (gain.h); absent: not weighed */
+		if (json_object_object_get_ex(re, "model", &v) && v) {
+			struct json_object *dec = NULL, *pl = NULL, *cur = NULL;
+
+			json_object_object_get_ex(v, "decision", &dec);
+			json_object_object_get_ex(v, "planned_ms", &pl);
+			json_object_object_get_ex(v, "current_ms", &cur);
+			printf("; weighed %.0f ms with the plan, %.0f ms without: %s",
+			       pl ? json_object_get_double(pl) : 0.0,
+			       cur ? json_object_get_double(cur) : 0.0,
+			       dec ? json_object_get_string(dec) : "?");
+		}
+		printf("\n");
 	}
+	if (json_object_object_get_ex(b, "warm", &v) && v &&
+	    (jget_u64(v, "runs", NULL) ||
+	     json_object_get_boolean(json_object_object_get(v, "armed"))))
+		printf("%-12s %llu runs: %llu directories, %llu files (%llu missing)%s\n",
+		       "warm-up", (unsigned long long)jget_u64(v, "runs", NULL),
+		       (unsigned long long)jget_u64(v, "directories", NULL),
+		       (unsigned long long)jget_u64(v, "files", NULL),
+		       (unsigned long long)jget_u64(v, "missing", NULL),
+		       json_object_get_boolean(json_object_object_get(v, "armed"))
+			       ? "; armed for the next read from the BOPT"
+			       : "");
 }
 
 /* The cache's lines: hit ratios by tier, occupancy, dirty bytes, what

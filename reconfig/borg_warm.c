@@ -68,10 +68,7 @@ static int64_t coarse_ns(void)
 
 static uint64_t bopt_reads(struct hy_borg *b)
 {
-	struct hy_indirector_stats st;
-
-	hy_indirector_get_stats(hy_engine_indirector(b->config.engine), &st);
-	return st.bopt_reads;
+	return hy_indirector_bopt_reads(hy_engine_indirector(b->config.engine));
 }
 
 void hy_borg_warm_arm(struct hy_borg *b)

@@ -129,6 +129,9 @@ void hy_indirector_set_bopt(struct hy_indirector *ind, struct hy_map *map, struc
 			    uint64_t read_base, struct hy_map_journal *journal);
 void hy_indirector_set_bopt_writes(struct hy_indirector *ind, bool on);
 void hy_indirector_get_stats(struct hy_indirector *ind, struct hy_indirector_stats *out);
+/* The read requests sent to the BOPT so far: one atomic load, for the
+ * read path (BORG's warm-up watches it move). */
+uint64_t hy_indirector_bopt_reads(struct hy_indirector *ind);
 
 /* ---- the data path: a file is its id (0: unknown, never relocated) and
  * its backing object (a descriptor in the daemon) ---------------------- */

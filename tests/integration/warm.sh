@@ -42,6 +42,8 @@ hy_wait_status "$m" '.bopt.warm.runs == 1'
 [ "$(warm files)" = 6 ] || hy_fail "the warm-up read $(warm files) files, not 6"
 [ "$(warm directories)" = 2 ] || hy_fail "the warm-up read $(warm directories) directories, not 2"
 [ "$(warm missing)" = 0 ] || hy_fail "$(warm missing) files missing"
+"$HYBRIDCTL" status "$m" | grep -q "^warm-up .*1 runs: 2 directories, 6 files" ||
+	hy_fail "the status table has no warm-up line: $("$HYBRIDCTL" status "$m" | grep -i warm)"
 # ... and only once
 read_hot
 [ "$(warm runs)" = 1 ] || hy_fail "more reads started $(warm runs) warm-ups"

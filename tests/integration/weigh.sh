@@ -55,6 +55,8 @@ awk -v p="$planned" -v c="$current" 'BEGIN { exit !(p >= c * 0.98) }' ||
 	hy_fail "a plan held back copied blocks"
 [ "$(hy_status "$m" '.bopt.map_files')" = 0 ] || hy_fail "a plan held back relocated files"
 grep -q "weighed .* held back" <<<"$out" || hy_fail "the summary does not say it was held back"
+"$HYBRIDCTL" status "$m" | grep -q "^reorganized .*weighed .* held back" ||
+	hy_fail "the status table does not say the plan was held back"
 # --always carries the same plan out, unweighed
 out=$("$HYBRIDCTL" reorganize "$m" --gap 3600 --always 2>&1) || hy_fail "reorganize --always failed"
 [ "$(hy_status "$m" '.bopt.reorganization.model')" = null ] || hy_fail "--always weighed the plan"
