@@ -49,7 +49,7 @@
 #
 #   bench/agedisk.sh [--size SIZE] [--seed S] [--releases N] [--dir DIR]
 #                    [--sets "ext4 none none-reorg ..."] [--out FILE] [--keep]
-#                    [BUILD_DIR]
+#                    [--options OPTS] [BUILD_DIR]
 #
 # Run as root (loop devices, mounts, tracefs, drop_caches). BUILD_DIR: a
 # built tree with hybridfs and hybridctl (default _build at the top).
@@ -58,6 +58,8 @@
 # from its trace: every 4 KiB of file data it read laid out contiguously in
 # first-access order, metadata left where it is (bench/blkprice.c -i, with
 # every file's extents from filefrag).
+# --options OPTS: added to every hybridfs mount's -o (to weigh one
+# option, e.g. bopt_readahead=0, against the defaults in alternate runs).
 # --keep: the work folder stays (the traces in traces/, each set's state
 # files' extents in places/SET, the tree's in extents) and is named at
 # the end, for a closer look.
@@ -69,6 +71,7 @@ size=3G seed=17 releases=24 dir=/var/tmp out="" keep=""
 sets="ext4 none none-reorg none-reorg2 none-remount defaults defaults-reorg defaults-reorg2 defaults-remount"
 all_sets=" $sets ext4-other none-other none-reorg-other none-emulate none-emulate-reorg "
 build=$TOP/_build
+extra=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--size) size=${2:?--size needs a size}; shift 2 ;;
@@ -78,7 +81,8 @@ while [ $# -gt 0 ]; do
 	--sets) sets=${2:?--sets needs a list}; shift 2 ;;
 	--out) out=${2:?--out needs a file}; shift 2 ;;
 	--keep) keep=1; shift ;;
-	-h | --help) sed -n '2,63p' "$0"; exit 0 ;;
+	--options) extra=${2:?--options needs mount options}; shift 2 ;;
+	-h | --help) sed -n '2,66p' "$0"; exit 0 ;;
 	-*) echo "agedisk: unknown option $1" >&2; exit 2 ;;
 	*) build=$1; shift ;;
 	esac
@@ -238,7 +242,7 @@ traced_morning() { traced morning "$1" "$2"; }
 traced_other() { traced other_work "$1" "$2"; }
 
 mount_hybridfs() { # $1: extra options
-	"$build/hybridfs" "$T/disk" "$T/mnt" -f -o "writeback_cache=off${1:+,$1}" 2>>"$T/daemon.log" &
+	"$build/hybridfs" "$T/disk" "$T/mnt" -f -o "writeback_cache=off${1:+,$1}${extra:+,$extra}" 2>>"$T/daemon.log" &
 	pid=$!
 	for _ in $(seq 1 600); do
 		awk -v m="$T/mnt" '$5 == m { f = 1 } END { exit !f }' /proc/self/mountinfo && return 0
@@ -390,5 +394,5 @@ fi
 		delete v
 	}' "$results"
 	echo
-	echo "Image $size, seed $seed, $releases releases of $(git -C "$TOP" rev-parse --short HEAD)'s history; HDD model defaults (devmodel.h); build $build."
+	echo "Image $size, seed $seed, $releases releases of $(git -C "$TOP" rev-parse --short HEAD)'s history; HDD model defaults (devmodel.h); build $build${extra:+, options $extra}."
 } | if [ -n "$out" ]; then tee "$out"; else cat; fi
