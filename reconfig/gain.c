@@ -108,17 +108,19 @@ static void serve(struct layout *l, uint64_t file_id, uint64_t off, uint64_t len
 	}
 }
 
-static void totals(const struct layout *l, double *ms, uint64_t *seeks)
+static void totals(const struct layout *l, double *ms, uint64_t *seeks, uint64_t *requests)
 {
 	struct hy_devmodel_stats st;
 
 	hy_devmodel_get_stats(l->home, &st);
 	*ms = st.busy_ms;
 	*seeks = st.seeks;
+	*requests = st.reads;
 	if (l->bopt != l->home) {
 		hy_devmodel_get_stats(l->bopt, &st);
 		*ms += st.busy_ms;
 		*seeks += st.seeks;
+		*requests += st.reads;
 	}
 }
 
@@ -193,9 +195,9 @@ int hy_gain_estimate(sqlite3 *db, int64_t after, int64_t last, const struct hy_m
 		rc = -EIO;
 		goto out;
 	}
-	totals(&lay[0], &out->home_ms, &out->home_seeks);
-	totals(&lay[1], &out->current_ms, &out->current_seeks);
-	totals(&lay[2], &out->planned_ms, &out->planned_seeks);
+	totals(&lay[0], &out->home_ms, &out->home_seeks, &out->home_requests);
+	totals(&lay[1], &out->current_ms, &out->current_seeks, &out->current_requests);
+	totals(&lay[2], &out->planned_ms, &out->planned_seeks, &out->planned_requests);
 	out->known = out->priced > 0 && 2 * out->priced >= out->reads;
 out:
 	sqlite3_finalize(st);

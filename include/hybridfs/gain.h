@@ -65,6 +65,9 @@ struct hy_gain_estimate {
 	double current_ms; /* the map as it is */
 	double planned_ms; /* the map after the plan */
 	uint64_t home_seeks, current_seeks, planned_seeks;
+	/* the requests the model served: a read over pieces in several
+	 * places is one for each */
+	uint64_t home_requests, current_requests, planned_requests;
 };
 
 /* Prices the reads of log rows (@after, @last] under the three layouts:

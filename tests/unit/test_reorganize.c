@@ -243,6 +243,91 @@ static void test_gain(void)
 	CU_ASSERT_EQUAL(e.priced, 5);
 }
 
+/* Issue 18's test of the effect: a small aged tree, built by hand, where
+ * what the plan does to the disk's requests and seeks is exact. Four
+ * files, placed as a tree that aged lies (physical 4 KiB blocks, as
+ * FIEMAP gave them to the log): a.c (2 blocks at 1000), b.h (1 block at
+ * 500000, written a release later), c.c (2 blocks at 2000 and an edit
+ * appended later, its third block at 900000) and d.h (1 block at 300000).
+ * A morning reads a.c, b.h, c.c and d.h, three times: five requests a
+ * time (c.c in two, one an extent), each a seek at home (every next place
+ * lies backwards or more than 1 MiB on; the first is 4 MB from the head's
+ * rest at 0). The plan lays the 7 blocks out in that order, so the
+ * mornings from the BOPT cost one seek to it and requests in a row. */
+static void test_aged_tree_exact(void)
+{
+	static const struct {
+		uint64_t file, block, nblocks;
+		int64_t phys;
+	} morning[] = {{1, 0, 2, 1000},
+		       {2, 0, 1, 500000},
+		       {3, 0, 2, 2000},
+		       {3, 2, 1, 900000},
+		       {4, 0, 1, 300000}};
+	struct hy_reorganize_params params = {.decay = 1.0, .capacity_blocks = 64};
+	struct hy_gain_place place = {.bopt_address = far_bopt};
+	struct hy_reorganize_plan plan;
+	struct hy_reorganize_diff d;
+	struct hy_gain_estimate e;
+	struct hy_state *state = NULL;
+	char *dir = hy_test_tmpdir(), why[512] = "";
+	int row = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+	CU_ASSERT_EQUAL_FATAL(hy_state_open(dir, "/backing", false, &state, why, sizeof(why)), 0);
+	for (int rep = 0; rep < 3; rep++) {
+		for (size_t i = 0; i < sizeof(morning) / sizeof(morning[0]); i++) {
+			char sql[200];
+
+			snprintf(sql, sizeof(sql),
+				 "INSERT INTO access_log VALUES (%d, 1, %llu, %llu, %llu, 0, NULL, "
+				 "%lld)",
+				 1000 + row++, (unsigned long long)morning[i].file,
+				 (unsigned long long)(morning[i].block * 4096),
+				 (unsigned long long)(morning[i].nblocks * 4096),
+				 (long long)morning[i].phys);
+			CU_ASSERT_EQUAL(sqlite3_exec(state->db, sql, NULL, NULL, NULL), SQLITE_OK);
+		}
+	}
+	CU_ASSERT_EQUAL_FATAL(hy_reorganize_make_plan(state->db, &params, &plan, why, sizeof(why)),
+			      0);
+	/* the 7 blocks in the order they were read (c.c's two requests, two
+	 * ranges) */
+	CU_ASSERT_EQUAL(plan.blocks, 7);
+	CU_ASSERT_EQUAL_FATAL(plan.count, 5);
+	CU_ASSERT_TRUE(same(&plan.ranges[0], 1, 0, 2, 0));
+	CU_ASSERT_TRUE(same(&plan.ranges[1], 2, 0, 1, 2));
+	CU_ASSERT_TRUE(same(&plan.ranges[2], 3, 0, 2, 3));
+	CU_ASSERT_TRUE(same(&plan.ranges[3], 3, 2, 1, 5));
+	CU_ASSERT_TRUE(same(&plan.ranges[4], 4, 0, 1, 6));
+	hy_devmodel_defaults(HY_DEVMODEL_HDD, &place.disk);
+	place.disk.capacity = 2000000000000ull;
+	CU_ASSERT_EQUAL_FATAL(hy_reorganize_diff(NULL, 0, plan.ranges, plan.count, &d), 0);
+	CU_ASSERT_EQUAL(hy_gain_estimate(state->db, plan.after, plan.last, NULL, 0, &d, &place, &e,
+					 why, sizeof(why)),
+			0);
+	CU_ASSERT(e.known);
+	CU_ASSERT_EQUAL(e.reads, 15);
+	CU_ASSERT_EQUAL(e.priced, 15);
+	/* at home: 15 requests, 15 seeks; as it is (nothing relocated) the same */
+	CU_ASSERT_EQUAL(e.home_requests, 15);
+	CU_ASSERT_EQUAL(e.home_seeks, 15);
+	CU_ASSERT_EQUAL(e.current_requests, 15);
+	CU_ASSERT_EQUAL(e.current_seeks, 15);
+	/* with the plan: the same 15 requests and one seek, to the BOPT: the
+	 * drive reads 1 MiB ahead of it into its buffer (devmodel.h), which
+	 * then holds the 28 KiB of all three mornings */
+	CU_ASSERT_EQUAL(e.planned_requests, 15);
+	CU_ASSERT_EQUAL(e.planned_seeks, 1);
+	CU_ASSERT(e.planned_ms < e.home_ms / 4);
+	CU_ASSERT_EQUAL(hy_gain_decide(&e), HY_GAIN_GO);
+	hy_reorganize_diff_free(&d);
+	hy_reorganize_plan_free(&plan);
+	hy_state_close(state);
+	hy_test_rmtree(dir);
+	free(dir);
+}
+
 static int64_t count(sqlite3 *db, const char *sql)
 {
 	sqlite3_stmt *st;
@@ -368,6 +453,8 @@ int hy_test_add_reorganize(void)
 			 test_diff_left_until_wanted) ||
 	    !CU_add_test(suite, "plans from a log, saved and recorded", test_plan_from_log) ||
 	    !CU_add_test(suite, "gain: a plan weighed on a model of the disk", test_gain) ||
+	    !CU_add_test(suite, "gain: an aged tree, requests and seeks exact",
+			 test_aged_tree_exact) ||
 	    !CU_add_test(suite, "sizes", test_sizes))
 		return -1;
 	return 0;
