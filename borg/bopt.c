@@ -404,8 +404,19 @@ static int bopt_dev_truncate(struct hy_device *dev, int64_t object, off_t size)
 	return -EOPNOTSUPP;
 }
 
+/* BORG's read-ahead along the BOPT (indirector.h): the kernel reads the
+ * run into the BOPT file's page cache, where the reads that follow it find
+ * it. */
+static int bopt_dev_prefetch(struct hy_device *dev, int64_t object, off_t off, off_t len)
+{
+	const struct hy_bopt *bopt = dev->priv;
+
+	return -posix_fadvise(bopt->fd, off, len, POSIX_FADV_WILLNEED);
+}
+
 static const struct hy_device_ops bopt_dev_ops = {
 	.read = bopt_dev_read,
+	.prefetch = bopt_dev_prefetch,
 	.write = bopt_dev_write,
 	.sync = bopt_dev_sync,
 	.truncate = bopt_dev_truncate,

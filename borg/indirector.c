@@ -33,10 +33,15 @@ int hy_indirector_new(struct hy_device *backing, struct hy_indirector **out)
 	if (!ind)
 		return -ENOMEM;
 	ind->backing = backing;
+	if (pthread_mutex_init(&ind->ahead_lock, NULL) != 0) {
+		free(ind);
+		return -ENOMEM;
+	}
 	for (int i = 0; i < HY_INDIRECTOR_GATES; i++) {
 		if (pthread_rwlock_init(&ind->gates[i].lock, NULL) != 0) {
 			while (i-- > 0)
 				pthread_rwlock_destroy(&ind->gates[i].lock);
+			pthread_mutex_destroy(&ind->ahead_lock);
 			free(ind);
 			return -ENOMEM;
 		}
@@ -51,6 +56,7 @@ void hy_indirector_free(struct hy_indirector *ind)
 		return;
 	for (int i = 0; i < HY_INDIRECTOR_GATES; i++)
 		pthread_rwlock_destroy(&ind->gates[i].lock);
+	pthread_mutex_destroy(&ind->ahead_lock);
 	free(ind);
 }
 
@@ -100,8 +106,17 @@ void hy_indirector_set_bopt(struct hy_indirector *ind, struct hy_map *map, struc
 	ind->journal = journal;
 }
 
+void hy_indirector_set_readahead(struct hy_indirector *ind, uint64_t bytes, uint64_t read_end)
+{
+	ind->readahead_bytes = bytes;
+	ind->bopt_read_end = read_end;
+}
+
 void hy_indirector_get_stats(struct hy_indirector *ind, struct hy_indirector_stats *out)
 {
+	out->readahead_bytes = ind->readahead_bytes;
+	out->readaheads = atomic_load(&ind->readaheads);
+	out->readahead_bytes_asked = atomic_load(&ind->readahead_bytes_asked);
 	out->stale_files = atomic_load(&ind->stale_files);
 	out->bopt_reads = atomic_load(&ind->bopt_reads);
 	out->released_blocks = atomic_load(&ind->released_blocks);
@@ -293,6 +308,51 @@ static void change_end(struct hy_indirector *ind, struct home_file *file, bool h
 	pthread_rwlock_unlock(&gate_of(ind, file->file_id)->lock);
 }
 
+/* After a BOPT read of @file_id's bytes at device offsets [@from, @to):
+ * the read-ahead along the plan (hy_indirector_set_readahead). A chain
+ * starts when a read of another file begins within a block of where the
+ * last one ended (the planner packs files back to back; a block of slack
+ * for a tail not read, and for requests of parallel threads that arrive
+ * a little out of order); once started, reads inside what was asked for
+ * keep it going. */
+static void read_ahead(struct hy_indirector *ind, uint64_t file_id, uint64_t from, uint64_t to)
+{
+	uint64_t window = ind->readahead_bytes, start = 0, end = 0;
+	bool chain, inside;
+	int rc;
+
+	if (!window)
+		return;
+	pthread_mutex_lock(&ind->ahead_lock);
+	chain = file_id != ind->ahead_file && from + BLOCK >= ind->ahead_next &&
+		from <= ind->ahead_next + BLOCK;
+	inside = from + BLOCK >= ind->ahead_next && to <= ind->ahead_end;
+	if (chain || inside) {
+		start = to > ind->ahead_end ? to : ind->ahead_end;
+		end = to + window < ind->bopt_read_end ? to + window : ind->bopt_read_end;
+		/* ask again once half of what is ahead has been read */
+		if (ind->ahead_end >= to + window / 2 || end <= start)
+			end = start = 0;
+		else
+			ind->ahead_end = end;
+	} else {
+		ind->ahead_end = 0; /* a jump: no chain until one starts here */
+	}
+	ind->ahead_next = to;
+	ind->ahead_file = file_id;
+	pthread_mutex_unlock(&ind->ahead_lock);
+	if (end <= start)
+		return;
+	rc = hy_device_prefetch(ind->bopt, 0, (off_t)start, (off_t)(end - start));
+	if (rc == 0) {
+		atomic_fetch_add(&ind->readaheads, 1);
+		atomic_fetch_add(&ind->readahead_bytes_asked, end - start);
+	} else if (rc != -EOPNOTSUPP) {
+		hy_log(LOG_DEBUG, "bopt: read-ahead of %" PRIu64 " bytes at %" PRIu64 ": %s",
+		       end - start, start, strerror(-rc));
+	}
+}
+
 /* Reads the pieces of [@off, @end) into @buf, each from where it lives;
  * the file's gate is held. A BOPT block may hold a file's last partial
  * block (zeros after it), so what the BOPT serves stops at @size, the home
@@ -316,9 +376,13 @@ static ssize_t read_pieces(struct hy_indirector *ind, struct home_file *file, vo
 		} else {
 			if (len > size - from)
 				len = (size_t)(size - from);
+			off_t at = bopt_offset(ind, &pieces[i], from);
+
 			atomic_fetch_add(&ind->bopt_reads, 1);
-			r = hy_device_read(ind->bopt, 0, (char *)buf + done, len,
-					   bopt_offset(ind, &pieces[i], from));
+			r = hy_device_read(ind->bopt, 0, (char *)buf + done, len, at);
+			if (r > 0)
+				read_ahead(ind, file->file_id, (uint64_t)at,
+					   (uint64_t)at + (uint64_t)r);
 		}
 		if (r < 0)
 			return done ? (ssize_t)done : r;

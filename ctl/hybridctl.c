@@ -222,6 +222,15 @@ static void print_bopt(struct json_object *d)
 		}
 		printf("\n");
 	}
+	if (json_object_object_get_ex(b, "readahead", &v) && v &&
+	    jget_u64(v, "window_bytes", NULL)) {
+		char window[32], asked[32];
+
+		hy_ctl_human_bytes(jget_u64(v, "window_bytes", NULL), window, sizeof(window));
+		hy_ctl_human_bytes(jget_u64(v, "bytes", NULL), asked, sizeof(asked));
+		printf("%-12s %s ahead of a chain: %llu requests, %s\n", "read-ahead", window,
+		       (unsigned long long)jget_u64(v, "requests", NULL), asked);
+	}
 	if (json_object_object_get_ex(b, "warm", &v) && v &&
 	    (jget_u64(v, "runs", NULL) ||
 	     json_object_get_boolean(json_object_object_get(v, "armed"))))

@@ -122,8 +122,18 @@ static void file_close_object(struct hy_device *dev, int64_t object)
 		hy_log(LOG_WARNING, "closing descriptor %d: %s", (int)object, strerror(errno));
 }
 
+static int file_prefetch(struct hy_device *dev, int64_t object, off_t off, off_t len)
+{
+	int rc;
+
+	(void)dev;
+	rc = posix_fadvise((int)object, off, len, POSIX_FADV_WILLNEED);
+	return -rc; /* posix_fadvise returns the error number itself */
+}
+
 static const struct hy_device_ops file_ops = {
 	.writable = file_writable,
+	.prefetch = file_prefetch,
 	.hold = file_hold,
 	.close_object = file_close_object,
 	.getattr = file_getattr,
@@ -751,6 +761,43 @@ int hy_device_sync(struct hy_device *dev, int64_t object, bool data_only)
 	return rc;
 }
 
+int hy_device_prefetch(struct hy_device *dev, int64_t object, off_t off, off_t len)
+{
+	int rc;
+
+	if (!dev->ops->prefetch)
+		return -EOPNOTSUPP;
+	if (off < 0 || len <= 0)
+		return -EINVAL;
+	if (dev->emulation && !dev->fault) {
+		int fd = emulation_fd(dev, object);
+
+		if (fd >= 0 && (dev->ops->read == file_read || dev->emulation_fd >= 0)) {
+			/* the disk reads what the page cache lacks: the cached
+			 * prefix is found by reading it (the probe), which also
+			 * says where the disk's part begins */
+			char *scratch = malloc((size_t)len);
+			ssize_t cached =
+				scratch ? hy_device_emulation_probe(fd, scratch, (size_t)len, off)
+					: -ENOMEM;
+
+			free(scratch);
+			if (cached < 0)
+				cached = 0;
+			emu_request(dev->emulation, fd, dev->emulation_region, (uint64_t)off,
+				    (uint64_t)len, (uint64_t)cached, false, false);
+		}
+	}
+	rc = dev->ops->prefetch(dev, object, off, len);
+	if (rc < 0) {
+		atomic_fetch_add_explicit(&dev->errors, 1, memory_order_relaxed);
+		return rc;
+	}
+	atomic_fetch_add_explicit(&dev->prefetches, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&dev->bytes_prefetched, (uint64_t)len, memory_order_relaxed);
+	return 0;
+}
+
 int hy_device_truncate(struct hy_device *dev, int64_t object, off_t size)
 {
 	int rc = dev->ops->truncate(dev, object, size);
@@ -830,6 +877,8 @@ void hy_device_get_stats(struct hy_device *dev, struct hy_device_stats *out)
 	out->syncs = atomic_load_explicit(&dev->syncs, memory_order_relaxed);
 	out->errors = atomic_load_explicit(&dev->errors, memory_order_relaxed);
 	out->seeks = atomic_load_explicit(&dev->seeks, memory_order_relaxed);
+	out->prefetches = atomic_load_explicit(&dev->prefetches, memory_order_relaxed);
+	out->bytes_prefetched = atomic_load_explicit(&dev->bytes_prefetched, memory_order_relaxed);
 }
 
 int hy_device_getattr(struct hy_device *dev, int64_t object, struct hy_device_attr *out)

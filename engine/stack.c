@@ -41,10 +41,12 @@ void hy_stack_set_bopt(struct hy_engine *engine, const struct hy_stack_bopt *bop
 	if (!bopt) {
 		hy_indirector_set_bopt(ind, NULL, NULL, 0, NULL);
 		hy_indirector_set_bopt_writes(ind, false);
+		hy_indirector_set_readahead(ind, 0, 0);
 		return;
 	}
 	hy_indirector_set_bopt(ind, bopt->map, bopt->device, bopt->read_base, bopt->journal);
 	hy_indirector_set_bopt_writes(ind, bopt->writes);
+	hy_indirector_set_readahead(ind, bopt->readahead, bopt->read_end);
 }
 
 int hy_stack_open_cache(struct hy_engine *engine, const struct hy_cache_config *config,

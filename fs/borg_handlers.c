@@ -242,6 +242,17 @@ struct json_object *hy_fs_borg_status(struct hy_borg *borg, struct hy_engine *en
 	add_u64(o, "bopt_reads", ind.bopt_reads);
 	add_u64(o, "released_blocks", ind.released_blocks);
 	add_u64(o, "stale_files", ind.stale_files);
+	{
+		/* read-ahead along the plan (indirector.h) */
+		struct json_object *ra = json_object_new_object();
+
+		if (ra) {
+			add_u64(ra, "window_bytes", ind.readahead_bytes);
+			add_u64(ra, "requests", ind.readaheads);
+			add_u64(ra, "bytes", ind.readahead_bytes_asked);
+			json_object_object_add(o, "readahead", ra);
+		}
+	}
 	if (ind.bopt)
 		json_object_object_add(o, "device", hy_fs_device_status(ind.bopt));
 	json_object_object_add(o, "reorganization", progress_json(borg));

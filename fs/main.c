@@ -494,6 +494,7 @@ static int open_borg(const struct hy_options *opts, struct hy_fs *fs, const stru
 		.bopt_size = opts->bopt_size,
 		.rate = opts->reorg_rate,
 		.bopt_writes = opts->bopt_writes,
+		.readahead = opts->bopt_readahead,
 		.engine = fs->engine,
 		.activity = activity,
 		.activity_ctx = fs,

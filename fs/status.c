@@ -57,6 +57,8 @@ struct json_object *hy_fs_device_status(struct hy_device *device)
 	add_u64(dev, "syncs", ds.syncs);
 	add_u64(dev, "errors", ds.errors);
 	add_u64(dev, "seeks", ds.seeks);
+	add_u64(dev, "prefetches", ds.prefetches);
+	add_u64(dev, "bytes_prefetched", ds.bytes_prefetched);
 	return dev;
 }
 

@@ -322,6 +322,17 @@ static int parse_one(struct hy_options *opts, char *word, char *why, size_t why_
 	}
 	if (strcmp(name, "bopt_writes") == 0)
 		return parse_bool(name, value, &opts->bopt_writes, why, why_size);
+	if (strcmp(name, "bopt_readahead") == 0) {
+		if (parse_size(name, value, true, &opts->bopt_readahead, why, why_size))
+			return -EINVAL;
+		if (opts->bopt_readahead > HY_OPTIONS_BOPT_READAHEAD_MAX ||
+		    opts->bopt_readahead % 4096)
+			return hy_log_why(
+				-EINVAL, why, why_size,
+				"option \"bopt_readahead=%s\": a multiple of 4K up to 64M (0: off)",
+				value);
+		return 0;
+	}
 	if (strcmp(name, "bopt_force") == 0)
 		return parse_bool(name, value, &opts->bopt_force, why, why_size);
 	if (strcmp(name, "bopt_on_ssd") == 0)
@@ -495,6 +506,7 @@ static void options_reset(struct hy_options *opts)
 	opts->bopt_size = HY_OPTIONS_BOPT_SIZE;
 	opts->reorg_rate = HY_OPTIONS_REORG_RATE;
 	opts->bopt_writes = true;
+	opts->bopt_readahead = HY_OPTIONS_BOPT_READAHEAD;
 	opts->cache_size = HY_OPTIONS_CACHE_SIZE;
 	opts->cache_write = HY_CACHE_WRITE_BACK;
 	opts->cache_policy = HY_POLICY_LRU3;
@@ -836,6 +848,8 @@ void hy_options_usage(const char *program, FILE *out)
 		"                         (default 64M; 0: no limit)\n"
 		"  bopt_writes=on|off     writes to relocated blocks go into the BOPT and\n"
 		"                         home later (default on), or home at once\n"
+		"  bopt_readahead=SIZE    how far the BOPT is read ahead of a chain of\n"
+		"                         relocated files (default 1M; 0: off)\n"
 		"  bopt_force             make the BOPT on the device at bopt= over a\n"
 		"                         filesystem or another mount's BOPT found there\n"
 		"                         (what it holds is lost)\n"

@@ -433,11 +433,14 @@ int hy_borg_open(const struct hy_borg_config *config, struct hy_borg **out, char
 	}
 	{
 		/* into the I/O stack as the simulator's BORG puts its own (stack.h) */
-		struct hy_stack_bopt part = {.map = b->map,
-					     .device = b->bopt->device,
-					     .read_base = hy_bopt_read_offset(b->bopt, 0),
-					     .journal = b->journal,
-					     .writes = config->bopt_writes};
+		struct hy_stack_bopt part = {
+			.map = b->map,
+			.device = b->bopt->device,
+			.read_base = hy_bopt_read_offset(b->bopt, 0),
+			.journal = b->journal,
+			.writes = config->bopt_writes,
+			.readahead = config->readahead,
+			.read_end = hy_bopt_read_offset(b->bopt, b->bopt->header.read_blocks)};
 
 		hy_stack_set_bopt(config->engine, &part);
 	}

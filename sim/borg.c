@@ -143,7 +143,8 @@ int hy_sim_borg_new(uint64_t capacity, uint64_t bopt_address, struct hy_sim_borg
 	/* the daemon's stack, without a cache: BORG's layout is what is
 	 * measured; writes to relocated blocks go into the BOPT, as with the
 	 * daemon's default bopt_writes=on */
-	bopt = (struct hy_stack_bopt){b->map, b->bopt, 0, NULL, true};
+	/* no read-ahead: a model's BOPT has no page cache to read into */
+	bopt = (struct hy_stack_bopt){b->map, b->bopt, 0, NULL, true, 0, 0};
 	stack.backing = b->home;
 	stack.bopt = &bopt;
 	if (rc == 0)

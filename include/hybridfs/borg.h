@@ -111,6 +111,7 @@ struct hy_borg_config {
 	uint64_t bopt_size;    /* bytes, for a BOPT file */
 	uint64_t rate;	       /* bytes per second a copy may take; 0: no limit */
 	bool bopt_writes;      /* writes to relocated blocks go to the BOPT */
+	uint64_t readahead;    /* bopt_readahead: bytes read ahead of a chain; 0: off */
 	struct hy_engine *engine;
 	/* a counter of the mount's requests, to yield to them (may be NULL) */
 	uint64_t (*activity)(void *ctx);

@@ -85,6 +85,11 @@ struct hy_device_ops {
 	 * filesystem. */
 	int (*addresses)(struct hy_device *dev, int64_t object, const uint64_t *offsets, size_t n,
 			 uint64_t *out);
+	/* Starts reading @object's bytes [@off, @off + @len) into the page
+	 * cache and returns without waiting (posix_fadvise WILLNEED): BORG's
+	 * read-ahead along the BOPT. May be NULL (-EOPNOTSUPP: a medium with
+	 * no page cache under it, a model). */
+	int (*prefetch)(struct hy_device *dev, int64_t object, off_t off, off_t len);
 	/* Releases the device's private data (may be NULL). */
 	void (*destroy)(struct hy_device *dev);
 };
@@ -97,6 +102,7 @@ struct hy_device_stats {
 	uint64_t syncs;
 	uint64_t errors;
 	uint64_t seeks; /* requests that did not start where the last one ended */
+	uint64_t prefetches, bytes_prefetched; /* hy_device_prefetch() started */
 };
 
 struct hy_device {
@@ -104,6 +110,7 @@ struct hy_device {
 	char name[64]; /* for messages: "backing", "bopt", "cache" */
 	void *priv;    /* owned by ops->destroy */
 	_Atomic uint64_t reads, writes, bytes_read, bytes_written, syncs, errors;
+	_Atomic uint64_t prefetches, bytes_prefetched;
 	/* Where the last request ended, to count seeks: a statistic, so racing
 	 * requests may each count as one. */
 	_Atomic int64_t last_object;
@@ -139,6 +146,14 @@ ssize_t hy_device_read(struct hy_device *dev, int64_t object, void *buf, size_t 
 ssize_t hy_device_write(struct hy_device *dev, int64_t object, const void *buf, size_t len,
 			off_t off);
 int hy_device_sync(struct hy_device *dev, int64_t object, bool data_only);
+/* The table's prefetch(): a read the disk serves in the background, so a
+ * later hy_device_read() of those bytes finds them in the page cache.
+ * Counted apart from the reads (prefetches, bytes_prefetched). Under
+ * emulate= the emulated disk is charged for the bytes the page cache does
+ * not hold yet, as one read, and the caller waits for it as a disk's next
+ * request would (the read that follows is then free). 0, -EOPNOTSUPP
+ * (the table has none) or the call's negative errno. */
+int hy_device_prefetch(struct hy_device *dev, int64_t object, off_t off, off_t len);
 int hy_device_truncate(struct hy_device *dev, int64_t object, off_t size);
 int hy_device_allocate(struct hy_device *dev, int64_t object, int mode, off_t off, off_t len);
 /* Not counted as requests: metadata. stamp() is getattr()'s stamp. */

@@ -101,10 +101,21 @@ struct hy_indirector {
 	_Atomic uint64_t released_blocks; /* relocated blocks released by changes */
 	_Atomic uint64_t bopt_writes;	  /* write requests sent to the BOPT */
 	_Atomic uint64_t synced_blocks;	  /* dirty BOPT blocks written home */
+
+	/* Read-ahead along the plan (hy_indirector_set_readahead): where the
+	 * last BOPT read ended and of which file, and how far ahead of it the
+	 * BOPT has been asked for; under @ahead_lock, which is never held
+	 * across a request. */
+	uint64_t readahead_bytes, bopt_read_end;
+	pthread_mutex_t ahead_lock;
+	uint64_t ahead_next, ahead_end, ahead_file;
+	_Atomic uint64_t readaheads, readahead_bytes_asked;
 };
 
 struct hy_indirector_stats {
 	uint64_t stale_files, bopt_reads, released_blocks, bopt_writes, synced_blocks;
+	uint64_t readahead_bytes;		    /* the setting; 0: off */
+	uint64_t readaheads, readahead_bytes_asked; /* read-aheads started */
 	bool bopt_writes_on;
 	struct hy_device *bopt; /* NULL without a BOPT; for its device counters */
 };
@@ -128,6 +139,21 @@ void hy_indirector_free(struct hy_indirector *ind);
 void hy_indirector_set_bopt(struct hy_indirector *ind, struct hy_map *map, struct hy_device *bopt,
 			    uint64_t read_base, struct hy_map_journal *journal);
 void hy_indirector_set_bopt_writes(struct hy_indirector *ind, bool on);
+/* Read-ahead along the plan (issue 18, item 4): the BOPT holds relocated
+ * blocks in the order they were read, so a read of one file that starts
+ * where the last BOPT read (of another file) ended is a chain being
+ * followed, and the BOPT is asked for the next @bytes after it at once (one
+ * hy_device_prefetch(), into the BOPT file's page cache), and again each
+ * time the reads come within half of that of its end. The files of the
+ * chain then cost one seek, not one after each metadata read between them
+ * (the kernel's own read-ahead of the BOPT file stops at its read_ahead_kb,
+ * 128 KiB by default). Reads within one file, and reads that jump, ask for
+ * nothing: only a chain, which the plan made, is worth reading ahead.
+ * Nothing is read past @read_end (the read region's end on the BOPT
+ * device). The page cache, not the front cache: the front cache sits
+ * above (cache=none has none), and the page cache serves both. 0 @bytes:
+ * off. Set before requests flow. */
+void hy_indirector_set_readahead(struct hy_indirector *ind, uint64_t bytes, uint64_t read_end);
 void hy_indirector_get_stats(struct hy_indirector *ind, struct hy_indirector_stats *out);
 /* The read requests sent to the BOPT so far: one atomic load, for the
  * read path (BORG's warm-up watches it move). */

@@ -26,9 +26,14 @@
 
 #include "hybridfs/pore.h"
 
-#define HY_STATE_DIR_NAME	      ".hybridfs" /* default state folder, inside BACKING */
-#define HY_OPTIONS_BOPT_NAME	      "bopt"	  /* the default BOPT, a file in the state folder */
-#define HY_OPTIONS_BOPT_SIZE	      (256ULL << 20)
+#define HY_STATE_DIR_NAME    ".hybridfs" /* default state folder, inside BACKING */
+#define HY_OPTIONS_BOPT_NAME "bopt"	 /* the default BOPT, a file in the state folder */
+#define HY_OPTIONS_BOPT_SIZE (256ULL << 20)
+/* bopt_readahead=: how far ahead of a chain of relocated files the BOPT is
+ * read (indirector.h); the HDD model's seek costs about as much as reading
+ * 1 MiB, and 64 MiB bounds what one read may ask of the page cache. */
+#define HY_OPTIONS_BOPT_READAHEAD     (1ULL << 20)
+#define HY_OPTIONS_BOPT_READAHEAD_MAX (64ULL << 20)
 #define HY_OPTIONS_BOPT_MIN	      (1ULL << 20)
 #define HY_OPTIONS_REORG_RATE	      (64ULL << 20)
 #define HY_OPTIONS_CACHE_NAME	      "cache" /* the default SSD cache store, in the state folder */
@@ -94,7 +99,8 @@ struct hy_options {
 	bool bopt_given, bopt_size_given;
 	uint64_t bopt_size;
 	uint64_t reorg_rate;
-	bool bopt_writes; /* writes to relocated blocks go into the BOPT */
+	bool bopt_writes;	 /* writes to relocated blocks go into the BOPT */
+	uint64_t bopt_readahead; /* bytes read ahead along a chain; 0: off */
 	/* bopt_force: a BOPT is made on the block device at bopt= over
 	 * whatever is there that is not this mount's BOPT (a filesystem,
 	 * another mount's BOPT), as hybridctl format-cache --force does for a

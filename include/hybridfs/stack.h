@@ -57,6 +57,8 @@ struct hy_stack_bopt {
 	uint64_t read_base;		/* byte offset of read-region block 0 on @device */
 	struct hy_map_journal *journal; /* NULL: changes are not journaled (in memory) */
 	bool writes;			/* bopt_writes: writes to relocated blocks go there */
+	uint64_t readahead;		/* bopt_readahead: bytes (indirector.h); 0: off */
+	uint64_t read_end;		/* byte offset of the read region's end on @device */
 };
 
 struct hy_stack_config {

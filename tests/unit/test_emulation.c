@@ -232,6 +232,61 @@ static void test_emulation_page_cache(void)
 	free(tmp);
 }
 
+/* BORG's read-ahead (hy_device_prefetch): the disk reads what the page
+ * cache lacks, so the emulated disk is charged for it, as one read; the
+ * device counts it apart from its reads. A table without a prefetch has
+ * none. */
+static ssize_t no_read(struct hy_device *dev, int64_t object, void *buf, size_t len, off_t off)
+{
+	(void)dev;
+	(void)object;
+	(void)buf;
+	(void)len;
+	(void)off;
+	return 0;
+}
+
+static void test_emulation_prefetch(void)
+{
+	static const struct hy_device_ops bare = {.read = no_read};
+	char *tmp = hy_test_tmpdir();
+	struct hy_devmodel_params p;
+	struct hy_device_emulation *e;
+	struct hy_device_emulation_stats st;
+	struct hy_device_stats ds;
+	struct hy_device *dev, *model;
+	int a;
+
+	CU_ASSERT_EQUAL_FATAL(hy_device_new("model", &bare, NULL, &model), 0);
+	CU_ASSERT_EQUAL(hy_device_prefetch(model, 0, 0, BLOCK), -EOPNOTSUPP);
+	hy_device_free(model);
+	if (on_tmpfs(tmp)) {
+		hy_test_rmtree(tmp);
+		free(tmp);
+		return;
+	}
+	a = make_file(tmp, "a", SMALL);
+	CU_ASSERT_EQUAL_FATAL(hy_device_file_new("backing", &dev), 0);
+	e = hdd_emulation(&p);
+	hy_device_set_emulation(dev, e, -1);
+	CU_ASSERT_EQUAL(hy_device_prefetch(dev, a, 0, 0), -EINVAL);
+	uncache(a);
+	CU_ASSERT_EQUAL(hy_device_prefetch(dev, a, 0, SMALL), 0);
+	hy_device_emulation_get_stats(e, &st);
+	CU_ASSERT_EQUAL(st.requests, 1);
+	CU_ASSERT_EQUAL(st.reads, 1);
+	CU_ASSERT_EQUAL(st.bytes_read, SMALL);
+	hy_device_get_stats(dev, &ds);
+	CU_ASSERT_EQUAL(ds.reads, 0);
+	CU_ASSERT_EQUAL(ds.prefetches, 1);
+	CU_ASSERT_EQUAL(ds.bytes_prefetched, SMALL);
+	hy_device_free(dev);
+	hy_device_emulation_free(e);
+	close(a);
+	hy_test_rmtree(tmp);
+	free(tmp);
+}
+
 /* tmpfs: no map and no disk under the page cache: every read is charged,
  * at 64 MiB per inode number (the fallback). */
 static void test_emulation_tmpfs(void)
@@ -333,6 +388,7 @@ int hy_test_add_emulation(void)
 	    !CU_add_test(s, "reads the page cache served are not charged",
 			 test_emulation_page_cache) ||
 	    !CU_add_test(s, "tmpfs: placed by inode, every read charged", test_emulation_tmpfs) ||
+	    !CU_add_test(s, "a read-ahead is charged as one read", test_emulation_prefetch) ||
 	    !CU_add_test(s, "the SQLite databases' I/O is charged", test_emulation_sqlite))
 		return -1;
 	return 0;

@@ -1422,6 +1422,97 @@ static void test_indirector_tail_block(void)
 	fx_teardown(&fx);
 }
 
+/* Issue 18, item 4: read-ahead along the plan. File 7's blocks 2-5 lie at
+ * BOPT blocks 10-13 (the fixture); file 8 (home object 2) is made 2 blocks
+ * and copied to BOPT blocks 14-15, right after them: a chain. The BOPT
+ * device records what it is asked to prefetch. */
+static struct {
+	int calls;
+	off_t off[8], len[8];
+} prefetched;
+
+static int rec_prefetch(struct hy_device *dev, int64_t object, off_t off, off_t len)
+{
+	(void)dev;
+	(void)object;
+	if (prefetched.calls < 8) {
+		prefetched.off[prefetched.calls] = off;
+		prefetched.len[prefetched.calls] = len;
+	}
+	prefetched.calls++;
+	return 0;
+}
+
+static void read_blocks(struct fixture *fx, struct hy_engine_file *f, uint64_t block,
+			uint32_t nblocks)
+{
+	static char buf[4 * BLK];
+
+	CU_ASSERT_EQUAL(hy_engine_read(fx->engine, f, buf, nblocks * BLK, (off_t)(block * BLK)),
+			(ssize_t)(nblocks * BLK));
+}
+
+#define RA_AT(b) ((off_t)(FX_BASE + (b)*BLK))
+
+static void test_indirector_readahead(void)
+{
+	static struct hy_device_ops prefetching;
+	struct hy_indirector *ind;
+	struct hy_indirector_stats st;
+	struct hy_engine_file next;
+	struct fixture fx;
+
+	fx_setup(&fx, &stamped_ops, true, -1);
+	ind = hy_engine_indirector(fx.engine);
+	outside_write(fx.home, TAIL_OBJECT, 0, 2 * BLK, 'Q');
+	hy_engine_file_init(fx.engine, &next, TAIL_OBJECT);
+	hy_engine_file_set_id(&next, TAIL_FILE);
+	tail_copy(&fx, 0, 2, 14, 2 * BLK);
+	/* the BOPT device, now with a prefetch */
+	prefetching = *fx.bopt->ops;
+	prefetching.prefetch = rec_prefetch;
+	fx.bopt->ops = &prefetching;
+	memset(&prefetched, 0, sizeof(prefetched));
+	hy_indirector_set_readahead(ind, 8 * BLK, (uint64_t)RA_AT(40));
+
+	/* the first BOPT read, and one that goes on in the same file: no
+	 * chain yet (the kernel's read-ahead of the BOPT file does that) */
+	read_blocks(&fx, &fx.file, 2, 2);
+	read_blocks(&fx, &fx.file, 4, 2);
+	CU_ASSERT_EQUAL(prefetched.calls, 0);
+	/* the next file starts where the last one ended: the next 8 blocks
+	 * are asked for, in one request */
+	read_blocks(&fx, &next, 0, 2);
+	CU_ASSERT_EQUAL_FATAL(prefetched.calls, 1);
+	CU_ASSERT_EQUAL(prefetched.off[0], RA_AT(16));
+	CU_ASSERT_EQUAL(prefetched.len[0], 8 * BLK);
+	/* a read inside what was asked for, past half of it: the window
+	 * moves on from where it ended (blocks 24-28) */
+	read_blocks(&fx, &fx.file, 8, 1); /* BOPT block 20 */
+	CU_ASSERT_EQUAL_FATAL(prefetched.calls, 2);
+	CU_ASSERT_EQUAL(prefetched.off[1], RA_AT(24));
+	CU_ASSERT_EQUAL(prefetched.len[1], 5 * BLK);
+	hy_indirector_get_stats(ind, &st);
+	CU_ASSERT_EQUAL(st.readaheads, 2);
+	CU_ASSERT_EQUAL(st.readahead_bytes_asked, 13 * BLK);
+	CU_ASSERT_EQUAL(st.readahead_bytes, 8 * BLK);
+	/* a jump back: nothing, until a chain starts again; then the window
+	 * stops at the read region's end */
+	hy_indirector_set_readahead(ind, 8 * BLK, (uint64_t)RA_AT(20));
+	read_blocks(&fx, &fx.file, 2, 4);
+	CU_ASSERT_EQUAL(prefetched.calls, 2);
+	read_blocks(&fx, &next, 0, 2);
+	CU_ASSERT_EQUAL_FATAL(prefetched.calls, 3);
+	CU_ASSERT_EQUAL(prefetched.off[2], RA_AT(16));
+	CU_ASSERT_EQUAL(prefetched.len[2], 4 * BLK);
+	/* off: nothing at all */
+	hy_indirector_set_readahead(ind, 0, (uint64_t)RA_AT(40));
+	read_blocks(&fx, &fx.file, 2, 4);
+	read_blocks(&fx, &next, 0, 2);
+	CU_ASSERT_EQUAL(prefetched.calls, 3);
+	fx_teardown(&fx);
+}
+
 /* A home device with no stamp op (the simulator's) is never written by
  * anyone else: copies are fresh, stamp 0 or not. */
 static const struct hy_device_ops unstamped_ops = {
@@ -2390,6 +2481,8 @@ int hy_test_add_engine(void)
 			 test_indirector_copies) ||
 	    !CU_add_test(s, "indirector: a file's last partial block in the BOPT",
 			 test_indirector_tail_block) ||
+	    !CU_add_test(s, "indirector: read-ahead along a chain in the BOPT",
+			 test_indirector_readahead) ||
 	    !CU_add_test(s, "indirector: only opened objects count against the hold bound",
 			 test_indirector_hold_bound) ||
 	    !CU_add_test(s, "a home device without stamps", test_stamp_unsupported) ||

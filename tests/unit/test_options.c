@@ -136,6 +136,10 @@ static void test_bopt_options(void)
 	const char *bad_size[] = {"hybridfs", "-o", "bopt_size=lots", "/b", "/m", NULL};
 	const char *bad_rate[] = {"hybridfs", "-o", "reorg_rate=-5M", "/b", "/m", NULL};
 	const char *empty[] = {"hybridfs", "-o", "bopt=", "/b", "/m", NULL};
+	const char *ra_off[] = {"hybridfs", "-o", "bopt_readahead=0", "/b", "/m", NULL};
+	const char *ra_odd[] = {"hybridfs", "-o", "bopt_readahead=5000", "/b", "/m", NULL};
+	const char *ra_big[] = {"hybridfs", "-o", "bopt_readahead=1G", "/b", "/m", NULL};
+	const char *ra_bad[] = {"hybridfs", "-o", "bopt_readahead=far", "/b", "/m", NULL};
 	const char *relative[] = {"hybridfs", "-o", "bopt=PARTUID=x", "/b", "/m", NULL};
 	struct hy_options o;
 
@@ -145,6 +149,11 @@ static void test_bopt_options(void)
 	CU_ASSERT_FALSE(o.bopt_size_given);
 	CU_ASSERT_EQUAL(o.bopt_size, HY_OPTIONS_BOPT_SIZE);
 	CU_ASSERT_EQUAL(o.reorg_rate, HY_OPTIONS_REORG_RATE);
+	CU_ASSERT_EQUAL(o.bopt_readahead, HY_OPTIONS_BOPT_READAHEAD);
+	hy_options_free(&o);
+
+	CU_ASSERT_EQUAL_FATAL(parse(&o, ra_off), 0);
+	CU_ASSERT_EQUAL(o.bopt_readahead, 0);
 	hy_options_free(&o);
 
 	CU_ASSERT_EQUAL_FATAL(parse(&o, given), 0);
@@ -164,6 +173,9 @@ static void test_bopt_options(void)
 	expect_bad(bad_rate, "reorg_rate=-5M");
 	expect_bad(empty, "bopt");
 	expect_bad(relative, "bopt=PARTUID=x");
+	expect_bad(ra_odd, "bopt_readahead=5000");
+	expect_bad(ra_big, "up to 64M");
+	expect_bad(ra_bad, "bopt_readahead=far");
 }
 
 static void test_cache_options(void)

@@ -72,7 +72,7 @@ static void test_build_all(void)
 	CU_ASSERT_EQUAL_FATAL(hy_device_new("bopt", &nil_ops, NULL, &bopt), 0);
 	CU_ASSERT_EQUAL_FATAL(hy_map_new(&map), 0);
 	cache_config(&cc, store);
-	sb = (struct hy_stack_bopt){map, bopt, 8192, NULL, true};
+	sb = (struct hy_stack_bopt){map, bopt, 8192, NULL, true, 0, 0};
 	config = (struct hy_stack_config){home, &sb, &cc};
 	CU_ASSERT_EQUAL_FATAL(hy_stack_new(&config, &engine, why, sizeof(why)), 0);
 	ind = hy_engine_indirector(engine);
