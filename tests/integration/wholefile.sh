@@ -6,7 +6,8 @@
 #      blocks and a tail) read again and again: after `hybridctl
 #      reorganize` every block of each, tails included, is in the BOPT
 #      (explain), the data is unchanged, and after a remount a read of
-#      them all is served from the BOPT (device counters);
+#      them all is served from the BOPT (device counters), the BOPT read
+#      ahead along them (item 4), not with bopt_readahead=0;
 #   2. a write inside a relocated tail goes into the BOPT and comes home
 #      at unmount; an append past the end goes home and leaves the size
 #      right; a truncation up reads zeros after the old end; a truncation
@@ -69,6 +70,20 @@ h1=$(hy_status "$m" '.backing_device.reads')
 for f in tiny small tail; do
 	cmp -s "$m/$f" "$HY_TMP/$f.want" || hy_fail "$f reads differently after the remount"
 done
+# the plan packed them in the order they are read, so small's read starts
+# where tiny's ended: a chain, and the BOPT is read ahead (item 4)
+ra=$(hy_status "$m" '.bopt.readahead.requests')
+[ "$ra" -ge 1 ] || hy_fail "no read-ahead along the chain: $(hy_status "$m" '.bopt.readahead')"
+[ "$(hy_status "$m" '.bopt.device.prefetches')" = "$ra" ] ||
+	hy_fail "the BOPT device started $(hy_status "$m" '.bopt.device.prefetches') read-aheads, not $ra"
+"$HYBRIDCTL" status "$m" | grep -q "^read-ahead   1.0 MiB ahead of a chain: $ra requests" ||
+	hy_fail "no read-ahead line in status: $("$HYBRIDCTL" status "$m" | grep -i ahead)"
+hy_umount "$m"
+# ... and with bopt_readahead=0, none
+hy_mount_ready "$b" "$m" "$opts,bopt_readahead=0"
+read_all
+[ "$(hy_status "$m" '.bopt.readahead.requests')" = 0 ] || hy_fail "bopt_readahead=0 read ahead"
+"$HYBRIDCTL" status "$m" | grep -q "^read-ahead" && hy_fail "a read-ahead line with bopt_readahead=0"
 
 # ---- 2. changes of relocated tails ------------------------------------
 # a write inside tail's last block: into the BOPT, home as it was
