@@ -477,6 +477,40 @@ static enum hy_gain_decision weigh(struct hy_borg *b, const struct hy_reorganize
 
 /* ---- a reorganization's run ---------------------------------------- */
 
+/* reorganize.h's step 2b asks the home files' sizes: found as the copy
+ * finds them (their remembered paths, else a walk), each checked to be
+ * the file the log saw. */
+static int home_sizes(void *ctx, const uint64_t *ids, size_t n, uint64_t *sizes, char *why,
+		      size_t why_size)
+{
+	struct hy_borg *b = ctx;
+	struct search found = {0};
+	int rc = hy_borg_homes_find_files(&b->place, b->db, ids, n, &found, why, why_size);
+
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		struct wanted *w = hy_borg_homes_wanted_by_id(&found, ids[i]);
+		struct stat st;
+		int fd;
+
+		if (hy_borg_homes_open_home(&b->place, w, O_RDONLY, &fd) != 0)
+			continue; /* gone or not found: not known */
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+			sizes[i] = (uint64_t)st.st_size;
+		close(fd);
+	}
+	hy_borg_homes_search_free(&found);
+	if (rc < 0) {
+		/* the plan goes on as the planner made it */
+		hy_log(LOG_WARNING,
+		       "reorganize: the home files' sizes are not known (%s): "
+		       "small files are planned as they were read",
+		       why);
+		for (size_t i = 0; i < n; i++)
+			sizes[i] = UINT64_MAX;
+	}
+	return 0;
+}
+
 static int run(struct hy_borg *b, char *why, size_t why_size)
 {
 	struct hy_reorganize_plan plan;
@@ -485,9 +519,20 @@ static int run(struct hy_borg *b, char *why, size_t why_size)
 	size_t ncurrent = 0;
 	int rc;
 
-	rc = hy_reorganize_make_plan(b->db, &b->params, &plan, why, why_size);
+	{
+		struct hy_reorganize_params params = b->params;
+
+		params.file_sizes = home_sizes;
+		params.file_sizes_ctx = b;
+		rc = hy_reorganize_make_plan(b->db, &params, &plan, why, why_size);
+	}
 	if (rc)
 		return rc;
+	if (plan.whole_files)
+		hy_log(LOG_NOTICE,
+		       "reorganize: plan %" PRIu64 ": %zu small files read in part planned whole "
+		       "(%" PRIu64 " more blocks)",
+		       plan.generation, plan.whole_files, plan.whole_blocks);
 	pthread_mutex_lock(&b->lock);
 	b->progress.generation = plan.generation;
 	b->progress.requests = plan.analyzer.requests;

@@ -143,6 +143,156 @@ fail:
 	return rc;
 }
 
+/* One file of a plan, for step 2b (reorganize.h). */
+struct plan_file {
+	uint64_t file_id;
+	size_t first;	  /* its first range's index in BOPT order */
+	size_t nranges;	  /* ranges of it in the plan */
+	uint64_t covered; /* blocks planned */
+	uint64_t end;	  /* one past its last planned block */
+	uint64_t whole;	  /* > 0: planned whole, this many blocks */
+	double heat;	  /* its hottest range's */
+};
+
+static int by_file(const void *pa, const void *pb)
+{
+	const struct plan_file *a = pa, *b = pb;
+
+	if (a->file_id != b->file_id)
+		return a->file_id < b->file_id ? -1 : 1;
+	return a->first < b->first ? -1 : a->first > b->first;
+}
+
+static int by_first(const void *pa, const void *pb)
+{
+	const struct plan_file *a = pa, *b = pb;
+
+	return a->first < b->first ? -1 : a->first > b->first;
+}
+
+static struct plan_file *file_of(struct plan_file *f, size_t n, uint64_t file_id)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (f[mid].file_id < file_id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && f[lo].file_id == file_id ? &f[lo] : NULL;
+}
+
+/* Step 2b: small files planned in part are planned whole, at their first
+ * range's place, while the read region has room; the plan is packed again
+ * in its order. */
+static int whole_small_files(const struct hy_reorganize_params *params,
+			     struct hy_reorganize_plan *out, char *why, size_t why_size)
+{
+	struct plan_file *f = NULL;
+	struct hy_reorganize_range *ranges = NULL;
+	uint64_t *ids = NULL, *sizes = NULL, room, offset = 0;
+	size_t n = 0, k = 0;
+	int rc = 0;
+
+	if (!params->file_sizes || out->count == 0)
+		return 0;
+	f = calloc(out->count, sizeof(*f));
+	ranges = calloc(out->count, sizeof(*ranges));
+	if (!f || !ranges) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < out->count; i++)
+		f[i] = (struct plan_file){.file_id = out->ranges[i].file_id, .first = i};
+	qsort(f, out->count, sizeof(*f), by_file);
+	for (size_t i = 0; i < out->count; i++) /* one entry a file, its first range's index */
+		if (n == 0 || f[n - 1].file_id != f[i].file_id)
+			f[n++] = f[i];
+	for (size_t i = 0; i < out->count; i++) {
+		const struct hy_reorganize_range *r = &out->ranges[i];
+		struct plan_file *pf = file_of(f, n, r->file_id);
+
+		pf->nranges++;
+		pf->covered += r->nblocks;
+		if (r->block + r->nblocks > pf->end)
+			pf->end = r->block + r->nblocks;
+		if (r->heat > pf->heat)
+			pf->heat = r->heat;
+	}
+	ids = malloc(n * sizeof(*ids));
+	sizes = malloc(n * sizeof(*sizes));
+	if (!ids || !sizes) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		ids[i] = f[i].file_id;
+		sizes[i] = UINT64_MAX;
+	}
+	rc = params->file_sizes(params->file_sizes_ctx, ids, n, sizes, why, why_size);
+	if (rc < 0)
+		goto out;
+	/* the files in plan order, so the first ones get the room */
+	for (size_t i = 0; i < n; i++) {
+		uint64_t blocks = sizes[i] == UINT64_MAX ? 0 : (sizes[i] + 4095) / 4096;
+
+		/* a file that shrank since it was read (a range past its end)
+		 * is left as planned: the copy clips it */
+		if (blocks && blocks <= HY_REORGANIZE_WHOLE_BLOCKS && f[i].end <= blocks &&
+		    (f[i].covered < blocks || f[i].nranges > 1))
+			f[i].whole = blocks;
+	}
+	qsort(f, n, sizeof(*f), by_first);
+	room = params->capacity_blocks > out->blocks ? params->capacity_blocks - out->blocks : 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!f[i].whole)
+			continue;
+		if (f[i].whole - f[i].covered > room) {
+			f[i].whole = 0;
+			continue;
+		}
+		room -= f[i].whole - f[i].covered;
+		out->whole_files++;
+		out->whole_blocks += f[i].whole - f[i].covered;
+	}
+	if (out->whole_files == 0)
+		goto out;
+	qsort(f, n, sizeof(*f), by_file);
+	for (size_t i = 0; i < out->count; i++) {
+		const struct hy_reorganize_range *r = &out->ranges[i];
+		const struct plan_file *pf = file_of(f, n, r->file_id);
+
+		if (!pf->whole) {
+			ranges[k] = *r;
+		} else if (pf->first == i) {
+			ranges[k] = (struct hy_reorganize_range){.file_id = r->file_id,
+								 .block = 0,
+								 .nblocks = (uint32_t)pf->whole,
+								 .heat = pf->heat};
+		} else {
+			continue; /* in the whole range already */
+		}
+		ranges[k].bopt_block = offset;
+		offset += ranges[k++].nblocks;
+	}
+	free(out->ranges);
+	out->ranges = ranges;
+	ranges = NULL;
+	out->count = k;
+	out->blocks = offset;
+out:
+	if (rc == -ENOMEM)
+		snprintf(why, why_size, "reorganize: out of memory making small files whole");
+	free(f);
+	free(ranges);
+	free(ids);
+	free(sizes);
+	return rc;
+}
+
 int hy_reorganize_make_plan(sqlite3 *db, const struct hy_reorganize_params *params,
 			    struct hy_reorganize_plan *out, char *why, size_t why_size)
 {
@@ -228,6 +378,9 @@ int hy_reorganize_make_plan(sqlite3 *db, const struct hy_reorganize_params *para
 	out->count = plan.count;
 	out->blocks = plan.blocks_used;
 	out->skipped = plan.skipped;
+	rc = whole_small_files(params, out, why, why_size);
+	if (rc)
+		goto out;
 	out->plan_seconds = seconds_since(&t0);
 	if (params->save) {
 		rc = hy_analyzer_save(analyzer, db, params->partial ? "partial" : "cumulative",

@@ -10,6 +10,13 @@
  *      weight decayed by @decay, plus the log since its run; partial mode
  *      (BORG-P): a fresh graph of the log since the last run (or --since);
  *   2. the greedy placement (planner.h) into @capacity_blocks;
+ *   2b. with @file_sizes, small files whole (issue 18, item 3): a file of
+ *      at most HY_REORGANIZE_WHOLE_BLOCKS blocks that the plan holds only
+ *      in part (a header read up to its first definition, a source whose
+ *      first block alone was read) is planned whole, at its first range's
+ *      place, the plan packed again behind it, while the room lasts: the
+ *      rest of it would cost a seek home when it is read, for a few
+ *      blocks of room;
  *   3. with @save, the graph and the run are saved (so the next run reads
  *      only newer log rows) and the plan is stored under a new generation
  *      in bopt_plans and bopt_plan_ranges (state.h).
@@ -57,7 +64,16 @@ struct hy_reorganize_params {
 	uint64_t capacity_blocks; /* the read region to plan for */
 	bool save;		  /* save the graph, the run and the plan */
 	bool always;		  /* carry the plan out unweighed (gain.h) */
+	/* The home files' sizes in bytes, for step 2b (NULL: no step 2b):
+	 * @sizes[i] for @ids[i], UINT64_MAX when not known (gone, not
+	 * found). 0, or a negative errno that fails the plan. */
+	int (*file_sizes)(void *ctx, const uint64_t *ids, size_t n, uint64_t *sizes, char *why,
+			  size_t why_size);
+	void *file_sizes_ctx;
 };
+
+/* Files up to this many 4 KiB blocks (64 KiB) are planned whole. */
+#define HY_REORGANIZE_WHOLE_BLOCKS 16
 
 /* One range of a plan, or of a diff's list. */
 struct hy_reorganize_range {
@@ -72,8 +88,10 @@ struct hy_reorganize_plan {
 	uint64_t generation;		    /* with @save: its number in bopt_plans; else 0 */
 	struct hy_reorganize_range *ranges; /* in BOPT order */
 	size_t count;
-	uint64_t blocks; /* the ranges' blocks */
-	size_t skipped;	 /* vertices that did not fit */
+	uint64_t blocks;       /* the ranges' blocks */
+	size_t skipped;	       /* vertices that did not fit */
+	size_t whole_files;    /* files step 2b made whole */
+	uint64_t whole_blocks; /* ... and the blocks it added */
 	struct hy_analyzer_stats analyzer;
 	int64_t after, last; /* log rows read: after < rowid <= last */
 	double analyze_seconds, plan_seconds;

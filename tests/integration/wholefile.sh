@@ -3,9 +3,10 @@
 # partial block and files smaller than a block go to the BOPT too, and
 # nothing past a file's end is ever served from there.
 #   1. a 100-byte file, a 3,000-byte file and a 10,000-byte file (two whole
-#      blocks and a tail) read again and again: after `hybridctl
-#      reorganize` every block of each, tails included, is in the BOPT
-#      (explain), the data is unchanged, and after a remount a read of
+#      blocks and a tail) read again and again, and the first block only
+#      of a 30,000-byte file: after `hybridctl reorganize` every block of
+#      each, tails and the small file's unread blocks included, is in the
+#      BOPT (explain), the data is unchanged, and after a remount a read of
 #      them all is served from the BOPT (device counters), the BOPT read
 #      ahead along them (item 4), not with bopt_readahead=0;
 #   2. a write inside a relocated tail goes into the BOPT and comes home
@@ -22,6 +23,8 @@ mkdir -p "$b"
 head -c 100 /dev/urandom >"$b/tiny"
 head -c 3000 /dev/urandom >"$b/small"
 head -c 10000 /dev/urandom >"$b/tail"
+head -c 30000 /dev/urandom >"$b/part"
+cp "$b/part" "$HY_TMP/part.want"
 cp "$b/tiny" "$HY_TMP/tiny.want"
 cp "$b/small" "$HY_TMP/small.want"
 cp "$b/tail" "$HY_TMP/tail.want"
@@ -35,6 +38,10 @@ read_all() {
 		dd if="$m/$f" of=/dev/null bs=64k iflag=direct status=none ||
 			hy_fail "reading $f failed"
 	done
+	# a small file of which only the first block is read (a header read
+	# up to what the reader wanted)
+	dd if="$m/part" of=/dev/null bs=4096 count=1 iflag=direct status=none ||
+		hy_fail "reading part failed"
 }
 for _ in 1 2 3; do read_all; done
 out=$("$HYBRIDCTL" reorganize "$m" --gap 3600 --always 2>&1) || hy_fail "reorganize failed: $out"
@@ -47,7 +54,7 @@ where() { # FILE: "bopt" when every block is in the BOPT, else the ranges
 		jq -r 'if ([.ranges[] | select(.where == "bopt") | .count] | add) == .blocks
 			then "bopt" else (.ranges | tostring) end'
 }
-for f in tiny small tail; do
+for f in tiny small tail part; do
 	got=$(where "$f")
 	[ "$got" = bopt ] || hy_fail "$f is not in the BOPT whole: $got"
 	cmp -s "$m/$f" "$HY_TMP/$f.want" || hy_fail "$f reads differently after reorganize"

@@ -328,6 +328,103 @@ static void test_aged_tree_exact(void)
 	free(dir);
 }
 
+/* Step 2b: small files read in part are planned whole. The log: file 1
+ * (3 blocks) block 0 read, file 2 (20 blocks: not small) block 0, file 3
+ * (2 blocks) blocks 0 and 1 in two reads far apart in time, file 4 (size
+ * not known), file 5 (1 block: covered already). */
+static uint64_t fake_sizes_calls;
+
+static int fake_sizes(void *ctx, const uint64_t *ids, size_t n, uint64_t *sizes, char *why,
+		      size_t why_size)
+{
+	static const uint64_t bytes[] = {0, 3 * 4096 - 10, 20 * 4096, 2 * 4096, UINT64_MAX, 100};
+
+	(void)ctx;
+	(void)why;
+	(void)why_size;
+	fake_sizes_calls++;
+	for (size_t i = 0; i < n; i++)
+		sizes[i] = ids[i] < 6 ? bytes[ids[i]] : UINT64_MAX;
+	return 0;
+}
+
+static void test_whole_small_files(void)
+{
+	/* read order: 1:0, 2:0, 3:0, 4:0, 5:0, 3:1 */
+	static const int64_t reads[][2] = {{1, 0}, {2, 0}, {3, 0}, {4, 0}, {5, 0}, {3, 1}};
+	struct hy_reorganize_params params = {
+		.decay = 1.0, .capacity_blocks = 64, .file_sizes = fake_sizes};
+	struct hy_reorganize_plan plan;
+	struct hy_state *state = NULL;
+	char *dir = hy_test_tmpdir(), why[512] = "";
+	int row = 0;
+	bool file3_whole = false;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+	CU_ASSERT_EQUAL_FATAL(hy_state_open(dir, "/backing", false, &state, why, sizeof(why)), 0);
+	for (int rep = 0; rep < 3; rep++) {
+		for (size_t i = 0; i < sizeof(reads) / sizeof(reads[0]); i++) {
+			char sql[200];
+
+			snprintf(sql, sizeof(sql),
+				 "INSERT INTO access_log VALUES (%d, 1, %lld, %lld, 4096, 0, NULL, "
+				 "NULL)",
+				 1000 + row++, (long long)reads[i][0],
+				 (long long)reads[i][1] * 4096);
+			CU_ASSERT_EQUAL(sqlite3_exec(state->db, sql, NULL, NULL, NULL), SQLITE_OK);
+		}
+	}
+	CU_ASSERT_EQUAL_FATAL(hy_reorganize_make_plan(state->db, &params, &plan, why, sizeof(why)),
+			      0);
+	CU_ASSERT_EQUAL(fake_sizes_calls, 1);
+	/* file 1 gains 2 blocks, file 3's two reads become one range */
+	CU_ASSERT_EQUAL(plan.whole_files, 2);
+	CU_ASSERT_EQUAL(plan.whole_blocks, 2);
+	CU_ASSERT_EQUAL(plan.blocks, 6 + 2);
+	for (size_t i = 0; i < plan.count; i++) {
+		const struct hy_reorganize_range *r = &plan.ranges[i];
+
+		if (r->file_id == 1)
+			CU_ASSERT_TRUE(r->block == 0 && r->nblocks == 3);
+		if (r->file_id == 2 || r->file_id == 4 || r->file_id == 5)
+			CU_ASSERT_TRUE(r->block == 0 && r->nblocks == 1);
+		if (r->file_id == 3) {
+			CU_ASSERT_FALSE(file3_whole);
+			CU_ASSERT_TRUE(r->block == 0 && r->nblocks == 2);
+			file3_whole = true;
+		}
+		/* packed back to back */
+		if (i > 0)
+			CU_ASSERT_EQUAL(r->bopt_block,
+					plan.ranges[i - 1].bopt_block + plan.ranges[i - 1].nblocks);
+	}
+	CU_ASSERT_TRUE(file3_whole);
+	hy_reorganize_plan_free(&plan);
+
+	/* no room for file 1's two more blocks: planned as read */
+	params.capacity_blocks = 7;
+	CU_ASSERT_EQUAL_FATAL(hy_reorganize_make_plan(state->db, &params, &plan, why, sizeof(why)),
+			      0);
+	CU_ASSERT_EQUAL(plan.whole_files, 1); /* file 3 needs no room */
+	CU_ASSERT(plan.blocks <= 7);
+	for (size_t i = 0; i < plan.count; i++)
+		if (plan.ranges[i].file_id == 1)
+			CU_ASSERT_EQUAL(plan.ranges[i].nblocks, 1);
+	hy_reorganize_plan_free(&plan);
+
+	/* without sizes: as the planner made it */
+	params.file_sizes = NULL;
+	params.capacity_blocks = 64;
+	CU_ASSERT_EQUAL_FATAL(hy_reorganize_make_plan(state->db, &params, &plan, why, sizeof(why)),
+			      0);
+	CU_ASSERT_EQUAL(plan.whole_files, 0);
+	CU_ASSERT_EQUAL(plan.blocks, 6);
+	hy_reorganize_plan_free(&plan);
+	hy_state_close(state);
+	hy_test_rmtree(dir);
+	free(dir);
+}
+
 static int64_t count(sqlite3 *db, const char *sql)
 {
 	sqlite3_stmt *st;
@@ -453,6 +550,8 @@ int hy_test_add_reorganize(void)
 			 test_diff_left_until_wanted) ||
 	    !CU_add_test(suite, "plans from a log, saved and recorded", test_plan_from_log) ||
 	    !CU_add_test(suite, "gain: a plan weighed on a model of the disk", test_gain) ||
+	    !CU_add_test(suite, "small files read in part are planned whole",
+			 test_whole_small_files) ||
 	    !CU_add_test(suite, "gain: an aged tree, requests and seeks exact",
 			 test_aged_tree_exact) ||
 	    !CU_add_test(suite, "sizes", test_sizes))
