@@ -11,9 +11,10 @@
  *   1. plan (reorganize.h): analyzer and planner over the access log, for
  *      the BOPT's read region, with the home files' sizes (found as the
  *      copy finds them) so that small files read in part are planned
- *      whole; the graph, the run and the plan are saved; then the plan is weighed on a model of the
- * disk (gain.h): one that saves less than HY_GAIN_MARGIN is held back (nothing moves), and where
- * nothing relocated is faster every extent goes home;
+ *      whole; the graph, the run and the plan are saved; then the plan
+ *      is weighed on a model of the disk (gain.h): one that saves less
+ *      than HY_GAIN_MARGIN is held back (nothing moves), and where
+ *      nothing relocated is faster every extent goes home;
  *   2. drop: dirty blocks go home (a flush), then extents the plan moves
  *      or whose room it needs leave the map (the rest stay: the diff's
  *      "left") (journaled, durable; one dirtied since
