@@ -530,8 +530,8 @@ static int run(struct hy_borg *b, char *why, size_t why_size)
 		return rc;
 	if (plan.whole_files)
 		hy_log(LOG_NOTICE,
-		       "reorganize: plan %" PRIu64 ": %zu small files read in part planned whole "
-		       "(%" PRIu64 " more blocks)",
+		       "reorganize: plan %" PRIu64 ": %zu small files planned whole, each in "
+		       "one piece (%" PRIu64 " blocks more)",
 		       plan.generation, plan.whole_files, plan.whole_blocks);
 	pthread_mutex_lock(&b->lock);
 	b->progress.generation = plan.generation;

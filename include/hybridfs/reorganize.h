@@ -13,10 +13,12 @@
  *   2b. with @file_sizes, small files whole (issue 18, item 3): a file of
  *      at most HY_REORGANIZE_WHOLE_BLOCKS blocks that the plan holds only
  *      in part (a header read up to its first definition, a source whose
- *      first block alone was read) is planned whole, at its first range's
- *      place, the plan packed again behind it, while the room lasts: the
- *      rest of it would cost a seek home when it is read, for a few
- *      blocks of room;
+ *      first block alone was read) or in pieces apart (blocks read at
+ *      different times of a chain) is planned whole and in one piece, at
+ *      its first range's place, the plan packed again behind it, while
+ *      the room lasts: the rest of it would cost a seek home when it is
+ *      read, a piece apart a seek within the BOPT, for a few blocks of
+ *      room;
  *   3. with @save, the graph and the run are saved (so the next run reads
  *      only newer log rows) and the plan is stored under a new generation
  *      in bopt_plans and bopt_plan_ranges (state.h).
@@ -90,7 +92,7 @@ struct hy_reorganize_plan {
 	size_t count;
 	uint64_t blocks;       /* the ranges' blocks */
 	size_t skipped;	       /* vertices that did not fit */
-	size_t whole_files;    /* files step 2b made whole */
+	size_t whole_files;    /* files step 2b made whole or one piece */
 	uint64_t whole_blocks; /* ... and the blocks it added */
 	struct hy_analyzer_stats analyzer;
 	int64_t after, last; /* log rows read: after < rowid <= last */
