@@ -4,7 +4,8 @@
 # are read gain nothing from a BOPT, which can only add the seeks to it:
 # the plan is held back, nothing is copied, and the summary and the status
 # say so with the model's figures. The same plan with --always is carried
-# out.
+# out; the next weighed reorganization finds home faster than that layout
+# and sends every relocated block home ("all home").
 #
 # Where the files lie is set, not left to the filesystem: the access log's
 # physical blocks (phys_block, FIEMAP's when logged) are rewritten so that
@@ -62,5 +63,28 @@ out=$("$HYBRIDCTL" reorganize "$m" --gap 3600 --always 2>&1) || hy_fail "reorgan
 [ "$(hy_status "$m" '.bopt.reorganization.model')" = null ] || hy_fail "--always weighed the plan"
 [ "$(hy_status "$m" '.bopt.map_files')" = 24 ] ||
 	hy_fail "--always relocated $(hy_status "$m" '.bopt.map_files') files, not 24"
+
+# the same morning again, now from the BOPT: home, where the files lie in
+# reading order, is faster than the layout (no seek out to the BOPT), so
+# the weighed reorganization sends every relocated block home
+for _ in 1 2 3; do
+	for i in $(seq -w 1 24); do
+		dd if="$m/f$i" of=/dev/null bs=64k iflag=direct status=none || hy_fail "reading f$i failed"
+	done
+done
+"$HYBRIDCTL" reorganize "$m" --dry-run --gap 3600 >/dev/null 2>&1 || hy_fail "the dry run failed"
+sqlite3 -cmd ".timeout 10000" "$db" "UPDATE access_log SET phys_block = 1000 + 3 *
+	(SELECT CAST(substr(path, -2) AS INTEGER) - 1 FROM files WHERE files.id = access_log.file_id)" ||
+	hy_fail "rewriting the log's places failed"
+out=$("$HYBRIDCTL" reorganize "$m" --gap 3600 2>&1) || hy_fail "reorganize failed: $out"
+echo "$out" >&2
+model=$(hy_status "$m" '.bopt.reorganization.model')
+[ "$(jq -r .decision <<<"$model")" = "all home" ] ||
+	hy_fail "home is faster than the layout ($model) but the plan was not all home"
+[ "$(hy_status "$m" '.bopt.map_files')" = 0 ] ||
+	hy_fail "all home left $(hy_status "$m" '.bopt.map_files') files relocated"
+for i in $(seq -w 1 24); do
+	cmp -s "$m/f$i" "$b/f$i" || hy_fail "f$i reads differently after all went home"
+done
 hy_umount "$m"
 hy_pass
