@@ -253,10 +253,11 @@ void hy_device_set_emulation(struct hy_device *dev, struct hy_device_emulation *
  * answers for them): they are priced at that file's place, @region the
  * fallback. -1: none. */
 void hy_device_set_emulation_fd(struct hy_device *dev, int fd);
-/* The bytes of @fd from @off that the page cache holds, read into @buf
- * without waiting for a disk (preadv2 RWF_NOWAIT): the count, 0 at the end,
- * or -EAGAIN (the first page is not cached), or another -errno (a
- * filesystem that cannot say). */
+/* The bytes of @fd from @off that the page cache holds (mincore() of a
+ * mapping: no read started, no page faulted in), read into @buf: the
+ * count, 0 at the end, or -EAGAIN (the first page is not cached), or
+ * another -errno (a file that cannot be mapped: opened write-only, or a
+ * filesystem without mmap). */
 ssize_t hy_device_emulation_probe(int fd, void *buf, size_t len, off_t off);
 /* Charges the daemon's own request of @fd's bytes [@off, @off + @len)
  * (read, or @write) to @emulation (NULL: nothing), its first @cached bytes
