@@ -818,15 +818,10 @@ int hy_device_prefetch(struct hy_device *dev, int64_t object, off_t off, off_t l
 		int fd = emulation_fd(dev, object);
 
 		if (fd >= 0 && (dev->ops->read == file_read || dev->emulation_fd >= 0)) {
-			/* the disk reads what the page cache lacks: the cached
-			 * prefix is found by reading it (the probe), which also
-			 * says where the disk's part begins */
-			char *scratch = malloc((size_t)len);
-			ssize_t cached =
-				scratch ? hy_device_emulation_probe(fd, scratch, (size_t)len, off)
-					: -ENOMEM;
+			/* the disk reads what the page cache lacks, from the
+			 * end of the cached prefix on (nothing is read here) */
+			ssize_t cached = cached_prefix(fd, (size_t)len, off);
 
-			free(scratch);
 			if (cached < 0)
 				cached = 0;
 			emu_request(dev->emulation, fd, dev->emulation_region, (uint64_t)off,

@@ -26,22 +26,31 @@ for i in $(seq -w 1 24); do
 	head -c 12288 /dev/urandom >"$b/f$i"
 done
 opts="writeback_cache=off,cache=none,state=$HY_TMP/state,bopt_size=8M,reorg_rate=0"
-hy_mount_ready "$b" "$m" "$opts"
-for _ in 1 2 3; do
-	for i in $(seq -w 1 24); do
-		dd if="$m/f$i" of=/dev/null bs=64k iflag=direct status=none || hy_fail "reading f$i failed"
-	done
-done
-# the log's rows, all of them in the database (a dry run syncs the log)
 db=$HY_TMP/state/hybridfs.db
-"$HYBRIDCTL" reorganize "$m" --dry-run --gap 3600 >/dev/null 2>&1 || hy_fail "the dry run failed"
-rows=$(sqlite3 "$db" "SELECT count(*) FROM access_log WHERE mode = 0")
-[ "$rows" = 72 ] || hy_fail "the log holds $rows reads, not 72"
+# the morning: every file in order, three times; then the log's rows, all
+# of them in the database (a dry run syncs the log)
+morning() {
+	local i
+	for _ in 1 2 3; do
+		for i in $(seq -w 1 24); do
+			dd if="$m/f$i" of=/dev/null bs=64k iflag=direct status=none ||
+				hy_fail "reading f$i failed"
+		done
+	done
+	"$HYBRIDCTL" reorganize "$m" --dry-run --gap 3600 >/dev/null 2>&1 || hy_fail "the dry run failed"
+}
 # the files in reading order on the disk: f01 at block 1,000, each next
 # one 3 blocks (12 KiB) on
-sqlite3 -cmd ".timeout 10000" "$db" "UPDATE access_log SET phys_block = 1000 + 3 *
-	(SELECT CAST(substr(path, -2) AS INTEGER) - 1 FROM files WHERE files.id = access_log.file_id)" ||
-	hy_fail "rewriting the log's places failed"
+in_reading_order() {
+	sqlite3 -cmd ".timeout 10000" "$db" "UPDATE access_log SET phys_block = 1000 + 3 *
+		(SELECT CAST(substr(path, -2) AS INTEGER) - 1 FROM files WHERE files.id = access_log.file_id)" ||
+		hy_fail "rewriting the log's places failed"
+}
+hy_mount_ready "$b" "$m" "$opts"
+morning
+rows=$(sqlite3 "$db" "SELECT count(*) FROM access_log WHERE mode = 0")
+[ "$rows" = 72 ] || hy_fail "the log holds $rows reads, not 72"
+in_reading_order
 out=$("$HYBRIDCTL" reorganize "$m" --gap 3600 2>&1) || hy_fail "reorganize failed: $out"
 echo "$out" >&2
 model=$(hy_status "$m" '.bopt.reorganization.model')
@@ -67,15 +76,8 @@ out=$("$HYBRIDCTL" reorganize "$m" --gap 3600 --always 2>&1) || hy_fail "reorgan
 # the same morning again, now from the BOPT: home, where the files lie in
 # reading order, is faster than the layout (no seek out to the BOPT), so
 # the weighed reorganization sends every relocated block home
-for _ in 1 2 3; do
-	for i in $(seq -w 1 24); do
-		dd if="$m/f$i" of=/dev/null bs=64k iflag=direct status=none || hy_fail "reading f$i failed"
-	done
-done
-"$HYBRIDCTL" reorganize "$m" --dry-run --gap 3600 >/dev/null 2>&1 || hy_fail "the dry run failed"
-sqlite3 -cmd ".timeout 10000" "$db" "UPDATE access_log SET phys_block = 1000 + 3 *
-	(SELECT CAST(substr(path, -2) AS INTEGER) - 1 FROM files WHERE files.id = access_log.file_id)" ||
-	hy_fail "rewriting the log's places failed"
+morning
+in_reading_order
 out=$("$HYBRIDCTL" reorganize "$m" --gap 3600 2>&1) || hy_fail "reorganize failed: $out"
 echo "$out" >&2
 model=$(hy_status "$m" '.bopt.reorganization.model')

@@ -39,6 +39,21 @@ static bool on_tmpfs(const char *path)
 	return statfs(path, &sf) == 0 && sf.f_type == TMPFS_MAGIC;
 }
 
+/* A temporary folder on a filesystem with a map and a disk under its page
+ * cache, or NULL where the tests' folder is tmpfs (test_emulation_tmpfs
+ * covers that: no map to read, every read charged). */
+static char *disk_tmpdir(void)
+{
+	char *tmp = hy_test_tmpdir();
+
+	if (tmp && on_tmpfs(tmp)) {
+		hy_test_rmtree(tmp);
+		free(tmp);
+		return NULL;
+	}
+	return tmp;
+}
+
 /* A file of @len bytes, written back and out of the page cache. */
 static int make_file(const char *dir, const char *name, size_t len)
 {
@@ -145,7 +160,7 @@ static double model_ms(const struct hy_devmodel_params *p, const uint64_t *addr,
 
 static void test_emulation_real_places(void)
 {
-	char *tmp = hy_test_tmpdir();
+	char *tmp = disk_tmpdir();
 	struct hy_devmodel_params p;
 	struct hy_device_emulation *e;
 	struct hy_device_emulation_stats st;
@@ -155,12 +170,8 @@ static void test_emulation_real_places(void)
 	struct stat sa, sb;
 	int a, b;
 
-	if (on_tmpfs(tmp)) {
-		/* no map to read: test_emulation_tmpfs covers it */
-		hy_test_rmtree(tmp);
-		free(tmp);
+	if (!tmp)
 		return;
-	}
 	/* written back one after the other from one CPU: ext4 gives small
 	 * files blocks from that CPU's group preallocation, side by side */
 	{
@@ -222,7 +233,7 @@ static void test_emulation_real_places(void)
 
 static void test_emulation_page_cache(void)
 {
-	char *tmp = hy_test_tmpdir();
+	char *tmp = disk_tmpdir();
 	struct hy_devmodel_params p;
 	struct hy_device_emulation *e;
 	struct hy_device_emulation_stats st, st2;
@@ -230,11 +241,8 @@ static void test_emulation_page_cache(void)
 	unsigned char buf[2 * BLOCK];
 	int a;
 
-	if (on_tmpfs(tmp)) {
-		hy_test_rmtree(tmp);
-		free(tmp);
+	if (!tmp)
 		return;
-	}
 	a = make_file(tmp, "a", SMALL);
 	CU_ASSERT_EQUAL_FATAL(hy_device_file_new("backing", &dev), 0);
 	e = hdd_emulation(&p);
@@ -279,15 +287,12 @@ static void test_emulation_page_cache(void)
  * cached. */
 static void test_emulation_probe_reads_nothing(void)
 {
-	char *tmp = hy_test_tmpdir();
+	char *tmp = disk_tmpdir();
 	unsigned char buf[BLOCK];
 	int a, bad = 0;
 
-	if (on_tmpfs(tmp)) {
-		hy_test_rmtree(tmp);
-		free(tmp);
+	if (!tmp)
 		return;
-	}
 	a = make_file(tmp, "a", SMALL);
 	for (int i = 0; i < 200 && !bad; i++) {
 		uncache(a);
@@ -322,7 +327,7 @@ static ssize_t no_read(struct hy_device *dev, int64_t object, void *buf, size_t 
 static void test_emulation_prefetch(void)
 {
 	static const struct hy_device_ops bare = {.read = no_read};
-	char *tmp = hy_test_tmpdir();
+	char *tmp = disk_tmpdir();
 	struct hy_devmodel_params p;
 	struct hy_device_emulation *e;
 	struct hy_device_emulation_stats st;
@@ -333,11 +338,8 @@ static void test_emulation_prefetch(void)
 	CU_ASSERT_EQUAL_FATAL(hy_device_new("model", &bare, NULL, &model), 0);
 	CU_ASSERT_EQUAL(hy_device_prefetch(model, 0, 0, BLOCK), -EOPNOTSUPP);
 	hy_device_free(model);
-	if (on_tmpfs(tmp)) {
-		hy_test_rmtree(tmp);
-		free(tmp);
+	if (!tmp)
 		return;
-	}
 	a = make_file(tmp, "a", SMALL);
 	CU_ASSERT_EQUAL_FATAL(hy_device_file_new("backing", &dev), 0);
 	e = hdd_emulation(&p);
