@@ -43,6 +43,13 @@
 #                     other files), traced instead of the morning: on ext4,
 #                     on hybridfs cache=none, and after the morning and a
 #                     reorganization planned from it (a plan must not lose)
+#   store             hybridfs with a cache store on another disk (a file
+#                     in the run's folder, not the traced image; cache_size
+#                     512M) made new: the morning traced, a cold cache
+#   store-again       ... the morning once, then the morning traced in the
+#                     same mount (page cache dropped): the cache warm
+#   store-remount     ... the morning once, unmounted, mounted again, the
+#                     morning traced: what the store kept across the mount
 # For every set that reorganizes, the reorganization itself is traced too
 # (page cache dropped first, as a night's run would find it) and priced on
 # its own line, SET:copy: what the layout costs to make.
@@ -69,7 +76,7 @@ set -o pipefail
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 size=3G seed=17 releases=24 dir=/var/tmp out="" keep=""
 sets="ext4 none none-reorg none-reorg2 none-remount defaults defaults-reorg defaults-reorg2 defaults-remount"
-all_sets=" $sets ext4-other none-other none-reorg-other none-emulate none-emulate-reorg "
+all_sets=" $sets ext4-other none-other none-reorg-other none-emulate none-emulate-reorg store store-again store-remount "
 build=$TOP/_build
 extra=""
 while [ $# -gt 0 ]; do
@@ -291,6 +298,20 @@ emulation_figures() {
 	[ -n "$j" ] || return 1
 	jq -r '.mounts[0].daemon.emulation | "requests=\(.requests) reads=\(.reads) writes=\(.writes) bytes_read=\(.bytes_read) bytes_written=\(.bytes_written) seeks=\(.seeks) busy_ms=\(.modeled_ms)"' <<<"$j"
 }
+# the cache's read figures (SSD hits and misses, blocks kept at mount) as
+# "key=value" words, or nothing when jq or the figures are missing
+cache_figures() {
+	local j
+	command -v jq >/dev/null || return 0
+	for _ in $(seq 1 100); do
+		j=$("$build/hybridctl" status "$T/mnt" --json 2>/dev/null) &&
+			jq -e '.mounts[0].daemon.cache | objects' <<<"$j" >/dev/null && break
+		j=""
+		sleep 0.1
+	done
+	[ -n "$j" ] || return 0
+	jq -r '.mounts[0].daemon.cache | to_entries[] | select(.value | numbers) | "\(.key)=\(.value)"' <<<"$j" | tr '\n' ' '
+}
 reorganize_now() {
 	"$build/hybridctl" reorganize "$T/mnt" --quiet >>"$T/reorg.log" 2>&1 ||
 		{ cat "$T/reorg.log" >&2; die "hybridctl reorganize failed"; }
@@ -307,14 +328,31 @@ for s in $sets; do
 	log "set $s"
 	cp --sparse=always "$T/aged.img" "$T/run.img"
 	attach "$T/run.img"
-	case $s in none*) opt=cache=none ;; *) opt="" ;; esac
+	rm -f "$T/store"
+	case $s in
+	none*) opt=cache=none ;;
+	store*) opt="cache=$T/store,cache_size=512M" ;;
+	*) opt="" ;;
+	esac
 	work=traced_morning
 	case $s in *-other) work=traced_other ;; esac
 	case $s in
 	ext4 | ext4-other) $work "$T/disk/src" "$T/traces/$s" ;;
-	none | defaults | none-other)
+	none | defaults | none-other | store)
 		mount_hybridfs "$opt"
 		$work "$T/mnt/src" "$T/traces/$s"
+		umount_hybridfs
+		;;
+	store-again | store-remount)
+		mount_hybridfs "$opt"
+		morning "$T/mnt/src"
+		if [ "$s" = store-remount ]; then
+			umount_hybridfs
+			mount_hybridfs "$opt"
+		fi
+		cache_figures >"$T/cache.before"
+		$work "$T/mnt/src" "$T/traces/$s"
+		cache_figures >"$T/cache.after"
 		umount_hybridfs
 		;;
 	none-emulate-reorg)
@@ -367,6 +405,15 @@ for s in $sets; do
 	echo "$s $("$T/blkprice" -c "$(stat -c %s "$T/aged.img")" <"$T/traces/$s") wall_s=$(cat "$T/traces/$s.wall")" >>"$results"
 	[ -f "$T/traces/$s:copy" ] &&
 		echo "$s:copy $("$T/blkprice" -c "$(stat -c %s "$T/aged.img")" <"$T/traces/$s:copy")" >>"$results"
+	if [ -s "$T/cache.after" ]; then
+		# the traced morning's share of the cache's reads: after minus before
+		echo "$s:cache $(awk 'NR == FNR { for (i = 1; i <= NF; i++) { split($i, kv, "="); b[kv[1]] = kv[2] }; next }
+			{ for (i = 1; i <= NF; i++) { split($i, kv, "="); a[kv[1]] = kv[2] } }
+			END { printf "ssd_used=%d read_hits_ssd=%d read_hits_dram=%d read_misses=%d", a["ssd_used"],
+				a["read_hits_ssd"] - b["read_hits_ssd"], a["read_hits_dram"] - b["read_hits_dram"],
+				a["read_misses"] - b["read_misses"] }' "$T/cache.before" "$T/cache.after")" >>"$results"
+	fi
+	rm -f "$T/cache.before" "$T/cache.after"
 	if [ "$s" = none-emulate ]; then
 		echo "$s:data $(data_requests "$T/extents" "$T/places/$s.live" <"$T/traces/$s" |
 			"$T/blkprice" -c "$(stat -c %s "$T/aged.img")")" >>"$results"
@@ -383,6 +430,7 @@ fi
 	awk '{
 		for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
 		if (NR == 1) first = v["busy_ms"]
+		if ($1 ~ /:cache$/) { caches[++nc] = $0; next }
 		if ($1 ~ /:copy$/) {
 			printf "| %s | %d | %d | %.1f | %.1f | %.2f | | |\n", $1, v["requests"], v["seeks"],
 				v["bytes_read"] / 1048576, v["bytes_written"] / 1048576, v["busy_ms"] / 1000
@@ -392,7 +440,8 @@ fi
 			v["bytes_read"] / 1048576, v["bytes_written"] / 1048576, v["busy_ms"] / 1000,
 			(first > 0 ? v["busy_ms"] / first : 0), ("wall_s" in v ? v["wall_s"] : "")
 		delete v
-	}' "$results"
+	}
+	END { for (i = 1; i <= nc; i++) print "\n" caches[i] }' "$results"
 	echo
 	echo "Image $size, seed $seed, $releases releases of $(git -C "$TOP" rev-parse --short HEAD)'s history; HDD model defaults (devmodel.h); build $build${extra:+, options $extra}."
 } | if [ -n "$out" ]; then tee "$out"; else cat; fi
