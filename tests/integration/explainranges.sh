@@ -123,6 +123,32 @@ msg=$("$HYBRIDCTL" explain "$m/f" --range 2>&1)
 msg=$("$HYBRIDCTL" explain "$b/f" 2>&1)
 [ $? = 1 ] && grep -q "not in a hybridfs mount" <<<"$msg" || hy_fail "a path outside the mount: $msg"
 
+# bounded: a file of 10 million blocks is counted whole, in one run; one
+# of more runs than an answer lists (every other block cached) is cut
+# with a note and the block to go on from, and counted whole
+truncate -s 40G "$b/big" || hy_die "making a sparse file failed"
+ex=$(explain_json "$m/big")
+jq -e '.blocks == 10485760 and .summary.home.blocks == 10485760 and (.ranges | length) == 1' \
+	<<<"$ex" >/dev/null || hy_fail "explain of 10 million blocks: $(jq -c . <<<"$ex" | head -c 600)"
+head -c 4M /dev/urandom >"$b/odd"
+specs=()
+# written, every other block: a write is always cached (into the store
+# when the front buffer is full), and a read would fill its neighbours
+for ((blk = 0; blk < 1024; blk += 2)); do specs+=("w:$((blk * 4096)):4096"); done
+"$IOGEN" writer "$m/odd" "${specs[@]}" || hy_fail "writing odd failed"
+ex=$(explain_json "$m/odd")
+jq -e '.truncated and .summary.home.blocks == 512' <<<"$ex" >/dev/null ||
+	hy_fail "explain of 512 cached blocks between uncached ones was not cut: $(jq -c '{summary, truncated}' <<<"$ex")"
+next=$(jq -r .next_block <<<"$ex")
+jq -e --argjson next "$next" '(.ranges | length) == 400 and ([.summary[].blocks] | add) == 1024 and
+	(.ranges[-1].first + .ranges[-1].count) == $next' <<<"$ex" >/dev/null ||
+	hy_fail "explain's cut answer: $(jq -c '{summary, next_block, n: (.ranges | length)}' <<<"$ex")"
+"$HYBRIDCTL" explain "$m/odd" | grep -q "^(the list stops at 400 runs; .* --range $((next * 4096)) goes on" ||
+	hy_fail "explain's table does not say where it was cut"
+ex=$(explain_json "$m/odd" --range $((next * 4096)))
+jq -e --argjson next "$next" '.range.first == $next and .ranges[0].first == $next' <<<"$ex" >/dev/null ||
+	hy_fail "explain --range from the cut: $(jq -c .range <<<"$ex")"
+
 # ---- 2. after a flush nothing is dirty -------------------------------
 echo go >"$HY_TMP/go"
 wait "$wpid" || hy_fail "the writer failed"
