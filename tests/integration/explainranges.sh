@@ -127,8 +127,12 @@ msg=$("$HYBRIDCTL" explain "$b/f" 2>&1)
 # of more runs than an answer lists (every other block cached) is cut
 # with a note and the block to go on from, and counted whole
 truncate -s 40G "$b/big" || hy_die "making a sparse file failed"
+# one block read: the file has an id, and the cache is asked of them all
+dd if="$m/big" of=/dev/null bs=4K skip=5000000 count=1 iflag=direct status=none ||
+	hy_fail "reading big failed"
 ex=$(explain_json "$m/big")
-jq -e '.blocks == 10485760 and .summary.home.blocks == 10485760 and (.ranges | length) == 1' \
+jq -e '.blocks == 10485760 and .summary.home.blocks == 10485759 and (.ranges | length) == 3 and
+	.ranges[1].first == 5000000 and .ranges[1].count == 1 and .ranges[1].where != "home"' \
 	<<<"$ex" >/dev/null || hy_fail "explain of 10 million blocks: $(jq -c . <<<"$ex" | head -c 600)"
 head -c 4M /dev/urandom >"$b/odd"
 specs=()
