@@ -12,18 +12,18 @@
 #      relative paths; a folder renamed through the mount takes its
 #      files' paths along (explain finds a removed file by the path it had
 #      after the rename);
-#   4. after a reorganization, explain shows the hot blocks' runs in the
-#      BOPT.
+#   4. the plan of a dry run names a file by its path in the mount; after
+#      a reorganization, explain shows the hot blocks' runs in the BOPT.
 . "$(dirname "$0")/lib.sh"
 hy_setup
 command -v jq >/dev/null || hy_skip "jq is missing (scripts/test installs it)"
 hy_need_iogen
 
 b=$HY_TMP/b m=$HY_TMP/m st=$HY_TMP/state
-mkdir -p "$b/src/lib" "$b/doc" "$b/tree"
+mkdir -p "$b/src/lib" "$b/doc" "$b/tree" "$b/data"
 # made outside the mount: only the requests below are cached and logged
 head -c 1M /dev/urandom >"$b/f"
-head -c 1M /dev/urandom >"$b/hot"
+head -c 1M /dev/urandom >"$b/data/hot"
 echo 'all: lib' >"$b/src/lib/Makefile"
 echo 'all: doc' >"$b/doc/Makefile"
 # a small front buffer that lets every block into the store (so that
@@ -194,13 +194,17 @@ hot=(200 13 102 77 150 5 33 61 144 188 26 51 39 103 45 19)
 specs=()
 for blk in "${hot[@]}"; do specs+=("r:$((blk * 4096)):4096"); done
 for pass in 1 2 3; do
-	"$IOGEN" reader "$m/hot" "${specs[@]}" || hy_die "reading the hot set failed (pass $pass)"
+	"$IOGEN" reader "$m/data/hot" "${specs[@]}" || hy_die "reading the hot set failed (pass $pass)"
 done
+# the plan names the file by its path in the mount
+out=$("$HYBRIDCTL" reorganize "$m" --dry-run --gap 3600 --always 2>&1) || hy_fail "the dry run failed: $out"
+grep -qE "^ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+  data/hot$" <<<"$out" ||
+	hy_fail "the dry run's plan does not name data/hot: $out"
 out=$("$HYBRIDCTL" reorganize "$m" --gap 3600 --always 2>&1) || hy_fail "reorganize failed: $out"
 hy_umount "$m"
 # again without a cache, so that what the BOPT serves shows
 hy_mount_ready "$b" "$m" "state=$st,cache=none,bopt_size=8M,reorg_rate=0"
-ex=$(explain_json "$m/hot")
+ex=$(explain_json "$m/data/hot")
 jq -e '.summary.bopt.blocks == 16 and .summary.home.blocks == 240 and
 	.summary.dram.blocks + .summary.ssd.blocks == 0 and
 	([.ranges[] | select(.where == "bopt") | .count] | add) == 16 and
@@ -211,7 +215,7 @@ for blk in "${hot[@]}"; do
 		'any(.ranges[]; .where == "bopt" and .first <= $b and $b < .first + .count)' \
 		<<<"$ex" >/dev/null || hy_fail "explain: hot block $blk is not in the BOPT"
 done
-"$HYBRIDCTL" explain "$m/hot" | grep -qE '^ +[0-9]+ +[0-9]+ +[0-9]+  BOPT +clean +[0-9]+ ' ||
+"$HYBRIDCTL" explain "$m/data/hot" | grep -qE '^ +[0-9]+ +[0-9]+ +[0-9]+  BOPT +clean +[0-9]+ ' ||
 	hy_fail "explain's table shows no BOPT run"
 hy_umount "$m"
 hy_pass
