@@ -212,7 +212,8 @@ static void test_lookup_error_makes_no_id(void)
  * the path index) but not a file first seen after the move under a
  * folder made again at the old name, nor a file of a folder whose name
  * only begins the same; a row of before schema 10 with a base name takes
- * its full path when the file is seen again. */
+ * its full path when the file is seen again; two folders exchanged swap
+ * their files' prefixes. */
 static char *path_of_id(struct fixture *f, uint64_t id)
 {
 	return q_text(f->db, "SELECT path FROM files WHERE id = %" PRIu64, id);
@@ -319,6 +320,19 @@ static void test_full_paths(void)
 	CU_ASSERT_EQUAL(hy_profiler_sync(f.p), 0);
 	CU_ASSERT(path_is(&f, id[1], "doc/Makefile"));
 	CU_ASSERT_EQUAL(q_int(f.db, "SELECT path_full FROM files WHERE id = %" PRIu64, id[1]), 1);
+
+	/* two folders exchanged (RENAME_EXCHANGE): three moves through a name
+	 * no path has, as fs/ops_names.c queues them */
+	snprintf(path, sizeof(path), "%s/doc", f.tmp);
+	snprintf(path2, sizeof(path2), "%s/srcx", f.tmp);
+	CU_ASSERT_EQUAL_FATAL(renameat2(AT_FDCWD, path, AT_FDCWD, path2, RENAME_EXCHANGE), 0);
+	hy_identity_dir_moved(hy_profiler_identity(f.p), "doc", "\001exchange");
+	hy_identity_dir_moved(hy_profiler_identity(f.p), "srcx", "doc");
+	hy_identity_dir_moved(hy_profiler_identity(f.p), "\001exchange", "srcx");
+	CU_ASSERT_EQUAL(hy_profiler_sync(f.p), 0);
+	CU_ASSERT(path_is(&f, id[1], "srcx/Makefile"));
+	CU_ASSERT(path_is(&f, id[2], "doc/Makefile"));
+	CU_ASSERT(path_is(&f, id[0], "lib/Makefile"));
 	for (int i = 0; i < 5; i++)
 		close(fd[i]);
 	free(real);
