@@ -1,11 +1,16 @@
 /*
- * explain_cmd.c - `hybridctl explain PATH [--json]`: asks the daemon of
- * the mount PATH is in where the file's blocks live, range by range (the
- * BOPT, with its block, or home), how hot they are (the master access
- * graph's weight after the last reorganization), and why the file is or
- * is not relocated (its "reason": relocated, cold, written-once, removed,
- * no-room, changed, copying, stopped; fs/borg_handlers.c). A path removed
- * through the mount is still explained while its row is kept.
+ * explain_cmd.c - `hybridctl explain PATH [--range OFFSET[:LENGTH]]
+ * [--json]`: asks the daemon of the mount PATH is in where the file's
+ * blocks are served from, as runs of consecutive blocks with one answer:
+ * DRAM (the cache's front buffer), SSD (a line of the cache store), BOPT
+ * (relocated by the indirection map, with its block) or home, dirty
+ * (newer than what lies below) or clean, and how hot they are (the master
+ * access graph's weight after the last reorganization); the blocks of each
+ * place counted; and why the file is or is not relocated (its "reason":
+ * relocated, cold, written-once, removed, no-room, changed, copying,
+ * stopped; fs/borg_handlers.c). At most 400 runs are listed, the counts
+ * cover the whole range. A path removed through the mount is still
+ * explained while its row is kept.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -20,6 +25,7 @@
 #include "ctl.h"
 #include "hybridfs/control.h"
 #include "hybridfs/runtime.h"
+#include "hybridfs/units.h"
 
 static uint64_t member_u64(struct json_object *obj, const char *key)
 {
@@ -62,7 +68,11 @@ static int find_mount(const char *real, char *state_dir, size_t size, const char
 
 static void print_human(struct json_object *r, const char *path)
 {
+	static const char *const places[] = {"dram", "ssd", "bopt", "home"};
+	static const char *const shown[] = {"DRAM", "SSD", "BOPT", "home"};
 	struct json_object *ranges = json_object_object_get(r, "ranges");
+	struct json_object *summary = json_object_object_get(r, "summary");
+	struct json_object *range = json_object_object_get(r, "range");
 	size_t n = ranges ? json_object_array_length(ranges) : 0;
 
 	struct json_object *reason = json_object_object_get(r, "reason");
@@ -78,26 +88,92 @@ static void print_human(struct json_object *r, const char *path)
 		printf("%s, %" PRIu64 " blocks relocated: %s\n", json_object_get_string(reason),
 		       member_u64(r, "relocated_blocks"),
 		       detail ? json_object_get_string(detail) : "");
+	if (range && member_u64(range, "count") != member_u64(r, "blocks"))
+		printf("blocks %" PRIu64 " to %" PRIu64 " (%" PRIu64 " blocks):\n",
+		       member_u64(range, "first"),
+		       member_u64(range, "first") + member_u64(range, "count") - 1,
+		       member_u64(range, "count"));
+	if (summary) {
+		bool any = false;
+
+		printf("served from:");
+		for (size_t i = 0; i < 4; i++) {
+			struct json_object *o = json_object_object_get(summary, places[i]);
+			uint64_t blocks = member_u64(o, "blocks"), dirty = member_u64(o, "dirty");
+
+			if (!blocks)
+				continue;
+			printf("%s %s %" PRIu64 " blocks", any ? "," : "", shown[i], blocks);
+			if (dirty)
+				printf(" (%" PRIu64 " dirty)", dirty);
+			any = true;
+		}
+		printf("%s\n", any ? "" : " nothing (an empty file)");
+	}
 	if (!n)
 		return;
-	printf("%12s %12s %10s  %-5s %12s  %s\n", "FIRST", "LAST", "BLOCKS", "WHERE", "BOPT BLOCK",
-	       "HEAT");
+	printf("%12s %12s %10s  %-5s %-5s %12s  %s\n", "FIRST", "LAST", "BLOCKS", "WHERE", "STATE",
+	       "BOPT BLOCK", "HEAT");
 	for (size_t i = 0; i < n; i++) {
-		struct json_object *x = json_object_array_get_idx(ranges, i), *heat, *bb;
+		struct json_object *x = json_object_array_get_idx(ranges, i), *heat, *bb, *d;
 		uint64_t first = member_u64(x, "first"), count = member_u64(x, "count");
+		const char *where = json_object_get_string(json_object_object_get(x, "where"));
 		char bopt[24] = "-", h[24] = "-";
 
+		for (size_t k = 0; k < 4; k++)
+			if (where && strcmp(where, places[k]) == 0)
+				where = shown[k];
 		if (json_object_object_get_ex(x, "bopt_block", &bb))
 			snprintf(bopt, sizeof(bopt), "%" PRIu64,
 				 (uint64_t)json_object_get_int64(bb));
 		if (json_object_object_get_ex(x, "heat", &heat))
 			snprintf(h, sizeof(h), "%.2f", json_object_get_double(heat));
-		printf("%12" PRIu64 " %12" PRIu64 " %10" PRIu64 "  %-5s %12s  %s\n", first,
-		       first + count - 1, count,
-		       json_object_get_string(json_object_object_get(x, "where")), bopt, h);
+		printf("%12" PRIu64 " %12" PRIu64 " %10" PRIu64 "  %-5s %-5s %12s  %s\n", first,
+		       first + count - 1, count, where ? where : "?",
+		       json_object_object_get_ex(x, "dirty", &d) && json_object_get_boolean(d)
+			       ? "dirty"
+			       : "clean",
+		       bopt, h);
 	}
 	if (json_object_object_get(r, "truncated"))
-		printf("(more ranges follow; the list is cut)\n");
+		printf("(the list stops at %zu runs; the counts above cover the whole range; "
+		       "--range %" PRIu64 " goes on from block %" PRIu64 ")\n",
+		       n, member_u64(r, "next_block") * 4096, member_u64(r, "next_block"));
+}
+
+/* --range OFFSET[:LENGTH], bytes with the size suffixes of units.h. */
+static int parse_range(const char *text, uint64_t *off, uint64_t *len, bool *has_len)
+{
+	char head[64];
+	const char *colon = strchr(text, ':');
+	size_t hl = colon ? (size_t)(colon - text) : strlen(text);
+
+	*has_len = false;
+	if (hl == 0 || hl >= sizeof(head)) {
+		fprintf(stderr, "hybridctl: explain: --range \"%s\": no offset (OFFSET[:LENGTH])\n",
+			text);
+		return -EINVAL;
+	}
+	memcpy(head, text, hl);
+	head[hl] = '\0';
+	if (hy_units_parse_size(head, true, off) < 0 || *off > INT64_MAX) {
+		fprintf(stderr,
+			"hybridctl: explain: --range \"%s\": offset \"%s\" is not a size "
+			"(bytes, or with K, M, G, T)\n",
+			text, head);
+		return -EINVAL;
+	}
+	if (colon) {
+		if (hy_units_parse_size(colon + 1, false, len) < 0 || *len > INT64_MAX) {
+			fprintf(stderr,
+				"hybridctl: explain: --range \"%s\": length \"%s\" is not a size "
+				"above 0 (bytes, or with K, M, G, T)\n",
+				text, colon + 1);
+			return -EINVAL;
+		}
+		*has_len = true;
+	}
+	return 0;
 }
 
 /* A path that names nothing now (a file removed through the mount, whose
@@ -128,12 +204,27 @@ int hy_ctl_explain(int argc, char **argv)
 	struct json_object *args, *result = NULL;
 	const char *path = NULL, *inside;
 	char real[PATH_MAX], dir[PATH_MAX], why[1024];
-	bool json = false;
+	bool json = false, ranged = false, has_len = false;
+	uint64_t off = 0, len = 0;
 	int rc;
 
 	for (int i = 0; i < argc; i++) {
 		if (strcmp(argv[i], "--json") == 0) {
 			json = true;
+		} else if (strcmp(argv[i], "--range") == 0 ||
+			   strncmp(argv[i], "--range=", 8) == 0) {
+			const char *text = argv[i][7] == '=' ? argv[i] + 8 : NULL;
+
+			if (!text && i + 1 >= argc) {
+				fprintf(stderr,
+					"hybridctl: explain: --range needs OFFSET[:LENGTH]\n");
+				return 2;
+			}
+			if (!text)
+				text = argv[++i];
+			if (parse_range(text, &off, &len, &has_len) < 0)
+				return 2;
+			ranged = true;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			fprintf(stderr, "hybridctl: explain: unknown option \"%s\"\n", argv[i]);
 			return 2;
@@ -145,7 +236,8 @@ int hy_ctl_explain(int argc, char **argv)
 		}
 	}
 	if (!path) {
-		fprintf(stderr, "usage: hybridctl explain PATH [--json]\n");
+		fprintf(stderr,
+			"usage: hybridctl explain PATH [--range OFFSET[:LENGTH]] [--json]\n");
 		return 2;
 	}
 	if (!realpath(path, real) && !removed_path(path, real, sizeof(real))) {
@@ -174,6 +266,10 @@ int hy_ctl_explain(int argc, char **argv)
 		return 1;
 	}
 	json_object_object_add(args, "path", json_object_new_string(inside));
+	if (ranged)
+		json_object_object_add(args, "offset", json_object_new_int64((int64_t)off));
+	if (has_len)
+		json_object_object_add(args, "length", json_object_new_int64((int64_t)len));
 	/* the profiler's pending rows first: a removal just made is marked */
 	hy_ctl_sync_log(dir);
 	rc = hy_control_call_args(dir, HY_CONTROL_EXPLAIN, args, 30000, &result, why, sizeof(why));

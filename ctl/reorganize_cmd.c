@@ -212,7 +212,7 @@ static int dry_run(const struct reorganize_args *a)
 	struct hy_reorganize_params params = {0};
 	struct hy_reorganize_plan plan;
 	struct hy_state *state = NULL;
-	char why[1024], name[300], used[32], capacity[32], dir[4096];
+	char why[1024], name[4096], used[32], capacity[32], dir[4096];
 	uint64_t bytes = a->capacity;
 	int rc;
 
@@ -251,7 +251,7 @@ static int dry_run(const struct reorganize_args *a)
 	       used, capacity, plan.skipped, plan.plan_seconds);
 	if (plan.count && a->top) {
 		printf("\n  %12s  %10s  %12s  %8s  %s\n", "BOPT BLOCK", "FILE", "FIRST BLOCK",
-		       "BLOCKS", "NAME (when first seen)");
+		       "BLOCKS", "PATH (in the mount)");
 		for (size_t i = 0; i < plan.count && i < a->top; i++) {
 			const struct hy_reorganize_range *r = &plan.ranges[i];
 

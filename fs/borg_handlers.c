@@ -325,7 +325,7 @@ static uint64_t relocated_blocks(struct hy_map *map, uint64_t id)
 	uint64_t sum = 0;
 	size_t n = 0;
 
-	if (hy_map_file_extents(map, id, 0, &e, &n) == 0)
+	if (map && hy_map_file_extents(map, id, 0, &e, &n) == 0)
 		for (size_t i = 0; i < n; i++)
 			sum += e[i].nblocks;
 	free(e);
@@ -422,18 +422,190 @@ static int explain_reason(const struct hy_fs_explain_ctx *ec, struct json_object
 	return 0;
 }
 
+/* The runs of an explain answer, built block range by block range from
+ * the cache's answer (hy_cache_where), the map's pieces (below the cache:
+ * the BOPT or home) and the saved heat: consecutive blocks with one
+ * place, one dirty state and one heat are one run. Every block is
+ * counted in the summary; at most EXPLAIN_MAX_RANGES runs are listed. */
+enum { W_DRAM, W_SSD, W_BOPT, W_HOME, W_PLACES };
+static const char *const where_name[W_PLACES] = {"dram", "ssd", "bopt", "home"};
+
+struct runs {
+	struct json_object *ranges;
+	const struct hy_map_piece *pieces;
+	size_t npieces, piece; /* the map's pieces of the range; the one now */
+	const struct hy_analyzer_heat *v;
+	size_t nv;
+	uint64_t listed, next_block;
+	bool truncated;
+	uint64_t blocks[W_PLACES], dirty[W_PLACES];
+	/* the run being gathered */
+	bool open;
+	uint64_t first, count, bopt_block;
+	int where;
+	bool dirty_now;
+	double heat;
+};
+
+static int runs_flush(struct runs *r)
+{
+	struct json_object *o;
+
+	if (!r->open)
+		return 0;
+	r->open = false;
+	if (r->listed >= EXPLAIN_MAX_RANGES) {
+		if (!r->truncated)
+			r->next_block = r->first;
+		r->truncated = true;
+		return 0;
+	}
+	o = json_object_new_object();
+	if (!o)
+		return -ENOMEM;
+	add_u64(o, "first", r->first);
+	add_u64(o, "count", r->count);
+	json_object_object_add(o, "where", json_object_new_string(where_name[r->where]));
+	json_object_object_add(o, "dirty", json_object_new_boolean(r->dirty_now));
+	if (r->where == W_BOPT)
+		add_u64(o, "bopt_block", r->bopt_block);
+	if (r->heat >= 0)
+		json_object_object_add(o, "heat", json_object_new_double(r->heat));
+	json_object_array_add(r->ranges, o);
+	r->listed++;
+	return 0;
+}
+
+/* [first, first + count) in one place, cut where the heat changes. */
+static int runs_add(struct runs *r, uint64_t first, uint64_t count, int where, bool dirty,
+		    uint64_t bopt_block)
+{
+	uint64_t end = first + count;
+
+	r->blocks[where] += count;
+	if (dirty)
+		r->dirty[where] += count;
+	while (first < end) {
+		uint64_t edge, to;
+		double heat = heat_at(r->v, r->nv, first, &edge);
+
+		to = edge < end ? edge : end;
+		if (r->open && r->where == where && r->dirty_now == dirty && r->heat == heat &&
+		    r->first + r->count == first &&
+		    (where != W_BOPT || r->bopt_block + r->count == bopt_block)) {
+			r->count += to - first;
+		} else {
+			if (runs_flush(r) < 0)
+				return -ENOMEM;
+			r->open = true;
+			r->first = first;
+			r->count = to - first;
+			r->where = where;
+			r->dirty_now = dirty;
+			r->heat = heat;
+			r->bopt_block = bopt_block;
+		}
+		if (where == W_BOPT)
+			bopt_block += to - first;
+		first = to;
+	}
+	return 0;
+}
+
+/* hy_cache_where's callback: cached blocks are served from the cache,
+ * the others from where the map says. */
+static int runs_cached(void *arg, uint64_t first, uint64_t count, enum hy_cache_place place,
+		       bool dirty)
+{
+	struct runs *r = arg;
+	uint64_t end = first + count;
+
+	if (place == HY_CACHE_IN_DRAM || place == HY_CACHE_IN_SSD)
+		return runs_add(r, first, count, place == HY_CACHE_IN_DRAM ? W_DRAM : W_SSD, dirty,
+				0);
+	while (first < end) {
+		const struct hy_map_piece *p;
+		uint64_t pend, to;
+
+		while (r->piece + 1 < r->npieces &&
+		       r->pieces[r->piece].block + r->pieces[r->piece].nblocks <= first)
+			r->piece++;
+		p = &r->pieces[r->piece];
+		pend = p->block + p->nblocks;
+		to = pend < end && pend > first ? pend : end;
+		if (p->bopt_block == HY_MAP_HOME || first < p->block || first >= pend) {
+			if (runs_add(r, first, to - first, W_HOME, false, 0) < 0)
+				return -ENOMEM;
+		} else if (runs_add(r, first, to - first, W_BOPT, p->dirty,
+				    p->bopt_block + (first - p->block)) < 0) {
+			return -ENOMEM;
+		}
+		first = to;
+	}
+	return 0;
+}
+
+/* The request's "offset" and "length" (bytes, optional): the blocks
+ * [*first, *first + *count) of a file of @size bytes; -EINVAL with the
+ * problem named. */
+static int explain_range(struct json_object *req, uint64_t size, uint64_t *first, uint64_t *count,
+			 bool *given, char *why, size_t why_size)
+{
+	struct json_object *v;
+	uint64_t nblocks = (size + BLOCK - 1) / BLOCK, off = 0, len = 0, end;
+	bool has_len = false;
+
+	*given = false;
+	if (json_object_object_get_ex(req, "offset", &v)) {
+		if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0) {
+			snprintf(why, why_size, "member \"offset\" is not a number of bytes");
+			return -EINVAL;
+		}
+		off = (uint64_t)json_object_get_int64(v);
+		*given = true;
+	}
+	if (json_object_object_get_ex(req, "length", &v)) {
+		if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) <= 0) {
+			snprintf(why, why_size,
+				 "member \"length\" is not a positive number of bytes");
+			return -EINVAL;
+		}
+		len = (uint64_t)json_object_get_int64(v);
+		has_len = *given = true;
+	}
+	if (*given && off >= size) {
+		snprintf(why, why_size,
+			 "the range starts at byte %" PRIu64 ", past the end of the file (%" PRIu64
+			 " bytes)",
+			 off, size);
+		return -EINVAL;
+	}
+	if (has_len && off + len < off) {
+		snprintf(why, why_size, "the range's offset and length overflow");
+		return -EINVAL;
+	}
+	*first = off / BLOCK;
+	end = has_len ? (off + len + BLOCK - 1) / BLOCK : nblocks;
+	if (end > nblocks)
+		end = nblocks; /* a length past the end: to the end */
+	*count = end - *first;
+	return 0;
+}
+
 struct json_object *hy_fs_explain(void *ctx, struct json_object *req, char *why, size_t why_size)
 {
 	const struct hy_fs_explain_ctx *ec = ctx;
-	struct hy_map *map = hy_borg_map(ec->borg);
-	struct json_object *v, *result = NULL, *ranges;
+	struct hy_map *map = ec->borg ? hy_borg_map(ec->borg) : NULL;
+	struct json_object *v, *result = NULL, *ranges, *summary, *range;
 	struct hy_map_piece *pieces = NULL;
 	struct hy_analyzer_heat *vertices = NULL;
+	struct runs runs;
 	const char *path;
 	struct stat st;
-	uint64_t id = 0, nblocks, listed = 0;
+	uint64_t id = 0, nblocks, first = 0, count = 0;
+	bool ranged;
 	size_t nv = 0;
-	int n, fd = -1;
+	int n = 0, fd = -1, rc;
 
 	if (!json_object_object_get_ex(req, "path", &v) ||
 	    !json_object_is_type(v, json_type_string)) {
@@ -458,6 +630,9 @@ struct json_object *hy_fs_explain(void *ctx, struct json_object *req, char *why,
 		snprintf(why, why_size, "\"%s\" is not a regular file", path);
 		goto out;
 	}
+	nblocks = ((uint64_t)st.st_size + BLOCK - 1) / BLOCK;
+	if (explain_range(req, (uint64_t)st.st_size, &first, &count, &ranged, why, why_size) < 0)
+		goto out;
 	/* file identity knows files by (dev, ino, birth); BORG by their id */
 	if (ec->identity)
 		id = hy_identity_find_file(ec->identity, fd, &st);
@@ -465,73 +640,80 @@ struct json_object *hy_fs_explain(void *ctx, struct json_object *req, char *why,
 		goto out;
 	result = json_object_new_object();
 	ranges = json_object_new_array();
-	if (!result || !ranges) {
+	summary = json_object_new_object();
+	range = json_object_new_object();
+	if (!result || !ranges || !summary || !range) {
 		json_object_put(ranges);
-		goto out;
+		json_object_put(summary);
+		json_object_put(range);
+		goto fail;
 	}
 	json_object_object_add(result, "path", json_object_new_string(path));
 	add_u64(result, "file_id", id);
 	add_u64(result, "size", (uint64_t)st.st_size);
-	nblocks = ((uint64_t)st.st_size + BLOCK - 1) / BLOCK;
 	add_u64(result, "blocks", nblocks);
+	add_u64(range, "first", first);
+	add_u64(range, "count", count);
+	json_object_object_add(result, "range", range);
 	json_object_object_add(result, "ranges", ranges);
-	if (explain_reason(ec, result, id, id ? relocated_blocks(map, id) : 0, vertices, nv, why,
-			   why_size) < 0) {
+	json_object_object_add(result, "summary", summary);
+	if (explain_reason(ec, result, id, id && map ? relocated_blocks(map, id) : 0, vertices, nv,
+			   why, why_size) < 0) {
 		json_object_put(result);
 		result = NULL;
 		goto out;
 	}
-	if (nblocks == 0)
-		goto out;
-	if (nblocks > UINT32_MAX)
-		nblocks = UINT32_MAX;
-	/* where: the map's pieces (all home for a file never profiled) */
-	n = id ? hy_map_lookup(map, id, 0, (uint32_t)nblocks, NULL, 0) : 1;
-	pieces = calloc(n > 0 ? (size_t)n : 1, sizeof(*pieces));
-	if (!pieces)
-		goto fail;
-	if (id)
-		n = hy_map_lookup(map, id, 0, (uint32_t)nblocks, pieces, (size_t)n);
-	else
-		pieces[0] = (struct hy_map_piece){0, (uint32_t)nblocks, false, HY_MAP_HOME};
-	/* each piece, cut where the heat changes */
-	for (int i = 0; i < n && listed < EXPLAIN_MAX_RANGES; i++) {
-		uint64_t at = pieces[i].block, end = at + pieces[i].nblocks;
-
-		while (at < end && listed < EXPLAIN_MAX_RANGES) {
-			uint64_t edge, to;
-			double heat = heat_at(vertices, nv, at, &edge);
-			struct json_object *r = json_object_new_object();
-
-			to = edge < end ? edge : end;
-			/* merge neighbours of one heat (no vertex: cold) */
-			while (to < end && heat < 0) {
-				uint64_t e2;
-
-				if (heat_at(vertices, nv, to, &e2) >= 0)
-					break;
-				to = e2 < end ? e2 : end;
-			}
-			if (!r)
-				goto fail;
-			add_u64(r, "first", at);
-			add_u64(r, "count", to - at);
-			json_object_object_add(
-				r, "where",
-				json_object_new_string(
-					pieces[i].bopt_block == HY_MAP_HOME ? "home" : "bopt"));
-			if (pieces[i].bopt_block != HY_MAP_HOME)
-				add_u64(r, "bopt_block",
-					pieces[i].bopt_block + (at - pieces[i].block));
-			if (heat >= 0)
-				json_object_object_add(r, "heat", json_object_new_double(heat));
-			json_object_array_add(ranges, r);
-			listed++;
-			at = to;
+	if (count > UINT32_MAX)
+		count = UINT32_MAX; /* the map's lookups are of 32-bit lengths */
+	memset(&runs, 0, sizeof(runs));
+	runs.ranges = ranges;
+	runs.v = vertices;
+	runs.nv = nv;
+	if (count) {
+		/* below the cache: the map's pieces (all home for a file never
+		 * profiled, or without BORG) */
+		n = id && map ? hy_map_lookup(map, id, first, (uint32_t)count, NULL, 0) : 1;
+		pieces = calloc(n > 0 ? (size_t)n : 1, sizeof(*pieces));
+		if (!pieces)
+			goto fail;
+		if (id && map)
+			n = hy_map_lookup(map, id, first, (uint32_t)count, pieces, (size_t)n);
+		else
+			pieces[0] =
+				(struct hy_map_piece){first, (uint32_t)count, false, HY_MAP_HOME};
+		runs.pieces = pieces;
+		runs.npieces = n > 0 ? (size_t)n : 0;
+		if (!runs.npieces) {
+			pieces[0] =
+				(struct hy_map_piece){first, (uint32_t)count, false, HY_MAP_HOME};
+			runs.npieces = 1;
+		}
+		rc = ec->cache && id
+			     ? hy_cache_where(ec->cache, id, first, count, runs_cached, &runs)
+			     : runs_cached(&runs, first, count, HY_CACHE_NOT_CACHED, false);
+		if (rc == 0)
+			rc = runs_flush(&runs);
+		if (rc < 0) {
+			json_object_put(result);
+			result = NULL;
+			snprintf(why, why_size, "\"%s\": where its blocks are: %s", path,
+				 strerror(-rc));
+			goto out;
 		}
 	}
-	if (listed == EXPLAIN_MAX_RANGES)
+	for (int w = 0; w < W_PLACES; w++) {
+		struct json_object *o = json_object_new_object();
+
+		if (!o)
+			goto fail;
+		add_u64(o, "blocks", runs.blocks[w]);
+		add_u64(o, "dirty", runs.dirty[w]);
+		json_object_object_add(summary, where_name[w], o);
+	}
+	if (runs.truncated) {
 		json_object_object_add(result, "truncated", json_object_new_boolean(1));
+		add_u64(result, "next_block", runs.next_block);
+	}
 	goto out;
 fail:
 	json_object_put(result);

@@ -24,6 +24,7 @@ struct pending_file {
 	uint64_t dev, ino;
 	int64_t birth_ns;
 	char *name;
+	bool full; /* name is the path relative to the backing directory */
 	int64_t seen_ns;
 	bool in_flight; /* being inserted by the writer now */
 };
@@ -37,11 +38,17 @@ struct gone_file {
 };
 
 /* A file renamed through the mount (hy_identity_file_moved): its row's
- * path, to be set, so that BORG finds it at its new name without a walk. */
+ * path, to be set, so that BORG finds it at its new name without a walk.
+ * Or a folder renamed (hy_identity_dir_moved, @from set): the paths of
+ * the files below @from, of ids under @below_id (the files known at the
+ * rename: one seen later under a folder made again at the old name is
+ * not moved with the old one), change their prefix @from to @path. */
 struct moved_file {
 	struct moved_file *next;
 	uint64_t id;
 	char *path;
+	char *from;
+	uint64_t below_id;
 };
 
 struct hy_identity {
@@ -73,7 +80,7 @@ struct hy_identity {
 	struct moved_file *batch_moved; /* oldest first */
 	uint64_t batch_rows, batch_files;
 	sqlite3 *db; /* the writer's connection, borrowed */
-	sqlite3_stmt *insert_file, *set_path, *mark_gone, *prune_files;
+	sqlite3_stmt *insert_file, *set_path, *move_dir, *mark_gone, *prune_files;
 
 	/* Durability of the file rows, for hy_identity_sync_ids(): the
 	 * writer commits with synchronous=NORMAL (the WAL is not synced at a
@@ -106,10 +113,13 @@ static int64_t birth_of(int fd)
 
 /* What a new file's row keeps as its path: where @fd is relative to the
  * backing directory (what /proc says of the descriptor, the moment the id
- * is made), so that BORG can find the file again without a walk of the
- * tree; @name alone when that cannot be told (another filesystem's view,
- * the file already removed). NULL when out of memory or without a name. */
-static char *relative_path(const struct hy_identity *idt, int fd, const char *name)
+ * is made: one readlink, the kernel's walk up the dentries, never ours),
+ * so that BORG can find the file again without a walk of the tree and
+ * the plans, traces and explain name it unambiguously; a hard-linked file
+ * is named by the link the kernel shows. @name alone when that cannot be
+ * told (another filesystem's view, the file already removed), and then
+ * *@full is false. NULL when out of memory or without a name. */
+static char *relative_path(const struct hy_identity *idt, int fd, const char *name, bool *full)
 {
 	char link[64], target[4096];
 	size_t len = idt->backing ? strlen(idt->backing) : 0;
@@ -121,10 +131,20 @@ static char *relative_path(const struct hy_identity *idt, int fd, const char *na
 	}
 	if (n > (ssize_t)len + 1 && strncmp(target, idt->backing, len) == 0 && target[len] == '/') {
 		target[n] = '\0';
-		if (!(n > 10 && strcmp(target + n - 10, " (deleted)") == 0))
+		if (!(n > 10 && strcmp(target + n - 10, " (deleted)") == 0)) {
+			if (full)
+				*full = true;
 			return strdup(target + len + 1);
+		}
 	}
+	if (full)
+		*full = false;
 	return name ? strdup(name) : NULL;
+}
+
+char *hy_identity_path_of(struct hy_identity *idt, int fd)
+{
+	return idt && fd >= 0 ? relative_path(idt, fd, NULL, NULL) : NULL;
 }
 
 /* The id of the file (@st, @birth) if it has one: pending (queued, not yet
@@ -133,12 +153,15 @@ static char *relative_path(const struct hy_identity *idt, int fd, const char *na
  * between the two. 0 with *@id 0 when it has none; -EIO (logged) when the
  * database cannot say, and then no id may be made for it: the file may
  * have one already. */
-static int lookup_file(struct hy_identity *idt, const struct stat *st, int64_t birth, uint64_t *id)
+static int lookup_file(struct hy_identity *idt, const struct stat *st, int64_t birth, uint64_t *id,
+		       bool *base_name)
 {
 	struct pending_file *pf;
 	int rc;
 
 	*id = 0;
+	if (base_name)
+		*base_name = false;
 	pthread_mutex_lock(&idt->lock);
 	for (pf = idt->files; pf; pf = pf->next)
 		if (pf->ino == st->st_ino && pf->dev == st->st_dev && pf->birth_ns == birth) {
@@ -152,9 +175,11 @@ static int lookup_file(struct hy_identity *idt, const struct stat *st, int64_t b
 	sqlite3_bind_int64(idt->select_file, 2, (int64_t)st->st_ino);
 	sqlite3_bind_int64(idt->select_file, 3, birth);
 	rc = sqlite3_step(idt->select_file);
-	if (rc == SQLITE_ROW)
+	if (rc == SQLITE_ROW) {
 		*id = (uint64_t)sqlite3_column_int64(idt->select_file, 0);
-	else if (rc != SQLITE_DONE)
+		if (base_name)
+			*base_name = sqlite3_column_int(idt->select_file, 1) == 0;
+	} else if (rc != SQLITE_DONE)
 		hy_log(LOG_ERR, "profiler: looking up the file id of inode %llu: %s",
 		       (unsigned long long)st->st_ino, sqlite3_errmsg(idt->read_db));
 	sqlite3_reset(idt->select_file);
@@ -166,13 +191,14 @@ int hy_identity_file_id(struct hy_identity *idt, int fd, const struct stat *st, 
 {
 	int64_t birth = birth_of(fd);
 	struct pending_file *pf;
+	bool base_name = false;
 	int rc;
 
 	/* serialized by read_lock, so that two opens can never make two ids
 	 * for one file; a new id's path is read from /proc under it: one
 	 * readlink, once per file */
 	pthread_mutex_lock(&idt->read_lock);
-	rc = lookup_file(idt, st, birth, id);
+	rc = lookup_file(idt, st, birth, id, &base_name);
 	if (rc == 0 && !*id) {
 		pf = calloc(1, sizeof(*pf));
 		if (!pf) {
@@ -181,7 +207,7 @@ int hy_identity_file_id(struct hy_identity *idt, int fd, const struct stat *st, 
 			pf->dev = st->st_dev;
 			pf->ino = st->st_ino;
 			pf->birth_ns = birth;
-			pf->name = relative_path(idt, fd, name);
+			pf->name = relative_path(idt, fd, name, &pf->full);
 			pf->seen_ns = clock_ns(CLOCK_REALTIME);
 			pthread_mutex_lock(&idt->lock);
 			pf->id = *id = atomic_fetch_add(&idt->next_file_id, 1);
@@ -196,6 +222,10 @@ int hy_identity_file_id(struct hy_identity *idt, int fd, const struct stat *st, 
 	pthread_mutex_unlock(&idt->read_lock);
 	if (rc)
 		*id = 0;
+	else if (base_name)
+		/* a row of before schema 10, or made when /proc could not
+		 * tell: its path follows, once */
+		hy_identity_file_moved(idt, *id, fd);
 	return rc;
 }
 
@@ -204,7 +234,7 @@ uint64_t hy_identity_find_file(struct hy_identity *idt, int fd, const struct sta
 	uint64_t id;
 
 	pthread_mutex_lock(&idt->read_lock);
-	if (lookup_file(idt, st, birth_of(fd), &id) < 0)
+	if (lookup_file(idt, st, birth_of(fd), &id, NULL) < 0)
 		id = 0;
 	pthread_mutex_unlock(&idt->read_lock);
 	return id;
@@ -255,7 +285,7 @@ void hy_identity_file_moved(struct hy_identity *idt, uint64_t file_id, int fd)
 		return;
 	m = calloc(1, sizeof(*m));
 	if (m)
-		m->path = relative_path(idt, fd, NULL);
+		m->path = relative_path(idt, fd, NULL, NULL);
 	if (!m || !m->path) {
 		/* the row keeps its old path: BORG finds the file by a walk */
 		free(m);
@@ -266,6 +296,37 @@ void hy_identity_file_moved(struct hy_identity *idt, uint64_t file_id, int fd)
 	m->next = idt->moved;
 	idt->moved = m;
 	idt->rows_queued++; /* a sync waits for it like for a new row */
+	pthread_mutex_unlock(&idt->lock);
+}
+
+void hy_identity_dir_moved(struct hy_identity *idt, const char *from, const char *to)
+{
+	struct moved_file *m;
+
+	if (!idt || !from || !to || !*from || !*to || strcmp(from, to) == 0)
+		return;
+	m = calloc(1, sizeof(*m));
+	if (m) {
+		m->path = strdup(to);
+		m->from = strdup(from);
+	}
+	if (!m || !m->path || !m->from) {
+		hy_log(LOG_WARNING,
+		       "profiler: folder \"%s\" renamed to \"%s\", but out of memory to move "
+		       "its files' paths (BORG finds them by a walk)",
+		       from, to);
+		if (m) {
+			free(m->path);
+			free(m->from);
+		}
+		free(m);
+		return;
+	}
+	m->below_id = atomic_load(&idt->next_file_id);
+	pthread_mutex_lock(&idt->lock);
+	m->next = idt->moved;
+	idt->moved = m;
+	idt->rows_queued++;
 	pthread_mutex_unlock(&idt->lock);
 }
 
@@ -288,6 +349,7 @@ static void moved_free(struct moved_file *m)
 	for (; m; m = next) {
 		next = m->next;
 		free(m->path);
+		free(m->from);
 		free(m);
 	}
 }
@@ -355,6 +417,7 @@ unsigned hy_identity_batch_insert(struct hy_identity *idt, size_t *carried)
 		else
 			sqlite3_bind_null(st, 5);
 		sqlite3_bind_int64(st, 6, pf->seen_ns);
+		sqlite3_bind_int(st, 7, pf->full);
 		if (step_done(idt->db, st))
 			failed++;
 		(*carried)++;
@@ -367,6 +430,15 @@ unsigned hy_identity_batch_paths(struct hy_identity *idt)
 	unsigned failed = 0;
 
 	for (struct moved_file *mv = idt->batch_moved; mv; mv = mv->next) {
+		if (mv->from) {
+			/* a range of the path index: the files below the folder */
+			sqlite3_bind_text(idt->move_dir, 1, mv->from, -1, SQLITE_STATIC);
+			sqlite3_bind_text(idt->move_dir, 2, mv->path, -1, SQLITE_STATIC);
+			sqlite3_bind_int64(idt->move_dir, 3, (int64_t)mv->below_id);
+			if (step_done(idt->db, idt->move_dir))
+				failed++;
+			continue;
+		}
 		sqlite3_bind_int64(idt->set_path, 1, (int64_t)mv->id);
 		sqlite3_bind_text(idt->set_path, 2, mv->path, -1, SQLITE_STATIC);
 		if (step_done(idt->db, idt->set_path))
@@ -642,10 +714,17 @@ int hy_identity_new(const struct hy_identity_config *config, struct hy_identity 
 	}
 	sqlite3_busy_timeout(idt->read_db, 10000);
 	if (prepare(idt->db,
-		    "INSERT OR IGNORE INTO files (id, dev, ino, birth_ns, path, first_seen_ns)"
-		    " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+		    "INSERT OR IGNORE INTO files (id, dev, ino, birth_ns, path, first_seen_ns,"
+		    " path_full) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 		    &idt->insert_file) ||
-	    prepare(idt->db, "UPDATE files SET path = ?2 WHERE id = ?1", &idt->set_path) ||
+	    prepare(idt->db, "UPDATE files SET path = ?2, path_full = 1 WHERE id = ?1",
+		    &idt->set_path) ||
+	    /* '0' follows '/': the range is every path below the folder */
+	    prepare(idt->db,
+		    "UPDATE files SET path = ?2 || substr(path, length(?1) + 1)"
+		    " WHERE path > ?1 || '/' AND path < ?1 || '0' AND id < ?3"
+		    " AND gone_ns IS NULL",
+		    &idt->move_dir) ||
 	    prepare(idt->db,
 		    "UPDATE files SET gone_ns = ?2,"
 		    " gone_rowid = (SELECT coalesce(max(rowid), 0) FROM access_log) WHERE id = ?1",
@@ -658,7 +737,7 @@ int hy_identity_new(const struct hy_identity_config *config, struct hy_identity 
 		    " AND id NOT IN (SELECT file_id FROM bopt_plan_ranges)",
 		    &idt->prune_files) ||
 	    prepare(idt->read_db,
-		    "SELECT id FROM files WHERE dev = ?1 AND ino = ?2 AND birth_ns = ?3",
+		    "SELECT id, path_full FROM files WHERE dev = ?1 AND ino = ?2 AND birth_ns = ?3",
 		    &idt->select_file) ||
 	    prepare(idt->read_db,
 		    "SELECT id FROM files WHERE path = ?1 AND gone_ns IS NOT NULL"
@@ -679,6 +758,7 @@ void hy_identity_free(struct hy_identity *idt)
 		return;
 	sqlite3_finalize(idt->insert_file);
 	sqlite3_finalize(idt->set_path);
+	sqlite3_finalize(idt->move_dir);
 	sqlite3_finalize(idt->mark_gone);
 	sqlite3_finalize(idt->prune_files);
 	sqlite3_finalize(idt->select_file);

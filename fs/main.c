@@ -948,7 +948,7 @@ int main(int argc, char **argv)
 			.sync = sync_handler,
 			.reorganize = {fs.borg ? hy_fs_reorganize : NULL, fs.borg},
 			.progress = {fs.borg ? hy_fs_progress : NULL, fs.borg},
-			.explain = {fs.borg ? explain_handler : NULL, &explain_ctx},
+			.explain = {fs.borg || fs.cache ? explain_handler : NULL, &explain_ctx},
 			.flush = {fs.borg || fs.cache ? hy_fs_flush : NULL, &flush_ctx},
 			.policy = {fs.profiler ? hy_fs_policy : NULL, &policy_ctx},
 		};
@@ -956,7 +956,7 @@ int main(int argc, char **argv)
 		flush_ctx = (struct hy_fs_flush_ctx){fs.cache, fs.borg};
 		explain_ctx = (struct hy_fs_explain_ctx){
 			fs.borg, fs.profiler ? hy_profiler_identity(fs.profiler) : NULL,
-			fs.inodes->root->fd, fs.db_path};
+			fs.inodes->root->fd, fs.db_path, fs.cache};
 		policy_ctx = (struct hy_fs_policy_ctx){reca, fs.db_path};
 		if (hy_control_server_start(state_at, &handlers, &control, why, sizeof(why)) < 0)
 			hy_log(LOG_WARNING, "%s; hybridctl cannot reach this mount", why);

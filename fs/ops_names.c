@@ -587,6 +587,64 @@ void hy_ops_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	fuse_reply_err(req, -do_unlink(fs, hy_ops_inode_of(fs, parent), name, AT_REMOVEDIR));
 }
 
+/* @name in the folder @dir (pinned as @dirfd), relative to the backing
+ * directory, for a folder's rename: NULL when /proc cannot tell. */
+static char *path_in(struct hy_fs *fs, struct hy_identity *idt, struct hy_inode *dir, int dirfd,
+		     const char *name)
+{
+	char *dp, *out;
+
+	if (dir == fs->inodes->root)
+		return strdup(name);
+	dp = hy_identity_path_of(idt, dirfd);
+	if (!dp || asprintf(&out, "%s/%s", dp, name) < 0)
+		out = NULL;
+	free(dp);
+	return out;
+}
+
+static bool is_dir_at(struct hy_inode *inode, int dirfd, const char *name)
+{
+	struct stat st;
+
+	if (inode)
+		return S_ISDIR(inode->type);
+	return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* After a rename of folders: the paths of the files below them follow
+ * (identity.h); an exchange of two goes through a name no path has. */
+static void dirs_moved(struct hy_fs *fs, struct hy_inode *parent, struct hy_inode_ref *pref,
+		       const char *name, struct hy_inode *moved, struct hy_inode *new_parent,
+		       struct hy_inode_ref *npref, const char *new_name, struct hy_inode *victim,
+		       unsigned flags)
+{
+	struct hy_identity *idt = hy_profiler_identity(fs->profiler);
+	bool exchange = flags & RENAME_EXCHANGE;
+	/* after the rename, the moved one is at the new name */
+	bool a_dir = is_dir_at(moved, npref->dirfd, new_name);
+	bool b_dir = exchange && is_dir_at(victim, pref->dirfd, name);
+	char *a, *b;
+
+	if (!a_dir && !b_dir)
+		return;
+	a = path_in(fs, idt, parent, pref->dirfd, name);
+	b = path_in(fs, idt, new_parent, npref->dirfd, new_name);
+	if (a && b) {
+		if (a_dir && b_dir) {
+			hy_identity_dir_moved(idt, a, "\001exchange");
+			hy_identity_dir_moved(idt, b, a);
+			hy_identity_dir_moved(idt, "\001exchange", b);
+		} else if (a_dir) {
+			hy_identity_dir_moved(idt, a, b);
+		} else {
+			hy_identity_dir_moved(idt, b, a);
+		}
+	}
+	free(a);
+	free(b);
+}
+
 static int do_rename(struct hy_fs *fs, struct hy_inode *parent, const char *name,
 		     struct hy_inode *new_parent, const char *new_name, unsigned flags)
 {
@@ -637,6 +695,8 @@ static int do_rename(struct hy_fs *fs, struct hy_inode *parent, const char *name
 		if (victim && (flags & RENAME_EXCHANGE) && S_ISREG(victim->type))
 			hy_identity_file_moved(hy_profiler_identity(fs->profiler),
 					       atomic_load(&victim->file_id), victim->fd);
+		dirs_moved(fs, parent, &pref, name, moved, new_parent, &npref, new_name, victim,
+			   flags);
 	}
 	hy_inode_unpin_child(fs->inodes, moved, false);
 	hy_inode_unpin_child(fs->inodes, victim, rc == 0 && !(flags & RENAME_EXCHANGE));

@@ -74,6 +74,11 @@ static const char *const migrations[HY_STATE_SCHEMA_VERSION] = {
 	/* 8 -> 9: the files the last plan left out, and why (explain) */
 	"CREATE TABLE plan_files (file_id INTEGER PRIMARY KEY, reason TEXT NOT NULL,"
 	" requests INTEGER NOT NULL, run INTEGER NOT NULL);",
+	/* 9 -> 10: files.path is the path relative to the mount, kept across
+	 * renames of a folder above it (a range of this index); the rows of
+	 * before keep what they had (base names among them) until seen again */
+	"ALTER TABLE files ADD COLUMN path_full INTEGER NOT NULL DEFAULT 0;"
+	"CREATE INDEX files_path ON files (path);",
 };
 
 int hy_state_errno(int sqlite_code)

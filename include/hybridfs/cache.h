@@ -350,6 +350,26 @@ void hy_cache_meta_end(struct hy_cache *cache, const struct hy_cache_file *f, bo
  * blocks written or a negative errno. */
 int64_t hy_cache_flush(struct hy_cache *cache);
 
+/* Where the cache holds a block (hy_cache_where). */
+enum hy_cache_place {
+	HY_CACHE_NOT_CACHED = 0, /* below the cache: the BOPT or home */
+	HY_CACHE_IN_DRAM = 1,	 /* the front buffer */
+	HY_CACHE_IN_SSD = 2,	 /* a line of the cache store */
+};
+/* A run of @count blocks from @first with one answer; @dirty: newer than
+ * below. A positive return stops the walk (hy_cache_where returns 0), a
+ * negative one stops it with that error. */
+typedef int (*hy_cache_where_fn)(void *arg, uint64_t first, uint64_t count,
+				 enum hy_cache_place place, bool dirty);
+/* For explain (fs/borg_handlers.c): the blocks [@first_block, +@nblocks)
+ * of @file_id, as runs of consecutive blocks in one place with one dirty
+ * state, in order, every block of the range in exactly one run. Read-only
+ * and without I/O: a chunk of blocks at a time under front.lock and the
+ * index's own locks, @fn called with no lock held (a snapshot per chunk,
+ * not of the whole range). 0, -EINVAL, -ENOMEM, or what @fn returned. */
+int hy_cache_where(struct hy_cache *cache, uint64_t file_id, uint64_t first_block, uint64_t nblocks,
+		   hy_cache_where_fn fn, void *arg);
+
 /* One pass of each thread's work, for tests without threads. */
 void hy_cache_run_front_eviction(struct hy_cache *cache);
 int64_t hy_cache_run_cleaner(struct hy_cache *cache);

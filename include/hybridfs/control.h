@@ -22,7 +22,12 @@
  *                             optional); answered once it has started
  *                     progress: where the last reorganization is
  *                     explain: where the blocks of the file at "path"
- *                             (relative to the mountpoint) live
+ *                             (relative to the mountpoint) are served
+ *                             from, run by run (DRAM, SSD, BOPT, home;
+ *                             dirty or clean); members "offset" and
+ *                             "length" (bytes, optional) narrow it to a
+ *                             range; an offset at or past the end is
+ *                             refused
  *                     flush:  answered once every block written into the
  *                             BOPT is home
  *                     policy: the workload policy table

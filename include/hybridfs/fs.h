@@ -102,16 +102,20 @@ struct hy_fs_flush_ctx {
 };
 struct json_object *hy_fs_flush(void *ctx, struct json_object *request, char *why, size_t why_size);
 
-/* "explain" (fs/borg_handlers.c): the map's pieces of a file named
- * beneath @root_fd (the backing root), its id from file identity
- * (identity.h; NULL without the profiler) and its heat from the graph
- * saved in @db_path. */
+/* "explain" (fs/borg_handlers.c): where the blocks of a file named
+ * beneath @root_fd (the backing root) are served from, per run of blocks
+ * (the request's "offset" and "length" in bytes, optional, narrow it):
+ * the cache's tiers (hy_cache_where; @cache NULL without one), else the
+ * map's pieces (@borg NULL without BORG: all home); its id from file
+ * identity (identity.h; NULL without the profiler) and its heat from the
+ * graph saved in @db_path. */
 struct hy_identity;
 struct hy_fs_explain_ctx {
 	struct hy_borg *borg;
 	struct hy_identity *identity;
 	int root_fd;
 	const char *db_path;
+	struct hy_cache *cache;
 };
 struct json_object *hy_fs_explain(void *ctx, struct json_object *request, char *why,
 				  size_t why_size);

@@ -8,13 +8,15 @@
  * What it does:
  *   - finds a file's id at open (from the inode's cached id, else one
  *     indexed SQLite read of its own read connection, else a new id:
- *     the database's highest + 1 onwards), never per request;
+ *     the database's highest + 1 onwards), never per request; a row found
+ *     with a base name only (schema 9 and before) takes its full path then;
  *   - keeps a new id's row pending (findable here) until the transaction
  *     that carries it commits, so that an open in between finds the id
  *     instead of making a second one; the row keeps the file's path
  *     relative to the backing directory, which follows renames through
- *     the mount (hy_identity_file_moved), so that BORG finds the file at
- *     one lookup;
+ *     the mount, of the file (hy_identity_file_moved) and of a folder
+ *     above it (hy_identity_dir_moved), so that BORG finds the file at
+ *     one lookup and plans, traces and explain name it unambiguously;
  *   - marks the rows of files whose last name went (hy_identity_file_gone)
  *     and prunes them once nothing refers to them (no access log row left,
  *     no indirection map entry, no master graph vertex, no plan range);
@@ -108,6 +110,18 @@ void hy_identity_file_gone(struct hy_identity *identity, uint64_t file_id);
  * next transaction. Never blocks on I/O: one readlink(2) of /proc; 0 and a
  * negative @fd are ignored. */
 void hy_identity_file_moved(struct hy_identity *identity, uint64_t file_id, int fd);
+
+/* A folder was renamed through the mount from @from to @to (both
+ * relative to the backing directory): the rows of the files below it
+ * follow with the writer's next transaction (one range of the path index,
+ * no walk of the tree); files first seen after the call are not moved.
+ * RENAME_EXCHANGE of two folders is three calls through a name no path
+ * has (fs/ops_names.c). Never blocks on I/O. */
+void hy_identity_dir_moved(struct hy_identity *identity, const char *from, const char *to);
+
+/* Where @fd is now, relative to the backing directory (one readlink(2) of
+ * /proc), malloc'd; NULL when it cannot be told (or is the root). */
+char *hy_identity_path_of(struct hy_identity *identity, int fd);
 
 /* For the cache's fsync (cache.h, ids_durable): waits until every file row
  * made before the call is committed and durable (the WAL synced once for

@@ -9,10 +9,10 @@
  * mode, and brings its schema to the current version through forward
  * migrations keyed by PRAGMA user_version.
  *
- * Schema, version 9 (1 had mount_info only; 2 added the access log; 3 the
+ * Schema, version 10 (1 had mount_info only; 2 added the access log; 3 the
  * master access graph; 4 the indirection map; 5 its stamps, checkpoints
  * and plans; 6 the workload policy table; 7 files' gone marks; 8 the
- * volumes; 9 the files a plan left out):
+ * volumes; 9 the files a plan left out; 10 files' full paths, indexed):
  *
  *   table        column         type     meaning
  *   -----------  -------------  -------  -----------------------------------
@@ -31,10 +31,18 @@
  *                birth_ns       INT      ... and its birth time (statx), so
  *                                        a reused inode number is a new file
  *                path           TEXT     where it is, relative to the backing
- *                                        directory: as the profiler saw it at
- *                                        the id's making, or a walk since (a
+ *                                        directory (= the mount), e.g.
+ *                                        "src/lib/Makefile" (indexed): as the
+ *                                        profiler saw it at the id's making,
+ *                                        moved with renames of the file and
+ *                                        of the folders above it
+ *                                        (identity.h), or a walk since (a
  *                                        hint: BORG checks dev, ino, birth);
- *                                        a name alone in older rows
+ *                                        a removed file's last path
+ *                path_full      INT      1: path is the full relative path;
+ *                                        0: perhaps a name alone (rows of
+ *                                        schema 9 and before, until the file
+ *                                        is seen again)
  *                first_seen_ns  INT
  *                gone_ns        INT      when its last name went with no
  *                                        handle open (NULL: not seen gone)
@@ -126,7 +134,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HY_STATE_SCHEMA_VERSION 9
+#define HY_STATE_SCHEMA_VERSION 10
 #define HY_STATE_DB_NAME	"hybridfs.db"
 
 struct sqlite3;

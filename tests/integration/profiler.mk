@@ -18,6 +18,11 @@ EXTRA_DIST += tests/integration/borg.sh
 TESTS += tests/integration/reorganize.sh
 EXTRA_DIST += tests/integration/reorganize.sh
 
+# explain per run of blocks (DRAM, SSD, BOPT, home; dirty or clean) and
+# the database's full paths (issue 19)
+TESTS += tests/integration/explainranges.sh
+EXTRA_DIST += tests/integration/explainranges.sh
+
 # BORG moves files whole: tails and small files in the BOPT (issue 18)
 TESTS += tests/integration/wholefile.sh
 EXTRA_DIST += tests/integration/wholefile.sh

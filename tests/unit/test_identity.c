@@ -206,13 +206,147 @@ static void test_lookup_error_makes_no_id(void)
 	fixture_done(&f);
 }
 
+/* The path a file's row keeps (state.h: files.path): relative to the
+ * backing directory, full (two Makefiles in two folders are two paths),
+ * moved with a folder above the file (hy_identity_dir_moved, one range of
+ * the path index) but not a file first seen after the move under a
+ * folder made again at the old name, nor a file of a folder whose name
+ * only begins the same; a row of before schema 10 with a base name takes
+ * its full path when the file is seen again; two folders exchanged swap
+ * their files' prefixes. */
+static char *path_of_id(struct fixture *f, uint64_t id)
+{
+	return q_text(f->db, "SELECT path FROM files WHERE id = %" PRIu64, id);
+}
+
+static bool path_is(struct fixture *f, uint64_t id, const char *want)
+{
+	char *got = path_of_id(f, id);
+	bool ok = got && strcmp(got, want) == 0;
+
+	if (!ok)
+		fprintf(stderr, "\nfile %" PRIu64 ": path \"%s\", not \"%s\"\n", id,
+			got ? got : "(none)", want);
+	free(got);
+	return ok;
+}
+
+static void test_full_paths(void)
+{
+	static const char *const names[] = {"src/lib/Makefile", "doc/Makefile", "srcx/Makefile",
+					    "src/top"};
+	struct fixture f;
+	struct hy_profiler_config c;
+	struct hy_profile_handle h[6];
+	char *real, path[PATH_MAX], path2[PATH_MAX];
+	uint64_t id[6];
+	int fd[6];
+
+	CU_ASSERT_TRUE_FATAL(fixture_init(&f, 1024, 0, 0));
+	/* the backing directory is the temp folder: ids see their paths */
+	profiler_stop(&f);
+	real = realpath(f.tmp, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(real);
+	{
+		sqlite3_stmt *st;
+
+		CU_ASSERT_EQUAL_FATAL(sqlite3_prepare_v2(f.db,
+							 "UPDATE mount_info SET value = ?1 "
+							 "WHERE key = 'backing'",
+							 -1, &st, NULL),
+				      SQLITE_OK);
+		sqlite3_bind_text(st, 1, real, -1, SQLITE_STATIC);
+		CU_ASSERT_EQUAL(sqlite3_step(st), SQLITE_DONE);
+		sqlite3_finalize(st);
+	}
+	c = config_of(&f, 1024, 0, 0);
+	CU_ASSERT_EQUAL_FATAL(hy_profiler_new(&c, &f.p, why, sizeof(why)), 0);
+	for (const char *d = "src\0src/lib\0doc\0srcx\0tree\0"; *d; d += strlen(d) + 1) {
+		snprintf(path, sizeof(path), "%s/%s", f.tmp, d);
+		CU_ASSERT_EQUAL_FATAL(mkdir(path, 0700), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		fd[i] = make_file(f.tmp, names[i], 4096, false);
+		CU_ASSERT_TRUE_FATAL(fd[i] >= 0);
+		CU_ASSERT_EQUAL(
+			open_handle(f.p, &h[i], fd[i], 0, strrchr(names[i], '/') + 1, getpid()), 0);
+		id[i] = h[i].file_id;
+		hy_profiler_close(&h[i]);
+	}
+	CU_ASSERT_EQUAL(hy_profiler_sync(f.p), 0);
+	for (int i = 0; i < 4; i++)
+		CU_ASSERT(path_is(&f, id[i], names[i]));
+	CU_ASSERT_EQUAL(q_int(f.db, "SELECT count(*) FROM files WHERE path_full = 1"), 4);
+
+	/* src moves to tree/src2; a new src holds a file seen after the
+	 * move, inserted in the same transaction as the move's rows */
+	snprintf(path, sizeof(path), "%s/src", f.tmp);
+	snprintf(path2, sizeof(path2), "%s/tree/src2", f.tmp);
+	CU_ASSERT_EQUAL_FATAL(rename(path, path2), 0);
+	hy_identity_dir_moved(hy_profiler_identity(f.p), "src", "tree/src2");
+	CU_ASSERT_EQUAL_FATAL(mkdir(path, 0700), 0);
+	fd[4] = make_file(f.tmp, "src/late", 4096, false);
+	CU_ASSERT_TRUE_FATAL(fd[4] >= 0);
+	CU_ASSERT_EQUAL(open_handle(f.p, &h[4], fd[4], 0, "late", getpid()), 0);
+	id[4] = h[4].file_id;
+	hy_profiler_close(&h[4]);
+	CU_ASSERT_EQUAL(hy_profiler_sync(f.p), 0);
+	CU_ASSERT(path_is(&f, id[0], "tree/src2/lib/Makefile"));
+	CU_ASSERT(path_is(&f, id[3], "tree/src2/top"));
+	CU_ASSERT(path_is(&f, id[1], "doc/Makefile"));
+	CU_ASSERT(path_is(&f, id[2], "srcx/Makefile"));
+	CU_ASSERT(path_is(&f, id[4], "src/late"));
+	/* a folder moved back to the top */
+	snprintf(path, sizeof(path), "%s/lib", f.tmp);
+	snprintf(path2, sizeof(path2), "%s/tree/src2/lib", f.tmp);
+	CU_ASSERT_EQUAL_FATAL(rename(path2, path), 0);
+	hy_identity_dir_moved(hy_profiler_identity(f.p), "tree/src2/lib", "lib");
+	CU_ASSERT_EQUAL(hy_profiler_sync(f.p), 0);
+	CU_ASSERT(path_is(&f, id[0], "lib/Makefile"));
+	CU_ASSERT(path_is(&f, id[3], "tree/src2/top"));
+
+	/* a row with a base name (as schema 9 kept some): seen again, it
+	 * takes its full path */
+	CU_ASSERT_EQUAL(
+		sqlite3_exec(f.db,
+			     "UPDATE files SET path = 'Makefile', path_full = 0 WHERE path = "
+			     "'doc/Makefile'",
+			     NULL, NULL, NULL),
+		SQLITE_OK);
+	CU_ASSERT(path_is(&f, id[1], "Makefile"));
+	CU_ASSERT_EQUAL(open_handle(f.p, &h[5], fd[1], 0, "Makefile", getpid()), 0);
+	CU_ASSERT_EQUAL(h[5].file_id, id[1]);
+	hy_profiler_close(&h[5]);
+	CU_ASSERT_EQUAL(hy_profiler_sync(f.p), 0);
+	CU_ASSERT(path_is(&f, id[1], "doc/Makefile"));
+	CU_ASSERT_EQUAL(q_int(f.db, "SELECT path_full FROM files WHERE id = %" PRIu64, id[1]), 1);
+
+	/* two folders exchanged (RENAME_EXCHANGE): three moves through a name
+	 * no path has, as fs/ops_names.c queues them */
+	snprintf(path, sizeof(path), "%s/doc", f.tmp);
+	snprintf(path2, sizeof(path2), "%s/srcx", f.tmp);
+	CU_ASSERT_EQUAL_FATAL(renameat2(AT_FDCWD, path, AT_FDCWD, path2, RENAME_EXCHANGE), 0);
+	hy_identity_dir_moved(hy_profiler_identity(f.p), "doc", "\001exchange");
+	hy_identity_dir_moved(hy_profiler_identity(f.p), "srcx", "doc");
+	hy_identity_dir_moved(hy_profiler_identity(f.p), "\001exchange", "srcx");
+	CU_ASSERT_EQUAL(hy_profiler_sync(f.p), 0);
+	CU_ASSERT(path_is(&f, id[1], "srcx/Makefile"));
+	CU_ASSERT(path_is(&f, id[2], "doc/Makefile"));
+	CU_ASSERT(path_is(&f, id[0], "lib/Makefile"));
+	for (int i = 0; i < 5; i++)
+		close(fd[i]);
+	free(real);
+	fixture_done(&f);
+}
+
 int hy_test_add_identity(void)
 {
 	CU_pSuite s = CU_add_suite("identity", NULL, NULL);
 
 	if (!s || !CU_add_test(s, "file ids: pending, committed, after restart", test_file_ids) ||
 	    !CU_add_test(s, "file ids found by identity, none made", test_find_file) ||
-	    !CU_add_test(s, "a failed lookup makes no file id", test_lookup_error_makes_no_id))
+	    !CU_add_test(s, "a failed lookup makes no file id", test_lookup_error_makes_no_id) ||
+	    !CU_add_test(s, "full paths, moved with their folders", test_full_paths))
 		return -1;
 	return 0;
 }
