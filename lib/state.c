@@ -74,6 +74,9 @@ static const char *const migrations[HY_STATE_SCHEMA_VERSION] = {
 	/* 8 -> 9: the files the last plan left out, and why (explain) */
 	"CREATE TABLE plan_files (file_id INTEGER PRIMARY KEY, reason TEXT NOT NULL,"
 	" requests INTEGER NOT NULL, run INTEGER NOT NULL);",
+	/* 9 -> 10: what hybridctl pins and excludes (cache and plans) */
+	"CREATE TABLE cache_rules (kind TEXT NOT NULL, pattern TEXT NOT NULL,"
+	" PRIMARY KEY (kind, pattern)) WITHOUT ROWID;",
 };
 
 int hy_state_errno(int sqlite_code)

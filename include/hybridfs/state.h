@@ -106,6 +106,10 @@
  *                                        only the settings that differ from
  *                                        the defaults
  *                value          TEXT     the setting in the text form
+ *   cache_rules  kind, pattern  TEXT PK  what hybridctl pins and excludes
+ *                                        (pin.h): kind "pin" with a path
+ *                                        relative to the mount (a file or
+ *                                        a tree), or "exclude" with a glob
  *
  * Errors: a database that is not SQLite, is damaged, or was made by a newer
  * hybridfs (user_version above HY_STATE_SCHEMA_VERSION) is refused with a
@@ -126,7 +130,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HY_STATE_SCHEMA_VERSION 9
+#define HY_STATE_SCHEMA_VERSION 10
 #define HY_STATE_DB_NAME	"hybridfs.db"
 
 struct sqlite3;
