@@ -345,8 +345,8 @@ static void print_rules(struct json_object *d)
 	printf("%-12s", "cache excl.");
 	for (size_t i = 0; i < ne; i++)
 		printf("%s %s", i ? "," : "",
-		       json_object_get_string(
-			       json_object_object_get(json_object_array_get_idx(ex, i), "pattern")));
+		       json_object_get_string(json_object_object_get(
+			       json_object_array_get_idx(ex, i), "pattern")));
 	printf("%s; %llu requests went around the cache\n", ne ? "" : " none",
 	       (unsigned long long)jget_u64(r, "excluded_requests", NULL));
 }
