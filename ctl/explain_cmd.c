@@ -3,7 +3,7 @@
  * the mount PATH is in where the file's blocks live, range by range (the
  * BOPT, with its block, or home), how hot they are (the master access
  * graph's weight after the last reorganization), and why the file is or
- * is not relocated (its "reason": relocated, cold, written-once, removed,
+ * is not relocated (its "reason": relocated, cold, written-once, excluded, removed,
  * no-room, changed, copying, stopped; fs/borg_handlers.c). A path removed
  * through the mount is still explained while its row is kept.
  */

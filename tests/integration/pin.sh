@@ -2,7 +2,8 @@
 # pin.sh - pins and excludes on real mounts (issue 19, item 5):
 #   a. a pinned file's blocks stay in a small named store (2M) while four
 #      times the store's size of other files is read (twice each): reading
-#      it again is SSD hits only (status counters), nothing read home;
+#      it again is SSD hits only (status counters), nothing read home; a
+#      reorganization places the pinned file first in the BOPT;
 #   b. a remount lists the pin again (the state database's cache_rules)
 #      and holds the file's blocks pinned at its first read;
 #   c. bad input gets a clear error and changes nothing: a path outside
@@ -10,7 +11,8 @@
 #      store (half), an empty, absolute or too long glob, a '[' not closed,
 #      an unpin of what is not pinned;
 #   d. exclude=*.o: reading a .o file adds nothing to the cache (DRAM or
-#      SSD), a .c file beside it is cached; hybridctl exclude adds a glob
+#      SSD), a .c file beside it is cached, explain says "excluded" after a
+#      reorganization; hybridctl exclude adds a glob
 #      at run time, --remove takes it away, both kept across a remount.
 # Reads use O_DIRECT so that each reaches the daemon (no page cache).
 . "$(dirname "$0")/lib.sh"
@@ -59,6 +61,13 @@ m1=$(hy_status "$m" '.cache.read_misses')
 [ $((h1 - h0)) = 128 ] || hy_fail "a: the pinned file's 128 blocks gave $((h1 - h0)) SSD hits"
 [ "$m1" = "$m0" ] || hy_fail "a: the pinned file missed $((m1 - m0)) blocks"
 hy_log "a: $ev SSD evictions; pinned file: $((h1 - h0)) SSD hits, $((m1 - m0)) misses"
+# the plan: the pinned file's blocks first in the BOPT (its read region's
+# block 0), though the others were read four times as often
+out=$("$HYBRIDCTL" reorganize "$m" --gap 3600 2>&1) || hy_fail "a: reorganize failed: $out"
+first=$("$HYBRIDCTL" explain "$m/keep/p" --json |
+	jq '[.ranges[] | select(.where == "bopt") | .bopt_block] | min // -1')
+[ "$first" = 0 ] || hy_fail "a: the pinned file starts at BOPT block $first, not 0: $(
+	"$HYBRIDCTL" explain "$m/keep/p" --json)"
 "$HYBRIDCTL" status "$m" >"$HY_TMP/status.out" || hy_fail "a: status failed"
 grep -qi 'pinned' "$HY_TMP/status.out" || hy_fail "a: status says nothing of the pins"
 
@@ -107,6 +116,10 @@ ex=$(hy_status "$m" '.rules.excluded_requests')
 rd "$m/src/x.c"
 used=$(hy_status "$m" '.cache.ssd_used + .cache.dram_used')
 [ "$used" -gt 0 ] || hy_fail "d: reading x.c cached nothing"
+# and out of the plans: explain says why
+out=$("$HYBRIDCTL" reorganize "$m" --gap 3600 2>&1) || hy_fail "d: reorganize failed: $out"
+why=$("$HYBRIDCTL" explain "$m/src/x.o" --json | jq -r .reason)
+[ "$why" = excluded ] || hy_fail "d: explain src/x.o says $why, not excluded"
 # at run time, kept across a remount
 "$HYBRIDCTL" exclude "$m" '*.tmp' >/dev/null || hy_fail "d: hybridctl exclude failed"
 before=$(hy_status "$m" '.cache.ssd_used + .cache.dram_used')
