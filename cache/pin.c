@@ -108,6 +108,7 @@ void hy_cache_pin_forget(struct hy_cache *c, uint64_t file_id)
 int hy_pin_set_files(struct hy_cache *c, const uint64_t *ids, size_t n, enum hy_rule rule)
 {
 	struct hy_keymap batch;
+	size_t cached = 0;
 	int rc = 0;
 
 	if (!n)
@@ -131,10 +132,16 @@ int hy_pin_set_files(struct hy_cache *c, const uint64_t *ids, size_t n, enum hy_
 	for (size_t i = 0; i < n; i++) {
 		struct cfile *cf = cfile_get(c, ids[i], false);
 
-		if (cf)
+		if (cf) {
 			atomic_store(&cf->rule, (uint8_t)rule);
+			cached += atomic_load(&cf->blocks) > 0;
+		}
 		cfile_put(c, cf);
 	}
+	/* a file's first open finds it has nothing cached: no pass. (A block
+	 * cached meanwhile is committed under the new rule, set above.) */
+	if (!cached)
+		return 0;
 	/* the lines the files have now: one pass over the line table (a
 	 * command's cost, not a request's) */
 	if (hy_keymap_init(&batch, 2 * n, false) < 0)
