@@ -9,7 +9,8 @@
  * buffer and its evictor), lines.c (SSD lines and the journal), cache_io.c
  * (read, write, stale copies, sectors from below), cache_fsync.c (leaving
  * the cache, fsync, files closed and forgotten), cache_reconfig.c (ReCA's
- * reconfiguration), cleaner.c (the cleaner, PORE).
+ * reconfiguration), cleaner.c (the cleaner, PORE), pin.c (pinned and
+ * excluded files, pin.h).
  *
  * Locks: HY_CACHE_GATES rwlocks striped by file id (the cache's gates):
  * a read holds its file's gate shared across its I/O, a write, truncation,
