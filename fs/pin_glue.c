@@ -153,10 +153,8 @@ void hy_fs_pins_opened(struct hy_fs *fs, int fd, uint64_t file_id)
 		return;
 	/* no rule at all: nothing to match (the cache's map is empty too:
 	 * the change that removed the last rule told it) */
-	if (!atomic_load(&p->active) && hy_pin_file_rule(fs->cache, file_id) == HY_RULE_NONE) {
-		seen_set(p, file_id, gen);
+	if (!atomic_load(&p->active) && hy_pin_file_rule(fs->cache, file_id) == HY_RULE_NONE)
 		return;
-	}
 	if (!relative_path(fs, fd, path, sizeof(path)))
 		return;
 	pthread_rwlock_rdlock(&p->lock);
@@ -592,8 +590,10 @@ static int string_list(struct json_object *request, const char *name, const char
 		return -EINVAL;
 	}
 	*out = calloc(*n ? *n : 1, sizeof(**out));
-	if (!*out)
+	if (!*out) {
+		snprintf(why, why_size, "out of memory");
 		return -ENOMEM;
+	}
 	for (size_t i = 0; i < *n; i++) {
 		struct json_object *item = json_object_array_get_idx(m, i);
 

@@ -26,6 +26,9 @@
  * and "exclude-option" (the mount option's, replaced at every mount, so
  * that the analyzer and `hybridctl reorganize` see them too).
  *
+ * The patterns and their matching are lib/rules.c's, pure (no SQLite: the
+ * options' fuzz target links it alone); the rows are lib/rules_db.c's.
+ *
  * Who calls it: lib/options.c (exclude=), fs/pin_glue.c (the daemon: at
  * mount, at each file's first open, and for the "rules" control request),
  * analyzer/analyzer_db.c (excluded files are left out of the graph),
