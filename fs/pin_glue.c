@@ -438,6 +438,7 @@ int hy_fs_open_pins(struct hy_fs *fs, const struct hy_options *opts, struct sqli
 {
 	struct hy_fs_pins *p = calloc(1, sizeof(*p));
 	struct hy_rules stored = {0};
+	struct walked *walks;
 	char why[512];
 	int rc;
 
@@ -463,28 +464,28 @@ int hy_fs_open_pins(struct hy_fs *fs, const struct hy_options *opts, struct sqli
 	for (size_t i = 0; i < stored.nexcludes; i++)
 		if (hy_rules_add(&p->mine, HY_RULE_EXCLUDE, stored.excludes[i]) < 0)
 			rc = -ENOMEM;
-	for (size_t i = 0; i < stored.npins; i++) {
-		struct walked w = {0};
-
+	walks = calloc(stored.npins + 1, sizeof(*walks));
+	if (!walks)
+		rc = -ENOMEM;
+	for (size_t i = 0; walks && i < stored.npins; i++) {
 		/* a pinned tree gone since: kept (it may come back), counted empty */
-		if (walk(fs, stored.pins[i], &w, why, sizeof(why)) < 0)
+		if (walk(fs, stored.pins[i], &walks[i], why, sizeof(why)) < 0)
 			hy_log(LOG_NOTICE, "%s", why);
-		if (pin_push(p, stored.pins[i], w.files, w.bytes) < 0)
+		if (pin_push(p, stored.pins[i], walks[i].files, walks[i].bytes) < 0)
 			rc = -ENOMEM;
-		walked_free(&w);
 	}
-	hy_rules_clear(&stored);
-	if (rc == -ENOMEM || rebuild(p) < 0)
-		return -ENOMEM;
+	if (rc != -ENOMEM && rebuild(p) < 0)
+		rc = -ENOMEM;
 	/* the files already known get their rules now, the others at open */
-	for (size_t i = 0; i < p->npins; i++) {
-		struct walked w = {0};
-
-		if (walk(fs, p->pins[i].path, &w, why, sizeof(why)) == 0 &&
-		    apply_walked(fs, &p->rules, &w) < 0)
-			hy_log(LOG_WARNING, "pins: out of memory pinning \"%s\"", p->pins[i].path);
-		walked_free(&w);
-	}
+	for (size_t i = 0; rc != -ENOMEM && i < stored.npins; i++)
+		if (apply_walked(fs, &p->rules, &walks[i]) < 0)
+			hy_log(LOG_WARNING, "pins: out of memory pinning \"%s\"", stored.pins[i]);
+	for (size_t i = 0; walks && i < stored.npins; i++)
+		walked_free(&walks[i]);
+	free(walks);
+	hy_rules_clear(&stored);
+	if (rc == -ENOMEM)
+		return -ENOMEM;
 	if (p->npins || p->rules.nexcludes)
 		hy_log(LOG_NOTICE, "pins: %zu pinned, %zu excluded pattern%s in force", p->npins,
 		       p->rules.nexcludes, p->rules.nexcludes == 1 ? "" : "s");
