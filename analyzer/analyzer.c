@@ -165,6 +165,8 @@ const char *hy_analyzer_left_name(enum hy_analyzer_left_reason reason)
 		return "removed";
 	case HY_ANALYZER_LEFT_WRITTEN_ONCE:
 		return "written-once";
+	case HY_ANALYZER_LEFT_EXCLUDED:
+		return "excluded";
 	}
 	return "?";
 }

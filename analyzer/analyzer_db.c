@@ -15,6 +15,7 @@
 #include <sqlite3.h>
 
 #include "hybridfs/analyzer.h"
+#include "hybridfs/rules.h"
 #include "hybridfs/state.h"
 
 #include "analyzer_internal.h"
@@ -81,11 +82,16 @@ static int left_push(struct hy_analyzer *a, uint64_t file_id, enum hy_analyzer_l
 static int find_left_out(struct hy_analyzer *a, struct sqlite3 *db, int64_t after, char *why,
 			 size_t why_size)
 {
+	struct hy_rules rules = {0};
 	sqlite3_stmt *st;
 	size_t inwindow;
-	int step;
+	int step, rc;
 
 	a->nleft = 0;
+	/* the excludes (and the pins, which win over them: rules.h) */
+	rc = hy_rules_load(db, &rules, true, why, why_size);
+	if (rc < 0)
+		return rc;
 	/* one pass over the window, by file: removed, and the written-once
 	 * rule's times (a row without its files row is neither) */
 	if (sqlite3_prepare_v2(
@@ -93,11 +99,13 @@ static int find_left_out(struct hy_analyzer *a, struct sqlite3 *db, int64_t afte
 		    "SELECT l.file_id, max(f.gone_ns IS NOT NULL),"
 		    " coalesce(nullif(max(f.birth_ns), 0), max(f.first_seen_ns), 0), min(l.ts_ns),"
 		    " coalesce(max(CASE WHEN l.mode = 1 THEN l.ts_ns END), 0),"
-		    " coalesce(max(CASE WHEN l.mode = 0 THEN l.ts_ns END), 0)"
+		    " coalesce(max(CASE WHEN l.mode = 0 THEN l.ts_ns END), 0), max(f.path)"
 		    " FROM access_log l LEFT JOIN files f ON f.id = l.file_id"
 		    " WHERE l.rowid > ?1 GROUP BY l.file_id ORDER BY l.file_id",
-		    -1, &st, NULL) != SQLITE_OK)
+		    -1, &st, NULL) != SQLITE_OK) {
+		hy_rules_clear(&rules);
 		return db_fail(db, "cannot read the access log by file", why, why_size);
+	}
 	sqlite3_bind_int64(st, 1, after);
 	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
 		uint64_t id = (uint64_t)sqlite3_column_int64(st, 0);
@@ -107,22 +115,59 @@ static int find_left_out(struct hy_analyzer *a, struct sqlite3 *db, int64_t afte
 			.last_write_ns = sqlite3_column_int64(st, 4),
 			.last_read_ns = sqlite3_column_int64(st, 5),
 		};
-		int rc = 0;
+		const char *path = (const char *)sqlite3_column_text(st, 6);
 
+		rc = 0;
 		if (sqlite3_column_int(st, 1))
 			rc = left_push(a, id, HY_ANALYZER_LEFT_REMOVED);
+		else if (path && rules.nexcludes &&
+			 hy_rules_match(&rules, path) == HY_RULE_EXCLUDE)
+			rc = left_push(a, id, HY_ANALYZER_LEFT_EXCLUDED);
 		else if (hy_analyzer_written_once(&w, a->write_once_ns))
 			rc = left_push(a, id, HY_ANALYZER_LEFT_WRITTEN_ONCE);
 		if (rc) {
+			hy_rules_clear(&rules);
 			sqlite3_finalize(st);
 			snprintf(why, why_size, "analyzer: out of memory");
 			return rc;
 		}
 	}
 	sqlite3_finalize(st);
-	if (step != SQLITE_DONE)
+	if (step != SQLITE_DONE) {
+		hy_rules_clear(&rules);
 		return db_fail(db, "reading the access log by file", why, why_size);
+	}
 	inwindow = a->nleft;
+	/* a loaded graph's files excluded since: their vertices go too */
+	if (a->nv && rules.nexcludes) {
+		if (sqlite3_prepare_v2(db, "SELECT id, path FROM files WHERE gone_ns IS NULL", -1,
+				       &st, NULL) != SQLITE_OK) {
+			hy_rules_clear(&rules);
+			return db_fail(db, "cannot read the files' paths", why, why_size);
+		}
+		while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+			uint64_t id = (uint64_t)sqlite3_column_int64(st, 0);
+			const char *path = (const char *)sqlite3_column_text(st, 1);
+			struct hy_analyzer_left key = {.file_id = id};
+
+			if (!path || !file_find(a, id) ||
+			    (inwindow && bsearch(&key, a->left, inwindow, sizeof(key), left_cmp)) ||
+			    hy_rules_match(&rules, path) != HY_RULE_EXCLUDE)
+				continue;
+			if (left_push(a, id, HY_ANALYZER_LEFT_EXCLUDED)) {
+				sqlite3_finalize(st);
+				hy_rules_clear(&rules);
+				snprintf(why, why_size, "analyzer: out of memory");
+				return -ENOMEM;
+			}
+		}
+		sqlite3_finalize(st);
+		if (step != SQLITE_DONE) {
+			hy_rules_clear(&rules);
+			return db_fail(db, "reading the files' paths", why, why_size);
+		}
+	}
+	hy_rules_clear(&rules);
 	if (a->nv) {
 		if (sqlite3_prepare_v2(db, "SELECT id FROM files WHERE gone_ns IS NOT NULL", -1,
 				       &st, NULL) != SQLITE_OK)
@@ -151,7 +196,8 @@ static int find_left_out(struct hy_analyzer *a, struct sqlite3 *db, int64_t afte
 	for (size_t i = 0; i < a->nleft; i++) {
 		struct file *fe;
 
-		if (a->left[i].reason != HY_ANALYZER_LEFT_REMOVED)
+		if (a->left[i].reason != HY_ANALYZER_LEFT_REMOVED &&
+		    a->left[i].reason != HY_ANALYZER_LEFT_EXCLUDED)
 			continue;
 		/* the file's slot may move when its last vertex goes: found again */
 		while ((fe = file_find(a, a->left[i].file_id)) && fe->head != NIL)

@@ -20,12 +20,12 @@ static struct hy_file_table_entry *cfile_alloc(void *arg, uint64_t file_id)
 	struct hy_cache *c = arg;
 	struct cfile *cf = calloc(1, sizeof(*cf));
 
-	(void)file_id;
 	if (!cf)
 		return NULL;
 	cf->home = -1;
 	cf->home_changes = atomic_load(&c->tokens_issued) + 1;
 	cf->last_write = -1;
+	cf->rule = hy_cache_pin_rule_of(c, file_id);
 	return &cf->entry;
 }
 
@@ -316,6 +316,7 @@ static void cache_free(struct hy_cache *c)
 	free(c->free_map);
 	free(c->free_summary);
 	hy_keymap_free(&c->tails);
+	hy_cache_pin_free(c);
 	free(c->line_hits);
 	hy_pore_free(c->pore);
 	free(c->front.slots);
@@ -392,6 +393,8 @@ int hy_cache_open(const struct hy_cache_config *cfg, struct hy_indirector *below
 		rc = -ENOMEM;
 	if (rc == 0 && c->lines)
 		rc = hy_keymap_init(&c->tails, 64, true);
+	if (rc == 0 && c->lines)
+		rc = hy_cache_pin_init(c);
 	if (rc < 0 || !c->lines) {
 		snprintf(why, why_size, "out of memory for %" PRIu32 " cache lines", c->capacity);
 		rc = -ENOMEM;
@@ -592,7 +595,7 @@ void hy_cache_get_stats(struct hy_cache *c, struct hy_cache_stats *o)
 int hy_cache_check(struct hy_cache *c, char *why, size_t why_size)
 {
 	struct front *fr = &c->front;
-	uint32_t used = 0, dirty = 0, fdirty = 0;
+	uint32_t used = 0, dirty = 0, fdirty = 0, pinned = 0;
 	int rc = hy_cache_index_check(c->index, why, why_size);
 
 	if (rc < 0)
@@ -606,6 +609,15 @@ int hy_cache_check(struct hy_cache *c, char *why, size_t why_size)
 		if (!(ls->flags & LS_USED))
 			continue;
 		used++;
+		if (ls->flags & LS_PINNED)
+			pinned++;
+		if (!!(ls->flags & LS_PINNED) == (hy_policy_queue_of(c->policy, l) >= 0)) {
+			snprintf(why, why_size, "line %" PRIu32 " is %s", l,
+				 ls->flags & LS_PINNED ? "pinned but in the policy"
+						       : "in use but not in the policy");
+			rc = -EUCLEAN;
+			break;
+		}
 		if (ls->flags & LS_DIRTY)
 			dirty++;
 		if (hy_cache_index_lookup(c->index, ls->file_id, ls->block, &e) != 0 ||
@@ -621,6 +633,11 @@ int hy_cache_check(struct hy_cache *c, char *why, size_t why_size)
 	    (used != c->ssd_used || dirty != c->ssd_dirty || used + c->nfree != c->capacity)) {
 		snprintf(why, why_size, "line counts: %u used, %u dirty, %u free of %u", used,
 			 dirty, c->nfree, c->capacity);
+		rc = -EUCLEAN;
+	}
+	if (rc == 0 && (pinned != c->pin.lines || pinned > c->pin.cap)) {
+		snprintf(why, why_size, "pinned lines: %u, counted %u, cap %u", pinned,
+			 c->pin.lines, c->pin.cap);
 		rc = -EUCLEAN;
 	}
 	pthread_mutex_unlock(&c->lines_lock);

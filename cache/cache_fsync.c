@@ -544,6 +544,7 @@ int hy_cache_forget_file(struct hy_cache *c, uint64_t file_id)
 
 	if (!file_id)
 		return 0;
+	hy_cache_pin_forget(c, file_id); /* the rule was the file's, not its id's next owner's */
 	cf = cfile_get(c, file_id, false);
 	if (!cf)
 		return 0;

@@ -10,7 +10,8 @@
  * (read, write, stale copies, sectors from below), cache_fsync.c (leaving
  * the cache, fsync, files closed and forgotten), cache_reconfig.c (ReCA's
  * reconfiguration), cleaner.c (the cleaner, PORE), where.c (which tier
- * holds each block, for explain: read-only).
+ * holds each block, for explain: read-only), pin.c (pinned and excluded
+ * files, pin.h).
  *
  * Locks: HY_CACHE_GATES rwlocks striped by file id (the cache's gates):
  * a read holds its file's gate shared across its I/O, a write, truncation,
@@ -44,6 +45,7 @@
 #include "hybridfs/heat.h"
 #include "hybridfs/indirector.h"
 #include "hybridfs/keymap.h"
+#include "hybridfs/pin.h"
 #include "hybridfs/pore.h"
 
 #define LINE		  HY_CACHE_LINE_SIZE
@@ -97,13 +99,18 @@ struct cfile {
 	_Atomic int last_write;
 	_Atomic bool leave_back;
 	_Atomic uint64_t generation;
+	/* enum hy_rule (pin.h): pinned or excluded, from the cache's rules
+	 * map when the state is made, and when hy_pin_set_files changes it */
+	_Atomic uint8_t rule;
 };
 
 /* ---- line state (SSD), under lines_lock -------------------------------- */
 
 /* LS_JOURNALED: the journal has the line's masks as they are (an fsync
  * need not write its record again); a write to the line clears it. */
-enum { LS_USED = 1, LS_DIRTY = 2, LS_DISK_DIRTY = 4, LS_JOURNALED = 8 };
+/* LS_PINNED: a pinned file's line, held out of the policy (pin.h): no
+ * victim search can find it. */
+enum { LS_USED = 1, LS_DIRTY = 2, LS_DISK_DIRTY = 4, LS_JOURNALED = 8, LS_PINNED = 16 };
 
 /* Packed: 17 bytes a line instead of 24 (DRAM per line is a goal). A free
  * line's block field links the free list (FREE_END ends it): no array of
@@ -213,6 +220,16 @@ struct hy_cache {
 		uint32_t line_size;
 	} migrate_queue[MIGRATE_QUEUE];
 	unsigned migrate_len;
+
+	/* pins and excludes (pin.h): the rule of each file id that has one
+	 * (under rule_lock, a leaf), and the lines pinned out of the policy,
+	 * at most cap (under lines_lock) */
+	struct {
+		pthread_mutex_t rule_lock;
+		struct hy_keymap rules;
+		uint32_t lines, cap;
+		_Atomic uint64_t over_cap, excluded_requests;
+	} pin;
 
 	_Atomic uint64_t dirty_sectors;
 	struct {
@@ -438,6 +455,17 @@ void hy_cache_lines_table_record(void *arg, uint64_t line, struct hy_cache_line 
 int hy_cache_journal_records(struct hy_cache *c, const struct hy_cache_journal_record *r, size_t n);
 int hy_cache_journal_clean_records(struct hy_cache *c, const struct hy_cache_journal_record *r,
 				   size_t n);
+
+/* pin.c */
+int hy_cache_pin_init(struct hy_cache *c);
+void hy_cache_pin_free(struct hy_cache *c);
+uint8_t hy_cache_pin_rule_of(struct hy_cache *c, uint64_t file_id);
+bool hy_cache_pin_line_take(struct hy_cache *c, const struct cfile *cf, uint32_t line);
+bool hy_cache_pin_line_release(struct hy_cache *c, uint32_t line);
+const struct hy_cache_hint *hy_cache_pin_hint(struct hy_cache *c, const struct cfile *cf,
+					      const struct hy_cache_hint *hint,
+					      struct hy_cache_hint *local);
+void hy_cache_pin_forget(struct hy_cache *c, uint64_t file_id);
 
 /* cache_io.c */
 bool hy_cache_io_fresh_for(const struct cfile *cf, const struct hy_device_attr *a);

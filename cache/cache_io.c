@@ -255,7 +255,9 @@ void hy_cache_io_fill_block(struct hy_cache *c, struct cfile *cf, uint64_t block
 
 	if (!valid)
 		return;
-	if (fr->nslots) {
+	/* a pinned file's blocks go to the store at once: not through the
+	 * front buffer, whose heat filter would keep a block read once out */
+	if (fr->nslots && atomic_load(&cf->rule) != HY_RULE_PIN) {
 		uint32_t s;
 
 		pthread_mutex_lock(&fr->lock);
@@ -275,7 +277,8 @@ void hy_cache_io_fill_block(struct hy_cache *c, struct cfile *cf, uint64_t block
 		int64_t l;
 
 		pthread_mutex_lock(&c->lines_lock);
-		admit = hy_policy_admit(c->policy, file_id * 0x9e3779b97f4a7c15ull ^ block);
+		admit = atomic_load(&cf->rule) == HY_RULE_PIN ||
+			hy_policy_admit(c->policy, file_id * 0x9e3779b97f4a7c15ull ^ block);
 		hy_cache_lines_accessed(c);
 		pthread_mutex_unlock(&c->lines_lock);
 		if (!admit) {
@@ -390,6 +393,7 @@ ssize_t hy_cache_read_hinted(struct hy_cache *c, const struct hy_cache_file *f,
 	struct hy_device_attr a;
 	uint64_t end, first, last, nblocks, run = UINT64_MAX;
 	unsigned char line[LINE];
+	struct hy_cache_hint pinned_hint; /* a pinned or excluded file's admission */
 	struct cfile *cf;
 	ssize_t rc = 0;
 
@@ -398,6 +402,7 @@ ssize_t hy_cache_read_hinted(struct hy_cache *c, const struct hy_cache_file *f,
 	cf = cfile_get(c, f->file_id, true);
 	if (!cf)
 		return below_read(c, f, buf, size, off);
+	hint = hy_cache_pin_hint(c, cf, hint, &pinned_hint);
 	hy_cache_lines_note_use(c, cf);
 	if (hint)
 		hy_cache_reconfig_file(c, cf, f, hint, -1);
@@ -694,6 +699,7 @@ ssize_t hy_cache_write_hinted(struct hy_cache *c, const struct hy_cache_file *f,
 {
 	enum hy_cache_write_policy wp = c->cfg.write_policy;
 	uint64_t cutoff = c->cfg.seq_cutoff;
+	struct hy_cache_hint pinned_hint; /* a pinned or excluded file's admission */
 	struct hy_device_attr a;
 	struct cfile *cf;
 	uint64_t end;
@@ -704,6 +710,7 @@ ssize_t hy_cache_write_hinted(struct hy_cache *c, const struct hy_cache_file *f,
 	cf = cfile_get(c, f->file_id, true);
 	if (!cf)
 		return below_write(c, f, buf, size, off);
+	hint = hy_cache_pin_hint(c, cf, hint, &pinned_hint);
 	hy_cache_lines_note_use(c, cf);
 	if (hint) {
 		if (hint->write >= HY_CACHE_WRITE_BACK && hint->write <= HY_CACHE_WRITE_AROUND)

@@ -140,7 +140,7 @@ void hy_cache_lines_forget(struct hy_cache *c, uint32_t line)
 		atomic_fetch_sub(&cf->blocks, 1);
 	}
 	cfile_put(c, cf);
-	if (hy_policy_remove(c->policy, line) == 0)
+	if (hy_cache_pin_line_release(c, line) || hy_policy_remove(c->policy, line) == 0)
 		c->ssd_used--;
 	if (ls->flags & LS_DIRTY)
 		c->ssd_dirty--;
@@ -220,7 +220,8 @@ int hy_cache_lines_commit(struct hy_cache *c, struct cfile *cf, uint32_t line, u
 		c->line_hits[line] = 0;
 	if (dirty)
 		c->ssd_dirty++;
-	if (hy_policy_insert_at(c->policy, line, q) == 0)
+	/* a pinned file's line stays out of the policy: never a victim */
+	if (hy_cache_pin_line_take(c, cf, line) || hy_policy_insert_at(c->policy, line, q) == 0)
 		c->ssd_used++;
 	pthread_mutex_unlock(&c->lines_lock);
 	return 0;
@@ -236,7 +237,7 @@ void hy_cache_lines_accessed(struct hy_cache *c)
 void hy_cache_lines_hit(struct hy_cache *c, uint32_t line)
 {
 	pthread_mutex_lock(&c->lines_lock);
-	if (hy_policy_hit(c->policy, line) < 0)
+	if (!(c->lines[line].flags & LS_PINNED) && hy_policy_hit(c->policy, line) < 0)
 		hy_log(LOG_ERR, "cache: line %" PRIu32 " hit but not in the policy", line);
 	if (c->line_hits && c->line_hits[line] < UINT8_MAX)
 		c->line_hits[line]++;

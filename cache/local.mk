@@ -7,5 +7,5 @@ noinst_LIBRARIES += cache/libhycache.a
 cache_libhycache_a_SOURCES = cache/heat.c cache/policy.c cache/cache_index.c cache/cache_store.c \
 	cache/cache_store_format.c cache/cache_store_journal.c cache/cache_store_internal.h \
 	cache/cache.c cache/front.c cache/lines.c cache/cache_io.c cache/cache_fsync.c \
-	cache/cache_reconfig.c cache/cleaner.c cache/where.c cache/cache_internal.h
+	cache/cache_reconfig.c cache/cleaner.c cache/where.c cache/pin.c cache/cache_internal.h
 cache_libhycache_a_CFLAGS = $(AM_CFLAGS) $(BLKID_CFLAGS)

@@ -63,6 +63,14 @@ void hy_ctl_policy_brief(struct json_object *policy, char *buf, size_t size);
  * log replayed under candidate policy tables, ranked. The exit status. */
 int hy_ctl_tune(int argc, char **argv);
 
+/* `hybridctl pin PATH...`, `unpin PATH...`, `pin --list [MOUNTPOINT]`,
+ * `exclude [MOUNTPOINT] [--remove|--list] GLOB...` (ctl/pin_cmd.c): the
+ * mount's pins and excludes. The exit status: 0, 1 (refused, no daemon),
+ * 2 (usage). */
+int hy_ctl_pin(int argc, char **argv);
+int hy_ctl_unpin(int argc, char **argv);
+int hy_ctl_exclude(int argc, char **argv);
+
 /* `hybridctl simulate TRACE ...`: a block trace through the cache's
  * replacement policies (replay.h). The exit status: 0, 1, 2 (usage). */
 int hy_ctl_simulate(int argc, char **argv);

@@ -7,8 +7,8 @@
  * (newer than what lies below) or clean, and how hot they are (the master
  * access graph's weight after the last reorganization); the blocks of each
  * place counted; and why the file is or is not relocated (its "reason":
- * relocated, cold, written-once, removed, no-room, changed, copying,
- * stopped; fs/borg_handlers.c). At most 400 runs are listed, the counts
+ * relocated, cold, written-once, excluded, removed, no-room, changed,
+ * copying, stopped; fs/borg_handlers.c). At most 400 runs are listed, the counts
  * cover the whole range. A path removed through the mount is still
  * explained while its row is kept.
  */

@@ -59,6 +59,9 @@ static void usage(FILE *out)
 		"       hybridctl simulate TRACE [--format F] [--cache-size SIZE[,SIZE...]]\n"
 		"                          [--policy P[,P...]] [--reads-only] [--cap N] [--json]\n"
 		"       hybridctl tune [MOUNTPOINT] [--since T] [--apply] [--json]\n"
+		"       hybridctl pin PATH... [--json] | pin --list [MOUNTPOINT] [--json]\n"
+		"       hybridctl unpin PATH... [--json]\n"
+		"       hybridctl exclude [MOUNTPOINT] [--remove] GLOB... | --list [--json]\n"
 		"       hybridctl --help | --version\n"
 		"\n"
 		"  status        the mount, its daemon, operations and bytes by kind, the\n"
@@ -83,6 +86,11 @@ static void usage(FILE *out)
 		"                the cache's replacement policies: hit ratios, SSD fills\n"
 		"  tune          the mount's own log replayed under candidate policy tables,\n"
 		"                ranked; --apply puts the best in force\n"
+		"  pin, unpin    a file's or a tree's blocks kept in the SSD cache (at most\n"
+		"                half of it) and placed first in the BOPT; kept across\n"
+		"                remounts\n"
+		"  exclude       paths matching GLOB (*.o, build/*, node_modules) kept out\n"
+		"                of the cache and the BOPT's plans; --remove lets them in\n"
 		"See hybridctl(8).\n");
 }
 
@@ -317,6 +325,33 @@ static void print_cache(struct json_object *d)
 	}
 }
 
+/* Pins and excludes (rules.h): what is pinned and held, what is kept out. */
+static void print_rules(struct json_object *d)
+{
+	struct json_object *r = NULL, *ex = NULL;
+	char pinned[32], held[32], cap[32];
+	size_t ne;
+
+	if (!json_object_object_get_ex(d, "rules", &r) || !r)
+		return;
+	hy_ctl_human_bytes(jget_u64(r, "pinned_bytes", NULL), pinned, sizeof(pinned));
+	hy_ctl_human_bytes(jget_u64(r, "held_bytes", NULL), held, sizeof(held));
+	hy_ctl_human_bytes(jget_u64(r, "cap_bytes", NULL), cap, sizeof(cap));
+	printf("%-12s %llu files (%s) pinned, %s held in the SSD of at most %s; %llu blocks over "
+	       "the cap\n",
+	       "cache pins", (unsigned long long)jget_u64(r, "pinned_files", NULL), pinned, held,
+	       cap, (unsigned long long)jget_u64(r, "over_cap_blocks", NULL));
+	json_object_object_get_ex(r, "excludes", &ex);
+	ne = ex ? json_object_array_length(ex) : 0;
+	printf("%-12s", "cache excl.");
+	for (size_t i = 0; i < ne; i++)
+		printf("%s %s", i ? "," : "",
+		       json_object_get_string(json_object_object_get(
+			       json_object_array_get_idx(ex, i), "pattern")));
+	printf("%s; %llu requests went around the cache\n", ne ? "" : " none",
+	       (unsigned long long)jget_u64(r, "excluded_requests", NULL));
+}
+
 /* ReCA's request classes of the mount's reads and writes, in shares. */
 static void print_classes(struct json_object *prof)
 {
@@ -371,6 +406,7 @@ static void print_daemon(struct json_object *d)
 	print_classes(prof);
 	print_bopt(d);
 	print_cache(d);
+	print_rules(d);
 	{
 		struct json_object *e = NULL, *model = NULL, *v = NULL;
 
@@ -554,6 +590,12 @@ int main(int argc, char **argv)
 		return hy_ctl_simulate(argc - 2, argv + 2);
 	if (strcmp(argv[1], "tune") == 0)
 		return hy_ctl_tune(argc - 2, argv + 2);
+	if (strcmp(argv[1], "pin") == 0)
+		return hy_ctl_pin(argc - 2, argv + 2);
+	if (strcmp(argv[1], "unpin") == 0)
+		return hy_ctl_unpin(argc - 2, argv + 2);
+	if (strcmp(argv[1], "exclude") == 0)
+		return hy_ctl_exclude(argc - 2, argv + 2);
 	fprintf(stderr, "hybridctl: unknown command \"%s\"\n", argv[1]);
 	usage(stderr);
 	return 2;

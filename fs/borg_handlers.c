@@ -390,6 +390,12 @@ static int explain_reason(const struct hy_fs_explain_ctx *ec, struct json_object
 			   "written in the log's window and read only soon after: not planned");
 		return 0;
 	}
+	if (strcmp(fp.left, "excluded") == 0) {
+		add_reason(result, "excluded",
+			   "its path matches an exclude (exclude=, hybridctl exclude): kept out "
+			   "of the cache and the plans");
+		return 0;
+	}
 	if (fp.left[0]) {
 		add_reason(result, fp.left, "left out of the plan");
 		return 0;

@@ -158,6 +158,10 @@ static char *answer(struct hy_control_server *srv, const struct hy_control_reque
 		out = from_handler(&srv->handlers.policy, req->object, "policy",
 				   "this mount has no cache policy table (profile=off)");
 		break;
+	case HY_CONTROL_RULES:
+		out = from_handler(&srv->handlers.rules, req->object, "pin or exclude",
+				   "this mount knows no files by id (profile=off)");
+		break;
 	default:
 		out = hy_control_format_error("unknown command");
 	}
@@ -175,6 +179,7 @@ static bool is_long(enum hy_control_command command)
 	case HY_CONTROL_EXPLAIN:
 	case HY_CONTROL_FLUSH:
 	case HY_CONTROL_POLICY:
+	case HY_CONTROL_RULES:
 		return true;
 	default:
 		return false;

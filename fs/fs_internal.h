@@ -41,6 +41,7 @@ struct hy_device_emulation;
 struct hy_profiler;
 struct hy_borg;
 struct hy_cache;
+struct hy_fs_pins;
 struct json_object;
 
 /* The link every open file and directory handle has in its struct hy_fs,
@@ -98,6 +99,7 @@ struct hy_fs {
 	struct hy_profiler *profiler; /* NULL with profile=off; owned by main */
 	struct hy_borg *borg;	      /* NULL without a BOPT; owned by main */
 	struct hy_cache *cache;	      /* NULL with cache=none; hy_fs_open_cache() */
+	struct hy_fs_pins *pins;      /* pins and excludes; hy_fs_open_pins() (fs/pin_glue.c) */
 	int cache_write;	      /* the cache's write policy (enum hy_cache_write_policy) */
 	/* emulate=: the disk model the backing files and the BOPT are delayed
 	 * by (NULL: none; owned by main), and the option's text */
@@ -122,6 +124,10 @@ struct json_object *hy_fs_cache_status(struct hy_cache *cache);
 struct json_object *hy_fs_device_status(struct hy_device *device);
 struct hy_workload_policy_table;
 struct hy_reca_process;
+/* fs/pin_glue.c: a file opened with its id (ops_files.c; matched once per
+ * id and rules generation), and the rules' part of "status". */
+void hy_fs_pins_opened(struct hy_fs *fs, int fd, uint64_t file_id);
+struct json_object *hy_fs_pins_status(struct hy_fs *fs);
 struct json_object *hy_fs_process_policy(struct hy_fs *fs, const struct hy_workload_policy_table *t,
 					 const struct hy_reca_process *p);
 

@@ -936,6 +936,11 @@ int main(int argc, char **argv)
 		else if (crc < 0)
 			goto out_unmount;
 	}
+	/* pins and excludes, after the cache (its share for pins) */
+	if (fs.profiler && hy_fs_open_pins(&fs, &opts, state->db) < 0) {
+		hy_log(LOG_ERR, "pins: out of memory");
+		goto out_unmount;
+	}
 	{
 		/* what each handler sees; they outlive the server, stopped
 		 * before main returns */
@@ -951,6 +956,7 @@ int main(int argc, char **argv)
 			.explain = {fs.borg || fs.cache ? explain_handler : NULL, &explain_ctx},
 			.flush = {fs.borg || fs.cache ? hy_fs_flush : NULL, &flush_ctx},
 			.policy = {fs.profiler ? hy_fs_policy : NULL, &policy_ctx},
+			.rules = {fs.pins ? hy_fs_rules : NULL, &fs},
 		};
 
 		flush_ctx = (struct hy_fs_flush_ctx){fs.cache, fs.borg};
@@ -993,6 +999,7 @@ out_unmount:
 	/* no request is in flight: the loop has ended, or never ran */
 	if (hy_fs_close_cache(&fs) < 0)
 		status = 1;
+	hy_fs_close_pins(&fs);
 	hy_borg_close(fs.borg);
 	fs.borg = NULL;
 	if (registered && hy_runtime_unregister(state->uuid) < 0)
@@ -1008,6 +1015,7 @@ out:
 	hy_control_server_stop(control);
 	if (hy_fs_close_cache(&fs) < 0)
 		status = 1;
+	hy_fs_close_pins(&fs);
 	hy_borg_close(fs.borg);
 	fs.borg = NULL;
 	hy_fs_destroy(&fs);	    /* closes handles first: they hold profiler state */

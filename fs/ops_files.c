@@ -94,6 +94,8 @@ static int file_new(struct hy_fs *fs, fuse_req_t req, struct hy_inode *inode, in
 			atomic_store(&inode->file_id, file->prof.file_id);
 		/* the indirection map knows files by this id */
 		hy_engine_file_set_id(&file->engine, file->prof.file_id);
+		/* its pin or exclude, once per id and rules (fs/pin_glue.c) */
+		hy_fs_pins_opened(fs, fd, file->prof.file_id);
 	}
 	hy_ops_handle_track(fs, &file->link, false);
 	fi->fh = (uint64_t)(uintptr_t)file;

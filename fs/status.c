@@ -171,6 +171,7 @@ struct json_object *hy_fs_status(struct hy_fs *fs)
 			       fs->borg ? hy_fs_borg_status(fs->borg, fs->engine) : NULL);
 	/* the cache: hits, occupancy, dirty bytes, the cleaner (null: none) */
 	json_object_object_add(root, "cache", fs->cache ? hy_fs_cache_status(fs->cache) : NULL);
+	json_object_object_add(root, "rules", fs->pins ? hy_fs_pins_status(fs) : NULL);
 	json_object_object_add(root, "processes", procs);
 	/* emulate=: the disk model's figures (null: no emulation) */
 	if (fs->emulation) {

@@ -30,6 +30,7 @@ static const char *const command_names[] = {
 	[HY_CONTROL_PING] = "ping",	    [HY_CONTROL_REORGANIZE] = "reorganize",
 	[HY_CONTROL_PROGRESS] = "progress", [HY_CONTROL_EXPLAIN] = "explain",
 	[HY_CONTROL_FLUSH] = "flush",	    [HY_CONTROL_POLICY] = "policy",
+	[HY_CONTROL_RULES] = "rules",
 };
 
 #define N_COMMANDS (sizeof(command_names) / sizeof(command_names[0]))

@@ -14,6 +14,7 @@
 #include "hybridfs/log.h"
 #include "hybridfs/options.h"
 #include "hybridfs/policy.h" /* the enum only: libhycommon does not link the cache */
+#include "hybridfs/rules.h"
 #include "hybridfs/units.h"
 
 #define HY_DEFAULT_MAX_THREADS 16
@@ -261,8 +262,52 @@ static int append_kernel_option(struct hy_options *opts, const char *word)
 	return 0;
 }
 
-/* One "name" or "name=value" from a -o list. */
+static int add_exclude(struct hy_options *opts, const char *glob, char *why, size_t why_size)
+{
+	char **grown;
+	int rc = hy_rules_check_glob(glob, why, why_size);
+
+	if (rc < 0)
+		return rc;
+	if (opts->nexclude >= HY_RULES_MAX)
+		return hy_log_why(-EINVAL, why, why_size, "option \"exclude\": more than %d globs",
+				  HY_RULES_MAX);
+	grown = realloc(opts->exclude, (opts->nexclude + 1) * sizeof(*grown));
+	if (!grown)
+		return -ENOMEM;
+	opts->exclude = grown;
+	if (!(grown[opts->nexclude] = strdup(glob)))
+		return -ENOMEM;
+	opts->nexclude++;
+	opts->exclude_open = true;
+	return 0;
+}
+
+static int parse_one_word(struct hy_options *opts, char *word, char *why, size_t why_size);
+
+/* One "name" or "name=value" from a -o list. exclude=*.o,node_modules: the words
+ * after exclude= that are no option are more of its globs (a mount option
+ * list splits at commas). */
 static int parse_one(struct hy_options *opts, char *word, char *why, size_t why_size)
+{
+	bool open = opts->exclude_open, sloppy = opts->sloppy;
+	char *glob = open && *word && !strchr(word, '=') ? strdup(word) : NULL;
+	int rc;
+
+	if (open && *word && !strchr(word, '=') && !glob)
+		return -ENOMEM;
+	opts->exclude_open = false;
+	if (glob)
+		opts->sloppy = false; /* an unknown word is then a glob, not ignored */
+	rc = parse_one_word(opts, word, why, why_size);
+	opts->sloppy = sloppy;
+	if (glob && rc == -EINVAL && strncmp(why, "unknown option", 14) == 0)
+		rc = add_exclude(opts, glob, why, why_size);
+	free(glob);
+	return rc;
+}
+
+static int parse_one_word(struct hy_options *opts, char *word, char *why, size_t why_size)
 {
 	char *value = strchr(word, '=');
 	const char *name = word;
@@ -450,6 +495,8 @@ static int parse_one(struct hy_options *opts, char *word, char *why, size_t why_
 	}
 	if (strcmp(name, "max_threads") == 0)
 		return parse_uint(name, value, 1, 256, &opts->max_threads, why, why_size);
+	if (strcmp(name, "exclude") == 0)
+		return add_exclude(opts, value ? value : "", why, why_size);
 	if (!value && in_list(kernel_flags, name))
 		return append_kernel_option(opts, name);
 	if (!value && in_list(mount_flags, name))
@@ -878,6 +925,8 @@ void hy_options_usage(const char *program, FILE *out)
 		"                         directly (default 4M; 0: never)\n"
 		"  cache_migrate_rate=SIZE  bytes per second line migrations read at most\n"
 		"                         (default 8M; 0: no limit)\n"
+		"  exclude=GLOB,...       paths (relative to the mount) kept out of the cache\n"
+		"                         and the BOPT's plans: *.o, build/*, node_modules\n"
 		"  emulate=hdd[:NAME=VALUE...]|ssd|smr|none  delay every backing and BOPT\n"
 		"                         request by a disk model's service time (default\n"
 		"                         none; e.g. emulate=hdd:rpm=5400)\n"
@@ -913,5 +962,8 @@ void hy_options_free(struct hy_options *opts)
 	free(opts->bopt);
 	free(opts->cache);
 	free(opts->emulate);
+	for (size_t i = 0; i < opts->nexclude; i++)
+		free(opts->exclude[i]);
+	free(opts->exclude);
 	memset(opts, 0, sizeof(*opts));
 }

@@ -79,6 +79,9 @@ static const char *const migrations[HY_STATE_SCHEMA_VERSION] = {
 	 * before keep what they had (base names among them) until seen again */
 	"ALTER TABLE files ADD COLUMN path_full INTEGER NOT NULL DEFAULT 0;"
 	"CREATE INDEX files_path ON files (path);",
+	/* 10 -> 11: what hybridctl pins and excludes (cache and plans) */
+	"CREATE TABLE cache_rules (kind TEXT NOT NULL, pattern TEXT NOT NULL,"
+	" PRIMARY KEY (kind, pattern)) WITHOUT ROWID;",
 };
 
 int hy_state_errno(int sqlite_code)

@@ -9,9 +9,11 @@
 #include <sqlite3.h>
 
 #include "hybridfs/analyzer.h"
+#include "hybridfs/keymap.h"
 #include "hybridfs/map.h"
 #include "hybridfs/planner.h"
 #include "hybridfs/reorganize.h"
+#include "hybridfs/rules.h"
 #include "hybridfs/state.h"
 
 static double seconds_since(const struct timespec *t0)
@@ -293,6 +295,124 @@ out:
 	return rc;
 }
 
+/* The vertices of files a pin names (rules.h, the state database's
+ * cache_rules and files.path): @pinned[i] for @vertices[i]. Returns how
+ * many, or a negative errno with @why. */
+static long pinned_vertices(sqlite3 *db, const struct hy_plan_vertex *vertices, size_t nv,
+			    bool *pinned, char *why, size_t why_size)
+{
+	struct hy_rules rules = {0};
+	struct hy_keymap ids;
+	sqlite3_stmt *st;
+	long n = 0;
+	int rc, step;
+
+	rc = hy_rules_load(db, &rules, false, why, why_size);
+	if (rc < 0 || !rules.npins || !nv) {
+		hy_rules_clear(&rules);
+		return rc;
+	}
+	rules.nexcludes = 0; /* excluded files are not in the graph (analyzer.h) */
+	if (hy_keymap_init(&ids, 64, false) < 0) {
+		hy_rules_clear(&rules);
+		return -ENOMEM;
+	}
+	if (sqlite3_prepare_v2(db, "SELECT id, path FROM files WHERE gone_ns IS NULL", -1, &st,
+			       NULL) != SQLITE_OK) {
+		rc = db_fail(db, "cannot read the files' paths", why, why_size);
+		goto out;
+	}
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *path = (const char *)sqlite3_column_text(st, 1);
+
+		if (path && hy_rules_match(&rules, path) == HY_RULE_PIN &&
+		    hy_keymap_put(&ids, (uint64_t)sqlite3_column_int64(st, 0), 0) < 0) {
+			rc = -ENOMEM;
+			break;
+		}
+	}
+	sqlite3_finalize(st);
+	if (rc == 0 && step != SQLITE_DONE)
+		rc = db_fail(db, "reading the files' paths", why, why_size);
+	for (size_t i = 0; rc == 0 && i < nv; i++)
+		if ((pinned[i] = ids.count && hy_keymap_get(&ids, vertices[i].file_id, NULL)))
+			n++;
+out:
+	if (rc == -ENOMEM)
+		snprintf(why, why_size, "reorganize: out of memory for the pinned files");
+	hy_keymap_free(&ids);
+	hy_rules_clear(&rules);
+	return rc < 0 ? rc : n;
+}
+
+/* The plan with pinned files first (hybridctl pin): the pinned vertices
+ * are planned on their own at the front of the read region, the others
+ * behind them in what room is left; the edges between the two sets are
+ * dropped (they cannot be sequential when one set goes first anyway).
+ * Entries name @vertices' indexes, as hy_planner_plan's do. */
+static int plan_pinned_first(const struct hy_plan_vertex *vertices, size_t nv,
+			     const struct hy_plan_edge *edges, size_t ne, const bool *pinned,
+			     uint64_t capacity, struct hy_plan *out, char *why, size_t why_size)
+{
+	struct hy_plan_vertex *sub = malloc((nv ? nv : 1) * sizeof(*sub));
+	struct hy_plan_edge *sube = malloc((ne ? ne : 1) * sizeof(*sube));
+	uint32_t *back = malloc((nv ? nv : 1) * sizeof(*back));
+	uint32_t *index = malloc((nv ? nv : 1) * sizeof(*index));
+	struct hy_plan part[2] = {{0}, {0}};
+	int rc = -ENOMEM;
+
+	memset(out, 0, sizeof(*out));
+	if (!sub || !sube || !back || !index)
+		goto fail;
+	for (int k = 0; k < 2; k++) {
+		bool want = k == 0;
+		size_t n = 0, m = 0;
+
+		for (size_t i = 0; i < nv; i++)
+			if (pinned[i] == want) {
+				index[i] = (uint32_t)n;
+				back[n] = (uint32_t)i;
+				sub[n++] = vertices[i];
+			}
+		for (size_t j = 0; j < ne; j++)
+			if (pinned[edges[j].from] == want && pinned[edges[j].to] == want)
+				sube[m++] = (struct hy_plan_edge){index[edges[j].from],
+								  index[edges[j].to],
+								  edges[j].weight};
+		rc = hy_planner_plan(sub, n, sube, m, k ? capacity - part[0].blocks_used : capacity,
+				     &part[k], why, why_size);
+		if (rc)
+			goto fail;
+		for (size_t i = 0; i < part[k].count; i++) {
+			part[k].entries[i].vertex = back[part[k].entries[i].vertex];
+			if (k)
+				part[k].entries[i].bopt_block += part[0].blocks_used;
+		}
+	}
+	out->entries = malloc((part[0].count + part[1].count + 1) * sizeof(*out->entries));
+	if (!out->entries) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	memcpy(out->entries, part[0].entries, part[0].count * sizeof(*out->entries));
+	memcpy(out->entries + part[0].count, part[1].entries,
+	       part[1].count * sizeof(*out->entries));
+	out->count = part[0].count + part[1].count;
+	out->blocks_used = part[0].blocks_used + part[1].blocks_used;
+	out->skipped = part[0].skipped + part[1].skipped;
+	rc = 0;
+fail:
+	if (rc == -ENOMEM)
+		snprintf(why, why_size, "reorganize: out of memory planning the pinned files first");
+	hy_plan_free(&part[0]);
+	hy_plan_free(&part[1]);
+	free(sub);
+	free(sube);
+	free(back);
+	free(index);
+	return rc;
+}
+
 int hy_reorganize_make_plan(sqlite3 *db, const struct hy_reorganize_params *params,
 			    struct hy_reorganize_plan *out, char *why, size_t why_size)
 {
@@ -305,6 +425,8 @@ int hy_reorganize_make_plan(sqlite3 *db, const struct hy_reorganize_params *para
 	struct timespec t0;
 	size_t nv = 0, ne = 0;
 	int64_t after = 0;
+	bool *pinned = NULL;
+	long npinned;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -354,8 +476,24 @@ int hy_reorganize_make_plan(sqlite3 *db, const struct hy_reorganize_params *para
 		snprintf(why, why_size, "reorganize: out of memory exporting the graph");
 		goto out;
 	}
-	rc = hy_planner_plan(vertices, nv, edges, ne, params->capacity_blocks, &plan, why,
-			     why_size);
+	/* pinned files' ranges first, subject to the read region's room */
+	pinned = calloc(nv ? nv : 1, sizeof(*pinned));
+	if (!pinned) {
+		rc = -ENOMEM;
+		snprintf(why, why_size, "reorganize: out of memory");
+		goto out;
+	}
+	npinned = pinned_vertices(db, vertices, nv, pinned, why, why_size);
+	if (npinned < 0) {
+		rc = (int)npinned;
+		goto out;
+	}
+	if (npinned)
+		rc = plan_pinned_first(vertices, nv, edges, ne, pinned, params->capacity_blocks,
+				       &plan, why, why_size);
+	else
+		rc = hy_planner_plan(vertices, nv, edges, ne, params->capacity_blocks, &plan, why,
+				     why_size);
 	if (rc)
 		goto out;
 	out->ranges = calloc(plan.count ? plan.count : 1, sizeof(*out->ranges));
@@ -392,6 +530,7 @@ out:
 	if (rc)
 		hy_reorganize_plan_free(out);
 	hy_plan_free(&plan);
+	free(pinned);
 	free(vertices);
 	free(weights);
 	free(edges);

@@ -137,6 +137,8 @@ int hy_analyzer_feed_log(struct hy_analyzer *analyzer, struct sqlite3 *db, int64
 enum hy_analyzer_left_reason {
 	HY_ANALYZER_LEFT_REMOVED = 1,
 	HY_ANALYZER_LEFT_WRITTEN_ONCE = 2,
+	/* its path matches an exclude (rules.h: cache_rules, exclude=) */
+	HY_ANALYZER_LEFT_EXCLUDED = 3,
 };
 
 struct hy_analyzer_left {
@@ -163,7 +165,8 @@ bool hy_analyzer_written_once(const struct hy_analyzer_file_window *w, int64_t w
 void hy_analyzer_left_out(const struct hy_analyzer *analyzer, const struct hy_analyzer_left **out,
 			  size_t *n);
 
-/* Its name in plan_files and explain: "removed", "written-once". */
+/* Its name in plan_files and explain: "removed", "written-once",
+ * "excluded". */
 const char *hy_analyzer_left_name(enum hy_analyzer_left_reason reason);
 
 /* Saves the graph (replacing the saved one), the files the last feed left

@@ -30,7 +30,8 @@
  *     two-step search (with LRU3; the baselines LRU, LARC and FREQ stay
  *     plain): lines of closed or inactive files first (no request for as
  *     many requests as the store has lines), then the least recently
- *     used; dirty lines are the cleaner's.
+ *     used; dirty lines are the cleaner's. A pinned file's lines are held
+ *     out of the policy (pin.h), at most half of the store.
  *   - Write policies (cache_write=): back (writes stay in the cache, dirty,
  *     until the cleaner, an fsync's journal, a close or a flush), through
  *     (home first, then the cached copy) and around (home; only blocks
@@ -125,7 +126,8 @@
  * gate, then the indirector's). The cleaner's mutex is taken before any
  * gate; it also serializes PORE's zones (the cleaner's pass asks the
  * indirector where blocks lie with a file's gate shared), whose figures for the
- * stats are copied under the lines' mutex.
+ * stats are copied under the lines' mutex. The pins' map of file ids
+ * (pin.h) has a mutex of its own, a leaf.
  */
 #ifndef HYBRIDFS_CACHE_H
 #define HYBRIDFS_CACHE_H

@@ -11,7 +11,7 @@
  *   request:   {"v": 1, "cmd": "status"}
  *              "v"    protocol version, a number; must be HY_CONTROL_VERSION
  *              "cmd"  "status" | "sync" | "ping" | "reorganize" | "progress"
- *                     | "explain" | "flush" | "policy"
+ *                     | "explain" | "flush" | "policy" | "rules"
  *                     status: counters and the busiest processes
  *                     sync:   answered once every profiler record queued
  *                             before the request is in the database
@@ -46,6 +46,18 @@
  *                             value differs from before; 0 for a plain
  *                             read); changes are stored in the state
  *                             database and survive remounts
+ *                     rules:  pins and excludes (rules.h), read and
+ *                             changed; members (all optional), arrays
+ *                             of strings: "pin" and "unpin" (paths
+ *                             relative to the mount), "exclude" and
+ *                             "include" (globs added and removed); all
+ *                             checked first: one bad item, or pins past
+ *                             their share of the cache store, refuses
+ *                             the request and changes nothing. result:
+ *                             {"pins": [{"path", "files", "bytes"}...],
+ *                             "excludes": [{"pattern", "source"}...],
+ *                             "changed": N, and the cache's figures
+ *                             (pin.h)}; stored in the state database
  *              other members are ignored (later versions may add some)
  *
  *   response:  {"v": 1, "ok": true, "result": {...}}
@@ -56,7 +68,7 @@
  * each get an error response that says which; the daemon then closes that
  * connection and goes on serving others.
  *
- * Long requests (sync, reorganize, explain, flush, policy) are answered
+ * Long requests (sync, reorganize, explain, flush, policy, rules) are answered
  * one at a time, in the order they came, while status, progress and ping
  * are answered at once (control_server.h); past 16 long requests waiting,
  * one more gets the error "busy: a \"CMD\" request is running...".
@@ -93,6 +105,7 @@ enum hy_control_command {
 	HY_CONTROL_EXPLAIN,
 	HY_CONTROL_FLUSH,
 	HY_CONTROL_POLICY,
+	HY_CONTROL_RULES,
 };
 
 struct hy_control_request {

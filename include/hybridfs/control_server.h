@@ -64,6 +64,8 @@ struct hy_control_handlers {
 	struct hy_control_handler reorganize, progress, explain, flush;
 	/* answer NULL when the mount has no policy table (profile=off) */
 	struct hy_control_handler policy;
+	/* pins and excludes (rules.h); answer NULL with profile=off */
+	struct hy_control_handler rules;
 };
 
 struct hy_control_server;

@@ -78,6 +78,15 @@ void hy_fs_destroy(struct hy_fs *fs);
 int hy_fs_open_cache(struct hy_fs *fs, const struct hy_options *opts);
 int hy_fs_close_cache(struct hy_fs *fs);
 
+/* Pins and excludes (fs/pin_glue.c, rules.h): at mount, after the cache,
+ * @opts' exclude= and @db's cache_rules put in force (0 or -ENOMEM: the
+ * mount fails); closed after the session. "rules" (control.h): @ctx is the
+ * struct hy_fs (a pin walks the backing tree, changes go to the state
+ * database first). */
+int hy_fs_open_pins(struct hy_fs *fs, const struct hy_options *opts, struct sqlite3 *db);
+void hy_fs_close_pins(struct hy_fs *fs);
+struct json_object *hy_fs_rules(void *ctx, struct json_object *request, char *why,
+				size_t why_size);
 /* ReCA's policy table (fs/policy_glue.c): loaded from @db (the state
  * database, at mount, before the session loop) into ReCA (reca.h). */
 int hy_fs_open_policy(struct hy_fs *fs, struct sqlite3 *db);

@@ -155,6 +155,13 @@ struct hy_options {
 	unsigned pore_open_permille;
 	uint64_t pore_period;
 
+	/* exclude=GLOB,...: paths kept out of the cache and the plans
+	 * (rules.h), checked; owned. exclude_open: the word before was one
+	 * of them, so a next word that is no option is another glob. */
+	char **exclude;
+	size_t nexclude;
+	bool exclude_open;
+
 	/* Mount options passed to the kernel unchanged, comma separated
 	 * (nosuid, nodev, noexec, noatime, ...). Owned. */
 	char *kernel_options;

@@ -9,10 +9,11 @@
  * mode, and brings its schema to the current version through forward
  * migrations keyed by PRAGMA user_version.
  *
- * Schema, version 10 (1 had mount_info only; 2 added the access log; 3 the
+ * Schema, version 11 (1 had mount_info only; 2 added the access log; 3 the
  * master access graph; 4 the indirection map; 5 its stamps, checkpoints
  * and plans; 6 the workload policy table; 7 files' gone marks; 8 the
- * volumes; 9 the files a plan left out; 10 files' full paths, indexed):
+ * volumes; 9 the files a plan left out; 10 files' full paths, indexed; 11 the
+ * pin and exclude rules):
  *
  *   table        column         type     meaning
  *   -----------  -------------  -------  -----------------------------------
@@ -114,6 +115,10 @@
  *                                        only the settings that differ from
  *                                        the defaults
  *                value          TEXT     the setting in the text form
+ *   cache_rules  kind, pattern  TEXT PK  what hybridctl pins and excludes
+ *                                        (pin.h): kind "pin" with a path
+ *                                        relative to the mount (a file or
+ *                                        a tree), or "exclude" with a glob
  *
  * Errors: a database that is not SQLite, is damaged, or was made by a newer
  * hybridfs (user_version above HY_STATE_SCHEMA_VERSION) is refused with a
@@ -134,7 +139,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HY_STATE_SCHEMA_VERSION 10
+#define HY_STATE_SCHEMA_VERSION 11
 #define HY_STATE_DB_NAME	"hybridfs.db"
 
 struct sqlite3;

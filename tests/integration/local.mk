@@ -38,6 +38,11 @@ tests_integration_hy_crash_SOURCES = tests/integration/hy-crash.c
 TESTS += tests/integration/crash.sh tests/integration/cache.sh
 EXTRA_DIST += tests/integration/crash.sh tests/integration/cache.sh
 
+# Pins and excludes (issue 19, item 5): a pin holds under cache pressure
+# and across remounts, exclude= keeps files out, bad input is refused.
+TESTS += tests/integration/pin.sh
+EXTRA_DIST += tests/integration/pin.sh
+
 # ReCA: categories of real programs, the policy table, metadata priority.
 TESTS += tests/integration/reca.sh
 EXTRA_DIST += tests/integration/reca.sh

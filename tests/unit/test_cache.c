@@ -18,6 +18,7 @@
 #include "hybridfs/cache_store.h"
 #include "hybridfs/device.h"
 #include "hybridfs/indirector.h"
+#include "hybridfs/pin.h"
 #include "suites.h"
 
 #define BLK	 4096
@@ -3036,6 +3037,201 @@ static void test_where(void)
 	where_tiers(0);
 }
 
+/* ---- pins and excludes (pin.h) -------------------------------------------- */
+
+/* Reads every block of file @id through the cache, one request a block. */
+static void read_all(struct hy_cache *c, uint64_t id, uint64_t blocks)
+{
+	struct hy_cache_file f = F(id);
+	unsigned char buf[BLK];
+
+	for (uint64_t b = 0; b < blocks; b++)
+		CU_ASSERT_EQUAL(hy_cache_read(c, &f, buf, BLK, (off_t)(b * BLK)), BLK);
+}
+
+/* A pinned file's blocks stay in the store however much else is read (10
+ * times the store), past the front buffer's heat filter on their first
+ * read; a write keeps them pinned; unpinned they leave like the others. */
+static void pin_pressure(uint64_t front_slots)
+{
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
+	enum { LINES = 32, PINNED = 8, OTHER = 32 };
+	unsigned char ref[PINNED * BLK];
+	uint64_t one = 1, two = 2;
+	struct hy_cache_file f1 = F(1);
+	struct hy_pin_stats ps;
+	struct hy_cache *c;
+	struct hy_cache_stats s;
+	unsigned reads;
+
+	home_reset();
+	fill_pattern(ref, sizeof(ref), 31);
+	home_set(1, ref, sizeof(ref));
+	for (uint64_t id = 2; id < 12; id++)
+		home_sized(id, OTHER * BLK);
+	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, front_slots, LINES, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(hy_pin_set_files(c, &one, 1, HY_RULE_PIN), 0);
+	CU_ASSERT_EQUAL(hy_pin_file_rule(c, 1), HY_RULE_PIN);
+	CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), 0, sizeof(ref)));
+	hy_pin_get_stats(c, &ps);
+	CU_ASSERT_EQUAL(ps.pinned_lines, PINNED); /* in the store at its first read */
+	CU_ASSERT_EQUAL(ps.pin_cap, LINES / 2);
+	CHECK(c);
+	/* ten times the store's size of other files, twice each (hot enough
+	 * for the heat filter to let them in) */
+	for (int round = 0; round < 2; round++)
+		for (uint64_t id = 2; id < 12; id++) {
+			read_all(c, id, OTHER);
+			read_all(c, id, OTHER);
+			hy_cache_run_front_eviction(c);
+		}
+	s = stats(c);
+	CU_ASSERT(s.ssd_evictions > 0);
+	CHECK(c);
+	reads = H.f[1].reads;
+	s = stats(c);
+	CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), 0, sizeof(ref)));
+	CU_ASSERT_EQUAL(H.f[1].reads, reads); /* nothing read below */
+	CU_ASSERT_EQUAL(stats(c).read_hits_ssd - s.read_hits_ssd, PINNED);
+	/* a write of a pinned block: still pinned after the cleaner and more
+	 * pressure */
+	fill_pattern(ref, BLK, 32);
+	CU_ASSERT_EQUAL(hy_cache_write(c, &f1, ref, BLK, 0), BLK);
+	hy_cache_run_front_eviction(c);
+	CU_ASSERT(hy_cache_run_cleaner(c) >= 0);
+	for (uint64_t id = 2; id < 12; id++) {
+		read_all(c, id, OTHER);
+		read_all(c, id, OTHER);
+		hy_cache_run_front_eviction(c);
+	}
+	CHECK(c);
+	reads = H.f[1].reads;
+	CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), 0, sizeof(ref)));
+	CU_ASSERT_EQUAL(H.f[1].reads, reads);
+	/* unpinned: back in the policy, and pushed out by the others */
+	CU_ASSERT_EQUAL(hy_pin_set_files(c, &one, 1, HY_RULE_NONE), 0);
+	hy_pin_get_stats(c, &ps);
+	CU_ASSERT_EQUAL(ps.pinned_lines, 0);
+	CHECK(c);
+	for (uint64_t id = 2; id < 12; id++) {
+		read_all(c, id, OTHER);
+		read_all(c, id, OTHER);
+		hy_cache_run_front_eviction(c);
+	}
+	reads = H.f[1].reads;
+	CU_ASSERT(read_equals(c, 1, ref, sizeof(ref), 0, sizeof(ref)));
+	CU_ASSERT(H.f[1].reads > reads);
+	/* a file pinned after its blocks were cached in the store (without a
+	 * front buffer: there they may still be in DRAM): they leave the
+	 * policy */
+	read_all(c, 2, OTHER);
+	CU_ASSERT_EQUAL(hy_pin_set_files(c, &two, 1, HY_RULE_PIN), 0);
+	hy_pin_get_stats(c, &ps);
+	CU_ASSERT(front_slots || ps.pinned_lines > 0);
+	CU_ASSERT(ps.pinned_lines <= ps.pin_cap);
+	CHECK(c);
+	/* removal releases them */
+	CU_ASSERT_EQUAL(hy_cache_forget_file(c, 2), 0);
+	hy_pin_get_stats(c, &ps);
+	CU_ASSERT_EQUAL(ps.pinned_lines, 0);
+	CU_ASSERT_EQUAL(hy_pin_file_rule(c, 2), HY_RULE_NONE);
+	CHECK(c);
+	CLOSE(c);
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
+static void test_pin_pressure(void)
+{
+	pin_pressure(16);
+	pin_pressure(0);
+}
+
+/* Pins hold half of the store at most: the rest of a pinned file is
+ * cached as any other's, and the other half still takes new blocks; a
+ * truncation gives the pinned lines back. */
+static void test_pin_cap(void)
+{
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
+	enum { LINES = 16, BIG = 24 };
+	uint64_t one = 1;
+	struct hy_cache_file f1 = F(1);
+	struct hy_pin_stats ps;
+	struct hy_cache *c;
+
+	home_reset();
+	home_sized(1, BIG * BLK);
+	home_sized(2, LINES * BLK);
+	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, LINES, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(hy_pin_set_files(c, &one, 1, HY_RULE_PIN), 0);
+	read_all(c, 1, BIG);
+	hy_pin_get_stats(c, &ps);
+	CU_ASSERT_EQUAL(ps.pinned_lines, LINES / 2);
+	CU_ASSERT(ps.over_cap > 0);
+	CHECK(c);
+	read_all(c, 2, LINES);
+	read_all(c, 2, LINES);
+	CU_ASSERT(stats(c).read_hits_ssd > 0);
+	hy_pin_get_stats(c, &ps);
+	CU_ASSERT_EQUAL(ps.pinned_lines, LINES / 2);
+	CHECK(c);
+	/* truncated to two blocks: the others leave, pinned or not */
+	CU_ASSERT_EQUAL(hy_cache_change_begin(c, &f1, 2 * BLK, UINT64_MAX), 0);
+	home_truncate(1, 2 * BLK);
+	hy_cache_change_end(c, &f1);
+	hy_pin_get_stats(c, &ps);
+	CU_ASSERT(ps.pinned_lines <= 2);
+	CHECK(c);
+	CLOSE(c);
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
+/* An excluded file's requests go around: a read adds nothing to the cache
+ * (DRAM or SSD), a write goes home. */
+static void test_exclude(void)
+{
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
+	unsigned char ref[4 * BLK];
+	uint64_t three = 3;
+	struct hy_cache_file f3 = F(3);
+	struct hy_pin_stats ps;
+	struct hy_cache *c;
+	struct hy_cache_stats s;
+
+	for (int front = 0; front < 2; front++) {
+		home_reset();
+		fill_pattern(ref, sizeof(ref), 33);
+		home_set(3, ref, sizeof(ref));
+		c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, front ? 16 : 0, 32, 0);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+		CU_ASSERT_EQUAL(hy_pin_set_files(c, &three, 1, HY_RULE_EXCLUDE), 0);
+		CU_ASSERT(read_equals(c, 3, ref, sizeof(ref), 0, sizeof(ref)));
+		CU_ASSERT(read_equals(c, 3, ref, sizeof(ref), 0, sizeof(ref)));
+		s = stats(c);
+		CU_ASSERT_EQUAL(s.ssd_used + s.dram_used, 0);
+		CU_ASSERT_EQUAL(s.read_hits_dram + s.read_hits_ssd, 0);
+		fill_pattern(ref, BLK, 34);
+		CU_ASSERT_EQUAL(hy_cache_write(c, &f3, ref, BLK, 0), BLK);
+		s = stats(c);
+		CU_ASSERT_EQUAL(s.ssd_used + s.dram_used, 0);
+		CU_ASSERT(home_equals(3, ref, sizeof(ref)));
+		hy_pin_get_stats(c, &ps);
+		CU_ASSERT_EQUAL(ps.files_excluded, 1);
+		CU_ASSERT_EQUAL(ps.excluded_requests, 3);
+		CHECK(c);
+		CLOSE(c);
+		unlink(store);
+	}
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
 int hy_test_add_cache(void)
 {
 	CU_pSuite s = CU_add_suite("cache", below_init, below_clean);
@@ -3093,7 +3289,10 @@ int hy_test_add_cache(void)
 			 test_fsync_token_recreated_entry) ||
 	    !CU_add_test(s, "freed lines are filled again in the store's order",
 			 test_free_lines_in_order) ||
-	    !CU_add_test(s, "where: the tier of each run of blocks", test_where))
+	    !CU_add_test(s, "where: the tier of each run of blocks", test_where) ||
+	    !CU_add_test(s, "pinned lines survive ten stores of other reads", test_pin_pressure) ||
+	    !CU_add_test(s, "pins hold half of the store at most", test_pin_cap) ||
+	    !CU_add_test(s, "an excluded file goes around the cache", test_exclude))
 		return -1;
 	return 0;
 }

@@ -512,6 +512,56 @@ static void test_plan_from_log(void)
 	free(dir);
 }
 
+/* Pins and excludes in the plan (rules.h): a pinned file's ranges come
+ * first in the read region, an excluded one's are not planned at all and
+ * plan_files says why. Three files read in turn, three times: src/a.c
+ * blocks 0-1, keep/p block 5, build/x.o block 0; keep is pinned, the
+ * build folder excluded by the mount option's row. */
+static void test_plan_rules(void)
+{
+	struct hy_reorganize_params params = {.decay = 1.0, .capacity_blocks = 16, .save = true};
+	struct hy_reorganize_plan plan;
+	struct hy_state *state = NULL;
+	char *dir = hy_test_tmpdir(), why[512] = "";
+	static const int reads[][2] = {{1, 0}, {1, 1}, {2, 5}, {3, 0}};
+	int ts = 1000;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+	CU_ASSERT_EQUAL_FATAL(hy_state_open(dir, "/backing", false, &state, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(sqlite3_exec(state->db,
+				     "INSERT INTO files (id, dev, ino, birth_ns, path, first_seen_ns)"
+				     " VALUES (1, 1, 11, 0, 'src/a.c', 0), (2, 1, 12, 0, 'keep/p', 0),"
+				     " (3, 1, 13, 0, 'build/x.o', 0);"
+				     "INSERT INTO cache_rules VALUES ('pin', 'keep'),"
+				     " ('exclude-option', 'build/*');",
+				     NULL, NULL, NULL),
+			SQLITE_OK);
+	for (int rep = 0; rep < 3; rep++)
+		for (int i = 0; i < 4; i++) {
+			char sql[200];
+
+			snprintf(sql, sizeof(sql),
+				 "INSERT INTO access_log VALUES (%d, 1, %d, %d, 4096, 0, NULL, NULL)",
+				 ts++, reads[i][0], reads[i][1] * 4096);
+			CU_ASSERT_EQUAL(sqlite3_exec(state->db, sql, NULL, NULL, NULL), SQLITE_OK);
+		}
+	CU_ASSERT_EQUAL_FATAL(hy_reorganize_make_plan(state->db, &params, &plan, why, sizeof(why)),
+			      0);
+	CU_ASSERT_FATAL(plan.count >= 2);
+	CU_ASSERT_EQUAL(plan.ranges[0].file_id, 2);
+	CU_ASSERT_EQUAL(plan.ranges[0].block, 5);
+	CU_ASSERT_EQUAL(plan.ranges[0].bopt_block, 0);
+	for (size_t i = 0; i < plan.count; i++)
+		CU_ASSERT_NOT_EQUAL(plan.ranges[i].file_id, 3);
+	CU_ASSERT_EQUAL(count(state->db, "SELECT count(*) FROM plan_files WHERE file_id = 3"
+					 " AND reason = 'excluded'"),
+			1);
+	hy_reorganize_plan_free(&plan);
+	hy_state_close(state);
+	hy_test_rmtree(dir);
+	free(dir);
+}
+
 static void test_sizes(void)
 {
 	uint64_t v = 7;
@@ -543,6 +593,7 @@ int hy_test_add_reorganize(void)
 	CU_pSuite suite = CU_add_suite("reorganize", NULL, NULL);
 
 	if (!suite || !CU_add_test(suite, "diff: nothing relocated yet", test_diff_empty_map) ||
+	    !CU_add_test(suite, "pins first, excludes left out", test_plan_rules) ||
 	    !CU_add_test(suite, "diff: the same plan again", test_diff_same_plan) ||
 	    !CU_add_test(suite, "diff: kept, leaving, moving, new", test_diff_mixed) ||
 	    !CU_add_test(suite, "diff: holes in a planned range", test_diff_holes) ||
