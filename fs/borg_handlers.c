@@ -473,7 +473,13 @@ static int runs_flush(struct runs *r)
 	add_u64(o, "count", r->count);
 	json_object_object_add(o, "where", json_object_new_string(where_name[r->where]));
 	json_object_object_add(o, "dirty", json_object_new_boolean(r->dirty_now));
-	if (r->where == W_BOPT)
+	/* a cached run also says where its copy below lies: what a read
+	 * would find once the cache let the blocks go */
+	if (r->where == W_DRAM || r->where == W_SSD)
+		json_object_object_add(
+			o, "below",
+			json_object_new_string(r->bopt_block == HY_MAP_HOME ? "home" : "bopt"));
+	if (r->bopt_block != HY_MAP_HOME)
 		add_u64(o, "bopt_block", r->bopt_block);
 	if (r->heat >= 0)
 		json_object_object_add(o, "heat", json_object_new_double(r->heat));
@@ -482,7 +488,9 @@ static int runs_flush(struct runs *r)
 	return 0;
 }
 
-/* [first, first + count) in one place, cut where the heat changes. */
+/* [first, first + count) in one place, cut where the heat changes;
+ * @bopt_block: the BOPT block of @first (served from there, or the copy
+ * below a cached block), HY_MAP_HOME when it lies home. */
 static int runs_add(struct runs *r, uint64_t first, uint64_t count, int where, bool dirty,
 		    uint64_t bopt_block)
 {
@@ -498,7 +506,9 @@ static int runs_add(struct runs *r, uint64_t first, uint64_t count, int where, b
 		to = edge < end ? edge : end;
 		if (r->open && r->where == where && r->dirty_now == dirty && r->heat == heat &&
 		    r->first + r->count == first &&
-		    (where != W_BOPT || r->bopt_block + r->count == bopt_block)) {
+		    (bopt_block == HY_MAP_HOME ? r->bopt_block == HY_MAP_HOME
+					       : r->bopt_block != HY_MAP_HOME &&
+							 r->bopt_block + r->count == bopt_block)) {
 			r->count += to - first;
 		} else {
 			if (runs_flush(r) < 0)
@@ -511,7 +521,7 @@ static int runs_add(struct runs *r, uint64_t first, uint64_t count, int where, b
 			r->heat = heat;
 			r->bopt_block = bopt_block;
 		}
-		if (where == W_BOPT)
+		if (bopt_block != HY_MAP_HOME)
 			bopt_block += to - first;
 		first = to;
 	}
@@ -525,10 +535,8 @@ static int runs_cached(void *arg, uint64_t first, uint64_t count, enum hy_cache_
 {
 	struct runs *r = arg;
 	uint64_t end = first + count;
+	int cached = place == HY_CACHE_IN_DRAM ? W_DRAM : place == HY_CACHE_IN_SSD ? W_SSD : -1;
 
-	if (place == HY_CACHE_IN_DRAM || place == HY_CACHE_IN_SSD)
-		return runs_add(r, first, count, place == HY_CACHE_IN_DRAM ? W_DRAM : W_SSD, dirty,
-				0);
 	while (first < end) {
 		const struct hy_map_piece *p;
 		uint64_t pend, to;
@@ -540,9 +548,11 @@ static int runs_cached(void *arg, uint64_t first, uint64_t count, enum hy_cache_
 		pend = p->block + p->nblocks;
 		to = pend < end && pend > first ? pend : end;
 		if (p->bopt_block == HY_MAP_HOME || first < p->block || first >= pend) {
-			if (runs_add(r, first, to - first, W_HOME, false, 0) < 0)
+			if (runs_add(r, first, to - first, cached >= 0 ? cached : W_HOME,
+				     cached >= 0 && dirty, HY_MAP_HOME) < 0)
 				return -ENOMEM;
-		} else if (runs_add(r, first, to - first, W_BOPT, p->dirty,
+		} else if (runs_add(r, first, to - first, cached >= 0 ? cached : W_BOPT,
+				    cached >= 0 ? dirty : p->dirty,
 				    p->bopt_block + (first - p->block)) < 0) {
 			return -ENOMEM;
 		}
