@@ -548,6 +548,7 @@ int hy_cache_forget_file(struct hy_cache *c, uint64_t file_id)
 	if (!cf)
 		return 0;
 	pthread_rwlock_wrlock(gate(c, file_id));
+	hy_cache_kept_gone(c, cf);
 	if (atomic_load(&cf->blocks)) {
 		struct hy_cache_file f = {file_id, cf->home};
 

@@ -145,6 +145,7 @@ void hy_cache_lines_forget(struct hy_cache *c, uint32_t line)
 	if (ls->flags & LS_DIRTY)
 		c->ssd_dirty--;
 	memset(ls, 0, sizeof(*ls));
+	map_set(c->kept_map, line, false);
 }
 
 /* A line to fill for a block of @file_id (whose gate the caller holds,
@@ -187,8 +188,23 @@ int64_t hy_cache_lines_alloc(struct hy_cache *c, uint64_t file_id, bool exclusiv
 		got = line;
 		break;
 	}
-out:
+out : {
+	/* the durable table or journal names the line: it must say free
+	 * before other data goes in, or a crash would leave it naming
+	 * the old block over the new data (the persistent cache keeps
+	 * clean lines after a crash) */
+	bool named = got >= 0 && map_test(c->durable_map, (uint32_t)got);
+
 	pthread_mutex_unlock(&c->lines_lock);
+	if (named) {
+		struct hy_cache_journal_record r = {.type = HY_CJ_FREE, .line = (uint64_t)got};
+
+		if (hy_cache_journal_records(c, &r, 1) < 0) {
+			hy_cache_lines_give_back(c, (uint32_t)got);
+			return -ENOSPC;
+		}
+	}
+}
 	return got;
 }
 
@@ -240,6 +256,8 @@ void hy_cache_lines_hit(struct hy_cache *c, uint32_t line)
 		hy_log(LOG_ERR, "cache: line %" PRIu32 " hit but not in the policy", line);
 	if (c->line_hits && c->line_hits[line] < UINT8_MAX)
 		c->line_hits[line]++;
+	if (map_test(c->kept_map, line))
+		atomic_fetch_add(&c->keep.warm_hits, 1);
 	hy_cache_lines_accessed(c);
 	pthread_mutex_unlock(&c->lines_lock);
 }
@@ -333,6 +351,7 @@ void hy_cache_lines_table_record(void *arg, uint64_t line, struct hy_cache_line 
 				out->tail = (uint16_t)tail;
 		}
 	}
+	map_set(c->durable_map, (uint32_t)line, out->used);
 	pthread_mutex_unlock(&c->lines_lock);
 }
 
@@ -365,8 +384,15 @@ int hy_cache_journal_records(struct hy_cache *c, const struct hy_cache_journal_r
 			i--;
 			continue;
 		}
-		if (rc == 0)
+		if (rc == 0) {
 			atomic_fetch_add(&c->st.journal_records, 1);
+			if (r[i].type != HY_CJ_MASKS) {
+				pthread_mutex_lock(&c->lines_lock);
+				map_set(c->durable_map, (uint32_t)r[i].line,
+					r[i].type == HY_CJ_FILL);
+				pthread_mutex_unlock(&c->lines_lock);
+			}
+		}
 	}
 	if (rc == 0 && seq)
 		rc = hy_cache_store_journal_wait(c->store, seq);

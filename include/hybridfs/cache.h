@@ -230,8 +230,21 @@ struct hy_cache_stats {
 	uint64_t pore_forced; /* cleaner passes that wrote every zone: half the cache dirty */
 	uint64_t pore_kept;   /* cold dirty blocks the front buffer sent to the store, not home */
 	uint64_t journal_records, checkpoints;
-	uint64_t recovered_blocks;  /* dirty blocks written home at open */
-	uint64_t lost_blocks;	    /* ... that lay past the end of a truncated store */
+	uint64_t recovered_blocks; /* dirty blocks written home at open */
+	uint64_t lost_blocks;	   /* ... that lay past the end of a truncated store */
+	/* the persistent cache: what open kept of the store's lines and what
+	 * it dropped, then what the first use of the kept files found */
+	struct hy_cache_keep_stats {
+		uint64_t kept_lines, kept_files;       /* at open, unverified */
+		uint64_t changed_lines, changed_files; /* dropped: written home after a crash */
+		uint64_t unverifiable_lines, unverifiable_files; /* dropped: no stamp */
+		uint64_t gone_files; /* at open: files of dirty lines that are gone */
+		uint64_t verified_lines, verified_files;     /* adopted: unchanged */
+		uint64_t stale_lines, stale_files;	     /* dropped: changed while unmounted */
+		uint64_t gone_later_lines, gone_later_files; /* removed before any use */
+		uint64_t pending_files;			     /* kept files not used yet */
+		uint64_t warm_hits;			     /* SSD read hits of kept lines */
+	} keep;
 	size_t dram_bytes_per_line; /* index + policy + line state + free list, per SSD line */
 	size_t front_meta_bytes;    /* the front buffer's bookkeeping (not its data) */
 };

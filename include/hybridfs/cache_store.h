@@ -144,11 +144,12 @@
 #include "hybridfs/cache_index.h" /* the line's geometry: HY_CACHE_LINE_SIZE, sectors */
 
 #define HY_CACHE_STORE_MAGIC	   "HYCACHE\0"
-#define HY_CACHE_STORE_VERSION	   2 /* 2: the tail; 1 is read as tail 0 */
+#define HY_CACHE_STORE_VERSION	   3 /* 3: file stamps; 2: the tail; 1 is read as tail 0 */
 #define HY_CACHE_STORE_HEADER_SIZE 136
 #define HY_CACHE_STORE_BLOCK	   4096
 #define HY_CACHE_LINE_RECORD	   32
 #define HY_CACHE_JOURNAL_RECORD	   64
+#define HY_CACHE_STAMP_RECORD	   48
 
 struct hy_device;
 
@@ -189,6 +190,15 @@ struct hy_cache_line {
 	bool used;
 };
 
+/* A file's stamp (format 3): the home file's identity is its file_id (the
+ * state database's: filesystem UUID, inode, birth time); the stamp is what
+ * the file's lines in the table are current for. */
+struct hy_cache_stamp {
+	uint64_t file_id;
+	int64_t ctime_ns, mtime_ns;
+	uint64_t size;
+};
+
 /* What load() found. */
 struct hy_cache_store_load_stats {
 	uint64_t lines;		  /* lines in use reported */
@@ -196,6 +206,8 @@ struct hy_cache_store_load_stats {
 	uint64_t replayed;	  /* journal records applied */
 	bool journal_cut;	  /* replay stopped at a torn or damaged record */
 	uint64_t cut_at;	  /* ... this one (0-based) */
+	uint64_t stamps;	  /* file stamps of the copy in use (format 3) */
+	uint64_t damaged_stamps;  /* of those, skipped as damaged */
 };
 
 struct hy_cache_store {
@@ -210,6 +222,12 @@ struct hy_cache_store {
 	bool loaded;		     /* load() succeeded: appends and checkpoints may run */
 	void (*external)(void *arg, uint64_t line, struct hy_cache_line *out);
 	void *external_arg;
+	/* file stamps: those load() found (until the owner takes them over,
+	 * hy_cache_store_external_stamps), sorted by file id */
+	struct hy_cache_stamp *stamps;
+	size_t nstamps;
+	int (*stamps_fn)(void *arg, struct hy_cache_stamp **out, size_t *n);
+	void *stamps_arg;
 	int active_copy;	 /* 0 (A) or 1 (B): the copy replay uses */
 	uint64_t checkpoint_seq; /* of the active copy */
 	uint64_t journal_used;	 /* records since the checkpoint */
@@ -308,6 +326,20 @@ int hy_cache_store_checkpoint_first_half(struct hy_cache_store *store);
 typedef void (*hy_cache_store_table_fn)(void *arg, uint64_t line, struct hy_cache_line *out);
 void hy_cache_store_external_table(struct hy_cache_store *store, hy_cache_store_table_fn fn,
 				   void *arg);
+
+/* After load(): the file stamps of the copy load() used (format 3; none
+ * before), sorted by file id, owned by the store until
+ * hy_cache_store_external_stamps(). */
+const struct hy_cache_stamp *hy_cache_store_loaded_stamps(struct hy_cache_store *store, size_t *n);
+
+/* As external_table, for the file stamps: a checkpoint asks @fn for them
+ * (a malloc'd array the store frees, at most capacity entries kept, in
+ * any order; *@out NULL and 0 for none; a negative errno fails the
+ * checkpoint). Runs as the table's @fn does. The store frees the stamps
+ * load() found. */
+typedef int (*hy_cache_store_stamps_fn)(void *arg, struct hy_cache_stamp **out, size_t *n);
+void hy_cache_store_external_stamps(struct hy_cache_store *store, hy_cache_store_stamps_fn fn,
+				    void *arg);
 
 /* The line table as it is now (after load), or NULL (before, or external). */
 const struct hy_cache_line *hy_cache_store_line(struct hy_cache_store *store, uint64_t line);

@@ -38,6 +38,11 @@ tests_integration_hy_crash_SOURCES = tests/integration/hy-crash.c
 TESTS += tests/integration/crash.sh tests/integration/cache.sh
 EXTRA_DIST += tests/integration/crash.sh tests/integration/cache.sh
 
+# The persistent cache: lines kept across a clean remount and a kill -9,
+# files changed while unmounted read fresh (cachekeep.sh).
+TESTS += tests/integration/cachekeep.sh
+EXTRA_DIST += tests/integration/cachekeep.sh
+
 # ReCA: categories of real programs, the policy table, metadata priority.
 TESTS += tests/integration/reca.sh
 EXTRA_DIST += tests/integration/reca.sh

@@ -18,12 +18,13 @@
 #include "hybridfs/cache_store.h"
 #include "hybridfs/device.h"
 #include "hybridfs/indirector.h"
+#include "hybridfs/stamp.h"
 #include "suites.h"
 
 #define BLK	 4096
 #define MF	 48 /* files 1..MF-1 */
 #define UUID	 "5b0c1e2a-4d3f-4a6b-8c7d-9e0f1a2b3c4d"
-#define STORE_0	 86016 /* superblock, table (up to 128 lines), 64 KiB journal */
+#define STORE_0	 94208 /* superblock, table and stamps (up to 85 lines), 64 KiB journal */
 #define STORE(n) ((uint64_t)STORE_0 + (uint64_t)(n)*BLK)
 
 /* ---- the home: files in memory ----------------------------------------- */
@@ -53,10 +54,15 @@ static void home_reset(void)
 {
 	for (int i = 0; i < MF; i++)
 		free(H.f[i].data);
+	/* ctimes never come back: a store kept from a test before (the
+	 * persistent cache) never finds its files unchanged in a new home */
+	static int64_t epoch;
+
 	memset(&H, 0, sizeof(H));
 	H.clock = 1000;
+	epoch += 1000000;
 	for (int i = 0; i < MF; i++)
-		H.f[i].stamp = 1;
+		H.f[i].stamp = epoch;
 	/* a test that crashes its cache (abandons it) never puts back what it
 	 * held: the next test's home starts with none held */
 	if (LOWER)
@@ -2882,6 +2888,125 @@ static void test_pore_front(void)
 	}
 }
 
+/* ---- the persistent cache (issue 19.1) ----------------------------------- */
+
+/* A clean close keeps the lines; the next open serves them (SSD hits, no
+ * miss) once the file is seen unchanged, and drops those of a file that
+ * changed while closed: in size, or in content with its mtime put back
+ * (only its ctime moved). A ctime is kept only past its tick. */
+static void test_keep_remount(void)
+{
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
+	unsigned char a[4 * BLK], b[2 * BLK], b2[2 * BLK], d[3 * BLK];
+	struct hy_cache *c;
+	struct hy_cache_stats s;
+	int64_t mtime;
+
+	home_reset();
+	fill_pattern(a, sizeof(a), 91);
+	fill_pattern(b, sizeof(b), 92);
+	fill_pattern(b2, sizeof(b2), 93);
+	fill_pattern(d, sizeof(d), 94);
+	home_set(1, a, sizeof(a));
+	home_set(2, b, sizeof(b));
+	home_set(3, d, 2 * BLK);
+	c = copen(store, HY_CACHE_WRITE_THROUGH, HY_POLICY_LRU3, 0, 16, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT(read_equals(c, 1, a, sizeof(a), 0, sizeof(a)));
+	CU_ASSERT(read_equals(c, 2, b, sizeof(b), 0, sizeof(b)));
+	CU_ASSERT(read_equals(c, 3, d, 2 * BLK, 0, 2 * BLK));
+	CU_ASSERT_EQUAL(stats(c).ssd_used, 8);
+	CU_ASSERT_EQUAL(stats(c).keep.kept_lines, 0); /* a new store */
+	CLOSE(c);
+	/* closed: 2 gets new bytes and its mtime back, 3 grows */
+	mtime = H.f[2].mtime;
+	home_set(2, b2, sizeof(b2));
+	H.f[2].mtime = mtime;
+	home_set(3, d, sizeof(d));
+	c = copen(store, HY_CACHE_WRITE_THROUGH, HY_POLICY_LRU3, 0, 16, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	s = stats(c);
+	CU_ASSERT_EQUAL(s.keep.kept_lines, 8);
+	CU_ASSERT_EQUAL(s.keep.kept_files, 3);
+	CU_ASSERT_EQUAL(s.keep.pending_files, 3);
+	CU_ASSERT_EQUAL(s.ssd_used, 8);
+	CU_ASSERT(read_equals(c, 1, a, sizeof(a), 0, sizeof(a)));
+	s = stats(c);
+	CU_ASSERT_EQUAL(s.read_hits_ssd, 4);
+	CU_ASSERT_EQUAL(s.read_misses, 0);
+	CU_ASSERT_EQUAL(s.keep.warm_hits, 4);
+	CU_ASSERT_EQUAL(s.keep.verified_files, 1);
+	CU_ASSERT(read_equals(c, 2, b2, sizeof(b2), 0, sizeof(b2)));
+	CU_ASSERT(read_equals(c, 3, d, sizeof(d), 0, sizeof(d)));
+	s = stats(c);
+	CU_ASSERT_EQUAL(s.keep.stale_files, 2);
+	CU_ASSERT_EQUAL(s.keep.stale_lines, 4);
+	CU_ASSERT_EQUAL(s.keep.warm_hits, 4); /* none from the stale lines */
+	CU_ASSERT_EQUAL(s.keep.pending_files, 0);
+	CU_ASSERT_EQUAL(hy_cache_check(c, why, sizeof(why)), 0);
+	CLOSE(c);
+	/* kept again: 1 as adopted, 2 and 3 as read again */
+	c = copen(store, HY_CACHE_WRITE_THROUGH, HY_POLICY_LRU3, 0, 16, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(stats(c).keep.kept_files, 3);
+	CU_ASSERT(read_equals(c, 2, b2, sizeof(b2), 0, sizeof(b2)));
+	CU_ASSERT_EQUAL(stats(c).read_misses, 0);
+	CLOSE(c);
+
+	/* the tick: a ctime the clock has not moved past is not kept */
+	CU_ASSERT_FALSE(hy_stamp_settled(1000000000LL * 1700000000 + 5,
+					 1000000000LL * 1700000000 + 5 + 10000000));
+	CU_ASSERT_TRUE(hy_stamp_settled(1000000000LL * 1700000000 + 5, 1000000000LL * 1700000001));
+	CU_ASSERT_FALSE(hy_stamp_settled(1000000000LL * 1700000000, 1000000000LL * 1700000001));
+	CU_ASSERT_TRUE(hy_stamp_settled(1000000000LL * 1700000000, 1000000000LL * 1700000003));
+	CU_ASSERT_FALSE(hy_stamp_settled(0, 1000000000LL * 1700000003));
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
+/* After a crash the durable table names the lines of the last checkpoint:
+ * a kept line reused for another file's block since must not come back as
+ * the old block with the new data (it is journaled free before reuse). */
+static void test_keep_crash_reuse(void)
+{
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
+	char *copy = hy_test_path_in(dir, "copy");
+	unsigned char a[4 * BLK], b[8 * BLK];
+	struct hy_cache *c;
+	struct hy_cache_stats s;
+
+	home_reset();
+	fill_pattern(a, sizeof(a), 95);
+	fill_pattern(b, sizeof(b), 96);
+	home_set(1, a, sizeof(a));
+	home_set(2, b, sizeof(b));
+	c = copen(store, HY_CACHE_WRITE_THROUGH, HY_POLICY_LRU, 0, 8, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT(read_equals(c, 1, a, sizeof(a), 0, sizeof(a)));
+	CLOSE(c);
+	c = copen(store, HY_CACHE_WRITE_THROUGH, HY_POLICY_LRU, 0, 8, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(stats(c).keep.kept_lines, 4);
+	/* file 2 takes every line, 1's kept ones too */
+	CU_ASSERT(read_equals(c, 2, b, sizeof(b), 0, sizeof(b)));
+	CU_ASSERT(read_equals(c, 2, b, sizeof(b), 0, sizeof(b)));
+	s = stats(c);
+	CU_ASSERT(s.ssd_evictions >= 4);
+	CU_ASSERT_EQUAL_FATAL(copy_file(store, copy), 0); /* a crash now */
+	CLOSE(c);
+	c = copen(copy, HY_CACHE_WRITE_THROUGH, HY_POLICY_LRU, 0, 8, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT(read_equals(c, 1, a, sizeof(a), 0, sizeof(a)));
+	CU_ASSERT(read_equals(c, 2, b, sizeof(b), 0, sizeof(b)));
+	CU_ASSERT_EQUAL(hy_cache_check(c, why, sizeof(why)), 0);
+	CLOSE(c);
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+	free(copy);
+}
+
 int hy_test_add_cache(void)
 {
 	CU_pSuite s = CU_add_suite("cache", below_init, below_clean);
@@ -2938,7 +3063,10 @@ int hy_test_add_cache(void)
 	    !CU_add_test(s, "a late fsync token on a recreated entry",
 			 test_fsync_token_recreated_entry) ||
 	    !CU_add_test(s, "freed lines are filled again in the store's order",
-			 test_free_lines_in_order))
+			 test_free_lines_in_order) ||
+	    !CU_add_test(s, "kept lines across a close, changed files fresh", test_keep_remount) ||
+	    !CU_add_test(s, "kept lines after a crash: a reused line is not believed",
+			 test_keep_crash_reuse))
 		return -1;
 	return 0;
 }
