@@ -74,8 +74,8 @@ sleep 0.2
 hy_umount "$m"
 
 # ---- changes while unmounted ----
-head -c 4096 /dev/urandom >>"$HY_TMP/s.ref"
-cp "$HY_TMP/s.ref" "$b/s" # s grows (and is rewritten)
+head -c 132K /dev/urandom >"$HY_TMP/s.ref"
+cp "$HY_TMP/s.ref" "$b/s" # s: new bytes, 4 KiB more
 outside t                 # t: new bytes, the same size and mtime
 
 # ---- mount 2: a. warm; b. fresh ----
