@@ -460,6 +460,8 @@ void hy_cache_kept_verify(struct hy_cache *c, struct cfile *cf, const struct hy_
 	int rc;
 
 	atomic_store(&cf->unverified, false);
+	if (!blocks)
+		return; /* its kept lines all left before its first use */
 	if (st && hy_stamp_same(st->ctime_ns, st->mtime_ns, st->size, a)) {
 		atomic_store(&cf->stamp, a->stamp);
 		atomic_store(&cf->mtime, a->mtime_ns);
