@@ -91,6 +91,8 @@ struct recovered {
 	uint64_t line, file_id, block;
 	uint8_t dirty;
 	uint16_t tail;
+	bool summed; /* clean lines: their data's checksum, from a clean close */
+	uint32_t sum;
 };
 
 struct recovery {
@@ -111,7 +113,8 @@ static int collect_clean(struct recovery *r, uint64_t line, const struct hy_cach
 		r->clean = v;
 		r->clean_cap = cap;
 	}
-	r->clean[r->nclean++] = (struct recovered){line, l->file_id, l->block, 0, l->valid};
+	r->clean[r->nclean++] =
+		(struct recovered){line, l->file_id, l->block, 0, l->valid, l->summed, l->sum};
 	return 0;
 }
 
@@ -130,7 +133,7 @@ static int collect_dirty(void *arg, uint64_t line, const struct hy_cache_line *l
 		r->v = v;
 		r->cap = cap;
 	}
-	r->v[r->n++] = (struct recovered){line, l->file_id, l->block, l->dirty, l->tail};
+	r->v[r->n++] = (struct recovered){line, l->file_id, l->block, l->dirty, l->tail, false, 0};
 	return 0;
 }
 
@@ -346,8 +349,24 @@ static int choose_kept(struct hy_cache *c, struct recovery *r)
 	return 0;
 }
 
+/* Whether kept line @r's data is what the clean close summed: damage from
+ * outside while unmounted is not served. A line without a sum (a crash
+ * left it) is taken as it is. */
+static bool line_intact(struct hy_cache *c, const struct recovered *r)
+{
+	unsigned char buf[LINE];
+
+	if (!r->summed)
+		return true;
+	memset(buf, 0, sizeof(buf));
+	return hy_cache_store_read_line(c->store, r->line, (uint8_t)r->tail, buf) == 0 &&
+	       hy_cache_store_line_sum(buf, (uint8_t)r->tail) == r->sum;
+}
+
 /* At open, once the index, policy and lines exist: the kept lines enter
- * them as clean lines of files unverified yet; every other line is free. */
+ * them as clean lines of files unverified yet (each read back against its
+ * sum first, in line order: the store's disk reads them in one pass);
+ * every other line is free. */
 static int keep_lines(struct hy_cache *c)
 {
 	const struct recovered *v = c->pending_keep;
@@ -357,6 +376,15 @@ static int keep_lines(struct hy_cache *c)
 		struct cfile *cf;
 		const struct hy_cache_stamp *st;
 
+		if (k < c->npending_keep && v[k].line == l && !line_intact(c, &v[k])) {
+			hy_log(LOG_WARNING,
+			       "cache: \"%s\": line %" PRIu32 " (block %" PRIu64 " of file %" PRIu64
+			       ") does not hold what it held at the unmount; dropped",
+			       c->store_path, l, v[k].block, v[k].file_id);
+			c->keep.damaged_lines++;
+			c->keep.kept_lines--;
+			k++;
+		}
 		if (k >= c->npending_keep || v[k].line != l) {
 			hy_cache_lines_free_push(c, l);
 			continue;
@@ -866,7 +894,8 @@ int hy_cache_close(struct hy_cache *c)
 	if (atomic_load(&c->dirty_sectors) && c->store)
 		keep_dirty(c);
 	if (c->store) {
-		int k = hy_cache_store_checkpoint(c->store, why, sizeof(why));
+		/* the lines' data summed: the next mount checks what it keeps */
+		int k = hy_cache_store_checkpoint_summed(c->store, why, sizeof(why));
 
 		if (k < 0)
 			hy_log(LOG_ERR, "cache: final checkpoint failed: %s", why);
@@ -946,6 +975,7 @@ void hy_cache_get_stats(struct hy_cache *c, struct hy_cache_stats *o)
 	o->keep.unverifiable_lines = c->keep.unverifiable_lines;
 	o->keep.unverifiable_files = c->keep.unverifiable_files;
 	o->keep.gone_files = c->keep.gone_files;
+	o->keep.damaged_lines = c->keep.damaged_lines;
 	o->keep.verified_lines = atomic_load(&c->keep.verified_lines);
 	o->keep.verified_files = atomic_load(&c->keep.verified_files);
 	o->keep.stale_lines = atomic_load(&c->keep.stale_lines);

@@ -233,6 +233,7 @@ struct hy_cache {
 		uint64_t changed_lines, changed_files; /* at open: recovered home */
 		uint64_t gone_lines, gone_files;
 		uint64_t unverifiable_lines, unverifiable_files;
+		uint64_t damaged_lines; /* at open: data not as summed at the close */
 		_Atomic uint64_t verified_files, verified_lines;
 		_Atomic uint64_t stale_lines, stale_kept_files; /* at first use */
 		_Atomic uint64_t gone_later_files, gone_later_lines;

@@ -374,6 +374,7 @@ static int write_table(struct hy_cache_store *s, int copy, uint64_t seq)
 {
 	size_t per = CHUNK / HY_CACHE_LINE_RECORD;
 	unsigned char *buf = malloc(CHUNK);
+	unsigned char line[HY_CACHE_LINE_SIZE];
 	uint64_t off = copy_offset(s, copy) + HY_CACHE_STORE_BLOCK, n = 0;
 	int rc = 0;
 
@@ -382,7 +383,7 @@ static int write_table(struct hy_cache_store *s, int copy, uint64_t seq)
 	while (n < s->header.capacity && rc == 0) {
 		uint64_t k = s->header.capacity - n < per ? s->header.capacity - n : per;
 
-		for (uint64_t i = 0; i < k; i++) {
+		for (uint64_t i = 0; i < k && rc == 0; i++) {
 			struct hy_cache_line ext;
 			const struct hy_cache_line *l = &ext;
 
@@ -390,6 +391,18 @@ static int write_table(struct hy_cache_store *s, int copy, uint64_t seq)
 				l = &s->lines[n + i];
 			else
 				s->external(s->external_arg, n + i, &ext);
+			if (s->summing && l->used && s->header.version >= 3) {
+				/* read back: the sum is of what the store holds */
+				if (l != &ext) {
+					ext = *l;
+					l = &ext;
+				}
+				memset(line, 0, HY_CACHE_LINE_SIZE);
+				rc = hy_cache_store_read_line(s, n + i, ext.valid, line);
+				ext.summed = rc == 0;
+				ext.sum = rc == 0 ? hy_cache_store_line_sum(line, ext.valid) : 0;
+				rc = 0; /* a line that cannot be read is kept unsummed */
+			}
 			hy_cache_store_format_encode_line(l, n + i, s->header.generation, seq,
 							  s->header.version,
 							  buf + i * HY_CACHE_LINE_RECORD);
@@ -465,6 +478,29 @@ int hy_cache_store_checkpoint(struct hy_cache_store *s, char *why, size_t why_si
 	seq = s->commit.written + 1;
 	pthread_mutex_unlock(&s->lock);
 	return checkpoint_at(s, seq, why, why_size);
+}
+
+int hy_cache_store_checkpoint_summed(struct hy_cache_store *s, char *why, size_t why_size)
+{
+	int rc;
+
+	s->summing = true;
+	rc = hy_cache_store_checkpoint(s, why, why_size);
+	s->summing = false;
+	return rc;
+}
+
+uint32_t hy_cache_store_line_sum(const void *buf, uint8_t valid)
+{
+	unsigned char line[HY_CACHE_LINE_SIZE];
+
+	memset(line, 0, sizeof(line));
+	for (int i = 0; i < SECTORS; i++)
+		if (valid & (1u << i))
+			memcpy(line + i * HY_CACHE_SECTOR_SIZE,
+			       (const unsigned char *)buf + i * HY_CACHE_SECTOR_SIZE,
+			       HY_CACHE_SECTOR_SIZE);
+	return hy_ondisk_fnv1a32(line, sizeof(line));
 }
 
 int hy_cache_store_load(struct hy_cache_store *s, hy_cache_store_line_cb cb, void *arg,

@@ -70,6 +70,8 @@
 #define LR_SEQ	    22
 #define LR_CHECKSUM 28
 #define LR_USED	    1u
+#define LR_SUMMED   2u /* format 3 */
+#define LR_SUM	    22 /* format 3: 4 bytes */
 
 /* journal record */
 #define JR_TYPE	      4
@@ -287,6 +289,13 @@ void hy_cache_store_format_encode_line(const struct hy_cache_line *l, uint64_t l
 	p[LR_FLAGS] = LR_USED;
 	if (version < 2) {
 		hy_ondisk_put_le64(p + LR_SEQ_V1, seq);
+	} else if (version >= 3) {
+		p[LR_TAIL] = (unsigned char)(l->tail & 0xff);
+		p[LR_TAIL + 1] = (unsigned char)(l->tail >> 8);
+		if (l->summed) {
+			p[LR_FLAGS] |= LR_SUMMED;
+			hy_ondisk_put_le32(p + LR_SUM, l->sum);
+		}
 	} else {
 		unsigned char seq8[8];
 
@@ -309,7 +318,11 @@ int hy_cache_store_format_decode_line(const unsigned char *p, uint64_t line, uin
 		return 0;
 	if (hy_ondisk_get_le32(p + LR_CHECKSUM) != line_record_sum(p, line, generation))
 		return -EUCLEAN;
-	if (p[LR_FLAGS] != LR_USED || p[19] != 0 || (p[LR_DIRTY] & ~p[LR_VALID]))
+	if ((p[LR_FLAGS] & ~(version >= 3 ? LR_SUMMED : 0u)) != LR_USED || p[19] != 0 ||
+	    (p[LR_DIRTY] & ~p[LR_VALID]))
+		return -EUCLEAN;
+	if (version >= 3 &&
+	    (p[26] | p[27] || (!(p[LR_FLAGS] & LR_SUMMED) && hy_ondisk_get_le32(p + LR_SUM) != 0)))
 		return -EUCLEAN;
 	if (version >= 2 && (p[LR_TAIL] | p[LR_TAIL + 1] << 8) >= HY_CACHE_LINE_SIZE)
 		return -EUCLEAN; /* before l is filled: a damaged record leaves a free line */
@@ -320,6 +333,10 @@ int hy_cache_store_format_decode_line(const unsigned char *p, uint64_t line, uin
 	l->dirty = p[LR_DIRTY];
 	if (version >= 2)
 		l->tail = (uint16_t)(p[LR_TAIL] | p[LR_TAIL + 1] << 8);
+	if (version >= 3 && (p[LR_FLAGS] & LR_SUMMED)) {
+		l->summed = true;
+		l->sum = hy_ondisk_get_le32(p + LR_SUM);
+	}
 	return 0;
 }
 

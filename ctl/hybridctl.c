@@ -298,7 +298,8 @@ static void print_cache(struct json_object *d)
 			printf("%-12s kept %llu lines of %llu files at mount (%llu files checked "
 			       "and used, %llu not used yet), %llu SSD hits from them; dropped "
 			       "%llu lines changed (%llu files changed while unmounted, %llu "
-			       "written home after a crash), %llu gone, %llu unverifiable\n",
+			       "written home after a crash), %llu gone, %llu unverifiable, %llu "
+			       "damaged\n",
 			       "cache kept", (unsigned long long)jget_u64(k, "kept_lines", NULL),
 			       (unsigned long long)jget_u64(k, "kept_files", NULL),
 			       (unsigned long long)jget_u64(k, "verified_files", NULL),
@@ -309,7 +310,8 @@ static void print_cache(struct json_object *d)
 			       (unsigned long long)jget_u64(dr, "stale_files", NULL),
 			       (unsigned long long)jget_u64(dr, "changed_files", NULL),
 			       (unsigned long long)jget_u64(dr, "gone_lines", NULL),
-			       (unsigned long long)jget_u64(dr, "unverifiable_lines", NULL));
+			       (unsigned long long)jget_u64(dr, "unverifiable_lines", NULL),
+			       (unsigned long long)jget_u64(dr, "damaged_lines", NULL));
 		}
 	}
 	/* ReCA: what the per-process policies did */

@@ -284,6 +284,7 @@ struct json_object *hy_fs_cache_status(struct hy_cache *cache)
 		add_u64(d, "unverifiable_lines", s.keep.unverifiable_lines);
 		add_u64(d, "unverifiable_files", s.keep.unverifiable_files);
 		add_u64(d, "gone_files", s.keep.gone_files);
+		add_u64(d, "damaged_lines", s.keep.damaged_lines);
 		add_u64(d, "stale_lines", s.keep.stale_lines);
 		add_u64(d, "stale_files", s.keep.stale_files);
 		add_u64(d, "gone_lines", s.keep.gone_later_lines);

@@ -238,7 +238,8 @@ struct hy_cache_stats {
 		uint64_t kept_lines, kept_files;       /* at open, unverified */
 		uint64_t changed_lines, changed_files; /* dropped: written home after a crash */
 		uint64_t unverifiable_lines, unverifiable_files; /* dropped: no stamp */
-		uint64_t gone_files; /* at open: files of dirty lines that are gone */
+		uint64_t gone_files;	/* at open: files of dirty lines that are gone */
+		uint64_t damaged_lines; /* at open: data not as summed at the clean close */
 		uint64_t verified_lines, verified_files;     /* adopted: unchanged */
 		uint64_t stale_lines, stale_files;	     /* dropped: changed while unmounted */
 		uint64_t gone_later_lines, gone_later_files; /* removed before any use */

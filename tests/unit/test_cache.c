@@ -2918,7 +2918,19 @@ static void test_keep_remount(void)
 	CU_ASSERT_EQUAL(stats(c).ssd_used, 8);
 	CU_ASSERT_EQUAL(stats(c).keep.kept_lines, 0); /* a new store */
 	CLOSE(c);
-	/* closed: 2 gets new bytes and its mtime back, 3 grows */
+	/* closed: 2 gets new bytes and its mtime back, 3 grows; line 0 (1's
+	 * block 0) is garbled in the store */
+	{
+		struct hy_cache_store *st = NULL;
+		unsigned char junk[512];
+
+		memset(junk, 0x5a, sizeof(junk));
+		CU_ASSERT_EQUAL_FATAL(hy_cache_store_open(store, UUID, &st, why, sizeof(why)), 0);
+		CU_ASSERT_EQUAL(hy_test_pwrite(store, junk, sizeof(junk),
+					       (off_t)st->header.data_offset + 512),
+				0);
+		hy_cache_store_close(st);
+	}
 	mtime = H.f[2].mtime;
 	home_set(2, b2, sizeof(b2));
 	H.f[2].mtime = mtime;
@@ -2926,22 +2938,23 @@ static void test_keep_remount(void)
 	c = copen(store, HY_CACHE_WRITE_THROUGH, HY_POLICY_LRU3, 0, 16, 1.5);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
 	s = stats(c);
-	CU_ASSERT_EQUAL(s.keep.kept_lines, 8);
+	CU_ASSERT_EQUAL(s.keep.kept_lines, 7);
+	CU_ASSERT_EQUAL(s.keep.damaged_lines, 1);
 	CU_ASSERT_EQUAL(s.keep.kept_files, 3);
 	CU_ASSERT_EQUAL(s.keep.pending_files, 3);
-	CU_ASSERT_EQUAL(s.ssd_used, 8);
+	CU_ASSERT_EQUAL(s.ssd_used, 7);
 	CU_ASSERT(read_equals(c, 1, a, sizeof(a), 0, sizeof(a)));
 	s = stats(c);
-	CU_ASSERT_EQUAL(s.read_hits_ssd, 4);
-	CU_ASSERT_EQUAL(s.read_misses, 0);
-	CU_ASSERT_EQUAL(s.keep.warm_hits, 4);
+	CU_ASSERT_EQUAL(s.read_hits_ssd, 3);
+	CU_ASSERT_EQUAL(s.read_misses, 1); /* the garbled line's block */
+	CU_ASSERT_EQUAL(s.keep.warm_hits, 3);
 	CU_ASSERT_EQUAL(s.keep.verified_files, 1);
 	CU_ASSERT(read_equals(c, 2, b2, sizeof(b2), 0, sizeof(b2)));
 	CU_ASSERT(read_equals(c, 3, d, sizeof(d), 0, sizeof(d)));
 	s = stats(c);
 	CU_ASSERT_EQUAL(s.keep.stale_files, 2);
 	CU_ASSERT_EQUAL(s.keep.stale_lines, 4);
-	CU_ASSERT_EQUAL(s.keep.warm_hits, 4); /* none from the stale lines */
+	CU_ASSERT_EQUAL(s.keep.warm_hits, 3); /* none from the stale lines */
 	CU_ASSERT_EQUAL(s.keep.pending_files, 0);
 	CU_ASSERT_EQUAL(hy_cache_check(c, why, sizeof(why)), 0);
 	CLOSE(c);
