@@ -377,10 +377,12 @@ static int keep_lines(struct hy_cache *c)
 		const struct hy_cache_stamp *st;
 
 		if (k < c->npending_keep && v[k].line == l && !line_intact(c, &v[k])) {
-			hy_log(LOG_WARNING,
-			       "cache: \"%s\": line %" PRIu32 " (block %" PRIu64 " of file %" PRIu64
-			       ") does not hold what it held at the unmount; dropped",
-			       c->store_path, l, v[k].block, v[k].file_id);
+			if (c->keep.damaged_lines < 3) /* the rest: a count, below */
+				hy_log(LOG_WARNING,
+				       "cache: \"%s\": line %" PRIu32 " (block %" PRIu64
+				       " of file %" PRIu64
+				       ") does not hold what it held at the unmount; dropped",
+				       c->store_path, l, v[k].block, v[k].file_id);
 			c->keep.damaged_lines++;
 			c->keep.kept_lines--;
 			k++;
@@ -793,11 +795,12 @@ int hy_cache_open(const struct hy_cache_config *cfg, struct hy_indirector *below
 		hy_log(LOG_NOTICE,
 		       "cache: \"%s\": kept %" PRIu64 " lines of %" PRIu64
 		       " files (each checked at its first use); dropped %" PRIu64
-		       " lines of %" PRIu64 " files without a stamp to check and %" PRIu64
-		       " lines of %" PRIu64 " files written home after a crash",
+		       " lines of %" PRIu64 " files without a stamp to check, %" PRIu64
+		       " lines of %" PRIu64 " files written home after a crash and %" PRIu64
+		       " lines whose data was damaged",
 		       c->store_path, c->keep.kept_lines, c->keep.kept_files,
 		       c->keep.unverifiable_lines, c->keep.unverifiable_files,
-		       c->keep.changed_lines, c->keep.changed_files);
+		       c->keep.changed_lines, c->keep.changed_files, c->keep.damaged_lines);
 	if (!cfg->no_threads) {
 		if (pthread_create(&c->cleaner, NULL, hy_cache_clean_main, c) != 0) {
 			snprintf(why, why_size, "cannot start the cache's cleaner thread");
