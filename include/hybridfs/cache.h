@@ -46,8 +46,12 @@
  *     changed it since its last sync): after a kill -9 the journal brings
  *     every fsync'd dirty line back, and mount writes them home
  *     (hy_cache_open with a recover callback) before the store is used
- *     again, empty. Clean lines are not kept across mounts: nothing proves
- *     them current once the backing directory was unmounted.
+ *     again, and drops those files' lines.
+ *   - The store keeps its clean lines across mounts (cache/cache.c's
+ *     header: each checkpoint keeps per file the stamp its lines are
+ *     current for, a file's kept lines are served only once its first
+ *     request finds the home file with that stamp again, and a clean
+ *     close sums every line's data for the next mount to check).
  *   - A store cut short in its data lines (its superblock, table and
  *     journal whole) is salvaged: the dirty lines that remain go home,
  *     those past its end are logged as lost, and it is made again. A
@@ -253,8 +257,9 @@ struct hy_cache_stats {
 struct hy_cache;
 
 /* Opens (or makes) the store, writes home what a crash left dirty in it,
- * and starts the cache empty, with its threads. 0 or a negative errno
- * with a message in @why. */
+ * keeps the clean lines whose files have a stamp (unverified until their
+ * first use), and starts the threads. 0 or a negative errno with a
+ * message in @why. */
 struct hy_indirector;
 int hy_cache_open(const struct hy_cache_config *cfg, struct hy_indirector *below,
 		  struct hy_cache **out, char *why, size_t why_size);
