@@ -37,6 +37,12 @@
 #                     the state files', taken before the unmount), the
 #                     part the emulation sees (it sees no inode table,
 #                     directory or journal block)
+#   store-cold        hybridfs with a named cache store (cache=, a file in
+#                     the work folder: not on the traced loop device, so it
+#                     stands for an SSD), made new: the morning traced
+#   store-warm        the same store after a morning and an unmount: the
+#                     mount keeps its lines (issue 19), the morning traced
+#                     (page cache dropped, as after a reboot)
 #   ext4-other, none-other, none-reorg-other
 #                     a workload that does not repeat the morning (every
 #                     file of the tree in reverse name order, then the
@@ -69,7 +75,7 @@ set -o pipefail
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 size=3G seed=17 releases=24 dir=/var/tmp out="" keep=""
 sets="ext4 none none-reorg none-reorg2 none-remount defaults defaults-reorg defaults-reorg2 defaults-remount"
-all_sets=" $sets ext4-other none-other none-reorg-other none-emulate none-emulate-reorg "
+all_sets=" $sets ext4-other none-other none-reorg-other none-emulate none-emulate-reorg store-cold store-warm "
 build=$TOP/_build
 extra=""
 while [ $# -gt 0 ]; do
@@ -316,6 +322,21 @@ for s in $sets; do
 		mount_hybridfs "$opt"
 		$work "$T/mnt/src" "$T/traces/$s"
 		umount_hybridfs
+		;;
+	store-cold | store-warm)
+		rm -f "$T/store.cache"
+		mount_hybridfs "cache=$T/store.cache"
+		if [ "$s" = store-warm ]; then
+			morning "$T/mnt/src"
+			umount_hybridfs
+			mount_hybridfs "cache=$T/store.cache"
+		fi
+		traced_morning "$T/mnt/src" "$T/traces/$s"
+		"$build/hybridctl" status "$T/mnt" --json |
+			jq -c '.mounts[0].daemon.cache | {read_hits_dram, read_hits_ssd, read_misses, ssd_used, keep: (.keep | {kept_lines, kept_files, verified_files, warm_hits})}' \
+				>"$T/traces/$s.cache" 2>/dev/null || :
+		umount_hybridfs
+		log "$s: cache $(cat "$T/traces/$s.cache" 2>/dev/null)"
 		;;
 	none-emulate-reorg)
 		# the wall time of a morning on the emulated disk, after a
