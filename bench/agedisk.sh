@@ -39,7 +39,10 @@
 #                     directory or journal block)
 #   store-cold        hybridfs with a named cache store (cache=, a file in
 #                     the work folder: not on the traced loop device, so it
-#                     stands for an SSD), made new: the morning traced
+#                     stands for an SSD) and no front buffer (front_buffer=0:
+#                     a block read once goes to the store; the heat filter
+#                     would keep a single morning's blocks off it), made
+#                     new: the morning traced
 #   store-warm        the same store after a morning and an unmount: the
 #                     mount keeps its lines (issue 19), the morning traced
 #                     (page cache dropped, as after a reboot)
@@ -325,11 +328,14 @@ for s in $sets; do
 		;;
 	store-cold | store-warm)
 		rm -f "$T/store.cache"
-		mount_hybridfs "cache=$T/store.cache"
+		# no front buffer: one morning's blocks go to the store (with
+		# one, the heat filter keeps blocks read once off the SSD, and a
+		# single morning leaves the store empty)
+		mount_hybridfs "cache=$T/store.cache,front_buffer=0"
 		if [ "$s" = store-warm ]; then
 			morning "$T/mnt/src"
 			umount_hybridfs
-			mount_hybridfs "cache=$T/store.cache"
+			mount_hybridfs "cache=$T/store.cache,front_buffer=0"
 		fi
 		traced_morning "$T/mnt/src" "$T/traces/$s"
 		"$build/hybridctl" status "$T/mnt" --json |
