@@ -575,9 +575,16 @@ static int open_store(struct hy_cache *c, char *why, size_t why_size)
 	if (rc == 0 && r.n)
 		rc = recover(c, c->store, &r, salvage, why, why_size);
 	if (rc == 0 && !salvage && c->store->header.version >= 3) {
-		/* a format that keeps lines: the clean ones stay for keep_lines() */
+		/* a format that keeps lines: the clean ones stay for keep_lines();
+		 * an unclaimed store (format-cache) becomes this mount's, as a
+		 * store made again would */
 		c->keep.kept_format = true;
-		rc = choose_kept(c, &r);
+		if (!c->store->header.uuid[0] && c->uuid[0])
+			rc = hy_cache_store_claim(c->store, c->uuid, why, why_size);
+		if (rc == 0)
+			rc = choose_kept(c, &r);
+		else
+			free(r.clean);
 		free(r.v);
 		return rc;
 	}
