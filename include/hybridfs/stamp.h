@@ -26,7 +26,9 @@
  * tick would leave the ctime as it was, and the kept lines stale. The
  * tick: the kernel stamps with its coarse clock (a jiffy, at most 10 ms);
  * a ctime of whole seconds comes from a filesystem that keeps seconds (or
- * two, FAT), so it needs two seconds.
+ * two, FAT), so it needs two seconds. What no stamp can tell: a change outside the
+ * mount within the same tick as the mount's own last change of the file
+ * (the ctime stays); the running cache misses it as well.
  *
  * Who calls it: cache/cache.c, cache/cache_io.c and cache/cache_fsync.c,
  * borg/indirector.c.
