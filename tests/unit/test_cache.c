@@ -3030,6 +3030,89 @@ static void test_keep_crash_reuse(void)
 	free(copy);
 }
 
+/* A store of format 2 (no stamps): its dirty lines go home, its clean ones
+ * are dropped as unverifiable, and it is made again in the current
+ * format, which keeps lines from then on. */
+static void test_keep_old_format(void)
+{
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
+	char *copy = hy_test_path_in(dir, "copy");
+	unsigned char a[4 * BLK], w[BLK], sb[4096];
+	struct hy_cache_file f = F(1);
+	struct hy_cache_store_header h;
+	struct hy_cache_stats s;
+	struct hy_cache *c;
+
+	home_reset();
+	fill_pattern(a, sizeof(a), 97);
+	fill_pattern(w, sizeof(w), 98);
+	home_set(1, a, sizeof(a));
+	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, 16, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT(read_equals(c, 1, a, sizeof(a), 0, sizeof(a)));
+	CLOSE(c); /* the lines are in the table now, clean */
+	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, 16, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(hy_cache_write(c, &f, w, sizeof(w), 2 * BLK), (ssize_t)sizeof(w));
+	CU_ASSERT_EQUAL(cache_fsync(c, &f), 0); /* journaled dirty */
+	/* a crash (the store as it is now), then the store made format 2:
+	 * its superblock says 2, with format 2's layout (no stamps: smaller
+	 * table copies, each its header and line records; copy B, the
+	 * journal and the data moved up to where format 2 has them) */
+	CU_ASSERT_EQUAL_FATAL(copy_file(store, copy), 0);
+	CLOSE(c);
+	CU_ASSERT_EQUAL_FATAL(hy_test_pread(copy, sb, sizeof(sb), 0), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_cache_store_decode(sb, &h, why, sizeof(why)), 0);
+	{
+		size_t rest = (size_t)(h.journal_size + h.data_size);
+		size_t copy2 = (size_t)(1 + (h.capacity * 32 + 4095) / 4096) * 4096;
+		unsigned char *buf = malloc(rest), *b = malloc(copy2);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+		CU_ASSERT_EQUAL_FATAL(hy_test_pread(copy, buf, rest, (off_t)h.journal_offset), 0);
+		CU_ASSERT_EQUAL_FATAL(
+			hy_test_pread(copy, b, copy2, (off_t)(h.table_offset + h.table_size / 2)),
+			0);
+		h.version = 2;
+		h.table_size = 2 * copy2;
+		h.journal_offset = h.table_offset + h.table_size;
+		h.data_offset = h.journal_offset + h.journal_size;
+		CU_ASSERT_EQUAL_FATAL(
+			hy_test_pwrite(copy, b, copy2, (off_t)(h.table_offset + copy2)), 0);
+		CU_ASSERT_EQUAL_FATAL(hy_test_pwrite(copy, buf, rest, (off_t)h.journal_offset), 0);
+		free(buf);
+		free(b);
+	}
+	hy_cache_store_encode(&h, sb);
+	CU_ASSERT_EQUAL_FATAL(hy_test_pwrite(copy, sb, sizeof(sb), 0), 0);
+	memcpy(H.f[1].data, a, sizeof(a)); /* home as before the close */
+	memcpy(a + 2 * BLK, w, sizeof(w));
+	c = copen(copy, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, 16, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	s = stats(c);
+	CU_ASSERT_EQUAL(s.recovered_blocks, 1);
+	CU_ASSERT_EQUAL(s.keep.kept_lines, 0);
+	CU_ASSERT_EQUAL(s.keep.unverifiable_lines, 3); /* the clean ones */
+	CU_ASSERT_EQUAL(s.ssd_used, 0);
+	CU_ASSERT(home_equals(1, a, sizeof(a)));
+	CU_ASSERT(read_equals(c, 1, a, sizeof(a), 0, sizeof(a)));
+	CLOSE(c);
+	CU_ASSERT_EQUAL_FATAL(hy_test_pread(copy, sb, sizeof(sb), 0), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_cache_store_decode(sb, &h, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(h.version, HY_CACHE_STORE_VERSION);
+	c = copen(copy, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, 16, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(stats(c).keep.kept_lines, 4);
+	CU_ASSERT(read_equals(c, 1, a, sizeof(a), 0, sizeof(a)));
+	CU_ASSERT_EQUAL(stats(c).read_misses, 0);
+	CLOSE(c);
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+	free(copy);
+}
+
 int hy_test_add_cache(void)
 {
 	CU_pSuite s = CU_add_suite("cache", below_init, below_clean);
@@ -3089,7 +3172,8 @@ int hy_test_add_cache(void)
 			 test_free_lines_in_order) ||
 	    !CU_add_test(s, "kept lines across a close, changed files fresh", test_keep_remount) ||
 	    !CU_add_test(s, "kept lines after a crash: a reused line is not believed",
-			 test_keep_crash_reuse))
+			 test_keep_crash_reuse) ||
+	    !CU_add_test(s, "an older store format keeps nothing", test_keep_old_format))
 		return -1;
 	return 0;
 }
