@@ -37,6 +37,15 @@
 #                     the state files', taken before the unmount), the
 #                     part the emulation sees (it sees no inode table,
 #                     directory or journal block)
+#   store-cold        hybridfs with a named cache store (cache=, a file in
+#                     the work folder: not on the traced loop device, so it
+#                     stands for an SSD) and no front buffer (front_buffer=0:
+#                     a block read once goes to the store; the heat filter
+#                     would keep a single morning's blocks off it), made
+#                     new: the morning traced
+#   store-warm        the same store after a morning and an unmount: the
+#                     mount keeps its lines (issue 19), the morning traced
+#                     (page cache dropped, as after a reboot)
 #   ext4-other, none-other, none-reorg-other
 #                     a workload that does not repeat the morning (every
 #                     file of the tree in reverse name order, then the
@@ -76,7 +85,7 @@ set -o pipefail
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 size=3G seed=17 releases=24 dir=/var/tmp out="" keep=""
 sets="ext4 none none-reorg none-reorg2 none-remount defaults defaults-reorg defaults-reorg2 defaults-remount"
-all_sets=" $sets ext4-other none-other none-reorg-other none-emulate none-emulate-reorg store store-again store-remount "
+all_sets=" $sets ext4-other none-other none-reorg-other none-emulate none-emulate-reorg store store-again store-remount store-cold store-warm "
 build=$TOP/_build
 extra=""
 while [ $# -gt 0 ]; do
@@ -354,6 +363,24 @@ for s in $sets; do
 		$work "$T/mnt/src" "$T/traces/$s"
 		cache_figures >"$T/cache.after"
 		umount_hybridfs
+		;;
+	store-cold | store-warm)
+		rm -f "$T/store.cache"
+		# no front buffer: one morning's blocks go to the store (with
+		# one, the heat filter keeps blocks read once off the SSD, and a
+		# single morning leaves the store empty)
+		mount_hybridfs "cache=$T/store.cache,front_buffer=0"
+		if [ "$s" = store-warm ]; then
+			morning "$T/mnt/src"
+			umount_hybridfs
+			mount_hybridfs "cache=$T/store.cache,front_buffer=0"
+		fi
+		traced_morning "$T/mnt/src" "$T/traces/$s"
+		"$build/hybridctl" status "$T/mnt" --json |
+			jq -c '.mounts[0].daemon.cache | {read_hits_dram, read_hits_ssd, read_misses, ssd_used, keep: (.keep | {kept_lines, kept_files, verified_files, warm_hits})}' \
+				>"$T/traces/$s.cache" 2>/dev/null || :
+		umount_hybridfs
+		log "$s: cache $(cat "$T/traces/$s.cache" 2>/dev/null)"
 		;;
 	none-emulate-reorg)
 		# the wall time of a morning on the emulated disk, after a

@@ -1,7 +1,41 @@
 /* cache.c - the cache's open and close (recovery of the journaled dirty
- * lines, the store, the front buffer, the threads), its stats and its
- * check; see include/hybridfs/cache.h. The other parts: front.c, lines.c,
- * cache_io.c, cache_fsync.c, cache_reconfig.c, cleaner.c (cache_internal.h). */
+ * lines, the store, the lines it keeps across mounts, the front buffer,
+ * the threads), its stats and its check; see include/hybridfs/cache.h.
+ * The other parts: front.c, lines.c, cache_io.c, cache_fsync.c,
+ * cache_reconfig.c, cleaner.c (cache_internal.h).
+ *
+ * The persistent cache. Every checkpoint writes, with the line table, the
+ * stamp (ctime, mtime, size: stamp.h) each file's lines are current for
+ * (cache_store.h, format 3), and only stamps that can be believed later:
+ * of a file with no dirty block (a dirty line's data is not home, and
+ * after a crash its clean record would serve it), whose ctime has settled
+ * (hy_stamp_settled), read under its gate (a write that changes home holds
+ * it). Open loads the table, writes home what a crash left dirty, then
+ * keeps the clean lines of every file that has a stamp and had no dirty
+ * line (recovery changed those at home); the rest are free.
+ *
+ * Kept lines are verified lazily, at the file's first use, not at open:
+ * the file ids name files through the state database, so checking them at
+ * open would stat every kept file's path on the backing disk before the
+ * first request, a seek per file on the disk the cache is there to spare
+ * (and for files that may never be read again). Each request already
+ * fstat's its home file (the stale-copy check of cache_io.c), so a kept
+ * file's cfile starts "unverified" with the kept stamp: the first request
+ * that resolves the file (read, write, truncation, fsync) compares the
+ * home file with the stamp under the file's exclusive gate and adopts the
+ * lines (exact ctime, mtime and size) or drops them all. An unverified
+ * file's lines are never served (hy_cache_io_fresh_for is false for it),
+ * count no hit before they are adopted, and are clean lines in the policy
+ * like any others: evictable. A file gone since is never resolved: its
+ * lines age out, or leave when the mount learns of its removal.
+ *
+ * After a crash: the durable table is the last checkpoint's and the
+ * journal replays over it. A clean line the table names may have been
+ * reused since for another block (clean fills are not journaled), so a
+ * line the durable table or journal names in use is journaled free before
+ * it is reused (lines.c, durable_map). A stamp made durable before a later
+ * change the cache made at home no longer matches the file (its ctime
+ * moved): its lines are dropped, which is safe. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -10,6 +44,7 @@
 #include <sys/stat.h>
 
 #include "hybridfs/log.h"
+#include "hybridfs/stamp.h"
 
 #include "cache_internal.h"
 
@@ -56,19 +91,39 @@ struct recovered {
 	uint64_t line, file_id, block;
 	uint8_t dirty;
 	uint16_t tail;
+	bool summed; /* clean lines: their data's checksum, from a clean close */
+	uint32_t sum;
 };
 
 struct recovery {
 	struct recovered *v;
 	size_t n, cap;
+	struct recovered *clean; /* clean lines (dirty 0, tail: valid mask) */
+	size_t nclean, clean_cap;
 };
+
+static int collect_clean(struct recovery *r, uint64_t line, const struct hy_cache_line *l)
+{
+	if (r->nclean == r->clean_cap) {
+		size_t cap = r->clean_cap ? r->clean_cap * 2 : 256;
+		struct recovered *v = realloc(r->clean, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		r->clean = v;
+		r->clean_cap = cap;
+	}
+	r->clean[r->nclean++] =
+		(struct recovered){line, l->file_id, l->block, 0, l->valid, l->summed, l->sum};
+	return 0;
+}
 
 static int collect_dirty(void *arg, uint64_t line, const struct hy_cache_line *l)
 {
 	struct recovery *r = arg;
 
 	if (!l->dirty)
-		return 0;
+		return collect_clean(r, line, l);
 	if (r->n == r->cap) {
 		size_t cap = r->cap ? r->cap * 2 : 64;
 		struct recovered *v = realloc(r->v, cap * sizeof(*v));
@@ -78,7 +133,7 @@ static int collect_dirty(void *arg, uint64_t line, const struct hy_cache_line *l
 		r->v = v;
 		r->cap = cap;
 	}
-	r->v[r->n++] = (struct recovered){line, l->file_id, l->block, l->dirty, l->tail};
+	r->v[r->n++] = (struct recovered){line, l->file_id, l->block, l->dirty, l->tail, false, 0};
 	return 0;
 }
 
@@ -136,6 +191,7 @@ static int recover(struct hy_cache *c, struct hy_cache_store *store, struct reco
 			hy_log(LOG_WARNING,
 			       "cache: file %" PRIu64 " had dirty lines in the store but is gone",
 			       ids[k]);
+			c->keep.gone_files++;
 			while (i < r->n && r->v[i].file_id == ids[k])
 				i++;
 			continue;
@@ -194,7 +250,286 @@ out:
 	return rc;
 }
 
-/* Opens the store, recovers it, and remakes it empty. */
+static int by_line(const void *a, const void *b)
+{
+	const struct recovered *x = a, *y = b;
+
+	return x->line < y->line ? -1 : x->line > y->line;
+}
+
+static const struct hy_cache_stamp *stamp_find(const struct hy_cache_stamp *v, size_t n,
+					       uint64_t file_id)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid].file_id == file_id)
+			return &v[mid];
+		if (v[mid].file_id < file_id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static bool recovered_file(const struct recovery *r, uint64_t file_id)
+{
+	size_t lo = 0, hi = r->n; /* r->v is sorted by file (recover) */
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (r->v[mid].file_id == file_id)
+			return true;
+		if (r->v[mid].file_id < file_id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+/* After load and recovery: which clean lines stay (in r->clean, sorted by
+ * line, for keep_lines()), with the stamps of their files (c->kept). A
+ * file without a stamp is unverifiable; one that had dirty lines was just
+ * written home by recovery, which changed it. */
+static int choose_kept(struct hy_cache *c, struct recovery *r)
+{
+	size_t nst, keep = 0, files = 0;
+	const struct hy_cache_stamp *st = hy_cache_store_loaded_stamps(c->store, &nst);
+
+	/* the files recovery wrote home: all their lines go */
+	for (size_t i = 0; i < r->n; i++) {
+		c->keep.changed_lines++;
+		if (i == 0 || r->v[i].file_id != r->v[i - 1].file_id)
+			c->keep.changed_files++;
+	}
+	qsort(r->clean, r->nclean, sizeof(*r->clean), by_file_block);
+	if (nst) {
+		c->kept = malloc(nst * sizeof(*c->kept));
+		if (!c->kept) {
+			free(r->clean);
+			r->clean = NULL;
+			return -ENOMEM;
+		}
+	}
+	for (size_t i = 0; i < r->nclean;) {
+		uint64_t id = r->clean[i].file_id;
+		const struct hy_cache_stamp *k = stamp_find(st, nst, id);
+		bool changed = recovered_file(r, id);
+		size_t j = i;
+
+		while (j < r->nclean && r->clean[j].file_id == id)
+			j++;
+		if (k && !changed) {
+			c->kept[c->nkept++] = *k;
+			for (; i < j; i++)
+				r->clean[keep++] = r->clean[i];
+			files++;
+			continue;
+		}
+		if (changed) {
+			c->keep.changed_lines += j - i; /* its file is counted above */
+		} else {
+			c->keep.unverifiable_files++;
+			c->keep.unverifiable_lines += j - i;
+		}
+		i = j;
+	}
+	r->nclean = keep;
+	qsort(r->clean, r->nclean, sizeof(*r->clean), by_line);
+	c->keep.kept_lines = keep;
+	c->keep.kept_files = files;
+	c->pending_keep = r->clean;
+	c->npending_keep = r->nclean;
+	r->clean = NULL;
+	return 0;
+}
+
+/* Whether kept line @r's data is what the clean close summed: damage from
+ * outside while unmounted is not served. A line without a sum (a crash
+ * left it) is taken as it is. */
+static bool line_intact(struct hy_cache *c, const struct recovered *r)
+{
+	unsigned char buf[LINE];
+
+	if (!r->summed)
+		return true;
+	memset(buf, 0, sizeof(buf));
+	return hy_cache_store_read_line(c->store, r->line, (uint8_t)r->tail, buf) == 0 &&
+	       hy_cache_store_line_sum(buf, (uint8_t)r->tail) == r->sum;
+}
+
+/* At open, once the index, policy and lines exist: the kept lines enter
+ * them as clean lines of files unverified yet (each read back against its
+ * sum first, in line order: the store's disk reads them in one pass);
+ * every other line is free. */
+static int keep_lines(struct hy_cache *c)
+{
+	const struct recovered *v = c->pending_keep;
+	size_t k = 0;
+
+	for (uint32_t l = 0; l < c->capacity; l++) {
+		struct cfile *cf;
+		const struct hy_cache_stamp *st;
+
+		if (k < c->npending_keep && v[k].line == l && !line_intact(c, &v[k])) {
+			if (c->keep.damaged_lines < 3) /* the rest: a count, below */
+				hy_log(LOG_WARNING,
+				       "cache: \"%s\": line %" PRIu32 " (block %" PRIu64
+				       " of file %" PRIu64
+				       ") does not hold what it held at the unmount; dropped",
+				       c->store_path, l, v[k].block, v[k].file_id);
+			c->keep.damaged_lines++;
+			c->keep.kept_lines--;
+			k++;
+		}
+		if (k >= c->npending_keep || v[k].line != l) {
+			hy_cache_lines_free_push(c, l);
+			continue;
+		}
+		cf = cfile_get(c, v[k].file_id, true);
+		st = stamp_find(c->kept, c->nkept, v[k].file_id);
+		if (!cf || !st) {
+			cfile_put(c, cf);
+			return -ENOMEM;
+		}
+		if (!atomic_load(&cf->unverified)) {
+			atomic_store(&cf->unverified, true);
+			atomic_store(&cf->stamp, st->ctime_ns);
+			atomic_store(&cf->mtime, st->mtime_ns);
+			atomic_store(&cf->size, st->size);
+		}
+		if (hy_cache_lines_commit(c, cf, l, v[k].block, (uint8_t)v[k].tail, 0,
+					  HY_POLICY_COLD) < 0) {
+			cfile_put(c, cf);
+			return -ENOMEM; /* the line was given back: free */
+		}
+		map_set(c->kept_map, l, true);
+		cfile_put(c, cf);
+		k++;
+	}
+	free(c->pending_keep);
+	c->pending_keep = NULL;
+	c->npending_keep = 0;
+	return 0;
+}
+
+static int64_t wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The store's checkpoint asks for the stamps (cache_store.h): those of
+ * every file with lines that can be believed after this checkpoint (see
+ * the top of this file). Appends are quiesced; requests are not. */
+static int stamps_record(void *arg, struct hy_cache_stamp **out, size_t *n)
+{
+	struct hy_cache *c = arg;
+	struct hy_file_table_entry **files = NULL;
+	struct hy_cache_stamp *v;
+	size_t nfiles = 0, k = 0;
+	/* before the stamps are read: a change after it gets a later ctime */
+	int64_t now = wall_ns();
+
+	*out = NULL;
+	*n = 0;
+	if (hy_file_table_snapshot(c->files, &files, &nfiles) < 0)
+		return -ENOMEM;
+	v = malloc((nfiles ? nfiles : 1) * sizeof(*v));
+	if (!v) {
+		hy_file_table_release_snapshot(c->files, files, nfiles);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < nfiles; i++) {
+		struct cfile *cf = (struct cfile *)files[i];
+		uint64_t id = cf->entry.file_id;
+		struct hy_cache_stamp st = {id, 0, 0, 0};
+		bool dirty;
+
+		if (!atomic_load(&cf->blocks))
+			continue;
+		/* a busy file (or the caller's own, whose gate it holds) has
+		 * no stamp this time: after a crash its lines go */
+		if (pthread_rwlock_tryrdlock(gate(c, id)) != 0)
+			continue;
+		if (atomic_load(&cf->unverified)) {
+			const struct hy_cache_stamp *kept = stamp_find(c->kept, c->nkept, id);
+
+			if (kept)
+				st = *kept; /* its lines are still those it covers */
+		} else {
+			st.ctime_ns = atomic_load(&cf->stamp);
+			st.mtime_ns = atomic_load(&cf->mtime);
+			st.size = atomic_load(&cf->size);
+			dirty = atomic_load(&cf->dirty) != 0;
+			if (dirty || !hy_stamp_settled(st.ctime_ns, now))
+				st.ctime_ns = 0;
+		}
+		pthread_rwlock_unlock(gate(c, id));
+		if (st.ctime_ns)
+			v[k++] = st;
+	}
+	hy_file_table_release_snapshot(c->files, files, nfiles);
+	*out = v;
+	*n = k;
+	return 0;
+}
+
+void hy_cache_kept_verify(struct hy_cache *c, struct cfile *cf, const struct hy_cache_file *f,
+			  const struct hy_device_attr *a)
+{
+	const struct hy_cache_stamp *st = stamp_find(c->kept, c->nkept, f->file_id);
+	uint64_t blocks = atomic_load(&cf->blocks);
+	int rc;
+
+	atomic_store(&cf->unverified, false);
+	if (!blocks)
+		return; /* its kept lines all left before its first use */
+	if (st && hy_stamp_same(st->ctime_ns, st->mtime_ns, st->size, a)) {
+		atomic_store(&cf->stamp, a->stamp);
+		atomic_store(&cf->mtime, a->mtime_ns);
+		atomic_store(&cf->size, a->size);
+		atomic_fetch_add(&c->keep.verified_files, 1);
+		atomic_fetch_add(&c->keep.verified_lines, blocks);
+		return;
+	}
+	/* changed while unmounted: nothing kept is served (all clean) */
+	rc = hy_cache_leave_drop_range(c, cf, f, 0, UINT64_MAX, true);
+	atomic_fetch_add(&c->keep.stale_kept_files, 1);
+	atomic_fetch_add(&c->keep.stale_lines, blocks);
+	if (rc < 0)
+		hy_log(LOG_ERR,
+		       "cache: file %" PRIu64 " changed while unmounted; dropping its kept "
+		       "lines failed: %s",
+		       f->file_id, strerror(-rc));
+	else
+		hy_log(LOG_INFO,
+		       "cache: file %" PRIu64 " changed while unmounted: its %" PRIu64
+		       " kept lines are dropped",
+		       f->file_id, blocks);
+	atomic_store(&cf->stamp, a->stamp);
+	atomic_store(&cf->mtime, a->mtime_ns);
+	atomic_store(&cf->size, a->size);
+}
+
+/* A file removed through the mount before its kept lines were used. */
+void hy_cache_kept_gone(struct hy_cache *c, struct cfile *cf)
+{
+	if (!atomic_exchange(&cf->unverified, false))
+		return;
+	atomic_fetch_add(&c->keep.gone_later_files, 1);
+	atomic_fetch_add(&c->keep.gone_later_lines, atomic_load(&cf->blocks));
+}
+
+/* Opens the store, recovers it, and keeps its clean lines (a format that
+ * keeps them) or remakes it empty. */
 static int open_store(struct hy_cache *c, char *why, size_t why_size)
 {
 	struct hy_cache_store_load_stats ls;
@@ -239,7 +574,33 @@ static int open_store(struct hy_cache *c, char *why, size_t why_size)
 	rc = hy_cache_store_load(c->store, collect_dirty, &r, &ls, why, why_size);
 	if (rc == 0 && r.n)
 		rc = recover(c, c->store, &r, salvage, why, why_size);
+	if (rc == 0 && !salvage && c->store->header.version >= 3) {
+		/* a format that keeps lines: the clean ones stay for keep_lines();
+		 * an unclaimed store (format-cache) becomes this mount's, as a
+		 * store made again would */
+		c->keep.kept_format = true;
+		if (!c->store->header.uuid[0] && c->uuid[0])
+			rc = hy_cache_store_claim(c->store, c->uuid, why, why_size);
+		if (rc == 0)
+			rc = choose_kept(c, &r);
+		else
+			free(r.clean);
+		free(r.v);
+		return rc;
+	}
+	if (rc == 0 && r.nclean) {
+		size_t files = 0;
+
+		for (size_t i = 0; i < r.nclean; i++)
+			files += i == 0 || r.clean[i].file_id != r.clean[i - 1].file_id;
+		c->keep.unverifiable_lines = r.nclean;
+		c->keep.unverifiable_files = files;
+		hy_log(LOG_NOTICE, "cache: \"%s\" %s: its %zu clean lines are dropped",
+		       c->store_path,
+		       salvage ? "was cut short" : "is of a format that keeps no stamps", r.nclean);
+	}
 	free(r.v);
+	free(r.clean);
 	hy_cache_store_close(c->store);
 	c->store = NULL;
 	if (rc < 0)
@@ -252,8 +613,6 @@ static int open_store(struct hy_cache *c, char *why, size_t why_size)
 		rc = hy_cache_store_open(c->store_path, c->uuid, &c->store, why, why_size);
 	if (rc == 0)
 		rc = hy_cache_store_load(c->store, NULL, NULL, NULL, why, why_size);
-	if (rc == 0)
-		rc = hy_cache_store_set_clean(c->store, false);
 	return rc;
 }
 
@@ -325,6 +684,10 @@ static void cache_free(struct hy_cache *c)
 	free(c->front.data);
 	for (int i = 0; i < HY_CACHE_GATES; i++)
 		pthread_rwlock_destroy(&c->gates[i]);
+	free(c->kept);
+	free(c->kept_map);
+	free(c->durable_map);
+	free(c->pending_keep);
 	free(c->store_path);
 	free(c->uuid);
 	free(c);
@@ -400,8 +763,24 @@ int hy_cache_open(const struct hy_cache_config *cfg, struct hy_indirector *below
 		rc = -ENOMEM;
 		goto fail;
 	}
-	for (uint32_t l = 0; l < c->capacity; l++)
-		hy_cache_lines_free_push(c, l);
+	c->kept_map = calloc((c->capacity + 63) / 64 + 1, 8);
+	c->durable_map = calloc((c->capacity + 63) / 64 + 1, 8);
+	if (!c->kept_map || !c->durable_map) {
+		snprintf(why, why_size, "out of memory for %" PRIu32 " cache lines", c->capacity);
+		rc = -ENOMEM;
+		goto fail;
+	}
+	if (c->keep.kept_format) {
+		rc = keep_lines(c);
+		if (rc < 0) {
+			snprintf(why, why_size, "out of memory keeping the lines of \"%s\"",
+				 c->store_path);
+			goto fail;
+		}
+	} else {
+		for (uint32_t l = 0; l < c->capacity; l++)
+			hy_cache_lines_free_push(c, l);
+	}
 	if (cfg->pore.rule != HY_PORE_OFF) {
 		rc = hy_pore_new(&cfg->pore, &c->pore, why, why_size);
 		if (rc == 0 && !(c->line_hits = calloc(c->capacity, 1))) {
@@ -413,6 +792,25 @@ int hy_cache_open(const struct hy_cache_config *cfg, struct hy_indirector *below
 		hy_pore_get_stats(c->pore, &c->pore_snapshot);
 	}
 	hy_cache_store_external_table(c->store, hy_cache_lines_table_record, c);
+	hy_cache_store_external_stamps(c->store, stamps_record, c);
+	/* the durable table says what the cache holds now (what recovery
+	 * wrote home and what was dropped, free), and names the lines it
+	 * holds (durable_map), before anything is served */
+	rc = hy_cache_store_checkpoint(c->store, why, why_size);
+	if (rc == 0)
+		rc = hy_cache_store_set_clean(c->store, false);
+	if (rc < 0)
+		goto fail;
+	if (c->keep.kept_files || c->keep.unverifiable_files || c->keep.changed_files)
+		hy_log(LOG_NOTICE,
+		       "cache: \"%s\": kept %" PRIu64 " lines of %" PRIu64
+		       " files (each checked at its first use); dropped %" PRIu64
+		       " lines of %" PRIu64 " files without a stamp to check, %" PRIu64
+		       " lines of %" PRIu64 " files written home after a crash and %" PRIu64
+		       " lines whose data was damaged",
+		       c->store_path, c->keep.kept_lines, c->keep.kept_files,
+		       c->keep.unverifiable_lines, c->keep.unverifiable_files,
+		       c->keep.changed_lines, c->keep.changed_files, c->keep.damaged_lines);
 	if (!cfg->no_threads) {
 		if (pthread_create(&c->cleaner, NULL, hy_cache_clean_main, c) != 0) {
 			snprintf(why, why_size, "cannot start the cache's cleaner thread");
@@ -509,7 +907,8 @@ int hy_cache_close(struct hy_cache *c)
 	if (atomic_load(&c->dirty_sectors) && c->store)
 		keep_dirty(c);
 	if (c->store) {
-		int k = hy_cache_store_checkpoint(c->store, why, sizeof(why));
+		/* the lines' data summed: the next mount checks what it keeps */
+		int k = hy_cache_store_checkpoint_summed(c->store, why, sizeof(why));
 
 		if (k < 0)
 			hy_log(LOG_ERR, "cache: final checkpoint failed: %s", why);
@@ -582,6 +981,27 @@ void hy_cache_get_stats(struct hy_cache *c, struct hy_cache_stats *o)
 	o->checkpoints = atomic_load(&c->st.checkpoints);
 	o->recovered_blocks = c->st.recovered_blocks;
 	o->lost_blocks = c->st.lost_blocks;
+	o->keep.kept_lines = c->keep.kept_lines;
+	o->keep.kept_files = c->keep.kept_files;
+	o->keep.changed_lines = c->keep.changed_lines;
+	o->keep.changed_files = c->keep.changed_files;
+	o->keep.unverifiable_lines = c->keep.unverifiable_lines;
+	o->keep.unverifiable_files = c->keep.unverifiable_files;
+	o->keep.gone_files = c->keep.gone_files;
+	o->keep.damaged_lines = c->keep.damaged_lines;
+	o->keep.verified_lines = atomic_load(&c->keep.verified_lines);
+	o->keep.verified_files = atomic_load(&c->keep.verified_files);
+	o->keep.stale_lines = atomic_load(&c->keep.stale_lines);
+	o->keep.stale_files = atomic_load(&c->keep.stale_kept_files);
+	o->keep.gone_later_lines = atomic_load(&c->keep.gone_later_lines);
+	o->keep.gone_later_files = atomic_load(&c->keep.gone_later_files);
+	{
+		uint64_t used =
+			o->keep.verified_files + o->keep.stale_files + o->keep.gone_later_files;
+
+		o->keep.pending_files = o->keep.kept_files > used ? o->keep.kept_files - used : 0;
+	}
+	o->keep.warm_hits = atomic_load(&c->keep.warm_hits);
 	/* the index's average over the lines in use (its own figure), the
 	 * rest per line of the store */
 	o->dram_bytes_per_line = (size_t)(is.entries ? is.bytes_per_entry : 0) +

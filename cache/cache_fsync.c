@@ -549,6 +549,7 @@ int hy_cache_forget_file(struct hy_cache *c, uint64_t file_id)
 	if (!cf)
 		return 0;
 	pthread_rwlock_wrlock(gate(c, file_id));
+	hy_cache_kept_gone(c, cf);
 	if (atomic_load(&cf->blocks)) {
 		struct hy_cache_file f = {file_id, cf->home};
 
@@ -584,8 +585,13 @@ bool hy_cache_meta_begin(struct hy_cache *c, const struct hy_cache_file *f)
 	 * that way). An O_TRUNC open holds it too, and a stamp moved past its
 	 * truncation would hide it from truncate_open_end. */
 	pthread_rwlock_wrlock(gate(c, f->file_id));
+	/* kept lines are checked before the change moves the ctime they were
+	 * kept with */
+	if (cf && atomic_load(&cf->unverified) && below_getattr(c, f, &a) == 0)
+		hy_cache_kept_verify(c, cf, f, &a);
 	if (cf)
-		fresh = atomic_load(&cf->blocks) && below_getattr(c, f, &a) == 0 &&
+		fresh = atomic_load(&cf->blocks) && !atomic_load(&cf->unverified) &&
+			below_getattr(c, f, &a) == 0 &&
 			hy_stamp_check(atomic_load(&cf->stamp), 0, &a) == HY_STAMP_FRESH;
 	cfile_put(c, cf);
 	return fresh;

@@ -63,9 +63,13 @@
 
 struct cfile {
 	struct hy_file_table_entry entry;
-	_Atomic int64_t stamp;	    /* home ctime the cached blocks are current for */
-	_Atomic uint64_t size;	    /* home size then: a smaller one is a truncation
-				     * the cache did not see (an O_TRUNC open) */
+	_Atomic int64_t stamp; /* home ctime the cached blocks are current for */
+	_Atomic uint64_t size; /* home size then: a smaller one is a truncation
+				* the cache did not see (an O_TRUNC open) */
+	_Atomic int64_t mtime; /* home mtime then: kept in the store's stamps */
+	/* its blocks are lines a mount before kept (cache.c): served only once
+	 * the home file is seen to match the stamp they were kept with */
+	_Atomic bool unverified;
 	_Atomic bool closed;	    /* no handle open (hy_cache_close_file) */
 	_Atomic uint64_t last_used; /* the cache's request count at its last request */
 	_Atomic uint64_t blocks;    /* cached blocks, DRAM and SSD */
@@ -230,6 +234,29 @@ struct hy_cache {
 		uint32_t lines, cap;
 		_Atomic uint64_t over_cap, excluded_requests;
 	} pin;
+	/* The persistent cache (cache.c). kept: the stamps the lines kept at
+	 * open are current for, of the files still unverified then (sorted by
+	 * file id; read-only after open). kept_map: a bit per line, set for a
+	 * kept line until it leaves (its hits are the warm-up). durable_map:
+	 * a bit per line whose durable table or journal says it is in use: its
+	 * reuse for another block journals it free first (under lines_lock). */
+	struct hy_cache_stamp *kept;
+	size_t nkept;
+	struct recovered *pending_keep; /* the lines to keep, from the store's open */
+	size_t npending_keep;
+	uint64_t *kept_map, *durable_map;
+	struct {
+		uint64_t kept_lines, kept_files;
+		uint64_t changed_lines, changed_files; /* at open: recovered home */
+		uint64_t gone_lines, gone_files;
+		uint64_t unverifiable_lines, unverifiable_files;
+		uint64_t damaged_lines; /* at open: data not as summed at the close */
+		_Atomic uint64_t verified_files, verified_lines;
+		_Atomic uint64_t stale_lines, stale_kept_files; /* at first use */
+		_Atomic uint64_t gone_later_files, gone_later_lines;
+		_Atomic uint64_t warm_hits;
+		bool kept_format; /* the store's format keeps lines */
+	} keep;
 
 	_Atomic uint64_t dirty_sectors;
 	struct {
@@ -466,6 +493,25 @@ const struct hy_cache_hint *hy_cache_pin_hint(struct hy_cache *c, const struct c
 					      const struct hy_cache_hint *hint,
 					      struct hy_cache_hint *local);
 void hy_cache_pin_forget(struct hy_cache *c, uint64_t file_id);
+/* cache.c */
+void hy_cache_kept_verify(struct hy_cache *c, struct cfile *cf, const struct hy_cache_file *f,
+			  const struct hy_device_attr *a);
+void hy_cache_kept_gone(struct hy_cache *c, struct cfile *cf);
+
+static inline bool map_test(const uint64_t *map, uint32_t line)
+{
+	return map && (map[line / 64] >> (line % 64)) & 1;
+}
+
+static inline void map_set(uint64_t *map, uint32_t line, bool on)
+{
+	if (!map)
+		return;
+	if (on)
+		map[line / 64] |= 1ULL << (line % 64);
+	else
+		map[line / 64] &= ~(1ULL << (line % 64));
+}
 
 /* cache_io.c */
 bool hy_cache_io_fresh_for(const struct cfile *cf, const struct hy_device_attr *a);

@@ -22,7 +22,9 @@
 bool hy_cache_io_fresh_for(const struct cfile *cf, const struct hy_device_attr *a)
 {
 	return atomic_load(&cf->blocks) == 0 ||
-	       hy_stamp_check(atomic_load(&cf->stamp), atomic_load(&cf->size), a) == HY_STAMP_FRESH;
+	       (!atomic_load(&cf->unverified) &&
+		hy_stamp_check(atomic_load(&cf->stamp), atomic_load(&cf->size), a) ==
+			HY_STAMP_FRESH);
 }
 
 static void drop_stale(struct hy_cache *c, struct cfile *cf, const struct hy_cache_file *f);
@@ -33,6 +35,9 @@ static void drop_stale(struct hy_cache *c, struct cfile *cf, const struct hy_cac
 static void make_fresh(struct hy_cache *c, struct cfile *cf, const struct hy_cache_file *f,
 		       const struct hy_device_attr *a)
 {
+	/* lines a mount before kept: adopted or dropped at their first use */
+	if (atomic_load(&cf->unverified))
+		hy_cache_kept_verify(c, cf, f, a);
 	if (hy_cache_io_fresh_for(cf, a))
 		return;
 	if (hy_stamp_check(atomic_load(&cf->stamp), atomic_load(&cf->size), a) ==
@@ -91,6 +96,7 @@ void hy_cache_io_refresh_stamp(struct hy_cache *c, struct cfile *cf, const struc
 	if (below_getattr(c, f, &a) == 0) {
 		atomic_store(&cf->stamp, a.stamp);
 		atomic_store(&cf->size, a.size);
+		atomic_store(&cf->mtime, a.mtime_ns);
 	}
 }
 
@@ -421,8 +427,10 @@ ssize_t hy_cache_read_hinted(struct hy_cache *c, const struct hy_cache_file *f,
 	if (rc < 0)
 		goto out;
 	if (atomic_load(&cf->blocks) == 0) {
+		atomic_store(&cf->unverified, false); /* its kept lines all left */
 		atomic_store(&cf->stamp, a.stamp);
 		atomic_store(&cf->size, a.size);
+		atomic_store(&cf->mtime, a.mtime_ns);
 	}
 	if ((uint64_t)off >= a.size)
 		goto out;
@@ -731,8 +739,10 @@ ssize_t hy_cache_write_hinted(struct hy_cache *c, const struct hy_cache_file *f,
 		goto out;
 	make_fresh(c, cf, f, &a);
 	if (atomic_load(&cf->blocks) == 0) {
+		atomic_store(&cf->unverified, false); /* its kept lines all left */
 		atomic_store(&cf->stamp, a.stamp);
 		atomic_store(&cf->size, a.size);
+		atomic_store(&cf->mtime, a.mtime_ns);
 	}
 	/* bcache's sequential cutoff, per file (the gate orders its writes) */
 	if (cutoff && stream_run(cf, (uint64_t)off, size) > cutoff && wp != HY_CACHE_WRITE_AROUND) {

@@ -175,7 +175,7 @@ static int store_open(const char *path, const char *uuid, bool salvage, struct h
 	}
 	s->fd = fd;
 	s->header = h;
-	s->copy_blocks = table_copy_blocks(h.capacity);
+	s->copy_blocks = table_copy_blocks(h.capacity, h.version);
 	s->journal_capacity = h.journal_size / HY_CACHE_JOURNAL_RECORD;
 	if (pthread_mutex_init(&s->lock, NULL) != 0) {
 		rc = -ENOMEM;
@@ -246,12 +246,135 @@ static int read_table(struct hy_cache_store *s, int copy, uint64_t *damaged)
 	return rc;
 }
 
+static int by_stamp_id(const void *a, const void *b)
+{
+	const struct hy_cache_stamp *x = a, *y = b;
+
+	return x->file_id < y->file_id ? -1 : x->file_id > y->file_id;
+}
+
+static uint64_t stamps_offset(const struct hy_cache_store *s, int copy)
+{
+	return copy_offset(s, copy) +
+	       (1 + line_record_blocks(s->header.capacity)) * HY_CACHE_STORE_BLOCK;
+}
+
+/* Reads copy @copy's @n file stamps into s->stamps (sorted), leaving out
+ * damaged ones (their files' lines are then dropped: nothing vouches for
+ * them) and a second stamp of one file. */
+static int read_stamps(struct hy_cache_store *s, int copy, uint64_t n,
+		       struct hy_cache_store_load_stats *st)
+{
+	size_t per = CHUNK / HY_CACHE_STAMP_RECORD, kept = 0;
+	unsigned char *buf;
+	uint64_t off = stamps_offset(s, copy), i = 0;
+	int rc = 0;
+
+	free(s->stamps);
+	s->stamps = NULL;
+	s->nstamps = 0;
+	if (!n)
+		return 0;
+	buf = malloc(CHUNK);
+	s->stamps = malloc(n * sizeof(*s->stamps));
+	if (!buf || !s->stamps) {
+		free(buf);
+		return -ENOMEM;
+	}
+	while (i < n) {
+		uint64_t k = n - i < per ? n - i : per;
+
+		rc = read_full(s->fd, buf, (size_t)(k * HY_CACHE_STAMP_RECORD), off);
+		if (rc < 0)
+			break;
+		for (uint64_t j = 0; j < k; j++, i++) {
+			if (hy_cache_store_format_decode_stamp(buf + j * HY_CACHE_STAMP_RECORD, i,
+							       s->header.generation,
+							       &s->stamps[kept]) == 0)
+				kept++;
+			else
+				st->damaged_stamps++;
+		}
+		off += k * HY_CACHE_STAMP_RECORD;
+	}
+	free(buf);
+	if (rc < 0)
+		return rc;
+	qsort(s->stamps, kept, sizeof(*s->stamps), by_stamp_id);
+	s->nstamps = 0;
+	for (size_t j = 0; j < kept; j++) {
+		/* two stamps of one file: neither is believed */
+		if (j + 1 < kept && s->stamps[j + 1].file_id == s->stamps[j].file_id) {
+			uint64_t id = s->stamps[j].file_id;
+
+			while (j < kept && s->stamps[j].file_id == id) {
+				st->damaged_stamps++;
+				j++;
+			}
+			j--;
+			continue;
+		}
+		s->stamps[s->nstamps++] = s->stamps[j];
+	}
+	st->stamps = s->nstamps;
+	if (st->damaged_stamps)
+		hy_log(LOG_WARNING,
+		       "cache: \"%s\": %" PRIu64 " file stamps of table copy %c are damaged; "
+		       "their files' lines are dropped",
+		       s->path, st->damaged_stamps, copy ? 'B' : 'A');
+	return 0;
+}
+
+/* Writes the file stamps (format 3) of the copy not in use, unsynced (the
+ * table's sync covers them); their count in *@n. */
+static int write_stamps(struct hy_cache_store *s, int copy, uint64_t *n)
+{
+	struct hy_cache_stamp *v = s->stamps;
+	size_t nv = s->nstamps, per = CHUNK / HY_CACHE_STAMP_RECORD;
+	unsigned char *buf;
+	uint64_t off = stamps_offset(s, copy);
+	int rc = 0;
+
+	*n = 0;
+	if (s->header.version < 3)
+		return 0;
+	if (s->stamps_fn) {
+		v = NULL;
+		nv = 0;
+		rc = s->stamps_fn(s->stamps_arg, &v, &nv);
+		if (rc < 0)
+			return rc;
+	}
+	if (nv > s->header.capacity)
+		nv = (size_t)s->header.capacity; /* more than lines: never, but bounded */
+	buf = nv ? malloc(CHUNK) : NULL;
+	if (nv && !buf)
+		rc = -ENOMEM;
+	for (size_t i = 0; i < nv && rc == 0;) {
+		size_t k = nv - i < per ? nv - i : per;
+
+		for (size_t j = 0; j < k; j++)
+			hy_cache_store_format_encode_stamp(&v[i + j], i + j, s->header.generation,
+							   buf + j * HY_CACHE_STAMP_RECORD);
+		rc = hy_ondisk_write_full(s->fd, buf, k * HY_CACHE_STAMP_RECORD, off);
+		off += k * HY_CACHE_STAMP_RECORD;
+		i += k;
+	}
+	free(buf);
+	if (s->stamps_fn)
+		free(v);
+	if (rc == 0)
+		*n = nv;
+	return rc;
+}
+
 /* Writes every line record of the copy not in use, synced. Caller holds
  * nothing; appends are quiesced. */
 static int write_table(struct hy_cache_store *s, int copy, uint64_t seq)
 {
 	size_t per = CHUNK / HY_CACHE_LINE_RECORD;
 	unsigned char *buf = malloc(CHUNK);
+	unsigned char line[HY_CACHE_LINE_SIZE];
 	uint64_t off = copy_offset(s, copy) + HY_CACHE_STORE_BLOCK, n = 0;
 	int rc = 0;
 
@@ -260,7 +383,7 @@ static int write_table(struct hy_cache_store *s, int copy, uint64_t seq)
 	while (n < s->header.capacity && rc == 0) {
 		uint64_t k = s->header.capacity - n < per ? s->header.capacity - n : per;
 
-		for (uint64_t i = 0; i < k; i++) {
+		for (uint64_t i = 0; i < k && rc == 0; i++) {
 			struct hy_cache_line ext;
 			const struct hy_cache_line *l = &ext;
 
@@ -268,6 +391,18 @@ static int write_table(struct hy_cache_store *s, int copy, uint64_t seq)
 				l = &s->lines[n + i];
 			else
 				s->external(s->external_arg, n + i, &ext);
+			if (s->summing && l->used && s->header.version >= 3) {
+				/* read back: the sum is of what the store holds */
+				if (l != &ext) {
+					ext = *l;
+					l = &ext;
+				}
+				memset(line, 0, HY_CACHE_LINE_SIZE);
+				rc = hy_cache_store_read_line(s, n + i, ext.valid, line);
+				ext.summed = rc == 0;
+				ext.sum = rc == 0 ? hy_cache_store_line_sum(line, ext.valid) : 0;
+				rc = 0; /* a line that cannot be read is kept unsummed */
+			}
 			hy_cache_store_format_encode_line(l, n + i, s->header.generation, seq,
 							  s->header.version,
 							  buf + i * HY_CACHE_LINE_RECORD);
@@ -293,6 +428,7 @@ int hy_cache_store_checkpoint_first_half(struct hy_cache_store *s)
 static int checkpoint_at(struct hy_cache_store *s, uint64_t seq, char *why, size_t why_size)
 {
 	int copy = 1 - s->active_copy, rc;
+	uint64_t nstamps = 0;
 
 	if (!s->loaded) {
 		hy_ondisk_say(why, why_size, "cache: \"%s\": checkpoint before load", s->path);
@@ -303,12 +439,16 @@ static int checkpoint_at(struct hy_cache_store *s, uint64_t seq, char *why, size
 			      s->path, strerror(-s->error));
 		return s->error;
 	}
-	rc = write_table(s, copy, seq);
+	/* the stamps first: write_table's sync covers them */
+	rc = write_stamps(s, copy, &nstamps);
+	if (rc == 0)
+		rc = write_table(s, copy, seq);
 	if (rc == 0) {
 		unsigned char buf[HY_CACHE_STORE_BLOCK];
 
 		hy_cache_store_format_encode_copy_header(s->header.generation, seq,
-							 s->header.capacity, buf);
+							 s->header.capacity, s->header.version,
+							 nstamps, buf);
 		rc = hy_ondisk_write_full(s->fd, buf, sizeof(buf), copy_offset(s, copy));
 	}
 	if (rc == 0 && fdatasync(s->fd) < 0)
@@ -331,10 +471,36 @@ int hy_cache_store_checkpoint(struct hy_cache_store *s, char *why, size_t why_si
 {
 	uint64_t seq;
 
+	/* a sequence of its own: a checkpoint with no record since the last
+	 * one must still be the newer copy (the clean lines it keeps, and
+	 * their stamps, are only in it) */
 	pthread_mutex_lock(&s->lock);
-	seq = s->commit.written;
+	seq = s->commit.written + 1;
 	pthread_mutex_unlock(&s->lock);
 	return checkpoint_at(s, seq, why, why_size);
+}
+
+int hy_cache_store_checkpoint_summed(struct hy_cache_store *s, char *why, size_t why_size)
+{
+	int rc;
+
+	s->summing = true;
+	rc = hy_cache_store_checkpoint(s, why, why_size);
+	s->summing = false;
+	return rc;
+}
+
+uint32_t hy_cache_store_line_sum(const void *buf, uint8_t valid)
+{
+	unsigned char line[HY_CACHE_LINE_SIZE];
+
+	memset(line, 0, sizeof(line));
+	for (int i = 0; i < SECTORS; i++)
+		if (valid & (1u << i))
+			memcpy(line + i * HY_CACHE_SECTOR_SIZE,
+			       (const unsigned char *)buf + i * HY_CACHE_SECTOR_SIZE,
+			       HY_CACHE_SECTOR_SIZE);
+	return hy_ondisk_fnv1a32(line, sizeof(line));
 }
 
 int hy_cache_store_load(struct hy_cache_store *s, hy_cache_store_line_cb cb, void *arg,
@@ -342,7 +508,7 @@ int hy_cache_store_load(struct hy_cache_store *s, hy_cache_store_line_cb cb, voi
 {
 	struct hy_cache_store_load_stats local;
 	unsigned char buf[HY_CACHE_STORE_BLOCK];
-	uint64_t seq[2];
+	uint64_t seq[2], nst[2];
 	bool good[2];
 	int rc, copy;
 
@@ -358,7 +524,8 @@ int hy_cache_store_load(struct hy_cache_store *s, hy_cache_store_line_cb cb, voi
 			return rc;
 		}
 		good[c] = hy_cache_store_format_decode_copy_header(
-				  buf, s->header.generation, s->header.capacity, &seq[c]) == 0;
+				  buf, s->header.generation, s->header.capacity, s->header.version,
+				  &seq[c], &nst[c]) == 0;
 	}
 	if (!good[0] && !good[1]) {
 		hy_ondisk_say(why, why_size, "cache: \"%s\": both line table copies are damaged",
@@ -376,6 +543,8 @@ int hy_cache_store_load(struct hy_cache_store *s, hy_cache_store_line_cb cb, voi
 	s->active_copy = copy;
 	s->checkpoint_seq = seq[copy];
 	rc = read_table(s, copy, &stats->damaged_records);
+	if (rc == 0)
+		rc = read_stamps(s, copy, nst[copy], stats);
 	if (rc == 0)
 		rc = hy_cache_store_journal_replay(s, stats);
 	if (rc < 0) {
@@ -410,7 +579,28 @@ fail:
 	s->loaded = false;
 	free(s->lines);
 	s->lines = NULL;
+	free(s->stamps);
+	s->stamps = NULL;
+	s->nstamps = 0;
 	return rc;
+}
+
+const struct hy_cache_stamp *hy_cache_store_loaded_stamps(struct hy_cache_store *s, size_t *n)
+{
+	*n = s->stamps_fn ? 0 : s->nstamps;
+	return s->stamps_fn ? NULL : s->stamps;
+}
+
+void hy_cache_store_external_stamps(struct hy_cache_store *s, hy_cache_store_stamps_fn fn,
+				    void *arg)
+{
+	pthread_mutex_lock(&s->lock);
+	s->stamps_fn = fn;
+	s->stamps_arg = arg;
+	free(s->stamps);
+	s->stamps = NULL;
+	s->nstamps = 0;
+	pthread_mutex_unlock(&s->lock);
 }
 
 void hy_cache_store_external_table(struct hy_cache_store *s, hy_cache_store_table_fn fn, void *arg)
@@ -552,6 +742,7 @@ void hy_cache_store_close(struct hy_cache_store *s)
 	if (s->fd >= 0)
 		close(s->fd);
 	free(s->lines);
+	free(s->stamps);
 	free(s->path);
 	free(s);
 }

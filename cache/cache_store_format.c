@@ -49,6 +49,15 @@
 #define TAB_SEQ	       16
 #define TAB_CAPACITY   24
 #define TAB_CHECKSUM   32
+#define TAB_STAMPS     40 /* format 3: the count of file stamps */
+#define TAB_CHECKSUM3  48 /* format 3: FNV-1a 64 of bytes 0..47 */
+
+/* file stamp record (format 3) */
+#define SR_FILE_ID  0
+#define SR_CTIME    8
+#define SR_MTIME    16
+#define SR_SIZE	    24
+#define SR_CHECKSUM 44
 
 /* line record */
 #define LR_FILE_ID  0
@@ -61,6 +70,8 @@
 #define LR_SEQ	    22
 #define LR_CHECKSUM 28
 #define LR_USED	    1u
+#define LR_SUMMED   2u /* format 3 */
+#define LR_SUM	    22 /* format 3: 4 bytes */
 
 /* journal record */
 #define JR_TYPE	      4
@@ -109,7 +120,7 @@ static bool layout_ok(const struct hy_cache_store_header *h)
 	if (h->capacity < 1 || h->capacity > max_lines)
 		return false;
 	if (h->table_offset != HY_CACHE_STORE_BLOCK ||
-	    h->table_size != 2 * table_copy_blocks(h->capacity) * HY_CACHE_STORE_BLOCK)
+	    h->table_size != 2 * table_copy_blocks(h->capacity, h->version) * HY_CACHE_STORE_BLOCK)
 		return false;
 	if (h->journal_offset != h->table_offset + h->table_size ||
 	    h->journal_size < HY_CACHE_STORE_BLOCK || h->journal_size % HY_CACHE_STORE_BLOCK ||
@@ -278,6 +289,13 @@ void hy_cache_store_format_encode_line(const struct hy_cache_line *l, uint64_t l
 	p[LR_FLAGS] = LR_USED;
 	if (version < 2) {
 		hy_ondisk_put_le64(p + LR_SEQ_V1, seq);
+	} else if (version >= 3) {
+		p[LR_TAIL] = (unsigned char)(l->tail & 0xff);
+		p[LR_TAIL + 1] = (unsigned char)(l->tail >> 8);
+		if (l->summed) {
+			p[LR_FLAGS] |= LR_SUMMED;
+			hy_ondisk_put_le32(p + LR_SUM, l->sum);
+		}
 	} else {
 		unsigned char seq8[8];
 
@@ -300,7 +318,11 @@ int hy_cache_store_format_decode_line(const unsigned char *p, uint64_t line, uin
 		return 0;
 	if (hy_ondisk_get_le32(p + LR_CHECKSUM) != line_record_sum(p, line, generation))
 		return -EUCLEAN;
-	if (p[LR_FLAGS] != LR_USED || p[19] != 0 || (p[LR_DIRTY] & ~p[LR_VALID]))
+	if ((p[LR_FLAGS] & ~(version >= 3 ? LR_SUMMED : 0u)) != LR_USED || p[19] != 0 ||
+	    (p[LR_DIRTY] & ~p[LR_VALID]))
+		return -EUCLEAN;
+	if (version >= 3 &&
+	    (p[26] | p[27] || (!(p[LR_FLAGS] & LR_SUMMED) && hy_ondisk_get_le32(p + LR_SUM) != 0)))
 		return -EUCLEAN;
 	if (version >= 2 && (p[LR_TAIL] | p[LR_TAIL + 1] << 8) >= HY_CACHE_LINE_SIZE)
 		return -EUCLEAN; /* before l is filled: a damaged record leaves a free line */
@@ -311,10 +333,15 @@ int hy_cache_store_format_decode_line(const unsigned char *p, uint64_t line, uin
 	l->dirty = p[LR_DIRTY];
 	if (version >= 2)
 		l->tail = (uint16_t)(p[LR_TAIL] | p[LR_TAIL + 1] << 8);
+	if (version >= 3 && (p[LR_FLAGS] & LR_SUMMED)) {
+		l->summed = true;
+		l->sum = hy_ondisk_get_le32(p + LR_SUM);
+	}
 	return 0;
 }
 
 void hy_cache_store_format_encode_copy_header(uint64_t generation, uint64_t seq, uint64_t capacity,
+					      uint32_t version, uint64_t nstamps,
 					      unsigned char *buf)
 {
 	memset(buf, 0, HY_CACHE_STORE_BLOCK);
@@ -323,19 +350,70 @@ void hy_cache_store_format_encode_copy_header(uint64_t generation, uint64_t seq,
 	hy_ondisk_put_le64(buf + TAB_SEQ, seq);
 	hy_ondisk_put_le64(buf + TAB_CAPACITY, capacity);
 	hy_ondisk_put_le64(buf + TAB_CHECKSUM, hy_ondisk_fnv1a64(buf, TAB_CHECKSUM));
+	if (version >= 3) {
+		hy_ondisk_put_le64(buf + TAB_STAMPS, nstamps);
+		hy_ondisk_put_le64(buf + TAB_CHECKSUM3, hy_ondisk_fnv1a64(buf, TAB_CHECKSUM3));
+	}
 }
 
-/* 0 with the copy's sequence, or -EUCLEAN */
+/* 0 with the copy's sequence and (format 3; else 0) its count of file
+ * stamps, or -EUCLEAN */
 int hy_cache_store_format_decode_copy_header(const unsigned char *buf, uint64_t generation,
-					     uint64_t capacity, uint64_t *seq)
+					     uint64_t capacity, uint32_t version, uint64_t *seq,
+					     uint64_t *nstamps)
 {
 	if (memcmp(buf, TAB_MAGIC, 8) != 0 ||
 	    hy_ondisk_get_le64(buf + TAB_CHECKSUM) != hy_ondisk_fnv1a64(buf, TAB_CHECKSUM) ||
 	    hy_ondisk_get_le64(buf + TAB_GENERATION) != generation ||
 	    hy_ondisk_get_le64(buf + TAB_CAPACITY) != capacity)
 		return -EUCLEAN;
+	*nstamps = 0;
+	if (version >= 3) {
+		if (hy_ondisk_get_le64(buf + TAB_CHECKSUM3) !=
+			    hy_ondisk_fnv1a64(buf, TAB_CHECKSUM3) ||
+		    hy_ondisk_get_le64(buf + TAB_STAMPS) > capacity)
+			return -EUCLEAN;
+		*nstamps = hy_ondisk_get_le64(buf + TAB_STAMPS);
+	}
 	*seq = hy_ondisk_get_le64(buf + TAB_SEQ);
 	return 0;
+}
+
+static uint32_t stamp_record_sum(const unsigned char *p, uint64_t index, uint64_t generation)
+{
+	unsigned char extra[16];
+
+	hy_ondisk_put_le64(extra, index);
+	hy_ondisk_put_le64(extra + 8, generation);
+	return hy_ondisk_fnv1a32_more(hy_ondisk_fnv1a32(p, SR_CHECKSUM), extra, sizeof(extra));
+}
+
+void hy_cache_store_format_encode_stamp(const struct hy_cache_stamp *st, uint64_t index,
+					uint64_t generation, unsigned char *p)
+{
+	memset(p, 0, HY_CACHE_STAMP_RECORD);
+	hy_ondisk_put_le64(p + SR_FILE_ID, st->file_id);
+	hy_ondisk_put_le64(p + SR_CTIME, (uint64_t)st->ctime_ns);
+	hy_ondisk_put_le64(p + SR_MTIME, (uint64_t)st->mtime_ns);
+	hy_ondisk_put_le64(p + SR_SIZE, st->size);
+	hy_ondisk_put_le32(p + SR_CHECKSUM, stamp_record_sum(p, index, generation));
+}
+
+/* 0 or -EUCLEAN (a damaged record, or one of another slot or format) */
+int hy_cache_store_format_decode_stamp(const unsigned char *p, uint64_t index, uint64_t generation,
+				       struct hy_cache_stamp *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (hy_ondisk_get_le32(p + SR_CHECKSUM) != stamp_record_sum(p, index, generation))
+		return -EUCLEAN;
+	for (int i = SR_SIZE + 8; i < SR_CHECKSUM; i++)
+		if (p[i])
+			return -EUCLEAN;
+	st->file_id = hy_ondisk_get_le64(p + SR_FILE_ID);
+	st->ctime_ns = (int64_t)hy_ondisk_get_le64(p + SR_CTIME);
+	st->mtime_ns = (int64_t)hy_ondisk_get_le64(p + SR_MTIME);
+	st->size = hy_ondisk_get_le64(p + SR_SIZE);
+	return st->file_id && st->ctime_ns ? 0 : -EUCLEAN;
 }
 
 /* ---- creation ---- */
@@ -359,7 +437,8 @@ static uint64_t new_generation(void)
 
 static uint64_t layout_bytes(uint64_t capacity, uint64_t journal_size)
 {
-	return HY_CACHE_STORE_BLOCK + 2 * table_copy_blocks(capacity) * HY_CACHE_STORE_BLOCK +
+	return HY_CACHE_STORE_BLOCK +
+	       2 * table_copy_blocks(capacity, HY_CACHE_STORE_VERSION) * HY_CACHE_STORE_BLOCK +
 	       journal_size + capacity * HY_CACHE_LINE_SIZE;
 }
 
@@ -378,8 +457,9 @@ static int plan(const char *path, const char *uuid, uint64_t size, struct hy_cac
 	 * count is not a multiple of 64 made a store that its own open refused) */
 	jrec = (jrec + RECORDS_PER_BLOCK - 1) / RECORDS_PER_BLOCK * RECORDS_PER_BLOCK;
 	jsize = jrec * HY_CACHE_JOURNAL_RECORD;
-	/* a line costs its data and two 32-byte records: start close, step down */
-	cap = size / (HY_CACHE_LINE_SIZE + 2 * HY_CACHE_LINE_RECORD);
+	/* a line costs its data, two 32-byte records and room for two file
+	 * stamps: start close, step down */
+	cap = size / (HY_CACHE_LINE_SIZE + 2 * HY_CACHE_LINE_RECORD + 2 * HY_CACHE_STAMP_RECORD);
 	while (cap > 0 && layout_bytes(cap, jsize) > size)
 		cap--;
 	if (cap < 1) {
@@ -396,7 +476,7 @@ static int plan(const char *path, const char *uuid, uint64_t size, struct hy_cac
 	h->capacity = cap;
 	h->generation = new_generation();
 	h->table_offset = HY_CACHE_STORE_BLOCK;
-	h->table_size = 2 * table_copy_blocks(cap) * HY_CACHE_STORE_BLOCK;
+	h->table_size = 2 * table_copy_blocks(cap, h->version) * HY_CACHE_STORE_BLOCK;
 	h->journal_offset = h->table_offset + h->table_size;
 	h->journal_size = jsize;
 	h->data_offset = h->journal_offset + jsize;
@@ -421,7 +501,8 @@ static int write_new_store(int fd, const struct hy_cache_store_header *h)
 		rc = hy_ondisk_write_full(fd, buf, (size_t)len, off);
 	}
 	if (rc == 0) {
-		hy_cache_store_format_encode_copy_header(h->generation, 0, h->capacity, buf);
+		hy_cache_store_format_encode_copy_header(h->generation, 0, h->capacity, h->version,
+							 0, buf);
 		rc = hy_ondisk_write_full(fd, buf, HY_CACHE_STORE_BLOCK, h->table_offset);
 	}
 	if (rc == 0 && fdatasync(fd) < 0)

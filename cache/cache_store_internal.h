@@ -30,10 +30,24 @@
 #define UUID_FIELD 40		 /* the superblock's mount uuid, NUL-padded */
 #define CHUNK	   (1024 * 1024) /* bytes read or written at a time */
 
-static inline uint64_t table_copy_blocks(uint64_t capacity)
+/* Blocks of a copy's line records. */
+static inline uint64_t line_record_blocks(uint64_t capacity)
 {
-	return 1 +
-	       (capacity * HY_CACHE_LINE_RECORD + HY_CACHE_STORE_BLOCK - 1) / HY_CACHE_STORE_BLOCK;
+	return (capacity * HY_CACHE_LINE_RECORD + HY_CACHE_STORE_BLOCK - 1) / HY_CACHE_STORE_BLOCK;
+}
+
+/* Blocks of a copy's file stamps (format 3): room for one per line. */
+static inline uint64_t stamp_record_blocks(uint64_t capacity)
+{
+	return (capacity * HY_CACHE_STAMP_RECORD + HY_CACHE_STORE_BLOCK - 1) / HY_CACHE_STORE_BLOCK;
+}
+
+/* Blocks of one table copy: its header, its line records and, from
+ * format 3 on, its file stamps. */
+static inline uint64_t table_copy_blocks(uint64_t capacity, uint32_t version)
+{
+	return 1 + line_record_blocks(capacity) +
+	       (version >= 3 ? stamp_record_blocks(capacity) : 0);
 }
 
 /* Reads @len bytes at @off; zeros past the end of the file. 0 or -errno. */
@@ -53,9 +67,15 @@ void hy_cache_store_format_encode_line(const struct hy_cache_line *l, uint64_t l
 int hy_cache_store_format_decode_line(const unsigned char *p, uint64_t line, uint64_t generation,
 				      uint32_t version, struct hy_cache_line *l);
 void hy_cache_store_format_encode_copy_header(uint64_t generation, uint64_t seq, uint64_t capacity,
+					      uint32_t version, uint64_t nstamps,
 					      unsigned char *buf);
 int hy_cache_store_format_decode_copy_header(const unsigned char *buf, uint64_t generation,
-					     uint64_t capacity, uint64_t *seq);
+					     uint64_t capacity, uint32_t version, uint64_t *seq,
+					     uint64_t *nstamps);
+void hy_cache_store_format_encode_stamp(const struct hy_cache_stamp *st, uint64_t index,
+					uint64_t generation, unsigned char *p);
+int hy_cache_store_format_decode_stamp(const unsigned char *p, uint64_t index, uint64_t generation,
+				       struct hy_cache_stamp *st);
 
 /* cache_store_journal.c */
 int hy_cache_store_journal_replay(struct hy_cache_store *s, struct hy_cache_store_load_stats *st);

@@ -54,6 +54,7 @@ static void apply(struct hy_cache_store *s, const struct hy_cache_journal_record
 		l->valid = r->valid;
 		l->dirty = r->dirty;
 		l->tail = r->tail;
+		l->summed = false;
 		break;
 	case HY_CJ_FREE:
 		memset(l, 0, sizeof(*l));
@@ -62,6 +63,7 @@ static void apply(struct hy_cache_store *s, const struct hy_cache_journal_record
 		l->valid = r->valid;
 		l->dirty = r->dirty;
 		l->tail = r->tail;
+		l->summed = false; /* the data changed since it was summed */
 		break;
 	}
 }

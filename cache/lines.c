@@ -145,25 +145,15 @@ void hy_cache_lines_forget(struct hy_cache *c, uint32_t line)
 	if (ls->flags & LS_DIRTY)
 		c->ssd_dirty--;
 	memset(ls, 0, sizeof(*ls));
+	map_set(c->kept_map, line, false);
 }
 
-/* A line to fill for a block of @file_id (whose gate the caller holds,
- * @exclusive or shared): a free one, or a clean victim whose gate is free
- * now, or that is the caller's own gate held exclusive. The line is off
- * the policy and the index until hy_cache_lines_commit(). Returns the line or
- * -ENOSPC. */
-int64_t hy_cache_lines_alloc(struct hy_cache *c, uint64_t file_id, bool exclusive)
+/* The next victim, off the index and the policy (lines_lock held), or
+ * -ENOSPC: a clean line whose gate is free now, or is the caller's own
+ * held exclusive. */
+static int64_t victim_take(struct hy_cache *c, struct victim_ctx *v)
 {
-	struct victim_ctx v = {
-		.c = c, .own_stripe = file_id % HY_CACHE_GATES, .own_held = exclusive};
-	int64_t got = -ENOSPC;
-
-	pthread_mutex_lock(&c->lines_lock);
-	if (c->nfree) {
-		got = free_pop(c);
-		goto out;
-	}
-	while (v.nskip < VICTIM_TRIES) {
+	while (v->nskip < VICTIM_TRIES) {
 		uint32_t line;
 		uint64_t vfile;
 
@@ -171,24 +161,89 @@ int64_t hy_cache_lines_alloc(struct hy_cache *c, uint64_t file_id, bool exclusiv
 		 * against: the two-step search is hybridfs's own (with LRU3) */
 		if (hy_policy_victim(c->policy,
 				     c->cfg.policy == HY_POLICY_LRU3 ? line_first_choice : NULL,
-				     line_evictable, &v, &line) != 0)
+				     line_evictable, v, &line) != 0)
 			break;
 		vfile = c->lines[line].file_id;
-		if (vfile % HY_CACHE_GATES == v.own_stripe) {
+		if (vfile % HY_CACHE_GATES == v->own_stripe) {
 			hy_cache_lines_forget(c, line); /* under the gate the caller holds */
 		} else if (pthread_rwlock_trywrlock(gate(c, vfile)) != 0) {
-			v.skip[v.nskip++] = line; /* a busy file: the next one */
+			v->skip[v->nskip++] = line; /* a busy file: the next one */
 			continue;
 		} else {
 			hy_cache_lines_forget(c, line);
 			pthread_rwlock_unlock(gate(c, vfile));
 		}
 		atomic_fetch_add(&c->st.ssd_evictions, 1);
-		got = line;
-		break;
+		return line;
 	}
-out:
+	return -ENOSPC;
+}
+
+/* Victims journaled free at once when a line the durable table names is
+ * reused (one fdatasync for all): the next ones to go, freed a little
+ * early (at most an eighth of the store), instead of a sync per eviction
+ * once a checkpoint named every line. 40,000 random 4 KiB reads over 48
+ * MiB through a full 8 MiB store after a remount (every line named):
+ * 5.4 s one at a time, 3 s by 64, 1.3-2.2 s by 256, as without the free
+ * records (1.3-1.7 s), the hits the same. */
+#define FREE_BATCH 256
+
+/* A line to fill for a block of @file_id (whose gate the caller holds,
+ * @exclusive or shared): a free one, or a clean victim whose gate is free
+ * now, or that is the caller's own gate held exclusive. The line is off
+ * the policy and the index until hy_cache_lines_commit(). A line the
+ * durable table or journal names in use is journaled free first: it must
+ * say free before other data goes in, or a crash would leave it naming
+ * the old block over the new data (the persistent cache keeps clean lines
+ * after a crash). Returns the line or -ENOSPC. */
+int64_t hy_cache_lines_alloc(struct hy_cache *c, uint64_t file_id, bool exclusive)
+{
+	struct victim_ctx v = {
+		.c = c, .own_stripe = file_id % HY_CACHE_GATES, .own_held = exclusive};
+	struct hy_cache_journal_record r[FREE_BATCH];
+	uint32_t extra[FREE_BATCH];
+	size_t nr = 0, nextra = 0;
+	bool victim = false;
+	int64_t got;
+
+	pthread_mutex_lock(&c->lines_lock);
+	if (c->nfree) {
+		got = free_pop(c);
+	} else {
+		got = victim_take(c, &v);
+		victim = true;
+	}
+	if (got >= 0 && map_test(c->durable_map, (uint32_t)got)) {
+		r[nr++] =
+			(struct hy_cache_journal_record){.type = HY_CJ_FREE, .line = (uint64_t)got};
+		/* the victims after it, named ones journaled with it */
+		while (victim && nextra < FREE_BATCH - 1 && nextra < c->capacity / 8) {
+			int64_t e = victim_take(c, &v);
+
+			if (e < 0)
+				break;
+			extra[nextra++] = (uint32_t)e;
+			if (map_test(c->durable_map, (uint32_t)e))
+				r[nr++] = (struct hy_cache_journal_record){.type = HY_CJ_FREE,
+									   .line = (uint64_t)e};
+		}
+	}
 	pthread_mutex_unlock(&c->lines_lock);
+	if (nr && hy_cache_journal_records(c, r, nr) < 0) {
+		/* they stay named: the next use journals them again */
+		pthread_mutex_lock(&c->lines_lock);
+		for (size_t i = 0; i < nextra; i++)
+			hy_cache_lines_free_push(c, extra[i]);
+		hy_cache_lines_free_push(c, (uint32_t)got);
+		pthread_mutex_unlock(&c->lines_lock);
+		return -ENOSPC;
+	}
+	if (nextra) {
+		pthread_mutex_lock(&c->lines_lock);
+		for (size_t i = 0; i < nextra; i++)
+			hy_cache_lines_free_push(c, extra[i]);
+		pthread_mutex_unlock(&c->lines_lock);
+	}
 	return got;
 }
 
@@ -241,6 +296,8 @@ void hy_cache_lines_hit(struct hy_cache *c, uint32_t line)
 		hy_log(LOG_ERR, "cache: line %" PRIu32 " hit but not in the policy", line);
 	if (c->line_hits && c->line_hits[line] < UINT8_MAX)
 		c->line_hits[line]++;
+	if (map_test(c->kept_map, line))
+		atomic_fetch_add(&c->keep.warm_hits, 1);
 	hy_cache_lines_accessed(c);
 	pthread_mutex_unlock(&c->lines_lock);
 }
@@ -334,6 +391,7 @@ void hy_cache_lines_table_record(void *arg, uint64_t line, struct hy_cache_line 
 				out->tail = (uint16_t)tail;
 		}
 	}
+	map_set(c->durable_map, (uint32_t)line, out->used);
 	pthread_mutex_unlock(&c->lines_lock);
 }
 
@@ -366,8 +424,15 @@ int hy_cache_journal_records(struct hy_cache *c, const struct hy_cache_journal_r
 			i--;
 			continue;
 		}
-		if (rc == 0)
+		if (rc == 0) {
 			atomic_fetch_add(&c->st.journal_records, 1);
+			if (r[i].type != HY_CJ_MASKS) {
+				pthread_mutex_lock(&c->lines_lock);
+				map_set(c->durable_map, (uint32_t)r[i].line,
+					r[i].type == HY_CJ_FILL);
+				pthread_mutex_unlock(&c->lines_lock);
+			}
+		}
 	}
 	if (rc == 0 && seq)
 		rc = hy_cache_store_journal_wait(c->store, seq);

@@ -298,6 +298,31 @@ static void print_cache(struct json_object *d)
 	       (unsigned long long)jget_u64(c, "dram_evictions", NULL),
 	       (unsigned long long)jget_u64(c, "ssd_evictions", NULL),
 	       (unsigned long long)jget_u64(c, "cleaned_blocks", NULL));
+	/* the persistent cache: what the mount kept of the store */
+	{
+		struct json_object *k = NULL, *dr = NULL;
+
+		if (json_object_object_get_ex(c, "keep", &k) && k) {
+			json_object_object_get_ex(k, "dropped", &dr);
+			printf("%-12s kept %llu lines of %llu files at mount (%llu files checked "
+			       "and used, %llu not used yet), %llu SSD hits from them; dropped "
+			       "%llu lines changed (%llu files changed while unmounted, %llu "
+			       "written home after a crash), %llu gone, %llu unverifiable, %llu "
+			       "damaged\n",
+			       "cache kept", (unsigned long long)jget_u64(k, "kept_lines", NULL),
+			       (unsigned long long)jget_u64(k, "kept_files", NULL),
+			       (unsigned long long)jget_u64(k, "verified_files", NULL),
+			       (unsigned long long)jget_u64(k, "pending_files", NULL),
+			       (unsigned long long)jget_u64(k, "warm_hits", NULL),
+			       (unsigned long long)(jget_u64(dr, "stale_lines", NULL) +
+						    jget_u64(dr, "changed_lines", NULL)),
+			       (unsigned long long)jget_u64(dr, "stale_files", NULL),
+			       (unsigned long long)jget_u64(dr, "changed_files", NULL),
+			       (unsigned long long)jget_u64(dr, "gone_lines", NULL),
+			       (unsigned long long)jget_u64(dr, "unverifiable_lines", NULL),
+			       (unsigned long long)jget_u64(dr, "damaged_lines", NULL));
+		}
+	}
 	/* ReCA: what the per-process policies did */
 	printf("%-12s %llu blocks kept out by their class, %llu read ahead to fill lines; "
 	       "%llu files migrated to larger lines (%llu blocks read in, %llu given up), "

@@ -273,6 +273,29 @@ struct json_object *hy_fs_cache_status(struct hy_cache *cache)
 	add_u64(o, "checkpoints", s.checkpoints);
 	add_u64(o, "recovered_blocks", s.recovered_blocks);
 	add_u64(o, "lost_blocks", s.lost_blocks);
+	{
+		/* the persistent cache: kept at mount, dropped and why, warm-up */
+		struct json_object *k = json_object_new_object(), *d = json_object_new_object();
+
+		add_u64(k, "kept_lines", s.keep.kept_lines);
+		add_u64(k, "kept_files", s.keep.kept_files);
+		add_u64(d, "changed_lines", s.keep.changed_lines);
+		add_u64(d, "changed_files", s.keep.changed_files);
+		add_u64(d, "unverifiable_lines", s.keep.unverifiable_lines);
+		add_u64(d, "unverifiable_files", s.keep.unverifiable_files);
+		add_u64(d, "gone_files", s.keep.gone_files);
+		add_u64(d, "damaged_lines", s.keep.damaged_lines);
+		add_u64(d, "stale_lines", s.keep.stale_lines);
+		add_u64(d, "stale_files", s.keep.stale_files);
+		add_u64(d, "gone_lines", s.keep.gone_later_lines);
+		add_u64(d, "gone_later_files", s.keep.gone_later_files);
+		json_object_object_add(k, "dropped", d);
+		add_u64(k, "verified_lines", s.keep.verified_lines);
+		add_u64(k, "verified_files", s.keep.verified_files);
+		add_u64(k, "pending_files", s.keep.pending_files);
+		add_u64(k, "warm_hits", s.keep.warm_hits);
+		json_object_object_add(o, "keep", k);
+	}
 	add_u64(o, "dram_bytes_per_line", s.dram_bytes_per_line);
 	add_u64(o, "front_meta_bytes", s.front_meta_bytes);
 	return o;

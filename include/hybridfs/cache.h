@@ -47,8 +47,12 @@
  *     changed it since its last sync): after a kill -9 the journal brings
  *     every fsync'd dirty line back, and mount writes them home
  *     (hy_cache_open with a recover callback) before the store is used
- *     again, empty. Clean lines are not kept across mounts: nothing proves
- *     them current once the backing directory was unmounted.
+ *     again, and drops those files' lines.
+ *   - The store keeps its clean lines across mounts (cache/cache.c's
+ *     header: each checkpoint keeps per file the stamp its lines are
+ *     current for, a file's kept lines are served only once its first
+ *     request finds the home file with that stamp again, and a clean
+ *     close sums every line's data for the next mount to check).
  *   - A store cut short in its data lines (its superblock, table and
  *     journal whole) is salvaged: the dirty lines that remain go home,
  *     those past its end are logged as lost, and it is made again. A
@@ -232,8 +236,22 @@ struct hy_cache_stats {
 	uint64_t pore_forced; /* cleaner passes that wrote every zone: half the cache dirty */
 	uint64_t pore_kept;   /* cold dirty blocks the front buffer sent to the store, not home */
 	uint64_t journal_records, checkpoints;
-	uint64_t recovered_blocks;  /* dirty blocks written home at open */
-	uint64_t lost_blocks;	    /* ... that lay past the end of a truncated store */
+	uint64_t recovered_blocks; /* dirty blocks written home at open */
+	uint64_t lost_blocks;	   /* ... that lay past the end of a truncated store */
+	/* the persistent cache: what open kept of the store's lines and what
+	 * it dropped, then what the first use of the kept files found */
+	struct hy_cache_keep_stats {
+		uint64_t kept_lines, kept_files;       /* at open, unverified */
+		uint64_t changed_lines, changed_files; /* dropped: written home after a crash */
+		uint64_t unverifiable_lines, unverifiable_files; /* dropped: no stamp */
+		uint64_t gone_files;	/* at open: files of dirty lines that are gone */
+		uint64_t damaged_lines; /* at open: data not as summed at the clean close */
+		uint64_t verified_lines, verified_files;     /* adopted: unchanged */
+		uint64_t stale_lines, stale_files;	     /* dropped: changed while unmounted */
+		uint64_t gone_later_lines, gone_later_files; /* removed before any use */
+		uint64_t pending_files;			     /* kept files not used yet */
+		uint64_t warm_hits;			     /* SSD read hits of kept lines */
+	} keep;
 	size_t dram_bytes_per_line; /* index + policy + line state + free list, per SSD line */
 	size_t front_meta_bytes;    /* the front buffer's bookkeeping (not its data) */
 };
@@ -241,8 +259,9 @@ struct hy_cache_stats {
 struct hy_cache;
 
 /* Opens (or makes) the store, writes home what a crash left dirty in it,
- * and starts the cache empty, with its threads. 0 or a negative errno
- * with a message in @why. */
+ * keeps the clean lines whose files have a stamp (unverified until their
+ * first use), and starts the threads. 0 or a negative errno with a
+ * message in @why. */
 struct hy_indirector;
 int hy_cache_open(const struct hy_cache_config *cfg, struct hy_indirector *below,
 		  struct hy_cache **out, char *why, size_t why_size);

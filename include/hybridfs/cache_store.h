@@ -36,8 +36,9 @@
  *     128     8     FNV-1a 64 of bytes 0..127
  *     136..4095     zero
  *
- *   the line table: two copies, A then B, each one header block and then
- *   ceil(capacity * 32 / 4096) blocks of line records
+ *   the line table: two copies, A then B, each one header block, then
+ *   ceil(capacity * 32 / 4096) blocks of line records, then (format 3)
+ *   ceil(capacity * 48 / 4096) blocks of file stamps
  *     copy header:
  *     0       8     magic "HYCTAB\0\0"
  *     8       8     generation (the superblock's)
@@ -45,12 +46,29 @@
  *                   sequence are in this copy
  *     24      8     capacity
  *     32      8     FNV-1a 64 of bytes 0..31
+ *     40      8     (format 3) count of file stamps, at most capacity
+ *     48      8     (format 3) FNV-1a 64 of bytes 0..47
+ *     file stamp (format 3, 48 bytes, records 0 .. count-1, any order):
+ *     0       8     file_id (nonzero; one stamp per file)
+ *     8       8     ctime in ns (nonzero) \ of the home file, as the
+ *     16      8     mtime in ns            > file's lines in this copy
+ *     24      8     size in bytes         /  are current for
+ *     32      12    reserved, 0
+ *     44      4     FNV-1a 32 of bytes 0..43, the record's index (8 bytes
+ *                   LE) and the generation (8 bytes LE)
+ *   A stamp is written only when it can be believed after a crash at any
+ *   later point (cache/cache.c: no dirty block of the file, its ctime
+ *   past the clock's tick, read under the file's gate); the next mount
+ *   keeps a file's clean lines only with a good stamp of the copy in use
+ *   and serves them only once the home file has that ctime, mtime and
+ *   size again. Format 1 and 2 stores keep no stamps: a mount writes
+ *   their dirty lines home and makes them again (format 3, empty).
  *     line record (32 bytes, record n for line n; all zero = a free line):
  *     0       8     file_id
  *     8       8     block (in lines of the file)
  *     16      1     valid sector mask
  *     17      1     dirty sector mask (a subset of valid)
- *     18      1     flags: bit 0 in use
+ *     18      1     flags: bit 0 in use, bit 1 (format 3) data summed
  *     19      1     reserved, 0
  *     20      2     tail (format 2): bytes of the line that lay inside
  *                   the file when the line was last journaled dirty,
@@ -59,10 +77,16 @@
  *                   past its end; recovery writes home no byte past the
  *                   tail, so bytes appended to the file outside while it
  *                   was unmounted are never overwritten by those zeros
- *     22      6     sequence of the checkpoint that wrote the record, its
- *                   low 48 bits (no older than the line's last change;
- *                   informational: memory keeps none, to save 8 bytes a
- *                   line). Format 1: 8 bytes at 20, no tail
+ *     22      6     format 2: sequence of the checkpoint that wrote the
+ *                   record, its low 48 bits (informational). Format 1: 8
+ *                   bytes at 20, no tail. Format 3: a 4-byte checksum of
+ *                   the line's data (FNV-1a 32 of its 4096 bytes, sectors
+ *                   not valid read as zero) when flags bit 1 says so, then
+ *                   2 bytes 0: the last checkpoint of a clean unmount
+ *                   reads every line back to sum it, and the next mount
+ *                   reads every kept line that has one and drops those
+ *                   that differ (damage from outside); a crash leaves
+ *                   lines without, kept unchecked
  *     28      4     FNV-1a 32 of bytes 0..27, the line number (8 bytes LE)
  *                   and the generation (8 bytes LE): a record copied to
  *                   another slot or left by an older format is damaged
@@ -105,6 +129,10 @@
  * checkpoint whose sequence skips a journal's worth of numbers, so that no
  * record of before the crash (one written but never made durable) can ever
  * match the sequence expected next.
+ * Every checkpoint takes a sequence of its own (one past the last record
+ * written): a copy written with no record since the last checkpoint must
+ * still be the newer one, since only it has the clean lines and stamps
+ * of now.
  *
  * Opening checks everything: magic (not a store: refused, naming what
  * libblkid finds there), version (newer: refused), checksum and field
@@ -112,6 +140,12 @@
  * unclaimed store is any mount's to claim), size (truncated: refused).
  * -EUCLEAN, -EPROTO or -EEXIST with a message naming the file and the
  * problem; nothing is written to a store that failed.
+ *
+ * The lines of a store outlive a mount (issue 19): a clean unmount's last
+ * checkpoint leaves every clean line and its file's stamp, and a crash
+ * leaves the last checkpoint's with the journal after it. A clean line is
+ * not journaled when it is filled, so a line the durable table names is
+ * journaled free (a FREE record, durable) before the cache reuses it.
  *
  * Who calls it: the cache (cache/cache.c at mount: open, claim, load;
  * cache/lines.c, cache_io.c and cache_fsync.c: line I/O, appends and
@@ -125,7 +159,8 @@
  * offsets in bytes from the start of the store) and, from load() until
  * its owner takes the table over (hy_cache_store_external_table), an
  * in-memory copy of the line table (24 bytes per line) that appends keep
- * current and checkpoints write. Locks: store->lock, a leaf, protects the journal
+ * current and checkpoints write; likewise the file stamps load() found,
+ * until hy_cache_store_external_stamps(). Locks: store->lock, a leaf, protects the journal
  * state and the table copy; it is held across an append's one 64-byte
  * pwrite (so that records reach the file in sequence order, as
  * map_journal.c does) but never during fdatasync. Checkpoint,
@@ -144,11 +179,12 @@
 #include "hybridfs/cache_index.h" /* the line's geometry: HY_CACHE_LINE_SIZE, sectors */
 
 #define HY_CACHE_STORE_MAGIC	   "HYCACHE\0"
-#define HY_CACHE_STORE_VERSION	   2 /* 2: the tail; 1 is read as tail 0 */
+#define HY_CACHE_STORE_VERSION	   3 /* 3: file stamps; 2: the tail; 1 is read as tail 0 */
 #define HY_CACHE_STORE_HEADER_SIZE 136
 #define HY_CACHE_STORE_BLOCK	   4096
 #define HY_CACHE_LINE_RECORD	   32
 #define HY_CACHE_JOURNAL_RECORD	   64
+#define HY_CACHE_STAMP_RECORD	   48
 
 struct hy_device;
 
@@ -187,6 +223,17 @@ struct hy_cache_line {
 	uint8_t valid, dirty;
 	uint16_t tail; /* see the line record's tail */
 	bool used;
+	bool summed;  /* format 3: sum holds the data's checksum */
+	uint32_t sum; /* FNV-1a 32 of the line's 4096 bytes, invalid sectors zero */
+};
+
+/* A file's stamp (format 3): the home file's identity is its file_id (the
+ * state database's: filesystem UUID, inode, birth time); the stamp is what
+ * the file's lines in the table are current for. */
+struct hy_cache_stamp {
+	uint64_t file_id;
+	int64_t ctime_ns, mtime_ns;
+	uint64_t size;
 };
 
 /* What load() found. */
@@ -196,6 +243,8 @@ struct hy_cache_store_load_stats {
 	uint64_t replayed;	  /* journal records applied */
 	bool journal_cut;	  /* replay stopped at a torn or damaged record */
 	uint64_t cut_at;	  /* ... this one (0-based) */
+	uint64_t stamps;	  /* file stamps of the copy in use (format 3) */
+	uint64_t damaged_stamps;  /* of those, skipped as damaged */
 };
 
 struct hy_cache_store {
@@ -210,6 +259,13 @@ struct hy_cache_store {
 	bool loaded;		     /* load() succeeded: appends and checkpoints may run */
 	void (*external)(void *arg, uint64_t line, struct hy_cache_line *out);
 	void *external_arg;
+	/* file stamps: those load() found (until the owner takes them over,
+	 * hy_cache_store_external_stamps), sorted by file id */
+	struct hy_cache_stamp *stamps;
+	size_t nstamps;
+	int (*stamps_fn)(void *arg, struct hy_cache_stamp **out, size_t *n);
+	void *stamps_arg;
+	bool summing;		 /* this checkpoint sums the lines' data (checkpoint_summed) */
 	int active_copy;	 /* 0 (A) or 1 (B): the copy replay uses */
 	uint64_t checkpoint_seq; /* of the active copy */
 	uint64_t journal_used;	 /* records since the checkpoint */
@@ -291,6 +347,14 @@ uint64_t hy_cache_store_journal_room(struct hy_cache_store *store);
  * the journal restarts. 0 or a negative errno with a message. */
 int hy_cache_store_checkpoint(struct hy_cache_store *store, char *why, size_t why_size);
 
+/* As checkpoint, with every line's data read back and summed into its
+ * record (format 3; see the line record): the close of a clean unmount. */
+int hy_cache_store_checkpoint_summed(struct hy_cache_store *store, char *why, size_t why_size);
+
+/* The checksum of a line's data as the record keeps it (@buf: 4096 bytes,
+ * the sectors not in @valid ignored). */
+uint32_t hy_cache_store_line_sum(const void *buf, uint8_t valid);
+
 /* For the tests: the first half of a checkpoint only (the records of the
  * unused copy, not its header), as a crash in the middle leaves it. */
 int hy_cache_store_checkpoint_first_half(struct hy_cache_store *store);
@@ -308,6 +372,20 @@ int hy_cache_store_checkpoint_first_half(struct hy_cache_store *store);
 typedef void (*hy_cache_store_table_fn)(void *arg, uint64_t line, struct hy_cache_line *out);
 void hy_cache_store_external_table(struct hy_cache_store *store, hy_cache_store_table_fn fn,
 				   void *arg);
+
+/* After load(): the file stamps of the copy load() used (format 3; none
+ * before), sorted by file id, owned by the store until
+ * hy_cache_store_external_stamps(). */
+const struct hy_cache_stamp *hy_cache_store_loaded_stamps(struct hy_cache_store *store, size_t *n);
+
+/* As external_table, for the file stamps: a checkpoint asks @fn for them
+ * (a malloc'd array the store frees, at most capacity entries kept, in
+ * any order; *@out NULL and 0 for none; a negative errno fails the
+ * checkpoint). Runs as the table's @fn does. The store frees the stamps
+ * load() found. */
+typedef int (*hy_cache_store_stamps_fn)(void *arg, struct hy_cache_stamp **out, size_t *n);
+void hy_cache_store_external_stamps(struct hy_cache_store *store, hy_cache_store_stamps_fn fn,
+				    void *arg);
 
 /* The line table as it is now (after load), or NULL (before, or external). */
 const struct hy_cache_line *hy_cache_store_line(struct hy_cache_store *store, uint64_t line);

@@ -18,7 +18,20 @@
  * it, since a change through the mount may be between its home change and
  * its stamp's.
  *
- * Who calls it: cache/cache_io.c and cache/cache_fsync.c, borg/indirector.c.
+ * Across mounts (the persistent cache, cache/cache.c): the cache store
+ * keeps per file the ctime, mtime and size its kept lines are current for,
+ * and the next mount serves them only when the home file has all three
+ * again (hy_stamp_same). A ctime is only worth keeping once the clock has
+ * moved past its tick (hy_stamp_settled): a change made within the same
+ * tick would leave the ctime as it was, and the kept lines stale. The
+ * tick: the kernel stamps with its coarse clock (a jiffy, at most 10 ms);
+ * a ctime of whole seconds comes from a filesystem that keeps seconds (or
+ * two, FAT), so it needs two seconds. What no stamp can tell: a change outside the
+ * mount within the same tick as the mount's own last change of the file
+ * (the ctime stays); the running cache misses it as well.
+ *
+ * Who calls it: cache/cache.c, cache/cache_io.c and cache/cache_fsync.c,
+ * borg/indirector.c.
  * Memory and locks: none; the keepers hold the stamps and their locks.
  */
 #ifndef HYBRIDFS_STAMP_H
@@ -54,6 +67,26 @@ static inline enum hy_stamp_verdict hy_stamp_check(int64_t stamp, uint64_t size,
 static inline bool hy_stamp_moves(int64_t stamp, int64_t now)
 {
 	return now > stamp;
+}
+
+#define HY_STAMP_TICK_NS	50000000LL   /* 5 jiffies at HZ=100 */
+#define HY_STAMP_COARSE_TICK_NS 2000000000LL /* whole-second timestamps */
+
+/* Whether a ctime @stamp read at wall-clock time @now (CLOCK_REALTIME, ns)
+ * can be kept: any change after @now gets a later ctime. */
+static inline bool hy_stamp_settled(int64_t stamp, int64_t now)
+{
+	int64_t tick = stamp % 1000000000 == 0 ? HY_STAMP_COARSE_TICK_NS : HY_STAMP_TICK_NS;
+
+	return stamp > 0 && now - stamp > tick;
+}
+
+/* Whether the home file @now is as a kept stamp says: ctime, mtime, size. */
+static inline bool hy_stamp_same(int64_t ctime_ns, int64_t mtime_ns, uint64_t size,
+				 const struct hy_device_attr *now)
+{
+	return ctime_ns != 0 && ctime_ns == now->stamp && mtime_ns == now->mtime_ns &&
+	       size == now->size;
 }
 
 #endif

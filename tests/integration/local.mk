@@ -42,6 +42,10 @@ EXTRA_DIST += tests/integration/crash.sh tests/integration/cache.sh
 # and across remounts, exclude= keeps files out, bad input is refused.
 TESTS += tests/integration/pin.sh
 EXTRA_DIST += tests/integration/pin.sh
+# The persistent cache: lines kept across a clean remount and a kill -9,
+# files changed while unmounted read fresh (cachekeep.sh).
+TESTS += tests/integration/cachekeep.sh
+EXTRA_DIST += tests/integration/cachekeep.sh
 
 # ReCA: categories of real programs, the policy table, metadata priority.
 TESTS += tests/integration/reca.sh

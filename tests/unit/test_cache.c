@@ -19,12 +19,13 @@
 #include "hybridfs/device.h"
 #include "hybridfs/indirector.h"
 #include "hybridfs/pin.h"
+#include "hybridfs/stamp.h"
 #include "suites.h"
 
 #define BLK	 4096
 #define MF	 48 /* files 1..MF-1 */
 #define UUID	 "5b0c1e2a-4d3f-4a6b-8c7d-9e0f1a2b3c4d"
-#define STORE_0	 86016 /* superblock, table (up to 128 lines), 64 KiB journal */
+#define STORE_0	 94208 /* superblock, table and stamps (up to 85 lines), 64 KiB journal */
 #define STORE(n) ((uint64_t)STORE_0 + (uint64_t)(n)*BLK)
 
 /* ---- the home: files in memory ----------------------------------------- */
@@ -54,10 +55,15 @@ static void home_reset(void)
 {
 	for (int i = 0; i < MF; i++)
 		free(H.f[i].data);
+	/* ctimes never come back: a store kept from a test before (the
+	 * persistent cache) never finds its files unchanged in a new home */
+	static int64_t epoch;
+
 	memset(&H, 0, sizeof(H));
 	H.clock = 1000;
+	epoch += 1000000;
 	for (int i = 0; i < MF; i++)
-		H.f[i].stamp = 1;
+		H.f[i].stamp = epoch;
 	/* a test that crashes its cache (abandons it) never puts back what it
 	 * held: the next test's home starts with none held */
 	if (LOWER)
@@ -3232,6 +3238,232 @@ static void test_exclude(void)
 	free(store);
 }
 
+/* ---- the persistent cache (issue 19.1) ----------------------------------- */
+
+/* A clean close keeps the lines; the next open serves them (SSD hits, no
+ * miss) once the file is seen unchanged, and drops those of a file that
+ * changed while closed: in size, or in content with its mtime put back
+ * (only its ctime moved). A ctime is kept only past its tick. */
+static void test_keep_remount(void)
+{
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
+	unsigned char a[4 * BLK], b[2 * BLK], b2[2 * BLK], d[3 * BLK];
+	struct hy_cache *c;
+	struct hy_cache_stats s;
+	int64_t mtime;
+
+	home_reset();
+	fill_pattern(a, sizeof(a), 91);
+	fill_pattern(b, sizeof(b), 92);
+	fill_pattern(b2, sizeof(b2), 93);
+	fill_pattern(d, sizeof(d), 94);
+	home_set(1, a, sizeof(a));
+	home_set(2, b, sizeof(b));
+	home_set(3, d, 2 * BLK);
+	c = copen(store, HY_CACHE_WRITE_THROUGH, HY_POLICY_LRU3, 0, 16, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT(read_equals(c, 1, a, sizeof(a), 0, sizeof(a)));
+	CU_ASSERT(read_equals(c, 2, b, sizeof(b), 0, sizeof(b)));
+	CU_ASSERT(read_equals(c, 3, d, 2 * BLK, 0, 2 * BLK));
+	CU_ASSERT_EQUAL(stats(c).ssd_used, 8);
+	CU_ASSERT_EQUAL(stats(c).keep.kept_lines, 0); /* a new store */
+	CLOSE(c);
+	/* closed: 2 gets new bytes and its mtime back, 3 grows; line 0 (1's
+	 * block 0) is garbled in the store */
+	{
+		struct hy_cache_store *st = NULL;
+		unsigned char junk[512];
+
+		memset(junk, 0x5a, sizeof(junk));
+		CU_ASSERT_EQUAL_FATAL(hy_cache_store_open(store, UUID, &st, why, sizeof(why)), 0);
+		CU_ASSERT_EQUAL(hy_test_pwrite(store, junk, sizeof(junk),
+					       (off_t)st->header.data_offset + 512),
+				0);
+		hy_cache_store_close(st);
+	}
+	mtime = H.f[2].mtime;
+	home_set(2, b2, sizeof(b2));
+	H.f[2].mtime = mtime;
+	home_set(3, d, sizeof(d));
+	c = copen(store, HY_CACHE_WRITE_THROUGH, HY_POLICY_LRU3, 0, 16, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	s = stats(c);
+	CU_ASSERT_EQUAL(s.keep.kept_lines, 7);
+	CU_ASSERT_EQUAL(s.keep.damaged_lines, 1);
+	CU_ASSERT_EQUAL(s.keep.kept_files, 3);
+	CU_ASSERT_EQUAL(s.keep.pending_files, 3);
+	CU_ASSERT_EQUAL(s.ssd_used, 7);
+	CU_ASSERT(read_equals(c, 1, a, sizeof(a), 0, sizeof(a)));
+	s = stats(c);
+	CU_ASSERT_EQUAL(s.read_hits_ssd, 3);
+	CU_ASSERT_EQUAL(s.read_misses, 1); /* the garbled line's block */
+	CU_ASSERT_EQUAL(s.keep.warm_hits, 3);
+	CU_ASSERT_EQUAL(s.keep.verified_files, 1);
+	CU_ASSERT(read_equals(c, 2, b2, sizeof(b2), 0, sizeof(b2)));
+	CU_ASSERT(read_equals(c, 3, d, sizeof(d), 0, sizeof(d)));
+	s = stats(c);
+	CU_ASSERT_EQUAL(s.keep.stale_files, 2);
+	CU_ASSERT_EQUAL(s.keep.stale_lines, 4);
+	CU_ASSERT_EQUAL(s.keep.warm_hits, 3); /* none from the stale lines */
+	CU_ASSERT_EQUAL(s.keep.pending_files, 0);
+	CU_ASSERT_EQUAL(hy_cache_check(c, why, sizeof(why)), 0);
+	CLOSE(c);
+	/* kept again: 1 as adopted, 2 and 3 as read again; a change of 2's
+	 * metadata through the mount (chmod: its ctime moves) before any read
+	 * checks the kept lines first, and keeps them */
+	c = copen(store, HY_CACHE_WRITE_THROUGH, HY_POLICY_LRU3, 0, 16, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(stats(c).keep.kept_files, 3);
+	{
+		struct hy_cache_file f2 = F(2);
+		bool fresh = hy_cache_meta_begin(c, &f2);
+
+		H.f[2].stamp++;
+		hy_cache_meta_end(c, &f2, fresh);
+	}
+	CU_ASSERT(read_equals(c, 2, b2, sizeof(b2), 0, sizeof(b2)));
+	CU_ASSERT_EQUAL(stats(c).read_misses, 0);
+	CU_ASSERT_EQUAL(stats(c).keep.stale_files, 0);
+	CLOSE(c);
+
+	/* the tick: a ctime the clock has not moved past is not kept */
+	CU_ASSERT_FALSE(hy_stamp_settled(1000000000LL * 1700000000 + 5,
+					 1000000000LL * 1700000000 + 5 + 10000000));
+	CU_ASSERT_TRUE(hy_stamp_settled(1000000000LL * 1700000000 + 5, 1000000000LL * 1700000001));
+	CU_ASSERT_FALSE(hy_stamp_settled(1000000000LL * 1700000000, 1000000000LL * 1700000001));
+	CU_ASSERT_TRUE(hy_stamp_settled(1000000000LL * 1700000000, 1000000000LL * 1700000003));
+	CU_ASSERT_FALSE(hy_stamp_settled(0, 1000000000LL * 1700000003));
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
+/* After a crash the durable table names the lines of the last checkpoint:
+ * a kept line reused for another file's block since must not come back as
+ * the old block with the new data (it is journaled free before reuse). */
+static void test_keep_crash_reuse(void)
+{
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
+	char *copy = hy_test_path_in(dir, "copy");
+	unsigned char a[4 * BLK], b[8 * BLK];
+	struct hy_cache *c;
+	struct hy_cache_stats s;
+
+	home_reset();
+	fill_pattern(a, sizeof(a), 95);
+	fill_pattern(b, sizeof(b), 96);
+	home_set(1, a, sizeof(a));
+	home_set(2, b, sizeof(b));
+	c = copen(store, HY_CACHE_WRITE_THROUGH, HY_POLICY_LRU, 0, 8, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT(read_equals(c, 1, a, sizeof(a), 0, sizeof(a)));
+	CLOSE(c);
+	c = copen(store, HY_CACHE_WRITE_THROUGH, HY_POLICY_LRU, 0, 8, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(stats(c).keep.kept_lines, 4);
+	/* file 2 takes every line, 1's kept ones too */
+	CU_ASSERT(read_equals(c, 2, b, sizeof(b), 0, sizeof(b)));
+	CU_ASSERT(read_equals(c, 2, b, sizeof(b), 0, sizeof(b)));
+	s = stats(c);
+	CU_ASSERT(s.ssd_evictions >= 4);
+	CU_ASSERT_EQUAL_FATAL(copy_file(store, copy), 0); /* a crash now */
+	CLOSE(c);
+	c = copen(copy, HY_CACHE_WRITE_THROUGH, HY_POLICY_LRU, 0, 8, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT(read_equals(c, 1, a, sizeof(a), 0, sizeof(a)));
+	CU_ASSERT(read_equals(c, 2, b, sizeof(b), 0, sizeof(b)));
+	CU_ASSERT_EQUAL(hy_cache_check(c, why, sizeof(why)), 0);
+	CLOSE(c);
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+	free(copy);
+}
+
+/* A store of format 2 (no stamps): its dirty lines go home, its clean ones
+ * are dropped as unverifiable, and it is made again in the current
+ * format, which keeps lines from then on. */
+static void test_keep_old_format(void)
+{
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
+	char *copy = hy_test_path_in(dir, "copy");
+	unsigned char a[4 * BLK], w[BLK], sb[4096];
+	struct hy_cache_file f = F(1);
+	struct hy_cache_store_header h;
+	struct hy_cache_stats s;
+	struct hy_cache *c;
+
+	home_reset();
+	fill_pattern(a, sizeof(a), 97);
+	fill_pattern(w, sizeof(w), 98);
+	home_set(1, a, sizeof(a));
+	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, 16, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT(read_equals(c, 1, a, sizeof(a), 0, sizeof(a)));
+	CLOSE(c); /* the lines are in the table now, clean */
+	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, 16, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(hy_cache_write(c, &f, w, sizeof(w), 2 * BLK), (ssize_t)sizeof(w));
+	CU_ASSERT_EQUAL(cache_fsync(c, &f), 0); /* journaled dirty */
+	/* a crash (the store as it is now), then the store made format 2:
+	 * its superblock says 2, with format 2's layout (no stamps: smaller
+	 * table copies, each its header and line records; copy B, the
+	 * journal and the data moved up to where format 2 has them) */
+	CU_ASSERT_EQUAL_FATAL(copy_file(store, copy), 0);
+	CLOSE(c);
+	CU_ASSERT_EQUAL_FATAL(hy_test_pread(copy, sb, sizeof(sb), 0), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_cache_store_decode(sb, &h, why, sizeof(why)), 0);
+	{
+		size_t rest = (size_t)(h.journal_size + h.data_size);
+		size_t copy2 = (size_t)(1 + (h.capacity * 32 + 4095) / 4096) * 4096;
+		unsigned char *buf = malloc(rest), *b = malloc(copy2);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+		CU_ASSERT_EQUAL_FATAL(hy_test_pread(copy, buf, rest, (off_t)h.journal_offset), 0);
+		CU_ASSERT_EQUAL_FATAL(
+			hy_test_pread(copy, b, copy2, (off_t)(h.table_offset + h.table_size / 2)),
+			0);
+		h.version = 2;
+		h.table_size = 2 * copy2;
+		h.journal_offset = h.table_offset + h.table_size;
+		h.data_offset = h.journal_offset + h.journal_size;
+		CU_ASSERT_EQUAL_FATAL(
+			hy_test_pwrite(copy, b, copy2, (off_t)(h.table_offset + copy2)), 0);
+		CU_ASSERT_EQUAL_FATAL(hy_test_pwrite(copy, buf, rest, (off_t)h.journal_offset), 0);
+		free(buf);
+		free(b);
+	}
+	hy_cache_store_encode(&h, sb);
+	CU_ASSERT_EQUAL_FATAL(hy_test_pwrite(copy, sb, sizeof(sb), 0), 0);
+	memcpy(H.f[1].data, a, sizeof(a)); /* home as before the close */
+	memcpy(a + 2 * BLK, w, sizeof(w));
+	c = copen(copy, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, 16, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	s = stats(c);
+	CU_ASSERT_EQUAL(s.recovered_blocks, 1);
+	CU_ASSERT_EQUAL(s.keep.kept_lines, 0);
+	CU_ASSERT_EQUAL(s.keep.unverifiable_lines, 3); /* the clean ones */
+	CU_ASSERT_EQUAL(s.ssd_used, 0);
+	CU_ASSERT(home_equals(1, a, sizeof(a)));
+	CU_ASSERT(read_equals(c, 1, a, sizeof(a), 0, sizeof(a)));
+	CLOSE(c);
+	CU_ASSERT_EQUAL_FATAL(hy_test_pread(copy, sb, sizeof(sb), 0), 0);
+	CU_ASSERT_EQUAL_FATAL(hy_cache_store_decode(sb, &h, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(h.version, HY_CACHE_STORE_VERSION);
+	c = copen(copy, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, 16, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(stats(c).keep.kept_lines, 4);
+	CU_ASSERT(read_equals(c, 1, a, sizeof(a), 0, sizeof(a)));
+	CU_ASSERT_EQUAL(stats(c).read_misses, 0);
+	CLOSE(c);
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+	free(copy);
+}
+
+
 int hy_test_add_cache(void)
 {
 	CU_pSuite s = CU_add_suite("cache", below_init, below_clean);
@@ -3292,7 +3524,11 @@ int hy_test_add_cache(void)
 	    !CU_add_test(s, "where: the tier of each run of blocks", test_where) ||
 	    !CU_add_test(s, "pinned lines survive ten stores of other reads", test_pin_pressure) ||
 	    !CU_add_test(s, "pins hold half of the store at most", test_pin_cap) ||
-	    !CU_add_test(s, "an excluded file goes around the cache", test_exclude))
+	    !CU_add_test(s, "an excluded file goes around the cache", test_exclude) ||
+	    !CU_add_test(s, "kept lines across a close, changed files fresh", test_keep_remount) ||
+	    !CU_add_test(s, "kept lines after a crash: a reused line is not believed",
+			 test_keep_crash_reuse) ||
+	    !CU_add_test(s, "an older store format keeps nothing", test_keep_old_format))
 		return -1;
 	return 0;
 }

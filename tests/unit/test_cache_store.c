@@ -123,6 +123,7 @@ static void test_tail(void)
 	struct hy_cache_store_header h;
 	struct hy_cache_store *st = NULL;
 	unsigned char rec[HY_CACHE_JOURNAL_RECORD], sb[4096], lr[32];
+	int active;
 	struct hy_cache_journal_record back;
 	struct seen seen;
 	int i;
@@ -157,6 +158,8 @@ static void test_tail(void)
 	{
 		uint64_t copy = st->active_copy ? st->copy_blocks : 0;
 
+		active = st->active_copy;
+
 		CU_ASSERT_EQUAL_FATAL(hy_test_pread(path, lr, sizeof(lr),
 						    (off_t)(st->header.table_offset +
 							    (copy + 1) * 4096 + 3 * 32)),
@@ -167,12 +170,19 @@ static void test_tail(void)
 	CU_ASSERT_EQUAL(le(lr + 0, 8), 7);
 	CU_ASSERT_EQUAL(le(lr + 20, 2), 1000);
 
-	/* format 1: the same store, its superblock saying 1. Its table's
-	 * record has 1000 in what format 1 reads as the sequence's low bytes
+	/* format 1: the same store, its superblock saying 1, with format 1's
+	 * layout (no file stamps: a smaller table, then the journal and the
+	 * data); copy A, which sits where it did, in use. Its table's record
+	 * has 1000 in what format 1 reads as the sequence's low bytes
 	 * (informational): the line loads, tail 0 */
+	if (active)
+		CU_ASSERT_EQUAL_FATAL(reload(path, &seen, NULL), 0); /* copy A now */
 	CU_ASSERT_EQUAL_FATAL(hy_test_pread(path, sb, sizeof(sb), 0), 0);
 	CU_ASSERT_EQUAL_FATAL(hy_cache_store_decode(sb, &h, why, sizeof(why)), 0);
 	h.version = 1;
+	h.table_size = 2 * (1 + (h.capacity * 32 + 4095) / 4096) * 4096;
+	h.journal_offset = h.table_offset + h.table_size;
+	h.data_offset = h.journal_offset + h.journal_size;
 	hy_cache_store_encode(&h, sb);
 	CU_ASSERT_EQUAL_FATAL(hy_test_pwrite(path, sb, sizeof(sb), 0), 0);
 	CU_ASSERT_EQUAL_FATAL(reload(path, &seen, NULL), 0);

@@ -208,10 +208,10 @@ static void test_cache_superblock(void)
 		.capacity = 11,
 		.generation = 42,
 		.table_offset = 4096,
-		.table_size = 4 * 4096,
-		.journal_offset = 5 * 4096,
+		.table_size = 6 * 4096, /* two copies: header, records, stamps */
+		.journal_offset = 7 * 4096,
 		.journal_size = 4096,
-		.data_offset = 6 * 4096,
+		.data_offset = 8 * 4096,
 		.data_size = 11 * 4096,
 	};
 	struct hy_cache_store_header out;
