@@ -906,6 +906,13 @@ int hy_cache_close(struct hy_cache *c)
 	 * next mount tries again instead of dropping it */
 	if (atomic_load(&c->dirty_sectors) && c->store)
 		keep_dirty(c);
+	if (c->store && rc == 0) {
+		uint64_t kept = hy_cache_front_keep(c);
+
+		if (kept)
+			hy_log(LOG_INFO, "cache: %" PRIu64 " blocks of the front buffer kept in \"%s\"",
+			       kept, c->store_path);
+	}
 	if (c->store) {
 		/* the lines' data summed: the next mount checks what it keeps */
 		int k = hy_cache_store_checkpoint_summed(c->store, why, sizeof(why));

@@ -462,6 +462,7 @@ void hy_cache_front_remove(struct front *fr, uint32_t s);
 int hy_cache_front_to_store(struct hy_cache *c, struct cfile *cf, uint32_t s,
 			    enum hy_policy_queue q);
 void *hy_cache_front_evictor_main(void *arg);
+uint64_t hy_cache_front_keep(struct hy_cache *c);
 
 /* lines.c */
 bool hy_cache_lines_disk_dirty(struct hy_cache *c, uint32_t line);

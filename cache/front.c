@@ -318,6 +318,78 @@ out:
 	return rc;
 }
 
+/* At a clean close: the front buffer's clean blocks go into the store, so
+ * that the persistent cache keeps them for the next mount (a day's working
+ * set fits in the front buffer, and DRAM is lost at the unmount). A block
+ * the heat filter admits goes as an eviction would send it; the others
+ * (read once) only into free lines, in the cold queue, from the most
+ * recently used down: no line the store holds is given up for a block read
+ * once. No request runs any more; dirty blocks (a flush that failed) stay
+ * where they are. Returns the blocks moved. */
+uint64_t hy_cache_front_keep(struct hy_cache *c)
+{
+	struct front *fr = &c->front;
+	struct key {
+		uint64_t file_id, block;
+	} * keys;
+	uint32_t n = 0;
+	uint64_t moved = 0;
+
+	if (!c->store || !fr->nslots)
+		return 0;
+	keys = calloc(fr->nslots, sizeof(*keys));
+	if (!keys) {
+		hy_log(LOG_WARNING, "cache: out of memory keeping the front buffer's blocks in "
+				    "the store; the next mount starts without them");
+		return 0;
+	}
+	pthread_mutex_lock(&fr->lock);
+	for (uint32_t s = fr->mru; s != NONE && n < fr->nslots; s = fr->slots[s].next)
+		if (!fr->slots[s].dirty)
+			keys[n++] = (struct key){fr->slots[s].file_id, fr->slots[s].block};
+	pthread_mutex_unlock(&fr->lock);
+	for (uint32_t i = 0; i < n; i++) {
+		struct cfile *cf = cfile_get(c, keys[i].file_id, false);
+		enum hy_policy_queue q = HY_POLICY_COLD;
+		bool hot, room;
+		uint32_t s;
+
+		if (!cf)
+			continue;
+		pthread_rwlock_wrlock(gate(c, keys[i].file_id));
+		if (cf->home >= 0) {
+			struct hy_cache_file home = {keys[i].file_id, cf->home};
+
+			/* changed outside meanwhile: dropped as stale, not kept */
+			if (hy_cache_io_ensure_fresh(c, cf, &home) < 0)
+				goto next;
+		}
+		pthread_mutex_lock(&fr->lock);
+		s = hy_cache_front_find(fr, keys[i].file_id, keys[i].block);
+		hot = s != NONE && !fr->slots[s].dirty &&
+		      (fr->slots[s].admit == HY_ADMIT_HIGH ||
+		       hy_heat_predict(&fr->slots[s].heat, 0, &fr->heat) >= fr->heat.threshold);
+		if (hot)
+			q = hy_cache_io_queue_for_hint(
+				fr->slots[s].admit, fr->slots[s].evict,
+				hy_heat_predict(&fr->slots[s].heat, 0, &fr->heat),
+				fr->heat.threshold);
+		pthread_mutex_unlock(&fr->lock);
+		if (s == NONE || fr->slots[s].dirty)
+			goto next;
+		pthread_mutex_lock(&c->lines_lock);
+		room = c->nfree > 0;
+		pthread_mutex_unlock(&c->lines_lock);
+		if ((hot || room) && hy_cache_front_to_store(c, cf, s, q) > 0)
+			moved++;
+	next:
+		pthread_rwlock_unlock(gate(c, keys[i].file_id));
+		cfile_put(c, cf);
+	}
+	free(keys);
+	return moved;
+}
+
 void hy_cache_run_front_eviction(struct hy_cache *c)
 {
 	struct front *fr = &c->front;

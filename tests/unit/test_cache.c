@@ -3464,6 +3464,46 @@ static void test_keep_old_format(void)
 }
 
 
+/* A clean close keeps the front buffer's blocks in the store: a day's
+ * working set that fits in DRAM is warm at the next mount too. Read once
+ * (not hot), they go only into free lines, most recently used first. */
+static void test_keep_front(void)
+{
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
+	unsigned char a[6 * BLK];
+	struct hy_cache *c;
+	struct hy_cache_stats s;
+
+	home_reset();
+	fill_pattern(a, sizeof(a), 95);
+	home_set(1, a, sizeof(a));
+	/* 16 front slots, a store of 4 lines */
+	c = copen(store, HY_CACHE_WRITE_THROUGH, HY_POLICY_LRU3, 16, 4, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	for (int b = 0; b < 6; b++)
+		CU_ASSERT(read_equals(c, 1, a, sizeof(a), (uint64_t)b * BLK, BLK));
+	s = stats(c);
+	CU_ASSERT_EQUAL(s.ssd_used, 0);
+	CU_ASSERT_EQUAL(s.dram_used, 6);
+	CLOSE(c);
+	c = copen(store, HY_CACHE_WRITE_THROUGH, HY_POLICY_LRU3, 16, 4, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	s = stats(c);
+	CU_ASSERT_EQUAL(s.keep.kept_lines, 4);
+	/* the last four read: blocks 2..5 from the store, 0 and 1 missed */
+	for (int b = 5; b >= 0; b--)
+		CU_ASSERT(read_equals(c, 1, a, sizeof(a), (uint64_t)b * BLK, BLK));
+	s = stats(c);
+	CU_ASSERT_EQUAL(s.read_hits_ssd, 4);
+	CU_ASSERT_EQUAL(s.read_misses, 2);
+	CU_ASSERT_EQUAL(hy_cache_check(c, why, sizeof(why)), 0);
+	CLOSE(c);
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
+
 int hy_test_add_cache(void)
 {
 	CU_pSuite s = CU_add_suite("cache", below_init, below_clean);
@@ -3528,7 +3568,8 @@ int hy_test_add_cache(void)
 	    !CU_add_test(s, "kept lines across a close, changed files fresh", test_keep_remount) ||
 	    !CU_add_test(s, "kept lines after a crash: a reused line is not believed",
 			 test_keep_crash_reuse) ||
-	    !CU_add_test(s, "an older store format keeps nothing", test_keep_old_format))
+	    !CU_add_test(s, "an older store format keeps nothing", test_keep_old_format) ||
+	    !CU_add_test(s, "a clean close keeps the front buffer's blocks", test_keep_front))
 		return -1;
 	return 0;
 }
