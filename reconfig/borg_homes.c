@@ -183,10 +183,11 @@ int hy_borg_homes_find_files(const struct place *b, sqlite3 *db, const uint64_t 
 	qsort(s->w, s->n, sizeof(*s->w), by_dev_ino);
 	/* The walk goes through the root's descriptor, not the backing
 	 * directory's path: a mount in place covers that path, and a walk of
-	 * it would go through the mount itself. The trailing slash has lstat()
-	 * follow the /proc link to the descriptor's folder. */
-	snprintf(root, sizeof(root), "/proc/self/fd/%d/", b->root_fd);
-	s->backing_len = strlen(root) - 1;
+	 * it would go through the mount itself. The "/." has lstat() follow
+	 * the /proc link to the descriptor's folder (nftw() drops a trailing
+	 * slash, and would see the link). */
+	snprintf(root, sizeof(root), "/proc/self/fd/%d/.", b->root_fd);
+	s->backing_len = strlen(root);
 	if (b->state_dir && stat(b->state_dir, &sst) == 0) {
 		s->have_state = true;
 		s->state_dev = sst.st_dev;

@@ -83,8 +83,34 @@ hy_setup() {
 	# `status` run elsewhere on the machine (another test, a user) must
 	# never reach this test's mounts, nor this test theirs (issue 16.4).
 	export HYBRIDFS_RUNTIME_DIR=$HY_TMP/run
+	# The default state folders (a user's and root's) inside the test's
+	# own folder: a test never writes into ~/.local/state or /var/lib.
+	export XDG_STATE_HOME=$HY_TMP/xdg-state
+	export HYBRIDFS_STATE_ROOT=$HY_TMP/var-lib-hybridfs
 	trap hy_cleanup EXIT
 	trap 'exit 130' INT TERM
+}
+
+# hy_state_of BACKING: the default state folder of a backing folder (an
+# absolute, resolved path): HYBRIDFS_STATE_ROOT (root) or
+# $XDG_STATE_HOME/hybridfs, and the path escaped as systemd-escape --path
+# does it.
+hy_state_of() {
+	local p=$1 out="" c i root LC_ALL=C
+	p=${p#"${p%%[!/]*}"}
+	p=${p%"${p##*[!/]}"}
+	for ((i = 0; i < ${#p}; i++)); do
+		c=${p:i:1}
+		case $c in
+		/) out+=- ;;
+		[A-Za-z0-9:_]) out+=$c ;;
+		.) if [ "$i" = 0 ]; then out+='\x2e'; else out+=.; fi ;;
+		*) out+=$(printf '\\x%02x' "'$c") ;;
+		esac
+	done
+	[ -n "$out" ] || out=-
+	if [ "$(id -u)" = 0 ]; then root=$HYBRIDFS_STATE_ROOT; else root=$XDG_STATE_HOME/hybridfs; fi
+	printf '%s/%s' "$root" "$out"
 }
 
 hy_is_mounted() {
