@@ -99,6 +99,7 @@ hy_log "swap-race: $mounted mounts, $refused refused"
 # --- bopt-symlink
 rm -rf "$B/.hybridfs" "$B/.hybridfs-other"
 as_user ln -s "$SECRET" "$B/.hybridfs"
+[ -L "$B/.hybridfs" ] || hy_die "bopt-symlink: cannot make the link: $(ls -la "$B")"
 HYBRIDCTL=${HYBRIDCTL:-$(dirname "$HYBRIDFS")/hybridctl}
 if try_mount -o cache_size=4M,bopt_size=4M; then
 	hy_wait_status "$M" '.pid != null'
