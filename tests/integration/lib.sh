@@ -94,23 +94,21 @@ hy_setup() {
 # hy_state_of BACKING: the default state folder of a backing folder (an
 # absolute, resolved path): HYBRIDFS_STATE_ROOT (root) or
 # $XDG_STATE_HOME/hybridfs, and the path escaped as systemd-escape --path
-# does it.
+# does it (POSIX sh: some tests run under dash).
 hy_state_of() {
-	local p=$1 out="" c i root LC_ALL=C
-	p=${p#"${p%%[!/]*}"}
-	p=${p%"${p##*[!/]}"}
-	for ((i = 0; i < ${#p}; i++)); do
-		c=${p:i:1}
-		case $c in
-		/) out+=- ;;
-		[A-Za-z0-9:_]) out+=$c ;;
-		.) if [ "$i" = 0 ]; then out+='\x2e'; else out+=.; fi ;;
-		*) out+=$(printf '\\x%02x' "'$c") ;;
-		esac
-	done
-	[ -n "$out" ] || out=-
-	if [ "$(id -u)" = 0 ]; then root=$HYBRIDFS_STATE_ROOT; else root=$XDG_STATE_HOME/hybridfs; fi
-	printf '%s/%s' "$root" "$out"
+	_hy_name=$(printf '%s' "$1" | sed 's,^/*,,; s,/*$,,' | od -An -v -tu1 | tr -s ' \n' '\n\n' |
+		awk 'NF { c = $1 + 0
+			if (c == 47) s = s "-"
+			else if ((c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) ||
+			    c == 58 || c == 95 || (c == 46 && n > 0)) s = s sprintf("%c", c)
+			else s = s sprintf("\\x%02x", c)
+			n++ }
+			END { print (s == "" ? "-" : s) }')
+	if [ "$(id -u)" = 0 ]; then
+		printf '%s/%s' "$HYBRIDFS_STATE_ROOT" "$_hy_name"
+	else
+		printf '%s/hybridfs/%s' "$XDG_STATE_HOME" "$_hy_name"
+	fi
 }
 
 hy_is_mounted() {
