@@ -71,7 +71,10 @@ rm -f "$B/.hybridfs"
 
 # --- swap-race
 as_user ln -s "$SECRET" "$B/.hybridfs-other"
-as_user "$HY_TMP/bin/hy-swapper" "$B" .hybridfs .hybridfs-other 300 >"$HY_TMP/swaps" &
+# setpriv itself in the background (not the function as_user, whose
+# subshell would be the pid killed below, leaving the swapper running)
+setpriv --reuid=65534 --regid=65534 --clear-groups -- \
+	"$HY_TMP/bin/hy-swapper" "$B" .hybridfs .hybridfs-other 300 >"$HY_TMP/swaps" &
 swapper=$!
 HY_PIDS="$HY_PIDS $swapper"
 mounted=0 refused=0
