@@ -21,7 +21,9 @@
 #   none-reorg2       ... a second morning and a second reorganization first
 #   none-remount      ... none-reorg, then unmounted and mounted again
 #   defaults, defaults-reorg, defaults-reorg2, defaults-remount
-#                     the same with hybridfs's defaults (the cache on)
+#                     the same with hybridfs's defaults (the cache on; its
+#                     store, the database and the BOPT in the state folder
+#                     on the image: a machine with one disk)
 #   none-emulate-reorg
 #                     the same after the morning and a reorganization:
 #                     the wall time (column "wall s": the traced part,
@@ -257,8 +259,12 @@ traced() {
 traced_morning() { traced morning "$1" "$2"; }
 traced_other() { traced other_work "$1" "$2"; }
 
+# The state folder on the image, named: the default one is out of the tree
+# (/var/lib/hybridfs for root, issue 19), which would put the database and
+# the store on another disk than the one traced. On the image, with the
+# BOPT, as a machine with one disk has them (state= keeps the BOPT in it).
 mount_hybridfs() { # $1: extra options
-	"$build/hybridfs" "$T/disk" "$T/mnt" -f -o "writeback_cache=off${1:+,$1}${extra:+,$extra}" 2>>"$T/daemon.log" &
+	"$build/hybridfs" "$T/disk" "$T/mnt" -f -o "writeback_cache=off,state=$T/disk/.hybridfs${1:+,$1}${extra:+,$extra}" 2>>"$T/daemon.log" &
 	pid=$!
 	for _ in $(seq 1 600); do
 		awk -v m="$T/mnt" '$5 == m { f = 1 } END { exit !f }' /proc/self/mountinfo && return 0

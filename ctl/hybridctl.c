@@ -402,6 +402,36 @@ static void print_classes(struct json_object *prof)
 	printf("\n");
 }
 
+/* Where the database, the store and the BOPT are, and why (the daemon's
+ * "disks"). */
+static void print_disks(struct json_object *d)
+{
+	struct json_object *disks = NULL;
+
+	if (!json_object_object_get_ex(d, "disks", &disks) ||
+	    !json_object_is_type(disks, json_type_array))
+		return;
+	for (size_t i = 0; i < json_object_array_length(disks); i++) {
+		struct json_object *e = json_object_array_get_idx(disks, i), *what = NULL,
+				   *path = NULL, *disk = NULL, *kind = NULL, *why = NULL;
+
+		json_object_object_get_ex(e, "what", &what);
+		json_object_object_get_ex(e, "path", &path);
+		json_object_object_get_ex(e, "disk", &disk);
+		json_object_object_get_ex(e, "kind", &kind);
+		json_object_object_get_ex(e, "why", &why);
+		if (path && disk)
+			printf("%-12s %s %s on %s (%s): %s\n", i ? "" : "disks",
+			       json_object_get_string(what), json_object_get_string(path),
+			       json_object_get_string(disk),
+			       kind ? json_object_get_string(kind) : "?",
+			       why ? json_object_get_string(why) : "");
+		else
+			printf("%-12s %s: %s\n", i ? "" : "disks", json_object_get_string(what),
+			       why ? json_object_get_string(why) : "none");
+	}
+}
+
 static void print_daemon(struct json_object *d)
 {
 	static const char *const ops[] = {"lookup", "getattr",	 "setattr", "readdir",
@@ -429,6 +459,7 @@ static void print_daemon(struct json_object *d)
 	else
 		printf("%-12s off\n", "profiler");
 	print_classes(prof);
+	print_disks(d);
 	print_bopt(d);
 	print_cache(d);
 	print_rules(d);

@@ -35,7 +35,7 @@ static int open_homes(void *arg, const uint64_t *ids, size_t n, int64_t *objects
 
 	if (!fds)
 		return -ENOMEM;
-	rc = hy_borg_open_homes(fs->db_path, fs->backing_path, fs->state_dir, fs->inodes->root->fd,
+	rc = hy_borg_open_homes(fs->db_path, fs->backing_at, fs->hidden_at, fs->inodes->root->fd,
 				ids, n, fds, why, sizeof(why));
 	if (rc < 0)
 		hy_log(LOG_ERR, "cache: %s", why);

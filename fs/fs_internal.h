@@ -112,6 +112,14 @@ struct hy_fs {
 
 	/* for status; borrowed from main's options and state */
 	const char *mountpoint, *backing_path, *state_dir, *db_path, *uuid;
+	/* How the daemon reaches the backing directory by path after the
+	 * mount: "/proc/self/fd/N" of the root's descriptor, which is not the
+	 * mount even when it covers the directory itself (a mount in place);
+	 * and the hidden folder in it (BACKING/.hybridfs) the same way */
+	const char *backing_at, *hidden_at;
+	/* which disks the database, the cache store and the BOPT are on, and
+	 * why (fs/main.c; owned by main; NULL: not known) */
+	struct json_object *disks;
 	int64_t started; /* seconds since the epoch */
 };
 

@@ -702,7 +702,10 @@ int hy_identity_new(const struct hy_identity_config *config, struct hy_identity 
 	if (sqlite3_prepare_v2(idt->db, "SELECT value FROM mount_info WHERE key = 'backing'", -1,
 			       &q, NULL) == SQLITE_OK) {
 		if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0))
-			idt->backing = realpath((const char *)sqlite3_column_text(q, 0), NULL);
+			/* kept as the daemon resolved it (hy_options_check): a
+			 * realpath() now would look it up through the mount
+			 * when the mount covers the directory (in place) */
+			idt->backing = strdup((const char *)sqlite3_column_text(q, 0));
 		sqlite3_finalize(q);
 	}
 	if (sqlite3_open_v2(config->db_path, &idt->read_db,

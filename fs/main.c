@@ -6,8 +6,10 @@
  * malformed option, missing or unusable directory), 1 for anything else
  * (state folder or database unusable, mount refused by the kernel).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <sched.h>
 #include <signal.h>
@@ -17,6 +19,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <sys/syscall.h>
@@ -329,6 +332,488 @@ static void remove_new_files(const char *state_dir)
 		       state_dir, strerror(errno));
 }
 
+/* ---- the default state folder, out of the tree ------------------------
+ *
+ * One folder per backing directory (hy_options_default_state), named by
+ * the directory's real path. The database records which directory it is
+ * (mount_info "backing_id": inode and birth time, which a rename keeps
+ * and a new directory at the same path does not have), so that:
+ * - a folder found at the name that was made for another directory (the
+ *   one that was here was removed or moved away) is set aside as
+ *   NAME.moved-SECONDS, never used for this one, and a notice says so;
+ * - a directory that moved finds its folder again at its next mount: the
+ *   state root is searched for the folder that records its identity, which
+ *   is renamed to the new name (a notice says from where).
+ */
+static char *parents_made[16]; /* folders made for the default state folder */
+static size_t n_parents_made;
+
+static int backing_identity(const char *path, char *out, size_t size)
+{
+	struct statx stx;
+
+	if (statx(AT_FDCWD, path, 0, STATX_INO | STATX_BTIME, &stx) < 0)
+		return -errno;
+	if (stx.stx_mask & STATX_BTIME)
+		snprintf(out, size, "%llu:%lld", (unsigned long long)stx.stx_ino,
+			 (long long)stx.stx_btime.tv_sec * 1000000000LL + stx.stx_btime.tv_nsec);
+	else /* no birth time: the device number must do */
+		snprintf(out, size, "%llu:0:%u:%u", (unsigned long long)stx.stx_ino,
+			 stx.stx_dev_major, stx.stx_dev_minor);
+	return 0;
+}
+
+/* The identity the database in @dir records, into @out ("" when none is). */
+static void recorded_identity(const char *dir, char *out, size_t size)
+{
+	char path[PATH_MAX];
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st;
+
+	out[0] = '\0';
+	snprintf(path, sizeof(path), "%s/%s", dir, HY_STATE_DB_NAME);
+	if (access(path, F_OK) != 0)
+		return;
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) ==
+		    SQLITE_OK &&
+	    sqlite3_prepare_v2(db, "SELECT value FROM mount_info WHERE key = 'backing_id'", -1, &st,
+			       NULL) == SQLITE_OK) {
+		if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+			snprintf(out, size, "%s", (const char *)sqlite3_column_text(st, 0));
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+}
+
+static void record_identity(struct hy_state *state, const char *id)
+{
+	sqlite3_stmt *st;
+
+	if (sqlite3_prepare_v2(state->db,
+			       "INSERT OR REPLACE INTO mount_info(key, value) "
+			       "VALUES ('backing_id', ?1)",
+			       -1, &st, NULL) != SQLITE_OK) {
+		hy_log(LOG_WARNING, "state: cannot record the backing directory's identity: %s",
+		       sqlite3_errmsg(state->db));
+		return;
+	}
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		hy_log(LOG_WARNING, "state: cannot record the backing directory's identity: %s",
+		       sqlite3_errmsg(state->db));
+	sqlite3_finalize(st);
+}
+
+/* Where the default state folder of @opts is, following the directory's
+ * identity as said above. */
+static void follow_identity(const struct hy_options *opts, const char *id)
+{
+	char recorded[128], aside[PATH_MAX + 32], other[PATH_MAX];
+	char *copy = strdup(opts->state_dir), *slash;
+	struct dirent *d;
+	DIR *root;
+
+	if (!copy)
+		return;
+	recorded_identity(opts->state_dir, recorded, sizeof(recorded));
+	if (recorded[0] && strcmp(recorded, id) != 0) {
+		snprintf(aside, sizeof(aside), "%s.moved-%lld", opts->state_dir,
+			 (long long)time(NULL));
+		if (rename(opts->state_dir, aside) == 0)
+			hy_log(LOG_NOTICE,
+			       "state: \"%s\" was made for another directory that was at \"%s\" "
+			       "(removed or moved away since): set aside as \"%s\"; this one "
+			       "starts with new state",
+			       opts->state_dir, opts->backing_real, aside);
+		else
+			hy_log(LOG_WARNING, "state: cannot set \"%s\" aside: %s", opts->state_dir,
+			       strerror(errno));
+	}
+	if (access(opts->state_dir, F_OK) == 0 || !(slash = strrchr(copy, '/'))) {
+		free(copy);
+		return;
+	}
+	*slash = '\0';
+	root = opendir(*copy ? copy : "/");
+	while (root && (d = readdir(root))) {
+		if (d->d_name[0] == '.' || strcmp(d->d_name, slash + 1) == 0)
+			continue;
+		snprintf(other, sizeof(other), "%s/%s", copy, d->d_name);
+		recorded_identity(other, recorded, sizeof(recorded));
+		if (strcmp(recorded, id) != 0)
+			continue;
+		if (rename(other, opts->state_dir) == 0)
+			hy_log(LOG_NOTICE,
+			       "state: the backing directory has moved to \"%s\": its state "
+			       "follows it from \"%s\" to \"%s\"",
+			       opts->backing_real, other, opts->state_dir);
+		else
+			hy_log(LOG_WARNING, "state: cannot move \"%s\" to \"%s\": %s", other,
+			       opts->state_dir, strerror(errno));
+		break;
+	}
+	if (root)
+		closedir(root);
+	free(copy);
+}
+
+/* Makes the folders above the default state folder that are missing
+ * (~/.local/state, its hybridfs; /var/lib/hybridfs), private; a failed
+ * mount removes them again while empty. */
+static int make_state_parents(const char *dir, char *why, size_t why_size)
+{
+	char *copy = strdup(dir), *p;
+
+	if (!copy)
+		return -ENOMEM;
+	for (p = strchr(copy + 1, '/'); p; p = strchr(p + 1, '/')) {
+		*p = '\0';
+		if (mkdir(copy, 0700) == 0) {
+			if (n_parents_made < sizeof(parents_made) / sizeof(parents_made[0]))
+				parents_made[n_parents_made++] = strdup(copy);
+		} else if (errno != EEXIST) {
+			snprintf(why, why_size, "state folder \"%s\": cannot create \"%s\": %s",
+				 dir, copy, strerror(errno));
+			free(copy);
+			return -errno;
+		}
+		*p = '/';
+	}
+	free(copy);
+	return 0;
+}
+
+static void remove_state_parents(void)
+{
+	while (n_parents_made) {
+		char *dir = parents_made[--n_parents_made];
+
+		if (dir && rmdir(dir) < 0 && errno != ENOTEMPTY && errno != EEXIST &&
+		    errno != ENOENT)
+			hy_log(LOG_WARNING, "cannot remove \"%s\" that the failed mount made: %s",
+			       dir, strerror(errno));
+		free(dir);
+	}
+}
+
+/* ---- the hidden folder in the backing directory: the BOPT's ----------
+ *
+ * BACKING/.hybridfs, reached through the root's descriptor (a mount in
+ * place covers the path) and made only when a default BOPT is made, with
+ * a .gitignore of "*" and a CACHEDIR.TAG (the Cache Directory Tagging
+ * Specification's signature) so that git and backup tools skip it. When
+ * the state folder itself is inside the backing directory (an older
+ * mount's, or state= naming one there), it is the BOPT's folder, as before.
+ */
+static int hidden_fd = -1;
+static char hidden_at[64];
+static bool hidden_made;     /* this attempt made the folder ... */
+static bool hidden_tags[2];  /* ... or these files in it */
+static bool hidden_bopt_new; /* the default BOPT in it is this attempt's */
+static const char *const hidden_tag_names[2] = {".gitignore", "CACHEDIR.TAG"};
+static char backing_at[64];
+
+static int open_hidden(int root, bool make, char *why, size_t why_size)
+{
+	static const char *const text[2] = {
+		"# hybridfs: BORG's optimized region (BOPT); not for git\n*\n",
+		HY_CACHEDIR_TAG_SIGNATURE "\n# This folder holds hybridfs's BOPT, a copy of hot "
+					  "blocks: backups may skip it.\n",
+	};
+	struct stat st;
+	int fd;
+
+	if (hidden_fd >= 0)
+		return 0;
+	if (make && mkdirat(root, HY_STATE_DIR_NAME, 0700) == 0)
+		hidden_made = true;
+	else if (make && errno != EEXIST)
+		return hy_log_why(-errno, why, why_size, "bopt: cannot make \"%s/%s\": %s",
+				  backing_at, HY_STATE_DIR_NAME, strerror(errno));
+	fd = openat(root, HY_STATE_DIR_NAME, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return hy_log_why(-errno, why, why_size, "bopt: \"%s\": %s", HY_STATE_DIR_NAME,
+				  errno == ELOOP || errno == ENOTDIR
+					  ? "not a folder (a symbolic link is not followed)"
+					  : strerror(errno));
+	/* a folder someone else put there is not for the daemon's BOPT */
+	if (fstat(fd, &st) < 0 || st.st_uid != geteuid()) {
+		close(fd);
+		return hy_log_why(-EPERM, why, why_size,
+				  "bopt: \"%s\" in the backing directory belongs to uid %u, not to "
+				  "the mounting user",
+				  HY_STATE_DIR_NAME, (unsigned)st.st_uid);
+	}
+	hidden_fd = fd;
+	snprintf(hidden_at, sizeof(hidden_at), "/proc/self/fd/%d", fd);
+	for (int i = 0; make && i < 2; i++) {
+		char path[128];
+		int tfd;
+
+		snprintf(path, sizeof(path), "%s/%s", hidden_at, hidden_tag_names[i]);
+		tfd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (tfd < 0)
+			continue; /* there already, or cannot be: the BOPT works without */
+		hidden_tags[i] = true;
+		if (write(tfd, text[i], strlen(text[i])) != (ssize_t)strlen(text[i]))
+			hy_log(LOG_WARNING, "bopt: cannot write \"%s/%s\": %s", HY_STATE_DIR_NAME,
+			       hidden_tag_names[i], strerror(errno));
+		close(tfd);
+	}
+	return 0;
+}
+
+/* What open_hidden() made, when the BOPT was not made after all (left out
+ * or the mount failed): a folder made that holds nothing else goes. */
+static void remove_hidden(int root)
+{
+	char path[128];
+
+	if (hidden_fd < 0)
+		return;
+	snprintf(path, sizeof(path), "%s/bopt", hidden_at);
+	if (hidden_bopt_new && unlink(path) < 0 && errno != ENOENT)
+		hy_log(LOG_WARNING, "cannot remove \"%s/bopt\" that the mount made: %s",
+		       HY_STATE_DIR_NAME, strerror(errno));
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/%s", hidden_at, hidden_tag_names[i]);
+		if (hidden_tags[i] && unlink(path) < 0 && errno != ENOENT)
+			hy_log(LOG_WARNING, "cannot remove \"%s/%s\" that the mount made: %s",
+			       HY_STATE_DIR_NAME, hidden_tag_names[i], strerror(errno));
+		hidden_tags[i] = false;
+	}
+	close(hidden_fd);
+	hidden_fd = -1;
+	hidden_at[0] = '\0';
+	if (hidden_made && root >= 0 && unlinkat(root, HY_STATE_DIR_NAME, AT_REMOVEDIR) < 0 &&
+	    errno != ENOTEMPTY && errno != EEXIST && errno != ENOENT)
+		hy_log(LOG_WARNING, "cannot remove \"%s\" that the mount made: %s",
+		       HY_STATE_DIR_NAME, strerror(errno));
+	hidden_made = false;
+}
+
+/* ---- which disk a path is on ----------------------------------------- */
+
+struct disk {
+	char name[64];	/* the block device's name (sda1), or what the filesystem is */
+	char whole[64]; /* its disk's (sda) */
+	int rotational; /* 1, 0, or a negative errno: cannot be asked */
+	bool ram;
+	dev_t dev;
+	bool known;
+};
+
+static void disk_of(const char *path, struct disk *d)
+{
+	const char *root = getenv("HYBRIDFS_SYSFS");
+	char sys[PATH_MAX], link[PATH_MAX], type[16], *base;
+	struct stat st;
+	ssize_t n;
+
+	memset(d, 0, sizeof(*d));
+	d->rotational = -ENODEV;
+	if (!root || !*root)
+		root = "/sys";
+	if (stat(path, &st) < 0)
+		return;
+	d->known = true;
+	d->dev = st.st_dev;
+	d->rotational = hy_ondisk_rotational(path);
+	if (hy_ondisk_on_ram(path, type, sizeof(type))) {
+		d->ram = true;
+		snprintf(d->name, sizeof(d->name), "%s", type);
+		snprintf(d->whole, sizeof(d->whole), "%s:%u:%u", type, major(st.st_dev),
+			 minor(st.st_dev));
+		return;
+	}
+	snprintf(sys, sizeof(sys), "%s/dev/block/%u:%u", root, major(st.st_dev), minor(st.st_dev));
+	n = readlink(sys, link, sizeof(link) - 1);
+	if (n <= 0) {
+		snprintf(d->name, sizeof(d->name), "device %u:%u", major(st.st_dev),
+			 minor(st.st_dev));
+		snprintf(d->whole, sizeof(d->whole), "%s", d->name);
+		return;
+	}
+	link[n] = '\0';
+	base = strrchr(link, '/');
+	snprintf(d->name, sizeof(d->name), "%.63s", base ? base + 1 : link);
+	snprintf(d->whole, sizeof(d->whole), "%s", d->name);
+	/* a partition's folder lies in its disk's */
+	snprintf(sys, sizeof(sys), "%s/dev/block/%u:%u/partition", root, major(st.st_dev),
+		 minor(st.st_dev));
+	if (access(sys, F_OK) == 0 && base) {
+		*base = '\0';
+		base = strrchr(link, '/');
+		snprintf(d->whole, sizeof(d->whole), "%.63s", base ? base + 1 : link);
+	}
+}
+
+static bool same_disk(const struct disk *a, const struct disk *b)
+{
+	return a->known && b->known && (a->dev == b->dev || strcmp(a->whole, b->whole) == 0);
+}
+
+static const char *disk_kind(const struct disk *d)
+{
+	return d->ram		    ? "RAM"
+	       : d->rotational == 1 ? "spins"
+	       : d->rotational == 0 ? "SSD"
+				    : "unknown";
+}
+
+static struct json_object *disk_json(const char *what, const char *path, const struct disk *d,
+				     const char *why)
+{
+	struct json_object *o = json_object_new_object();
+
+	if (!o)
+		return NULL;
+	json_object_object_add(o, "what", json_object_new_string(what));
+	json_object_object_add(o, "path", path ? json_object_new_string(path) : NULL);
+	json_object_object_add(o, "disk", d && d->known ? json_object_new_string(d->name) : NULL);
+	json_object_object_add(o, "kind", json_object_new_string(d ? disk_kind(d) : "none"));
+	if (d && d->rotational >= 0)
+		json_object_object_add(o, "rotational", json_object_new_boolean(d->rotational));
+	json_object_object_add(o, "why", json_object_new_string(why));
+	return o;
+}
+
+/* Where the default cache store goes, said in @why (opts->cache set to
+ * "none" when nowhere). The state folder's disk when it does not spin and
+ * is not the backing disk: a faster disk than the backing one. On the
+ * backing disk itself (the state folder on it) the store was measured on
+ * the aged-disk benchmark (BENCHMARKS.md, Issue 19, "A store on the
+ * backing disk"): it costs nothing on a cold morning (0.99-1.01x of
+ * cache=none over four seeds), and the cache it comes with serves a
+ * repeated morning from its DRAM front buffer (0.55-0.81x), so it helps:
+ * the default keeps it there too. */
+#define HY_STORE_ON_BACKING_DISK 1
+
+static void place_store(struct hy_options *opts, const struct disk *state_disk,
+			const struct disk *backing_disk, char *why, size_t why_size)
+{
+	char store[4200];
+
+	snprintf(store, sizeof(store), "%s/%s", opts->state_at, HY_OPTIONS_CACHE_NAME);
+	if (opts->cache) {
+		snprintf(why, why_size, "%s",
+			 strcmp(opts->cache, "none") == 0 ? "cache=none: no SSD cache"
+							  : "named by cache=");
+		return;
+	}
+	if (access(store, F_OK) == 0) {
+		snprintf(why, why_size,
+			 "the store of earlier mounts, in the state folder (kept: it may hold "
+			 "data not home yet)");
+		return;
+	}
+	if (opts->cache_size_given || opts->cache_write_given) {
+		snprintf(why, why_size, "in the state folder, as %s asks for the default store",
+			 opts->cache_size_given ? "cache_size=" : "cache_write=");
+		return;
+	}
+	if (state_disk->rotational == 0 && !state_disk->ram &&
+	    !same_disk(state_disk, backing_disk)) {
+		snprintf(why, why_size,
+			 "in the state folder: its disk (%s) does not spin and is not the "
+			 "backing directory's (%s)",
+			 state_disk->name, backing_disk->known ? backing_disk->name : "unknown");
+		return;
+	}
+	if (HY_STORE_ON_BACKING_DISK || !same_disk(state_disk, backing_disk)) {
+		snprintf(why, why_size,
+			 "in the state folder, on %s (%s): no faster disk to be had; measured to "
+			 "cost nothing there (BENCHMARKS.md, Issue 19)",
+			 same_disk(state_disk, backing_disk) ? "the backing disk" : "its disk",
+			 state_disk->known ? state_disk->name : "unknown");
+		return;
+	}
+	snprintf(why, why_size,
+		 "none: no faster disk than the backing one (the state folder's, %s, is the "
+		 "backing disk); name one with cache=",
+		 state_disk->known ? state_disk->name : "unknown");
+	free(opts->cache);
+	opts->cache = strdup("none");
+}
+
+/* Where the default BOPT is: the state folder when that is inside the
+ * backing directory (an older mount's, or state= naming one there) or
+ * holds a BOPT already (an older mount's state folder moved out whole),
+ * else the hidden folder BACKING/.hybridfs. */
+static bool state_in_backing, bopt_in_state;
+static int backing_fd = -1; /* the backing directory, for the daemon's own use */
+static char bopt_why[512];
+static struct disk backing_disk, state_disk;
+
+static const char *default_bopt_dir(void)
+{
+	static char dir[96];
+
+	if (bopt_in_state)
+		return state_at;
+	if (hidden_fd >= 0)
+		return hidden_at;
+	snprintf(dir, sizeof(dir), "%s/%s", backing_at, HY_STATE_DIR_NAME);
+	return dir;
+}
+
+/* "disks" of hybridctl status: where the database, the cache store and
+ * the BOPT are, on which disk, and why there. */
+static struct json_object *disks_status(const struct hy_options *opts, const struct hy_fs *fs,
+					const char *store_why)
+{
+	struct json_object *arr = json_object_new_array();
+	char path[PATH_MAX + 32], why[1024], db_why[512];
+	struct disk d;
+
+	if (!arr)
+		return NULL;
+	if (opts->state_given)
+		snprintf(db_why, sizeof(db_why), "named by state=");
+	else if (opts->state_legacy)
+		snprintf(db_why, sizeof(db_why),
+			 "the state folder of earlier mounts, inside the backing directory "
+			 "(kept, so that their state is not stranded)");
+	else
+		snprintf(db_why, sizeof(db_why),
+			 "the default for %s: a folder per backing directory, "
+			 "out of the tree",
+			 geteuid() == 0 ? "root (" HY_STATE_ROOT_SYSTEM ")"
+					: "a user ($XDG_STATE_HOME/hybridfs)");
+	snprintf(path, sizeof(path), "%s/%s", opts->state_dir, HY_STATE_DB_NAME);
+	json_object_array_add(arr, disk_json("database", path, &state_disk, db_why));
+
+	if (!fs->cache) {
+		json_object_array_add(
+			arr, disk_json("store", NULL, NULL, store_why[0] ? store_why : "none"));
+	} else if (opts->cache &&
+		   hy_cache_store_resolve(opts->cache, path, sizeof(path), why, sizeof(why)) == 0) {
+		disk_of(path, &d);
+		json_object_array_add(arr, disk_json("store", path, &d, store_why));
+	} else {
+		snprintf(path, sizeof(path), "%s/%s", opts->state_dir, HY_OPTIONS_CACHE_NAME);
+		json_object_array_add(arr, disk_json("store", path, &state_disk, store_why));
+	}
+
+	if (!fs->borg) {
+		json_object_array_add(
+			arr, disk_json("bopt", NULL, NULL, bopt_why[0] ? bopt_why : "none"));
+	} else if (opts->bopt &&
+		   hy_bopt_resolve(opts->bopt, path, sizeof(path), why, sizeof(why)) == 0) {
+		disk_of(path, &d);
+		json_object_array_add(arr, disk_json("bopt", path, &d, bopt_why));
+	} else {
+		snprintf(path, sizeof(path), "%s/bopt",
+			 bopt_in_state ? opts->state_dir : opts->backing_real);
+		if (!bopt_in_state)
+			snprintf(path, sizeof(path), "%s/%s/bopt",
+				 strcmp(opts->backing_real, "/") == 0 ? "" : opts->backing_real,
+				 HY_STATE_DIR_NAME);
+		json_object_array_add(arr, disk_json("bopt", path, &backing_disk, bopt_why));
+	}
+	return arr;
+}
+
 /* Lets hybridctl find this mount from its mountpoint; a mount that cannot
  * be registered still works, hybridctl just cannot see it. */
 static bool register_mount(const struct hy_options *opts, const struct hy_state *state)
@@ -425,9 +910,10 @@ static int check_left_out(const struct hy_options *opts, const struct hy_fs *fs,
 			path, dirty, how);
 		return -EBUSY;
 	}
-	snprintf(path, sizeof(path), "%s/bopt", opts->state_at);
+	snprintf(path, sizeof(path), "%s/bopt", default_bopt_dir());
 	if (bopt_out && access(path, F_OK) == 0)
-		dirty = hy_borg_left_dirty(opts->state_at, state->uuid, state->db);
+		dirty = hy_borg_left_dirty(opts->state_at, default_bopt_dir(), state->uuid,
+					   state->db);
 	if (dirty) {
 		snprintf(why, why_size,
 			 "bopt: \"%.600s\" holds %" PRIu64
@@ -489,6 +975,7 @@ static int open_borg(const struct hy_options *opts, struct hy_fs *fs, const stru
 		.uuid = state->uuid,
 		.backing = opts->backing_real,
 		.root_fd = fs->inodes->root->fd,
+		.bopt_dir = bopt_in_state ? NULL : default_bopt_dir(),
 		.bopt_spec = opts->bopt,
 		.bopt_given = opts->bopt_given || opts->bopt_size_given,
 		.bopt_size = opts->bopt_size,
@@ -504,9 +991,12 @@ static int open_borg(const struct hy_options *opts, struct hy_fs *fs, const stru
 	struct stat st;
 	int rc;
 
-	if (opts->bopt && strcmp(opts->bopt, "none") == 0)
+	if (opts->bopt && strcmp(opts->bopt, "none") == 0) {
+		snprintf(bopt_why, sizeof(bopt_why), "none: bopt=none");
 		return 0;
+	}
 	if (!fs->profiler) {
+		snprintf(bopt_why, sizeof(bopt_why), "none: BORG needs the profiler (profile=on)");
 		if (config.bopt_given)
 			hy_log(LOG_WARNING, "bopt: left out: BORG needs the profiler (profile=on)");
 		return 0;
@@ -525,7 +1015,7 @@ static int open_borg(const struct hy_options *opts, struct hy_fs *fs, const stru
 			return rc;
 		}
 	} else {
-		snprintf(path, sizeof(path), "%s/bopt", opts->state_at);
+		snprintf(path, sizeof(path), "%s/bopt", default_bopt_dir());
 	}
 	named_dev = opts->bopt && stat(path, &st) == 0 && S_ISBLK(st.st_mode);
 	named_file = opts->bopt && !named_dev && lstat(path, &st) == 0 && S_ISREG(st.st_mode);
@@ -547,23 +1037,54 @@ static int open_borg(const struct hy_options *opts, struct hy_fs *fs, const stru
 	 * exists may hold blocks written through the mount and not home yet
 	 * (its map says where), and a mount without it would read those
 	 * blocks' older home copies (damaged.sh: bopt-other, db-map). */
-	snprintf(path, sizeof(path), "%s/bopt", opts->state_at);
+	snprintf(path, sizeof(path), "%s/bopt", default_bopt_dir());
 	existed = !opts->bopt && lstat(path, &st) == 0;
 	/* BORG lays hot blocks out in access order to save seeks: a disk that
 	 * does not spin has none to save, and would only pay for the copies
 	 * (issue 18: never make a user's disk slower). A named BOPT, one that
 	 * exists, or bopt_on_ssd keep it; a disk that cannot be asked too. */
-	if (!opts->bopt && !existed && !opts->bopt_on_ssd &&
-	    hy_ondisk_rotational(opts->backing_real) == 0) {
+	if (!opts->bopt && !existed && !opts->bopt_on_ssd && backing_disk.rotational == 0) {
 		hy_log(LOG_NOTICE,
 		       "bopt: none: the backing directory's disk does not spin (queue/rotational "
 		       "0), so BORG's layout would save no seeks; mount with -o bopt_on_ssd to "
 		       "have one anyway");
+		snprintf(bopt_why, sizeof(bopt_why),
+			 "none: the backing disk (%s) does not spin: a layout saves no seeks "
+			 "there (bopt_on_ssd makes one)",
+			 backing_disk.name);
 		return 0;
 	}
+	if (!opts->bopt && !bopt_in_state) {
+		/* the hidden folder, made with the BOPT only */
+		if (!existed)
+			hidden_bopt_new = true;
+		rc = open_hidden(backing_fd, !existed, why, sizeof(why));
+		if (rc < 0) {
+			hidden_bopt_new = false;
+			hy_log(LOG_WARNING, "%s; mounting without a BOPT (reorganize is off)", why);
+			snprintf(bopt_why, sizeof(bopt_why), "none: %.490s", why);
+			return 0;
+		}
+		config.bopt_dir = hidden_at;
+		/* the tree hides it from now on (fs/ops.c) */
+		fs->state_is_child = true;
+	}
+	snprintf(
+		bopt_why, sizeof(bopt_why), "%s",
+		opts->bopt	   ? "named by bopt="
+		: state_in_backing ? "in the state folder, inside the backing directory (BORG "
+				     "lays blocks out on the backing disk)"
+		: bopt_in_state
+			? "in the state folder (state= names it, or an earlier mount made it there)"
+			: "in the backing directory's hidden folder " HY_STATE_DIR_NAME
+			  ": BORG lays blocks out on the backing disk");
 	rc = hy_borg_open(&config, &fs->borg, why, sizeof(why));
 	if (rc == 0)
 		return 0;
+	if (hidden_bopt_new) {
+		remove_hidden(backing_fd);
+		hidden_bopt_new = false;
+	}
 	if (config.bopt_given || existed) {
 		/* the way out of a refusal to write over what is there (a
 		 * filesystem or other signature, another mount's BOPT) */
@@ -582,6 +1103,7 @@ static int open_borg(const struct hy_options *opts, struct hy_fs *fs, const stru
 		return rc;
 	}
 	hy_log(LOG_WARNING, "%s; mounting without a BOPT (reorganize is off)", why);
+	snprintf(bopt_why, sizeof(bopt_why), "none: %.490s", why);
 	return 0;
 }
 
@@ -719,6 +1241,7 @@ int main(int argc, char **argv)
 	struct hy_reca *reca = NULL;
 	struct hy_device_emulation *emulation = NULL;
 	int root_fd = -1, rc, status = 1;
+	char backing_id[128] = "", store_why[512] = "";
 	bool registered = false, ready = false;
 	size_t fd_cap;
 
@@ -758,11 +1281,37 @@ int main(int argc, char **argv)
 	/* the databases lie on the emulated disk too: their I/O is charged */
 	if (rc == 0 && emulation)
 		rc = hy_emuvfs_install(emulation, why, sizeof(why));
+	if (rc == 0 && backing_identity(opts.backing_real, backing_id, sizeof(backing_id)) < 0)
+		backing_id[0] = '\0';
+	if (rc == 0 && !opts.state_given && !opts.state_legacy) {
+		if (backing_id[0])
+			follow_identity(&opts, backing_id);
+		rc = make_state_parents(opts.state_dir, why, sizeof(why));
+	}
 	if (rc == 0)
 		rc = open_state_dir(opts.state_dir, why, sizeof(why));
 	if (rc) {
 		fprintf(stderr, "%s: %s\n", program, why);
 		goto out;
+	}
+	if (opts.state_legacy)
+		hy_log(LOG_NOTICE,
+		       "state: using \"%s\", the state folder of earlier mounts, inside the "
+		       "backing directory (new mounts keep theirs in %s; hybridfs(8), \"Where the "
+		       "state lives\")",
+		       opts.state_dir,
+		       geteuid() == 0 ? HY_STATE_ROOT_SYSTEM : "~/.local/state/hybridfs");
+	{
+		size_t n = strlen(opts.backing_real);
+
+		struct stat st;
+
+		state_in_backing = strncmp(opts.state_dir, opts.backing_real, n) == 0 &&
+				   (opts.state_dir[n] == '/' || n == 1);
+		/* state= keeps everything in the folder it names, the BOPT too,
+		 * as before (bopt= puts it elsewhere) */
+		bopt_in_state = state_in_backing || opts.state_given ||
+				fstatat(state_fd, "bopt", &st, AT_SYMLINK_NOFOLLOW) == 0;
 	}
 	opts.state_at = state_at;
 	hy_log_set_alias(state_at, opts.state_dir);
@@ -778,6 +1327,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: %s\n", program, hy_log_unalias(why, sizeof(why)));
 		goto out;
 	}
+	if (backing_id[0])
+		record_identity(state, backing_id);
 	hy_state_close(state);
 	state = NULL;
 	/* Two daemons on one state folder would both write its log. */
@@ -798,13 +1349,31 @@ int main(int argc, char **argv)
 		}
 	}
 	fd_cap = raise_fd_limit();
+	/* Opened before the mount: a mount in place covers the path, and the
+	 * daemon serves the directory through these descriptors from then on
+	 * (its own accesses by path go through backing_at) */
 	root_fd = open(opts.backing_real, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (root_fd < 0) {
+	if (root_fd >= 0)
+		backing_fd = fcntl(root_fd, F_DUPFD_CLOEXEC, 0);
+	if (root_fd < 0 || backing_fd < 0) {
 		fprintf(stderr, "%s: backing directory \"%s\": %s\n", program, opts.backing,
 			strerror(errno));
 		goto out;
 	}
-	rc = hy_fs_init(&fs, root_fd, fd_cap, opts.state_dir);
+	snprintf(backing_at, sizeof(backing_at), "/proc/self/fd/%d", backing_fd);
+	disk_of(opts.backing_real, &backing_disk);
+	disk_of(opts.state_dir, &state_disk);
+	place_store(&opts, &state_disk, &backing_disk, store_why, sizeof(store_why));
+	{
+		char hide[PATH_MAX + 16];
+
+		/* what the mount hides: the state folder when it is inside, else
+		 * the BOPT's hidden folder */
+		snprintf(hide, sizeof(hide), "%s/%s",
+			 strcmp(opts.backing_real, "/") == 0 ? "" : opts.backing_real,
+			 HY_STATE_DIR_NAME);
+		rc = hy_fs_init(&fs, root_fd, fd_cap, state_in_backing ? opts.state_dir : hide);
+	}
 	root_fd = -1; /* the inode table owns it, or closed it */
 	if (rc) {
 		fprintf(stderr, "%s: cannot set up: %s\n", program, strerror(-rc));
@@ -843,7 +1412,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: cannot mount on \"%s\"\n", program, opts.mountpoint);
 		goto out_signals;
 	}
-	rc = hy_state_open(state_open_at, opts.backing_real, false, &state, why, sizeof(why));
+	/* the backing directory's volume and path were followed by the open
+	 * before the mount; looked at by path now, a mount in place would be
+	 * asked about itself before it serves */
+	rc = hy_state_open(state_open_at, NULL, false, &state, why, sizeof(why));
 	if (rc) {
 		hy_log(LOG_ERR, "%s", why);
 		goto out_unmount;
@@ -851,6 +1423,7 @@ int main(int argc, char **argv)
 	registered = register_mount(&opts, state);
 	fs.mountpoint = opts.mountpoint_real;
 	fs.backing_path = opts.backing_real;
+	fs.backing_at = backing_at;
 	fs.state_dir = opts.state_dir;
 	fs.db_path = state->db_path;
 	fs.uuid = state->uuid;
@@ -899,6 +1472,7 @@ int main(int argc, char **argv)
 	}
 	if (open_borg(&opts, &fs, state) < 0)
 		goto out_unmount;
+	fs.hidden_at = state_in_backing ? state_at : hidden_fd >= 0 ? hidden_at : NULL;
 	if (emulation && hy_borg_bopt_device(fs.borg)) {
 		struct stat st;
 		int bfd = hy_borg_bopt_fd(fs.borg);
@@ -935,12 +1509,16 @@ int main(int argc, char **argv)
 			       opts.state_dir);
 		else if (crc < 0)
 			goto out_unmount;
+		if (crc == -ENOSPC && store_new)
+			snprintf(store_why, sizeof(store_why),
+				 "none: no room for the default store in the state folder");
 	}
 	/* pins and excludes, after the cache (its share for pins) */
 	if (fs.profiler && hy_fs_open_pins(&fs, &opts, state->db) < 0) {
 		hy_log(LOG_ERR, "pins: out of memory");
 		goto out_unmount;
 	}
+	fs.disks = disks_status(&opts, &fs, store_why);
 	{
 		/* what each handler sees; they outlive the server, stopped
 		 * before main returns */
@@ -1027,8 +1605,18 @@ out:
 	hy_device_emulation_free(emulation);
 	if (root_fd >= 0)
 		close(root_fd);
-	if (status && !ready && !opts.fake)
+	if (status && !ready && !opts.fake) {
 		remove_new_files(opts.state_dir);
+		remove_hidden(backing_fd);
+		remove_state_parents();
+	}
+	for (size_t i = 0; i < n_parents_made; i++)
+		free(parents_made[i]);
+	if (hidden_fd >= 0)
+		close(hidden_fd);
+	if (backing_fd >= 0)
+		close(backing_fd);
+	json_object_put(fs.disks);
 	if (state_fd >= 0)
 		close(state_fd);
 	if (state_parent >= 0)

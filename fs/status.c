@@ -89,6 +89,8 @@ struct json_object *hy_fs_status(struct hy_fs *fs)
 	add_str(root, "mountpoint", fs->mountpoint);
 	add_str(root, "backing", fs->backing_path);
 	add_str(root, "state_dir", fs->state_dir);
+	if (fs->disks)
+		json_object_object_add(root, "disks", json_object_get(fs->disks));
 	add_str(root, "uuid", fs->uuid);
 	json_object_object_add(root, "pid", json_object_new_int(getpid()));
 	json_object_object_add(root, "started", json_object_new_int64(fs->started));

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <pwd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "hybridfs/options.h"
 #include "hybridfs/policy.h" /* the enum only: libhycommon does not link the cache */
 #include "hybridfs/rules.h"
+#include "hybridfs/state.h"  /* HY_STATE_DB_NAME */
 #include "hybridfs/units.h"
 
 #define HY_DEFAULT_MAX_THREADS 16
@@ -321,6 +323,7 @@ static int parse_one_word(struct hy_options *opts, char *word, char *why, size_t
 		if (!value || !*value)
 			return hy_log_why(-EINVAL, why, why_size,
 					  "option \"state\" needs a directory: state=DIR");
+		opts->state_given = true;
 		return set_string(&opts->state_dir, value);
 	}
 	if (strcmp(name, "allow_other") == 0 && !value) {
@@ -752,6 +755,106 @@ static char *resolve_folder_of(const char *path)
 	return joined;
 }
 
+int hy_options_escape_path(const char *path, char *out, size_t size)
+{
+	size_t n = 0, len;
+	const char *p = path;
+
+	while (*p == '/')
+		p++;
+	len = strlen(p);
+	while (len && p[len - 1] == '/')
+		len--;
+	if (!len)
+		return size >= 2 ? (snprintf(out, size, "-"), 0) : -ENAMETOOLONG;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)p[i];
+		char piece[8];
+
+		if (c == '/')
+			snprintf(piece, sizeof(piece), "-");
+		else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			 (c >= '0' && c <= '9') || c == ':' || c == '_' || (c == '.' && i > 0))
+			snprintf(piece, sizeof(piece), "%c", c);
+		else
+			snprintf(piece, sizeof(piece), "\\x%02x", c);
+		if (n + strlen(piece) + 1 > size)
+			return -ENAMETOOLONG;
+		memcpy(out + n, piece, strlen(piece));
+		n += strlen(piece);
+	}
+	out[n] = '\0';
+	return 0;
+}
+
+int hy_options_state_root(char *out, size_t size)
+{
+	const char *env;
+
+	if (geteuid() == 0) {
+		env = getenv("HYBRIDFS_STATE_ROOT");
+		snprintf(out, size, "%s", env && env[0] == '/' ? env : HY_STATE_ROOT_SYSTEM);
+		return 0;
+	}
+	/* the XDG base directory rules: a relative $XDG_STATE_HOME is ignored */
+	env = getenv("XDG_STATE_HOME");
+	if (env && env[0] == '/') {
+		snprintf(out, size, "%s/hybridfs", env);
+		return 0;
+	}
+	env = getenv("HOME");
+	if (!env || env[0] != '/') {
+		struct passwd *pw = getpwuid(geteuid());
+
+		env = pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
+	}
+	if (!env)
+		return -ENOENT;
+	snprintf(out, size, "%s/.local/state/hybridfs", strcmp(env, "/") == 0 ? "" : env);
+	return 0;
+}
+
+char *hy_options_default_state(const char *backing_real)
+{
+	char root[PATH_MAX], name[NAME_MAX + 1], *out;
+	int rc = hy_options_state_root(root, sizeof(root));
+
+	if (rc == 0)
+		rc = hy_options_escape_path(backing_real, name, sizeof(name));
+	if (rc < 0) {
+		errno = -rc;
+		return NULL;
+	}
+	if (asprintf(&out, "%s/%s", root, name) < 0)
+		return NULL;
+	return out;
+}
+
+/* A BOPT or store named by path inside the mountpoint would be reached
+ * through the mount itself by the daemon that serves it. */
+static int check_place(const struct hy_options *opts, const char *name, const char *value,
+		       char *why, size_t why_size)
+{
+	char *real;
+	bool inside;
+
+	if (!value || value[0] != '/')
+		return 0;
+	real = resolve_folder_of(value);
+	inside = real && path_within(real, opts->mountpoint_real);
+	free(real);
+	if (!inside)
+		return 0;
+	snprintf(why, why_size,
+		 "option \"%s=%s\": inside the mountpoint \"%s\", where the daemon would "
+		 "reach it through its own mount: name a place outside it%s",
+		 name, value, opts->mountpoint,
+		 opts->in_place ? " (or leave bopt= out: the default BOPT is reached through "
+				  "the directory's descriptor)"
+				: "");
+	return -EINVAL;
+}
+
 int hy_options_check(struct hy_options *opts, char *why, size_t why_size)
 {
 	int rc;
@@ -765,28 +868,48 @@ int hy_options_check(struct hy_options *opts, char *why, size_t why_size)
 	rc = resolve_dir("mountpoint", opts->mountpoint, &opts->mountpoint_real, why, why_size);
 	if (rc)
 		return rc;
-	if (strcmp(opts->backing_real, opts->mountpoint_real) == 0) {
-		snprintf(why, why_size, "backing directory \"%s\" is the mountpoint itself",
-			 opts->backing);
-		return -EINVAL;
-	}
-	if (path_within(opts->backing_real, opts->mountpoint_real)) {
+	/* a mount in place: the daemon opens the directory before the mount
+	 * and serves it through that descriptor (fs/main.c) */
+	opts->in_place = strcmp(opts->backing_real, opts->mountpoint_real) == 0;
+	if (!opts->in_place && path_within(opts->backing_real, opts->mountpoint_real)) {
 		snprintf(why, why_size, "backing directory \"%s\" is inside the mountpoint \"%s\"",
 			 opts->backing, opts->mountpoint);
 		return -EINVAL;
 	}
-	if (path_within(opts->mountpoint_real, opts->backing_real)) {
+	if (!opts->in_place && path_within(opts->mountpoint_real, opts->backing_real)) {
 		snprintf(why, why_size,
 			 "mountpoint \"%s\" is inside the backing directory \"%s\": the filesystem "
 			 "would contain itself",
 			 opts->mountpoint, opts->backing);
 		return -EINVAL;
 	}
+	opts->state_legacy = false;
 	if (!opts->state_dir) {
-		if (asprintf(&opts->state_dir, "%s/%s", opts->backing_real, HY_STATE_DIR_NAME) <
-		    0) {
-			opts->state_dir = NULL;
+		char *legacy;
+		struct stat st;
+
+		if (asprintf(&legacy, "%s/%s/%s",
+			     strcmp(opts->backing_real, "/") == 0 ? "" : opts->backing_real,
+			     HY_STATE_DIR_NAME, HY_STATE_DB_NAME) < 0)
 			return -ENOMEM;
+		/* a mount from before the state moved out of the tree: its
+		 * database, cache store and map journal stay where they are */
+		if (lstat(legacy, &st) == 0 && S_ISREG(st.st_mode)) {
+			legacy[strlen(legacy) - strlen(HY_STATE_DB_NAME) - 1] = '\0';
+			opts->state_dir = legacy;
+			opts->state_legacy = true;
+		} else {
+			free(legacy);
+			opts->state_dir = hy_options_default_state(opts->backing_real);
+			if (!opts->state_dir) {
+				int err = errno ? errno : ENOMEM;
+
+				snprintf(why, why_size,
+					 "no default state folder: %s (set $HOME or "
+					 "$XDG_STATE_HOME, or name one with state=DIR)",
+					 strerror(err));
+				return -err;
+			}
 		}
 	} else {
 		char *real = resolve_folder_of(opts->state_dir);
@@ -802,11 +925,24 @@ int hy_options_check(struct hy_options *opts, char *why, size_t why_size)
 		opts->state_dir = real;
 	}
 	if (path_within(opts->state_dir, opts->mountpoint_real)) {
-		snprintf(why, why_size, "state folder \"%s\" is inside the mountpoint \"%s\"",
-			 opts->state_dir, opts->mountpoint);
+		if (opts->state_legacy)
+			snprintf(why, why_size,
+				 "\"%s\" holds the state of earlier mounts of \"%s\", and a mount "
+				 "in place covers it: the daemon and hybridctl could not reach it. "
+				 "Move it out once (mv \"%s\" to a folder outside, then mount with "
+				 "state= naming it, or to the default place; see hybridfs(8), "
+				 "\"Where the state lives\")",
+				 opts->state_dir, opts->backing, opts->state_dir);
+		else
+			snprintf(why, why_size,
+				 "state folder \"%s\" is inside the mountpoint \"%s\"",
+				 opts->state_dir, opts->mountpoint);
 		return -EINVAL;
 	}
-	return 0;
+	rc = check_place(opts, "bopt", opts->bopt, why, why_size);
+	if (rc == 0)
+		rc = check_place(opts, "cache", opts->cache, why, why_size);
+	return rc;
 }
 
 /* fsname is shown by mount(8) and df(1); commas in it must be escaped for
@@ -872,8 +1008,11 @@ void hy_options_usage(const char *program, FILE *out)
 		"  -V, --version          the version\n"
 		"\n"
 		"OPTIONS (comma separated):\n"
-		"  state=DIR              where hybridfs keeps its state (default BACKING/%s,\n"
-		"                         hidden from the mount)\n"
+		"  state=DIR              where hybridfs keeps its database, map journal,\n"
+		"                         cache store and control socket (default: a folder\n"
+		"                         per backing directory in /var/lib/hybridfs for\n"
+		"                         root, in $XDG_STATE_HOME/hybridfs for a user;\n"
+		"                         BACKING/%s while it holds an older mount's)\n"
 		"  allow_other            let other users in (the kernel then checks permissions)\n"
 		"  ro, rw                 read-only or read-write mount\n"
 		"  writeback_cache=on|off the kernel's write-back page cache (default off)\n"
@@ -889,7 +1028,8 @@ void hy_options_usage(const char *program, FILE *out)
 		"  bopt=PATH|UUID=U|LABEL=L|PARTUUID=U|PARTLABEL=L|none  BORG's optimized\n"
 		"                         region (a file or a device used whole), where\n"
 		"                         reorganization copies hot blocks in access order\n"
-		"                         (default: the file bopt in the state folder)\n"
+		"                         (default: the file bopt in BACKING/.hybridfs,\n"
+		"                         hidden from the mount, git and backups)\n"
 		"  bopt_size=SIZE         size of a BOPT file (default 256M)\n"
 		"  reorg_rate=SIZE        bytes per second a reorganization copies at most\n"
 		"                         (default 64M; 0: no limit)\n"

@@ -140,7 +140,7 @@ static void salvage_dirty(struct hy_borg *b, const char *path)
 		goto out;
 	bopt_fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (bopt_fd < 0 ||
-	    hy_borg_open_homes(b->db_path, b->backing, b->state_dir, b->config.root_fd, ids, nids,
+	    hy_borg_open_homes(b->db_path, b->backing, b->bopt_dir, b->config.root_fd, ids, nids,
 			       fds, why, sizeof(why)) < 0) {
 		if (bopt_fd < 0)
 			snprintf(why, sizeof(why), "%s", strerror(errno));
@@ -212,7 +212,7 @@ static int open_bopt(struct hy_borg *b, char *why, size_t why_size)
 	int rc;
 
 	if (default_place) {
-		snprintf(path, sizeof(path), "%s/%s", b->state_dir, "bopt");
+		snprintf(path, sizeof(path), "%s/%s", b->bopt_dir, "bopt");
 	} else {
 		rc = hy_bopt_resolve(b->config.bopt_spec, path, sizeof(path), why, why_size);
 		if (rc)
@@ -364,6 +364,7 @@ static void borg_free(struct hy_borg *b)
 	pthread_cond_destroy(&b->warm_cond);
 	pthread_mutex_destroy(&b->lock);
 	free(b->state_dir), free(b->db_path), free(b->uuid), free(b->backing);
+	free(b->bopt_dir);
 	free(b);
 }
 
@@ -383,11 +384,13 @@ int hy_borg_open(const struct hy_borg_config *config, struct hy_borg **out, char
 	b->db_path = strdup(config->db_path);
 	b->uuid = strdup(config->uuid);
 	b->backing = strdup(config->backing);
-	if (!b->state_dir || !b->db_path || !b->uuid || !b->backing ||
+	b->bopt_dir = strdup(config->bopt_dir ? config->bopt_dir : config->state_dir);
+	if (!b->state_dir || !b->db_path || !b->uuid || !b->backing || !b->bopt_dir ||
 	    pthread_mutex_init(&b->lock, NULL) != 0 ||
 	    pthread_cond_init(&b->cleaner_cond, NULL) != 0 ||
 	    pthread_cond_init(&b->warm_cond, NULL) != 0) {
 		free(b->state_dir), free(b->db_path), free(b->uuid), free(b->backing);
+		free(b->bopt_dir);
 		free(b);
 		snprintf(why, why_size, "out of memory");
 		return -ENOMEM;
@@ -396,8 +399,9 @@ int hy_borg_open(const struct hy_borg_config *config, struct hy_borg **out, char
 	b->config.db_path = b->db_path;
 	b->config.uuid = b->uuid;
 	b->config.backing = b->backing;
+	b->config.bopt_dir = b->bopt_dir;
 	b->config.bopt_spec = NULL; /* used only here, below */
-	b->place = (struct place){b->backing, b->state_dir, config->root_fd};
+	b->place = (struct place){b->backing, b->bopt_dir, config->root_fd};
 	if (sqlite3_open_v2(config->db_path, &b->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
 			    NULL) != SQLITE_OK) {
 		snprintf(why, why_size, "state database \"%s\": %s", config->db_path,
@@ -742,7 +746,8 @@ void hy_borg_progress_set_phase(struct hy_borg *b, enum hy_borg_phase phase)
 
 /* ---- what a crash left, for a mount that leaves the BOPT out --------- */
 
-uint64_t hy_borg_left_dirty(const char *state_dir, const char *uuid, struct sqlite3 *db)
+uint64_t hy_borg_left_dirty(const char *state_dir, const char *bopt_dir, const char *uuid,
+			    struct sqlite3 *db)
 {
 	struct hy_map_journal *journal = NULL;
 	struct hy_bopt *bopt = NULL;
@@ -752,7 +757,7 @@ uint64_t hy_borg_left_dirty(const char *state_dir, const char *uuid, struct sqli
 	uint32_t epoch = 0;
 	char path[4096], jpath[4096], msg[1024];
 
-	snprintf(path, sizeof(path), "%s/bopt", state_dir);
+	snprintf(path, sizeof(path), "%s/bopt", bopt_dir);
 	snprintf(jpath, sizeof(jpath), "%s/%s", state_dir, HY_MAP_JOURNAL_NAME);
 	/* the open-map-and-replay of hy_borg_open(), read only for the count */
 	if (hy_bopt_open(path, uuid, &bopt, msg, sizeof(msg)) == 0 && hy_map_new(&map) == 0 &&

@@ -145,6 +145,7 @@ int hy_borg_homes_find_files(const struct place *b, sqlite3 *db, const uint64_t 
 			     struct search *s, char *why, size_t why_size)
 {
 	sqlite3_stmt *st;
+	char root[64];
 	struct stat sst;
 	size_t k = 0;
 	int rc = 0;
@@ -180,10 +181,14 @@ int hy_borg_homes_find_files(const struct place *b, sqlite3 *db, const uint64_t 
 	sqlite3_finalize(st);
 	s->n = k;
 	qsort(s->w, s->n, sizeof(*s->w), by_dev_ino);
-	s->backing_len = strlen(b->backing);
-	while (s->backing_len > 1 && b->backing[s->backing_len - 1] == '/')
-		s->backing_len--;
-	if (stat(b->state_dir, &sst) == 0) {
+	/* The walk goes through the root's descriptor, not the backing
+	 * directory's path: a mount in place covers that path, and a walk of
+	 * it would go through the mount itself. The "/." has lstat() follow
+	 * the /proc link to the descriptor's folder (nftw() drops a trailing
+	 * slash, and would see the link). */
+	snprintf(root, sizeof(root), "/proc/self/fd/%d/.", b->root_fd);
+	s->backing_len = strlen(root);
+	if (b->state_dir && stat(b->state_dir, &sst) == 0) {
 		s->have_state = true;
 		s->state_dev = sst.st_dev;
 		s->state_ino = sst.st_ino;
@@ -195,7 +200,7 @@ int hy_borg_homes_find_files(const struct place *b, sqlite3 *db, const uint64_t 
 	}
 	pthread_mutex_lock(&search_lock);
 	current_search = s;
-	if (nftw(b->backing, visit, 64, FTW_PHYS | FTW_MOUNT | FTW_ACTIONRETVAL) < 0) {
+	if (nftw(root, visit, 64, FTW_PHYS | FTW_MOUNT | FTW_ACTIONRETVAL) < 0) {
 		rc = -errno;
 		snprintf(why, why_size, "cannot search \"%s\" for the planned files: %s",
 			 b->backing, strerror(-rc));

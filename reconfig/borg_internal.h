@@ -48,7 +48,7 @@ struct place {
 struct hy_borg {
 	struct hy_borg_config config;
 	struct place place; /* of the strings below and config.root_fd */
-	char *state_dir, *db_path, *uuid, *backing;
+	char *state_dir, *db_path, *uuid, *backing, *bopt_dir;
 	struct hy_bopt *bopt;
 	struct hy_map *map;
 	struct hy_map_journal *journal;

@@ -106,9 +106,13 @@ struct hy_map;
 
 struct hy_borg_config {
 	const char *state_dir, *db_path, *uuid;
-	const char *backing;   /* the backing directory, absolute, for the file search */
-	int root_fd;	       /* its descriptor (borrowed) */
-	const char *bopt_spec; /* bopt=: NULL for STATE/bopt */
+	const char *backing; /* the backing directory, for messages; the file search
+				walks root_fd (a mount in place covers the path) */
+	int root_fd;	     /* its descriptor (borrowed) */
+	/* the default BOPT's folder, BACKING/.hybridfs (NULL: state_dir); the
+	 * walk of the backing tree skips it */
+	const char *bopt_dir;
+	const char *bopt_spec; /* bopt=: NULL for BOPT_DIR/bopt */
 	bool bopt_given;       /* bopt= or bopt_size= was given */
 	uint64_t bopt_size;    /* bytes, for a BOPT file */
 	uint64_t rate;	       /* bytes per second a copy may take; 0: no limit */
@@ -248,8 +252,10 @@ void hy_borg_close(struct hy_borg *borg);
 
 /* Opens for writing the home files of @ids (sorted, unique), found
  * through the state database's files table (device, inode, birth time):
- * at the path their rows keep, else by one walk of @backing (skipping
- * @state_dir; the rows of files it finds learn their paths), each checked
+ * at the path their rows keep, else by one walk of the backing tree
+ * through @root_fd (skipping the folder @state_dir, the BOPT's or the state
+ * folder, when it is inside; @backing names the tree in messages; the rows
+ * of files it finds learn their paths), each checked
  * to be that very file: fds[i] is its descriptor, or -1 when it is gone. For the
  * cache's recovery at mount, which runs whether or not a BOPT is in use.
  * Returns 0 or a negative errno with a message in @why (then every fds[i]
@@ -257,11 +263,13 @@ void hy_borg_close(struct hy_borg *borg);
 int hy_borg_open_homes(const char *db_path, const char *backing, const char *state_dir, int root_fd,
 		       const uint64_t *ids, size_t n, int *fds, char *why, size_t why_size);
 
-/* For a mount that leaves the default BOPT in @state_dir out (fs/main.c):
+/* For a mount that leaves the default BOPT in @bopt_dir out (fs/main.c;
+ * the map journal is in @state_dir):
  * the blocks written through an earlier mount and not home yet, as the
  * map saved in @db and its journal say (opened for @uuid, read, closed),
  * which only a mount that uses the BOPT writes home; 0 when the BOPT, the
  * map or the journal cannot be opened. */
-uint64_t hy_borg_left_dirty(const char *state_dir, const char *uuid, struct sqlite3 *db);
+uint64_t hy_borg_left_dirty(const char *state_dir, const char *bopt_dir, const char *uuid,
+			    struct sqlite3 *db);
 
 #endif

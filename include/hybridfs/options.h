@@ -26,9 +26,20 @@
 
 #include "hybridfs/pore.h"
 
-#define HY_STATE_DIR_NAME    ".hybridfs" /* default state folder, inside BACKING */
-#define HY_OPTIONS_BOPT_NAME "bopt"	 /* the default BOPT, a file in the state folder */
-#define HY_OPTIONS_BOPT_SIZE (256ULL << 20)
+/* The hidden folder in BACKING: the default BOPT's (BORG needs it on the
+ * backing disk), with a .gitignore of "*" and a CACHEDIR.TAG so that git and
+ * backup tools skip it; and the state folder of mounts made before the
+ * state moved out of the tree, which keeps being used while it holds a
+ * database. */
+#define HY_STATE_DIR_NAME ".hybridfs"
+/* Where the state folders are by default, one per backing directory named
+ * by its real path escaped as systemd-escape --path does: for root
+ * /var/lib/hybridfs ($HYBRIDFS_STATE_ROOT instead, for the tests), for a
+ * user $XDG_STATE_HOME/hybridfs (default ~/.local/state/hybridfs). */
+#define HY_STATE_ROOT_SYSTEM	  "/var/lib/hybridfs"
+#define HY_CACHEDIR_TAG_SIGNATURE "Signature: 8a477f597d28d172789f06886806bc55"
+#define HY_OPTIONS_BOPT_NAME	  "bopt" /* the default BOPT, a file in the state folder */
+#define HY_OPTIONS_BOPT_SIZE	  (256ULL << 20)
 /* bopt_readahead=: how far ahead of a chain of relocated files the BOPT is
  * read (indirector.h); the HDD model's seek costs about as much as reading
  * 1 MiB, and 64 MiB bounds what one read may ask of the page cache. */
@@ -64,7 +75,14 @@ struct hy_options {
 	char *mountpoint;      /* as given */
 	char *backing_real;    /* absolute, symlinks resolved (hy_options_check) */
 	char *mountpoint_real; /* absolute, symlinks resolved (hy_options_check) */
-	char *state_dir;       /* absolute; default BACKING/.hybridfs */
+	char *state_dir;       /* absolute; default hy_options_default_state() */
+	bool state_given;      /* state= named it */
+	/* the state folder is an older mount's BACKING/.hybridfs (it holds a
+	 * database): kept, so that nobody's state is stranded */
+	bool state_legacy;
+	/* BACKING and MOUNTPOINT are one directory: the daemon serves it
+	 * through the descriptor it opens before the mount */
+	bool in_place;
 	/* How the daemon reaches the state folder's files: "/proc/self/fd/N",
 	 * N the folder opened once after its checks (fs/main.c), so that a
 	 * symbolic link put at state_dir's path later is never followed.
@@ -177,10 +195,29 @@ int hy_options_parse(int argc, char **argv, struct hy_options *opts, char *why, 
 int hy_options_parse_list(struct hy_options *opts, const char *list, char *why, size_t why_size);
 
 /* Checks the paths: BACKING must be a directory, MOUNTPOINT a directory that
- * is neither BACKING, inside it, nor holding it; the state folder must not be
- * inside the mountpoint. Fills backing_real, mountpoint_real and state_dir.
- * Returns 0 or a negative errno with a message in @why. */
+ * is BACKING itself (a mount in place) or neither inside it nor holding it;
+ * the state folder, and a BOPT or store named by path, must not be inside
+ * the mountpoint. Fills backing_real, mountpoint_real and state_dir (the
+ * default: BACKING/.hybridfs when it holds a database, else
+ * hy_options_default_state()). Returns 0 or a negative errno with a message
+ * in @why. */
 int hy_options_check(struct hy_options *opts, char *why, size_t why_size);
+
+/* @path (absolute) escaped as `systemd-escape --path` does: slashes at
+ * both ends dropped, the others made "-", every byte but ASCII letters,
+ * digits, ':', '_' and a '.' not first written \xNN; "/" is "-". Returns
+ * 0, or -ENAMETOOLONG when it does not fit @size. */
+int hy_options_escape_path(const char *path, char *out, size_t size);
+
+/* The folder holding the default state folders for the calling user (see
+ * HY_STATE_ROOT_SYSTEM), into @out. Returns 0, or -ENOENT when a user's has
+ * no home to go by. */
+int hy_options_state_root(char *out, size_t size);
+
+/* The default state folder of the backing directory @backing_real: the
+ * state root's entry named by hy_options_escape_path(). A new string, or
+ * NULL (errno set). */
+char *hy_options_default_state(const char *backing_real);
 
 /* Builds the argument vector for fuse_session_new(): program name, -o with
  * fsname, subtype, default_permissions with allow_other, and the kernel

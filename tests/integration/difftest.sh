@@ -47,7 +47,7 @@ run() {
 	fi
 	[ -n "${AFTER_RUN:-}" ] && "$AFTER_RUN" "$name" "$dir/mnt"
 	hy_umount "$dir/mnt"
-	# the default state folder is BACKING/.hybridfs
+	# the default BOPT's hidden folder is BACKING/.hybridfs
 	if ! "$DIFFTEST" --compare --ignore .hybridfs "$dir/plain" "$dir/backing"; then
 		hy_fail "$name: seed $seed ($*): the backing directory differs from the plain one"
 	fi

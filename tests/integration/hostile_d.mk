@@ -21,3 +21,12 @@ TESTS += tests/integration/mountfail.sh
 EXTRA_DIST += tests/integration/mountfail.sh
 TESTS += tests/integration/rotational.sh
 EXTRA_DIST += tests/integration/rotational.sh
+# A mount in place over a directory with a shell's cwd and open file in it
+# (issue 19, item 4).
+TESTS += tests/integration/inplace.sh
+EXTRA_DIST += tests/integration/inplace.sh
+# The default state folder out of the tree follows its directory's
+# identity: found again after a rename, never taken by another directory
+# (issue 19, item 3).
+TESTS += tests/integration/statemove.sh
+EXTRA_DIST += tests/integration/statemove.sh

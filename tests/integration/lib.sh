@@ -83,8 +83,32 @@ hy_setup() {
 	# `status` run elsewhere on the machine (another test, a user) must
 	# never reach this test's mounts, nor this test theirs (issue 16.4).
 	export HYBRIDFS_RUNTIME_DIR=$HY_TMP/run
+	# The default state folders (a user's and root's) inside the test's
+	# own folder: a test never writes into ~/.local/state or /var/lib.
+	export XDG_STATE_HOME=$HY_TMP/xdg-state
+	export HYBRIDFS_STATE_ROOT=$HY_TMP/var-lib-hybridfs
 	trap hy_cleanup EXIT
 	trap 'exit 130' INT TERM
+}
+
+# hy_state_of BACKING: the default state folder of a backing folder (an
+# absolute, resolved path): HYBRIDFS_STATE_ROOT (root) or
+# $XDG_STATE_HOME/hybridfs, and the path escaped as systemd-escape --path
+# does it (POSIX sh: some tests run under dash).
+hy_state_of() {
+	_hy_name=$(printf '%s' "$1" | sed 's,^/*,,; s,/*$,,' | od -An -v -tu1 | tr -s ' \n' '\n\n' |
+		awk 'NF { c = $1 + 0
+			if (c == 47) s = s "-"
+			else if ((c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) ||
+			    c == 58 || c == 95 || (c == 46 && n > 0)) s = s sprintf("%c", c)
+			else s = s sprintf("\\x%02x", c)
+			n++ }
+			END { print (s == "" ? "-" : s) }')
+	if [ "$(id -u)" = 0 ]; then
+		printf '%s/%s' "$HYBRIDFS_STATE_ROOT" "$_hy_name"
+	else
+		printf '%s/hybridfs/%s' "$XDG_STATE_HOME" "$_hy_name"
+	fi
 }
 
 hy_is_mounted() {

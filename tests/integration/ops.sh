@@ -65,8 +65,12 @@ check_mount() {
 		cat "$HY_TMP/$name.diff" >&2
 	fi
 
-	# The state folder lives in the backing root but is not part of the mount.
-	[ -d "$b/.hybridfs" ] || hy_fail "$name: no state folder in the backing directory"
+	# The BOPT's hidden folder lives in the backing root but is not part of
+	# the mount (made with a BOPT: on a disk that does not spin there is
+	# none, and nothing to hide).
+	[ -d "$b/.hybridfs" ] || [ "$("${HYBRIDCTL:-$(dirname "$HYBRIDFS")/hybridctl}" status "$m" --json |
+		jq -r '.mounts[0].daemon.bopt == null')" = true ] ||
+		hy_fail "$name: a BOPT, and no hidden folder for it in the backing directory"
 	if [ -n "$(find "$m" -mindepth 1 -maxdepth 1 -name .hybridfs)" ]; then
 		hy_fail "$name: readdir of the mount root lists .hybridfs"
 	fi

@@ -3,14 +3,22 @@
 # while root mounts (issue 16, finding 13).
 #
 # The backing folder belongs to an ordinary user (nobody), who may rename
-# what is in it. Root mounts it; the state folder, BACKING/.hybridfs, is
-# made by root in the user's folder. Cases:
-#   symlink-at-mount  .hybridfs is a symbolic link to a root-only folder:
-#                     the mount is refused, naming it, and nothing is made
-#                     in the folder it points to.
+# what is in it. Root mounts it; a state folder named inside it
+# (state=BACKING/.hybridfs, as the default was before issue 19), or by
+# default the BOPT's hidden folder BACKING/.hybridfs, is made by root in
+# the user's folder. Cases:
+#   symlink-at-mount  .hybridfs is a symbolic link to a root-only folder,
+#                     named by state=: the mount is refused, naming it, and
+#                     nothing is made in the folder it points to.
 #   swap-race         the user exchanges .hybridfs with such a link in a
 #                     loop (hy-swapper) while root mounts several times:
 #                     nothing is ever made in the root-only folder.
+#   bopt-symlink      the same link where the default BOPT's hidden folder
+#                     goes (the state folder out of the tree): the mount
+#                     goes ahead without a BOPT, status says why, and
+#                     nothing is made in the link's target.
+#   bopt-swap-race    swap-race with the defaults: the BOPT's folder is
+#                     made and used through its descriptor only.
 . "$(dirname "$0")/lib.sh"
 hy_setup
 hy_need_root
@@ -48,7 +56,7 @@ try_mount() {
 
 # --- symlink-at-mount
 as_user ln -s "$SECRET" "$B/.hybridfs"
-out=$("$HYBRIDFS" "$B" "$M" -f 2>&1)
+out=$("$HYBRIDFS" "$B" "$M" -f -o "state=$B/.hybridfs" 2>&1)
 rc=$?
 if [ "$rc" = 0 ] || hy_is_mounted "$M"; then
 	hy_fail "symlink-at-mount: the mount went ahead with .hybridfs a symbolic link"
@@ -63,12 +71,18 @@ rm -f "$B/.hybridfs"
 
 # --- swap-race
 as_user ln -s "$SECRET" "$B/.hybridfs-other"
-as_user "$HY_TMP/bin/hy-swapper" "$B" .hybridfs .hybridfs-other 300 >"$HY_TMP/swaps" &
+# setpriv itself in the background (not the function as_user, whose
+# subshell would be the pid killed below, leaving the swapper running)
+setpriv --reuid=65534 --regid=65534 --clear-groups -- \
+	"$HY_TMP/bin/hy-swapper" "$B" .hybridfs .hybridfs-other 300 >"$HY_TMP/swaps" &
 swapper=$!
 HY_PIDS="$HY_PIDS $swapper"
 mounted=0 refused=0
-for round in 1 2 3 4 5 6 7 8; do
-	if try_mount -o cache_size=4M,bopt_size=4M; then
+for round in 1 2 3 4 5 6 7 8 9 10 11 12; do
+	# state= in the user's folder, and (from round 7) the defaults: the
+	# BOPT's hidden folder there
+	if [ "$round" -le 6 ]; then opts=state=$B/.hybridfs,cache_size=4M,bopt_size=4M; else opts=cache_size=4M,bopt_size=4M; fi
+	if try_mount -o "$opts"; then
 		mounted=$((mounted + 1))
 		hy_umount "$M"
 	else
@@ -84,5 +98,25 @@ wait "$swapper" 2>/dev/null
 hy_forget_pid "$swapper"
 hy_log "swap-race: $mounted mounts, $refused refused"
 [ -z "$(secret_files)" ] || hy_fail "swap-race: the root-only folder holds: $(secret_files)"
+
+# --- bopt-symlink
+rm -rf "$B/.hybridfs" "$B/.hybridfs-other"
+as_user ln -s "$SECRET" "$B/.hybridfs"
+[ -L "$B/.hybridfs" ] || hy_die "bopt-symlink: cannot make the link: $(ls -la "$B")"
+HYBRIDCTL=${HYBRIDCTL:-$(dirname "$HYBRIDFS")/hybridctl}
+if try_mount -o cache_size=4M,bopt_size=4M; then
+	hy_wait_status "$M" '.pid != null'
+	[ "$(hy_status "$M" '.bopt == null')" = true ] ||
+		hy_fail "bopt-symlink: a BOPT was made through the link"
+	case $(hy_status "$M" '.disks[2].why') in
+	*"symbolic link"*) ;;
+	*) hy_fail "bopt-symlink: status does not say why there is no BOPT: $(hy_status "$M" '.disks[2].why')" ;;
+	esac
+	hy_umount "$M"
+else
+	hy_fail "bopt-symlink: the mount was refused: $(tail -3 "$HY_TMP/daemon.log")"
+fi
+[ -z "$(secret_files)" ] || hy_fail "bopt-symlink: made in the link's target: $(secret_files)"
+[ -L "$B/.hybridfs" ] || hy_fail "bopt-symlink: the link was replaced"
 
 hy_pass

@@ -15,6 +15,14 @@
 #                   write-back as before (the rule is about RAM only)
 #   device-back     a store on a loop device (its node in /dev, which is
 #                   devtmpfs): write-back as before
+#   default-ssd     (issue 19) the default state folder on another disk,
+#                   one that does not spin (an ext4 on a loop device; the
+#                   disks' rotational flags from a sysfs of the test's own,
+#                   HYBRIDFS_SYSFS): the default store is made there, and
+#                   status says so and why; the BOPT stays in the backing
+#                   folder's hidden .hybridfs
+#   default-same    the default state folder on the backing disk: the store
+#                   stays with it, status says it is the backing disk
 . "$(dirname "$0")/lib.sh"
 hy_setup
 hy_need_root
@@ -28,6 +36,7 @@ cleanup_all() {
 	rm -f "/dev/$DEVNAME" "/dev/$DEVNAME-bopt"
 	for m in $HY_MOUNTS; do fusermount3 -u -z "$m" 2>/dev/null; done
 	umount -l "$R" 2>/dev/null
+	umount -l "$HY_TMP/ssd" 2>/dev/null
 	[ -n "$LOOP" ] && losetup -d "$LOOP" 2>/dev/null
 	(exit "$rc")
 	hy_cleanup
@@ -88,6 +97,52 @@ if LOOP=$(losetup -f --show "$HY_TMP/dev.img" 2>/dev/null) && [ -b "$LOOP" ]; th
 	LOOP=""
 else
 	hy_log "no loop device: device-back not run"
+fi
+
+# --- default-ssd, default-same
+S=$HY_TMP/sys
+SSD=$HY_TMP/ssd
+truncate -s 400M "$HY_TMP/ssd.img"
+if command -v mkfs.ext4 >/dev/null && mkfs.ext4 -q -F "$HY_TMP/ssd.img" >/dev/null 2>&1 &&
+	LOOP=$(losetup -f --show "$HY_TMP/ssd.img" 2>/dev/null) && [ -b "$LOOP" ] &&
+	mkdir -p "$SSD" && mount "$LOOP" "$SSD"; then
+	# the backing folder's disk spins, the loop device does not
+	read -r BMAJ BMIN < <(stat -c '%Hd %Ld' "$B")
+	read -r SMAJ SMIN < <(stat -c '%Hd %Ld' "$SSD")
+	mkdir -p "$S/dev/block" "$S/devices/hdd/queue" "$S/devices/ssd/queue"
+	echo 1 >"$S/devices/hdd/queue/rotational"
+	echo 0 >"$S/devices/ssd/queue/rotational"
+	ln -s ../../devices/hdd "$S/dev/block/$BMAJ:$BMIN"
+	ln -s ../../devices/ssd "$S/dev/block/$SMAJ:$SMIN"
+	B2=$HY_TMP/b2
+	mkdir -p "$B2"
+	echo data >"$B2/f"
+	HYBRIDFS_SYSFS=$S HYBRIDFS_STATE_ROOT=$SSD/state hy_mount_ready "$B2" "$M" ""
+	store=$(hy_status "$M" '.disks[] | select(.what == "store") | .path')
+	why=$(hy_status "$M" '.disks[] | select(.what == "store") | .why')
+	case $store in "$SSD"/state/*/cache) ;; *) hy_fail "default-ssd: the store is at '$store', not in $SSD/state" ;; esac
+	case $why in *"does not spin"*) ;; *) hy_fail "default-ssd: status does not say why: $why" ;; esac
+	[ "$(hy_status "$M" '.disks[] | select(.what == "store") | .disk')" = ssd ] ||
+		hy_fail "default-ssd: the store's disk is not named ssd: $(hy_status "$M" .disks)"
+	[ "$(hy_status "$M" '.disks[] | select(.what == "bopt") | .path')" = "$B2/.hybridfs/bopt" ] ||
+		hy_fail "default-ssd: the BOPT is not in the hidden folder: $(hy_status "$M" .disks)"
+	"$HYBRIDCTL" status "$M" | grep -q "^disks .*database" ||
+		hy_fail "default-ssd: hybridctl status prints no disks line"
+	hy_umount "$M"
+	[ -f "$store" ] || hy_fail "default-ssd: no store left at $store"
+	B3=$HY_TMP/b3
+	mkdir -p "$B3"
+	HYBRIDFS_SYSFS=$S hy_mount_ready "$B3" "$M" ""
+	why=$(hy_status "$M" '.disks[] | select(.what == "store") | .why')
+	case $why in *"backing disk"*) ;; *) hy_fail "default-same: status does not say it is the backing disk: $why" ;; esac
+	hy_umount "$M"
+	umount "$SSD" || hy_fail "cannot unmount $SSD"
+	losetup -d "$LOOP" || hy_fail "cannot detach $LOOP"
+	LOOP=""
+else
+	hy_log "no loop device or mkfs.ext4: default-ssd not run"
+	[ -n "$LOOP" ] && losetup -d "$LOOP"
+	LOOP=""
 fi
 
 umount "$R" || hy_fail "cannot unmount the tmpfs $R"

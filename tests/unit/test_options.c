@@ -484,7 +484,8 @@ static void test_mount_helper(void)
 
 static void test_paths(void)
 {
-	char *tmp = hy_test_tmpdir(), *b, *m, *inner, *file;
+	char *tmp = hy_test_tmpdir(), *b, *m, *inner, *file, *root, *xdg, *real, *want, *legacy,
+	     *db, name[256];
 	struct hy_options o;
 	const char *argv[4] = {"hybridfs", NULL, NULL, NULL};
 
@@ -498,17 +499,67 @@ static void test_paths(void)
 	CU_ASSERT_EQUAL(mkdir(inner, 0755), 0);
 	fclose(fopen(file, "w"));
 
+	/* the default state folder: out of the tree, named by the path */
+	CU_ASSERT(asprintf(&root, "%s/root", tmp) > 0);
+	CU_ASSERT(asprintf(&xdg, "%s/xdg", tmp) > 0);
+	setenv("HYBRIDFS_STATE_ROOT", root, 1);
+	setenv("XDG_STATE_HOME", xdg, 1);
 	argv[1] = b, argv[2] = m;
 	CU_ASSERT_EQUAL(parse(&o, argv), 0);
 	CU_ASSERT_EQUAL(hy_options_check(&o, why, sizeof(why)), 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(o.state_dir, "/b/.hybridfs"));
+	real = realpath(b, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(real);
+	CU_ASSERT_EQUAL(hy_options_escape_path(real, name, sizeof(name)), 0);
+	if (asprintf(&want, geteuid() == 0 ? "%s/%s" : "%s/hybridfs/%s",
+		     geteuid() == 0 ? root : xdg, name) < 0)
+		want = NULL;
+	CU_ASSERT_PTR_NOT_NULL_FATAL(want);
+	CU_ASSERT_STRING_EQUAL(o.state_dir, want);
+	CU_ASSERT_FALSE(o.state_legacy);
+	CU_ASSERT_FALSE(o.in_place);
 	hy_options_free(&o);
 
-	argv[1] = b, argv[2] = b; /* the mountpoint itself */
+	/* an older mount's BACKING/.hybridfs with a database keeps being used */
+	CU_ASSERT(asprintf(&legacy, "%s/.hybridfs", b) > 0);
+	CU_ASSERT(asprintf(&db, "%s/hybridfs.db", legacy) > 0);
+	CU_ASSERT_EQUAL(mkdir(legacy, 0700), 0);
+	fclose(fopen(db, "w"));
+	CU_ASSERT_EQUAL(parse(&o, argv), 0);
+	CU_ASSERT_EQUAL(hy_options_check(&o, why, sizeof(why)), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(o.state_dir, "/b/.hybridfs"));
+	CU_ASSERT_TRUE(o.state_legacy);
+	hy_options_free(&o);
+
+	/* ... but not by a mount in place, which would cover it */
+	argv[1] = b, argv[2] = b;
 	CU_ASSERT_EQUAL(parse(&o, argv), 0);
 	CU_ASSERT_EQUAL(hy_options_check(&o, why, sizeof(why)), -EINVAL);
-	CU_ASSERT_PTR_NOT_NULL(strstr(why, "mountpoint itself"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "Move it out"));
 	hy_options_free(&o);
+	unlink(db);
+	rmdir(legacy);
+
+	argv[1] = b, argv[2] = b; /* the mountpoint itself: a mount in place */
+	CU_ASSERT_EQUAL(parse(&o, argv), 0);
+	CU_ASSERT_EQUAL(hy_options_check(&o, why, sizeof(why)), 0);
+	CU_ASSERT_TRUE(o.in_place);
+	hy_options_free(&o);
+
+	/* a BOPT named inside a mount in place would be reached through it */
+	{
+		const char *bargv[6] = {"hybridfs", NULL, NULL, "-o", NULL, NULL};
+		char *opt;
+
+		CU_ASSERT(asprintf(&opt, "bopt=%s/x/bopt", b) > 0);
+		bargv[1] = b, bargv[2] = b, bargv[4] = opt;
+		CU_ASSERT_EQUAL(hy_options_parse(5, (char **)bargv, &o, why, sizeof(why)), 0);
+		CU_ASSERT_EQUAL(hy_options_check(&o, why, sizeof(why)), -EINVAL);
+		CU_ASSERT_PTR_NOT_NULL(strstr(why, "inside the mountpoint"));
+		hy_options_free(&o);
+		free(opt);
+	}
+	unsetenv("HYBRIDFS_STATE_ROOT");
+	unsetenv("XDG_STATE_HOME");
 
 	argv[1] = inner, argv[2] = b; /* backing inside the mountpoint */
 	CU_ASSERT_EQUAL(parse(&o, argv), 0);
@@ -536,6 +587,23 @@ static void test_paths(void)
 
 	hy_test_rmtree(tmp);
 	free(tmp), free(b), free(m), free(inner), free(file);
+	free(root), free(xdg), free(real), free(want), free(legacy), free(db);
+}
+
+/* the state folder's name: systemd-escape --path */
+static void test_escape_path(void)
+{
+	char out[256];
+
+	CU_ASSERT_EQUAL(hy_options_escape_path("/home/ann/src", out, sizeof(out)), 0);
+	CU_ASSERT_STRING_EQUAL(out, "home-ann-src");
+	CU_ASSERT_EQUAL(hy_options_escape_path("/", out, sizeof(out)), 0);
+	CU_ASSERT_STRING_EQUAL(out, "-");
+	CU_ASSERT_EQUAL(hy_options_escape_path("/tmp/a-b c/.x/", out, sizeof(out)), 0);
+	CU_ASSERT_STRING_EQUAL(out, "tmp-a\\x2db\\x20c-.x");
+	CU_ASSERT_EQUAL(hy_options_escape_path("/.hidden/\xc3\xbc", out, sizeof(out)), 0);
+	CU_ASSERT_STRING_EQUAL(out, "\\x2ehidden-\\xc3\\xbc");
+	CU_ASSERT_EQUAL(hy_options_escape_path("/abcdef", out, 4), -ENAMETOOLONG);
 }
 
 /* state=LINK: the folder of the link is resolved, the link itself is not
@@ -614,6 +682,7 @@ int hy_test_add_options(void)
 			 test_cache_policy_names) ||
 	    !CU_add_test(s, "mount(8) helper mode", test_mount_helper) ||
 	    !CU_add_test(s, "path checks", test_paths) ||
+	    !CU_add_test(s, "state folder names (systemd-escape --path)", test_escape_path) ||
 	    !CU_add_test(s, "state=LINK is not followed", test_state_link) ||
 	    !CU_add_test(s, "libfuse arguments", test_fuse_args))
 		return -1;
