@@ -7,6 +7,7 @@
  * eviction and the cleaner run when the test says. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -2882,6 +2883,54 @@ static void test_pore_front(void)
 	}
 }
 
+/* DRAM per cached line (issue 19): reads through a store with no front
+ * buffer until it is 66% full, then until it is full; the figure the
+ * status shows at each, everything the store's metadata holds included. */
+#define DM_FILES  40
+#define DM_BLOCKS 128
+
+static void test_dram_per_line(void)
+{
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
+	unsigned char *ref = malloc((size_t)DM_BLOCKS * BLK), buf[BLK];
+	struct hy_cache_stats s, at66 = {0};
+	struct hy_cache *c;
+	uint64_t capacity;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ref);
+	home_reset();
+	for (unsigned id = 1; id <= DM_FILES; id++) {
+		fill_pattern(ref, (size_t)DM_BLOCKS * BLK, id);
+		home_set(id, ref, (uint64_t)DM_BLOCKS * BLK);
+	}
+	c = copen(store, HY_CACHE_WRITE_THROUGH, HY_POLICY_LRU3, 0, 2048, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	capacity = stats(c).ssd_lines;
+	CU_ASSERT(capacity <= (uint64_t)DM_FILES * DM_BLOCKS);
+	for (unsigned id = 1; id <= DM_FILES; id++) {
+		struct hy_cache_file f = F(id);
+
+		for (uint64_t b = 0; b < DM_BLOCKS; b++) {
+			s = stats(c);
+			if (s.ssd_used == capacity)
+				break;
+			if (!at66.ssd_lines && s.ssd_used * 3 >= capacity * 2)
+				at66 = s;
+			CU_ASSERT_EQUAL(hy_cache_read(c, &f, buf, BLK, (off_t)(b * BLK)), BLK);
+		}
+	}
+	s = stats(c);
+	CU_ASSERT_EQUAL(s.ssd_used, capacity);
+	printf("\n    dram_bytes_per_line: %zu at %" PRIu64 " of %" PRIu64 " lines, %zu full ",
+	       at66.dram_bytes_per_line, at66.ssd_used, at66.ssd_lines, s.dram_bytes_per_line);
+	CHECK(c);
+	CLOSE(c);
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+	free(ref);
+}
+
 int hy_test_add_cache(void)
 {
 	CU_pSuite s = CU_add_suite("cache", below_init, below_clean);
@@ -2938,7 +2987,8 @@ int hy_test_add_cache(void)
 	    !CU_add_test(s, "a late fsync token on a recreated entry",
 			 test_fsync_token_recreated_entry) ||
 	    !CU_add_test(s, "freed lines are filled again in the store's order",
-			 test_free_lines_in_order))
+			 test_free_lines_in_order) ||
+	    !CU_add_test(s, "DRAM per cached line, 66% full and full", test_dram_per_line))
 		return -1;
 	return 0;
 }
