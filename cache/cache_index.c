@@ -2,18 +2,20 @@
  *
  * Layout: files are found through a file table (file_table.h) striped
  * over HY_CACHE_INDEX_STRIPES mutexes, as in map.c: the last reference to
- * a file left with no entries frees it. A file's entries are a power-of-two array of
- * 16-byte slots, open addressing with linear probing from hy_keymap_mix(block);
- * a removal shifts the following entries of the cluster back (no
- * tombstones), so a lookup stops at the first empty slot.
+ * a file left with no entries frees it. A file's entries are an array of
+ * 4-byte slots (a tagged line number), open addressing with linear probing
+ * from hy_keymap_mix(block) scaled to the table's size; the key and masks
+ * are the line's own entry (struct line_rec); a removal shifts the
+ * following entries of the cluster back (no tombstones), so a lookup stops
+ * at the first empty slot.
  *
- * Memory accounting: idx->bytes counts the index's struct, files and slot
- * arrays, changed atomically where the allocation is made or freed; the
- * file table counts its own (struct and stripe buckets); the stats add
- * both.
+ * Memory accounting: idx->bytes counts the index's struct, the lines'
+ * entries, the handle table, files and slot arrays, changed atomically where the allocation is made
+ * or freed; the file table counts its own (struct and stripe buckets); the stats add both.
  *
- * Lock order: stripe mutex (never held while taking another lock), then a
- * file's rwlock. A file's rwlock is always dropped before file_put() takes
+ * Lock order: stripe mutex (never held while taking another lock but the
+ * handle table's mutex, a leaf), then a file's rwlock (locks[fh % N]). A
+ * file's rwlock is always dropped before file_put() takes
  * the stripe's mutex.
  */
 #include <errno.h>
@@ -34,15 +36,26 @@
 #define EMPTY	  UINT32_MAX /* a free slot of a file's table */
 #define NO_FILE	  UINT32_MAX /* fh[line] of a line not in the index */
 
+/* One line's entry, packed: 10 bytes (HY_CACHE_INDEX_LINE_BYTES), read in
+ * one cache line by a hit (separate arrays cost a miss each). */
+struct line_rec {
+	uint32_t fh;	/* the file's handle, NO_FILE: not in the index */
+	uint32_t block; /* blocks from 2^32 on are never indexed */
+	uint8_t valid;	/* sectors holding data */
+	uint8_t dirty;	/* sectors newer than home */
+} __attribute__((packed));
+
+_Static_assert(sizeof(struct line_rec) == HY_CACHE_INDEX_LINE_BYTES, "10 bytes a line");
+
 struct idx_file {
 	struct hy_file_table_entry entry; /* file_id, refs, chain: the table's */
-	pthread_rwlock_t lock;
-	uint32_t *slots; /* line numbers, EMPTY; under lock; NULL while no entries */
-	uint32_t n, cap; /* under lock; cap is 0 or MIN_SLOTS or more */
-	uint32_t fh;	 /* its handle: fh[line] of its lines */
+	uint32_t *slots; /* lines (tagged), EMPTY; under its lock; NULL while no entries */
+	uint32_t n, cap; /* under its lock; cap is 0 or MIN_SLOTS or more */
+	uint32_t fh;	 /* its handle: rec[line].fh of its lines; its lock is locks[fh % N] */
 };
 
-#define FILE_OF(e) ((struct idx_file *)((char *)(e)-offsetof(struct idx_file, entry)))
+#define FLOCK(idx, f) (&(idx)->locks[(f)->fh % HY_CACHE_INDEX_LOCKS])
+#define FILE_OF(e)    ((struct idx_file *)((char *)(e)-offsetof(struct idx_file, entry)))
 
 struct hy_cache_index {
 	uint32_t capacity;
@@ -50,14 +63,16 @@ struct hy_cache_index {
 	uint64_t entries; /* atomic */
 	size_t bytes;	  /* atomic */
 	struct hy_file_table *table;
+	/* the files' rwlocks, striped by handle (a file's own lock cost 56
+	 * bytes a file: a cached tree of small files paid it per few lines) */
+	pthread_rwlock_t locks[HY_CACHE_INDEX_LOCKS];
 	/* per line: the key and masks of the block it holds, written under
-	 * its file's lock (fh atomically: a reverse lookup reads it without) */
-	uint32_t *fh;	 /* the file's handle, NO_FILE: not in the index */
-	uint32_t *block; /* the block (blocks from 2^32 on are never indexed) */
-	uint8_t *valid;	 /* sectors holding data */
-	uint8_t *dirty;	 /* sectors newer than home */
+	 * its file's lock (a reverse lookup reads fh and block without it:
+	 * the caller keeps the line from changing, cache_index.h) */
+	struct line_rec *rec;
 	/* the files' handles: handle -> file, and the handles free for reuse
 	 * (a stack); under handle_lock, a leaf lock */
+	unsigned nlocks; /* of locks[], initialized */
 	pthread_mutex_t handle_lock;
 	struct idx_file **by_handle;
 	uint32_t *free_handles;
@@ -76,7 +91,8 @@ static void bytes_sub(struct hy_cache_index *idx, size_t n)
 
 static struct hy_cache_entry entry_of(const struct hy_cache_index *idx, uint32_t line)
 {
-	struct hy_cache_entry e = {idx->block[line], line, idx->valid[line], idx->dirty[line]};
+	struct hy_cache_entry e = {idx->rec[line].block, line, idx->rec[line].valid,
+				   idx->rec[line].dirty};
 
 	return e;
 }
@@ -104,12 +120,29 @@ int hy_cache_sectors(uint32_t offset, uint32_t length, uint8_t *covered, uint8_t
 
 /* ---- one file's table (its lock held) -------------------------------- */
 
-/* The home slot of @block in a table of @cap slots: the hash scaled to
- * [0, cap) by a multiply (Lemire's reduction), so a table needs not be a
- * power of two and grows by a quarter. */
-static uint32_t home_in(uint32_t cap, uint64_t block)
+/* A slot holds a line number (below 2^28, HY_CACHE_INDEX_MAX_LINES) and,
+ * in its top four bits, four bits of its block's hash: a probe reads the
+ * line's block (elsewhere in memory, a cache miss) only when they match,
+ * a sixteenth of the time. EMPTY is no line. */
+#define TAG_BITS  4
+#define LINE_MASK ((1u << (32 - TAG_BITS)) - 1)
+
+static uint32_t line_at(const struct idx_file *f, uint32_t i)
 {
-	return (uint32_t)(((hy_keymap_mix(block) >> 32) * cap) >> 32);
+	return f->slots[i] & LINE_MASK;
+}
+
+static uint32_t tag_of(uint64_t hash)
+{
+	return (uint32_t)(hash & ((1u << TAG_BITS) - 1)) << (32 - TAG_BITS);
+}
+
+/* The home slot of a block of hash @hash in a table of @cap slots: the
+ * hash's top half scaled to [0, cap) by a multiply (Lemire's reduction),
+ * so a table needs not be a power of two and grows by an eighth. */
+static uint32_t home_in(uint32_t cap, uint64_t hash)
+{
+	return (uint32_t)(((hash >> 32) * cap) >> 32);
 }
 
 static uint32_t next_slot(uint32_t cap, uint32_t i)
@@ -127,12 +160,13 @@ static uint32_t dist(uint32_t cap, uint32_t a, uint32_t b)
  * every line in a file's table is one of that file's. */
 static uint32_t tab_find(const struct hy_cache_index *idx, const struct idx_file *f, uint64_t block)
 {
-	uint32_t i;
+	uint64_t h = hy_keymap_mix(block);
+	uint32_t i, tag = tag_of(h);
 
 	if (!f->cap || block > UINT32_MAX)
 		return EMPTY;
-	for (i = home_in(f->cap, block); f->slots[i] != EMPTY; i = next_slot(f->cap, i))
-		if (idx->block[f->slots[i]] == block)
+	for (i = home_in(f->cap, h); f->slots[i] != EMPTY; i = next_slot(f->cap, i))
+		if ((f->slots[i] & ~LINE_MASK) == tag && idx->rec[line_at(f, i)].block == block)
 			return i;
 	return EMPTY;
 }
@@ -141,11 +175,12 @@ static uint32_t tab_find(const struct hy_cache_index *idx, const struct idx_file
  * not hold its block). */
 static void tab_put(const struct hy_cache_index *idx, uint32_t *slots, uint32_t cap, uint32_t line)
 {
-	uint32_t i = home_in(cap, idx->block[line]);
+	uint64_t h = hy_keymap_mix(idx->rec[line].block);
+	uint32_t i = home_in(cap, h);
 
 	while (slots[i] != EMPTY)
 		i = next_slot(cap, i);
-	slots[i] = line;
+	slots[i] = line | tag_of(h);
 }
 
 static uint32_t *slots_new(uint32_t cap)
@@ -167,7 +202,7 @@ static int tab_resize(struct hy_cache_index *idx, struct idx_file *f, uint32_t n
 		return -ENOMEM;
 	for (uint32_t i = 0; i < f->cap; i++)
 		if (f->slots[i] != EMPTY)
-			tab_put(idx, ns, ncap, f->slots[i]);
+			tab_put(idx, ns, ncap, line_at(f, i));
 	free(f->slots);
 	bytes_sub(idx, (size_t)f->cap * sizeof(*ns));
 	bytes_add(idx, (size_t)ncap * sizeof(*ns));
@@ -176,18 +211,22 @@ static int tab_resize(struct hy_cache_index *idx, struct idx_file *f, uint32_t n
 	return 0;
 }
 
-/* Whether a table of @cap slots may hold @n entries: load at most 4/5. */
+/* Whether a table of @cap slots may hold @n entries: load at most 0.9
+ * (the tags keep the longer probes cheap: most slots are passed over
+ * without reading their line's block). */
 static bool fits(uint64_t n, uint64_t cap)
 {
-	return n * 5 <= cap * 4;
+	return n * 10 <= cap * 9;
 }
 
-/* The next size of a table of @cap slots: a quarter more (doubling while
- * small), so that a full table's load stays between 0.64 and 0.8 (16 / 3
- * ... 25 / 4 bytes an entry) where doubling left it between 0.4 and 0.8. */
+/* The next size of a table of @cap slots: an eighth more (doubling while
+ * small), so that a table that only grew keeps a load between 0.8 and 0.9
+ * (4.4 to 5 bytes an entry) where doubling left it between 0.4 and 0.8. A resize moves every entry,
+ * so an insert moves 9 entries amortized (O(1)); the line numbers are moved, the blocks read to
+ * hash them. */
 static uint32_t grown(uint32_t cap)
 {
-	return cap < MIN_SLOTS ? MIN_SLOTS : cap < 16 ? cap * 2 : cap + cap / 4;
+	return cap < MIN_SLOTS ? MIN_SLOTS : cap < 16 ? cap * 2 : cap + cap / 8;
 }
 
 /* Removes the entry in slot @i, shifting the rest of its cluster back. */
@@ -201,7 +240,7 @@ static void tab_delete(const struct hy_cache_index *idx, struct idx_file *f, uin
 		j = next_slot(f->cap, j);
 		if (f->slots[j] == EMPTY)
 			break;
-		h = home_in(f->cap, idx->block[f->slots[j]]);
+		h = home_in(f->cap, hy_keymap_mix(idx->rec[line_at(f, j)].block));
 		/* j's entry may move to i when i lies cyclically in [h, j) */
 		if (dist(f->cap, h, j) >= dist(f->cap, i, j)) {
 			f->slots[i] = f->slots[j];
@@ -243,9 +282,9 @@ static void tab_shrink(struct hy_cache_index *idx, struct idx_file *f)
 /* A line leaves the index (its file's lock held). */
 static void line_clear(struct hy_cache_index *idx, uint32_t line)
 {
-	__atomic_store_n(&idx->fh[line], NO_FILE, __ATOMIC_RELAXED);
-	idx->valid[line] = 0;
-	idx->dirty[line] = 0;
+	idx->rec[line].fh = NO_FILE;
+	idx->rec[line].valid = 0;
+	idx->rec[line].dirty = 0;
 }
 
 /* ---- files ------------------------------------------------------------ */
@@ -313,12 +352,7 @@ static struct hy_file_table_entry *file_alloc(void *arg, uint64_t file_id)
 	struct idx_file *f = calloc(1, sizeof(*f));
 
 	(void)file_id;
-	if (f && rwlock_init(&f->lock) != 0) {
-		free(f);
-		f = NULL;
-	}
 	if (f && handle_take(idx, f) != 0) {
-		pthread_rwlock_destroy(&f->lock);
 		free(f);
 		f = NULL;
 	}
@@ -345,7 +379,6 @@ static void file_free(void *arg, struct hy_file_table_entry *e)
 	idx->free_handles[idx->nfree_handles++] = f->fh;
 	pthread_mutex_unlock(&idx->handle_lock);
 	bytes_sub(idx, sizeof(*f) + (size_t)f->cap * sizeof(*f->slots));
-	pthread_rwlock_destroy(&f->lock);
 	free(f->slots);
 	free(f);
 }
@@ -355,13 +388,12 @@ static const struct hy_file_table_ops file_ops = {file_alloc, file_empty, file_f
 static void index_free(struct hy_cache_index *idx)
 {
 	hy_file_table_free(idx->table);
+	for (unsigned i = 0; i < idx->nlocks; i++)
+		pthread_rwlock_destroy(&idx->locks[i]);
 	pthread_mutex_destroy(&idx->handle_lock);
 	free(idx->by_handle);
 	free(idx->free_handles);
-	free(idx->fh);
-	free(idx->block);
-	free(idx->valid);
-	free(idx->dirty);
+	free(idx->rec);
 	free(idx);
 }
 
@@ -378,16 +410,19 @@ int hy_cache_index_new(uint32_t capacity_lines, struct hy_cache_index **out)
 	if (!idx)
 		return -ENOMEM;
 	pthread_mutex_init(&idx->handle_lock, NULL);
+	for (; idx->nlocks < HY_CACHE_INDEX_LOCKS; idx->nlocks++)
+		if (rwlock_init(&idx->locks[idx->nlocks]) != 0) {
+			index_free(idx);
+			return -ENOMEM;
+		}
 	idx->capacity = capacity_lines;
-	idx->fh = malloc(n * sizeof(*idx->fh));
-	idx->block = calloc(n, sizeof(*idx->block));
-	idx->valid = calloc(n, 1);
-	idx->dirty = calloc(n, 1);
-	if (!idx->fh || !idx->block || !idx->valid || !idx->dirty) {
+	idx->rec = malloc(n * sizeof(*idx->rec));
+	if (!idx->rec) {
 		index_free(idx);
 		return -ENOMEM;
 	}
-	memset(idx->fh, 0xff, n * sizeof(*idx->fh));
+	for (size_t l = 0; l < n; l++)
+		idx->rec[l] = (struct line_rec){NO_FILE, 0, 0, 0};
 	idx->bytes = sizeof(*idx) + n * HY_CACHE_INDEX_LINE_BYTES;
 	rc = hy_file_table_new(HY_CACHE_INDEX_STRIPES, &file_ops, idx, &idx->table);
 	if (rc) {
@@ -435,11 +470,11 @@ int hy_cache_index_lookup(struct hy_cache_index *idx, uint64_t file_id, uint64_t
 	f = file_get(idx, file_id, false, &rc);
 	if (!f)
 		return -ENOENT;
-	pthread_rwlock_rdlock(&f->lock);
+	pthread_rwlock_rdlock(FLOCK(idx, f));
 	i = tab_find(idx, f, block);
 	if (i != EMPTY)
-		*out = entry_of(idx, f->slots[i]);
-	pthread_rwlock_unlock(&f->lock);
+		*out = entry_of(idx, line_at(f, i));
+	pthread_rwlock_unlock(FLOCK(idx, f));
 	file_put(idx, f);
 	return i != EMPTY ? 0 : -ENOENT;
 }
@@ -452,13 +487,13 @@ int hy_cache_index_line_key(struct hy_cache_index *idx, uint32_t line, uint64_t 
 
 	if (line >= idx->capacity)
 		return -EINVAL;
-	fh = __atomic_load_n(&idx->fh[line], __ATOMIC_RELAXED);
+	fh = idx->rec[line].fh;
 	if (fh == NO_FILE)
 		return -ENOENT;
 	pthread_mutex_lock(&idx->handle_lock);
 	if (fh < idx->handles && idx->by_handle[fh]) {
 		*file_id = idx->by_handle[fh]->entry.file_id;
-		*block = idx->block[line];
+		*block = idx->rec[line].block;
 		rc = 0;
 	}
 	pthread_mutex_unlock(&idx->handle_lock);
@@ -483,8 +518,8 @@ static bool probe_each(uint64_t nblocks, size_t cap)
 static bool slot_in(const struct hy_cache_index *idx, const struct idx_file *f, uint32_t i,
 		    uint64_t first, uint64_t end)
 {
-	return f->slots[i] != EMPTY && idx->block[f->slots[i]] >= first &&
-	       idx->block[f->slots[i]] < end;
+	return f->slots[i] != EMPTY && idx->rec[line_at(f, i)].block >= first &&
+	       idx->rec[line_at(f, i)].block < end;
 }
 
 /* lookup_range's scan of the whole table (f->lock held). */
@@ -505,7 +540,7 @@ static int64_t range_scan(const struct hy_cache_index *idx, const struct idx_fil
 	n = 0;
 	for (uint32_t i = 0; i < f->cap; i++)
 		if (slot_in(idx, f, i, first, end))
-			all[n++] = entry_of(idx, f->slots[i]);
+			all[n++] = entry_of(idx, line_at(f, i));
 	if (n > 1)
 		qsort(all, n, sizeof(*all), cmp_entry);
 	if (all != out) {
@@ -534,7 +569,7 @@ int64_t hy_cache_index_lookup_range(struct hy_cache_index *idx, uint64_t file_id
 	f = file_get(idx, file_id, false, &rc);
 	if (!f)
 		return 0;
-	pthread_rwlock_rdlock(&f->lock);
+	pthread_rwlock_rdlock(FLOCK(idx, f));
 	if (probe_each(end - first_block, f->cap)) {
 		for (uint64_t b = first_block; b < end; b++) {
 			uint32_t i = tab_find(idx, f, b);
@@ -542,13 +577,13 @@ int64_t hy_cache_index_lookup_range(struct hy_cache_index *idx, uint64_t file_id
 			if (i == EMPTY)
 				continue;
 			if ((size_t)n < max)
-				out[n] = entry_of(idx, f->slots[i]);
+				out[n] = entry_of(idx, line_at(f, i));
 			n++;
 		}
 	} else {
 		n = range_scan(idx, f, first_block, end, out, max);
 	}
-	pthread_rwlock_unlock(&f->lock);
+	pthread_rwlock_unlock(FLOCK(idx, f));
 	file_put(idx, f);
 	return n;
 }
@@ -568,12 +603,12 @@ int hy_cache_index_insert(struct hy_cache_index *idx, uint64_t file_id, uint64_t
 	f = file_get(idx, file_id, true, &rc);
 	if (!f)
 		return rc;
-	pthread_rwlock_wrlock(&f->lock);
+	pthread_rwlock_wrlock(FLOCK(idx, f));
 	if (tab_find(idx, f, block) != EMPTY) {
 		rc = -EEXIST;
 		goto out;
 	}
-	if (__atomic_load_n(&idx->fh[line], __ATOMIC_RELAXED) != NO_FILE) {
+	if (idx->rec[line].fh != NO_FILE) {
 		rc = -EBUSY; /* another file's (or block's) line: the caller's bug */
 		goto out;
 	}
@@ -582,16 +617,16 @@ int hy_cache_index_insert(struct hy_cache_index *idx, uint64_t file_id, uint64_t
 		if (rc)
 			goto out;
 	}
-	idx->block[line] = (uint32_t)block;
-	idx->valid[line] = valid;
-	idx->dirty[line] = dirty;
-	__atomic_store_n(&idx->fh[line], f->fh, __ATOMIC_RELAXED);
+	idx->rec[line].block = (uint32_t)block;
+	idx->rec[line].valid = valid;
+	idx->rec[line].dirty = dirty;
+	idx->rec[line].fh = f->fh;
 	tab_put(idx, f->slots, f->cap, line);
 	if (f->n++ == 0)
 		__atomic_add_fetch(&idx->files, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&idx->entries, 1, __ATOMIC_RELAXED);
 out:
-	pthread_rwlock_unlock(&f->lock);
+	pthread_rwlock_unlock(FLOCK(idx, f));
 	file_put(idx, f); /* frees a file created here when the insert failed */
 	return rc;
 }
@@ -609,25 +644,25 @@ int hy_cache_index_update_masks(struct hy_cache_index *idx, uint64_t file_id, ui
 	f = file_get(idx, file_id, false, &rc);
 	if (!f)
 		return -ENOENT;
-	pthread_rwlock_wrlock(&f->lock);
+	pthread_rwlock_wrlock(FLOCK(idx, f));
 	i = tab_find(idx, f, block);
 	if (i == EMPTY) {
 		rc = -ENOENT;
 	} else {
-		uint32_t line = f->slots[i];
-		uint8_t valid = idx->valid[line] | set_valid;
-		uint8_t dirty = (uint8_t)((idx->dirty[line] & ~clear_dirty) | set_dirty);
+		uint32_t line = line_at(f, i);
+		uint8_t valid = idx->rec[line].valid | set_valid;
+		uint8_t dirty = (uint8_t)((idx->rec[line].dirty & ~clear_dirty) | set_dirty);
 
 		if (dirty & ~valid) {
 			rc = -EINVAL;
 		} else {
-			idx->valid[line] = valid;
-			idx->dirty[line] = dirty;
+			idx->rec[line].valid = valid;
+			idx->rec[line].dirty = dirty;
 			if (out)
 				*out = entry_of(idx, line);
 		}
 	}
-	pthread_rwlock_unlock(&f->lock);
+	pthread_rwlock_unlock(FLOCK(idx, f));
 	file_put(idx, f);
 	return rc;
 }
@@ -644,12 +679,12 @@ int hy_cache_index_remove(struct hy_cache_index *idx, uint64_t file_id, uint64_t
 	f = file_get(idx, file_id, false, &rc);
 	if (!f)
 		return -ENOENT;
-	pthread_rwlock_wrlock(&f->lock);
+	pthread_rwlock_wrlock(FLOCK(idx, f));
 	i = tab_find(idx, f, block);
 	if (i == EMPTY) {
 		rc = -ENOENT;
 	} else {
-		uint32_t line = f->slots[i];
+		uint32_t line = line_at(f, i);
 
 		if (out)
 			*out = entry_of(idx, line);
@@ -658,7 +693,7 @@ int hy_cache_index_remove(struct hy_cache_index *idx, uint64_t file_id, uint64_t
 		__atomic_sub_fetch(&idx->entries, 1, __ATOMIC_RELAXED);
 		tab_shrink(idx, f);
 	}
-	pthread_rwlock_unlock(&f->lock);
+	pthread_rwlock_unlock(FLOCK(idx, f));
 	file_put(idx, f);
 	return rc;
 }
@@ -684,7 +719,7 @@ int64_t hy_cache_index_remove_file_range(
 	f = file_get(idx, file_id, false, &rc);
 	if (!f)
 		return 0;
-	pthread_rwlock_wrlock(&f->lock);
+	pthread_rwlock_wrlock(FLOCK(idx, f));
 	/* Everything that can fail first, so that a failure changes nothing:
 	 * room for the removed entries and, for a scan, the new table. */
 	scan = !probe_each(end - first_block, f->cap);
@@ -715,7 +750,7 @@ int64_t hy_cache_index_remove_file_range(
 
 			if (i == EMPTY)
 				continue;
-			line = f->slots[i];
+			line = line_at(f, i);
 			if (gone)
 				gone[n] = entry_of(idx, line);
 			n++;
@@ -724,9 +759,9 @@ int64_t hy_cache_index_remove_file_range(
 		}
 	} else {
 		for (uint32_t i = 0; i < f->cap; i++) {
-			uint32_t line = f->slots[i];
+			uint32_t line = line_at(f, i);
 
-			if (line == EMPTY)
+			if (f->slots[i] == EMPTY)
 				continue;
 			if (slot_in(idx, f, i, first_block, end)) {
 				if (gone)
@@ -750,7 +785,7 @@ int64_t hy_cache_index_remove_file_range(
 		__atomic_sub_fetch(&idx->entries, n, __ATOMIC_RELAXED);
 		tab_shrink(idx, f);
 	}
-	pthread_rwlock_unlock(&f->lock);
+	pthread_rwlock_unlock(FLOCK(idx, f));
 	file_put(idx, f);
 	if (gone) {
 		if (scan && n > 1)
@@ -761,7 +796,7 @@ int64_t hy_cache_index_remove_file_range(
 	}
 	return (int64_t)n;
 nomem:
-	pthread_rwlock_unlock(&f->lock);
+	pthread_rwlock_unlock(FLOCK(idx, f));
 	file_put(idx, f);
 	free(gone);
 	return -ENOMEM;
@@ -798,9 +833,9 @@ static int check_file(const struct hy_cache_index *idx, const struct idx_file *f
 				  "file %" PRIu64 ": %" PRIu32 " entries in %" PRIu32 " slots",
 				  f->entry.file_id, f->n, f->cap);
 	for (uint32_t i = 0; i < f->cap; i++) {
-		uint32_t line = f->slots[i], block;
+		uint32_t line = line_at(f, i), block;
 
-		if (line == EMPTY)
+		if (f->slots[i] == EMPTY)
 			continue;
 		n++;
 		if (line >= idx->capacity)
@@ -808,13 +843,14 @@ static int check_file(const struct hy_cache_index *idx, const struct idx_file *f
 					  "file %" PRIu64 ": slot %" PRIu32 " holds line %" PRIu32
 					  ", past the capacity %" PRIu32,
 					  f->entry.file_id, i, line, idx->capacity);
-		block = idx->block[line];
-		if (idx->fh[line] != f->fh)
+		block = idx->rec[line].block;
+		if (idx->rec[line].fh != f->fh)
 			return hy_log_why(-EUCLEAN, why, why_size,
 					  "file %" PRIu64 " block %" PRIu32 ": line %" PRIu32
 					  " says handle %" PRIu32 ", not %" PRIu32,
-					  f->entry.file_id, block, line, idx->fh[line], f->fh);
-		for (uint32_t j = home_in(f->cap, block); j != i; j = next_slot(f->cap, j))
+					  f->entry.file_id, block, line, idx->rec[line].fh, f->fh);
+		for (uint32_t j = home_in(f->cap, hy_keymap_mix(block)); j != i;
+		     j = next_slot(f->cap, j))
 			if (f->slots[j] == EMPTY)
 				return hy_log_why(-EUCLEAN, why, why_size,
 						  "file %" PRIu64 " block %" PRIu32
@@ -825,12 +861,12 @@ static int check_file(const struct hy_cache_index *idx, const struct idx_file *f
 			return hy_log_why(-EUCLEAN, why, why_size,
 					  "file %" PRIu64 ": block %" PRIu32 " twice",
 					  f->entry.file_id, block);
-		if (idx->dirty[line] & ~idx->valid[line])
+		if (idx->rec[line].dirty & ~idx->rec[line].valid)
 			return hy_log_why(-EUCLEAN, why, why_size,
 					  "file %" PRIu64 " block %" PRIu32
 					  ": dirty 0x%02x is not within valid 0x%02x",
-					  f->entry.file_id, block, idx->dirty[line],
-					  idx->valid[line]);
+					  f->entry.file_id, block, idx->rec[line].dirty,
+					  idx->rec[line].valid);
 		if (seen[line / 8] & (1u << (line % 8)))
 			return hy_log_why(-EUCLEAN, why, why_size,
 					  "line %" PRIu32 " is used twice (file %" PRIu64
@@ -864,22 +900,22 @@ int hy_cache_index_check(struct hy_cache_index *idx, char *why, size_t why_size)
 	for (i = 0; i < nfiles && rc == 0; i++) {
 		struct idx_file *f = FILE_OF(files[i]);
 
-		pthread_rwlock_rdlock(&f->lock);
+		pthread_rwlock_rdlock(FLOCK(idx, f));
 		rc = check_file(idx, f, seen, &entries, &files_held, why, why_size);
-		pthread_rwlock_unlock(&f->lock);
+		pthread_rwlock_unlock(FLOCK(idx, f));
 	}
 	hy_file_table_release_snapshot(idx->table, files, nfiles);
 	/* a line that says it has a file is in that file's table (a moment's
 	 * view: exact when no change runs at the same time) */
 	for (uint32_t l = 0; l < idx->capacity && rc == 0; l++) {
-		if (__atomic_load_n(&idx->fh[l], __ATOMIC_RELAXED) == NO_FILE)
+		if (idx->rec[l].fh == NO_FILE)
 			continue;
 		marked++;
 		if (!(seen[l / 8] & (1u << (l % 8))))
 			rc = hy_log_why(-EUCLEAN, why, why_size,
 					"line %" PRIu32 " says handle %" PRIu32
 					" but is in no file's table",
-					l, idx->fh[l]);
+					l, idx->rec[l].fh);
 	}
 	free(seen);
 	if (rc)

@@ -273,7 +273,10 @@ struct json_object *hy_fs_cache_status(struct hy_cache *cache)
 	add_u64(o, "checkpoints", s.checkpoints);
 	add_u64(o, "recovered_blocks", s.recovered_blocks);
 	add_u64(o, "lost_blocks", s.lost_blocks);
+	add_u64(o, "ssd_meta_bytes", s.ssd_meta_bytes);
 	add_u64(o, "dram_bytes_per_line", s.dram_bytes_per_line);
+	add_u64(o, "dram_bytes_per_store_line", s.dram_bytes_per_store_line);
+	add_u64(o, "file_meta_bytes", s.file_meta_bytes);
 	add_u64(o, "front_meta_bytes", s.front_meta_bytes);
 	return o;
 }

@@ -230,10 +230,19 @@ struct hy_cache_stats {
 	uint64_t pore_forced; /* cleaner passes that wrote every zone: half the cache dirty */
 	uint64_t pore_kept;   /* cold dirty blocks the front buffer sent to the store, not home */
 	uint64_t journal_records, checkpoints;
-	uint64_t recovered_blocks;  /* dirty blocks written home at open */
-	uint64_t lost_blocks;	    /* ... that lay past the end of a truncated store */
-	size_t dram_bytes_per_line; /* index + policy + line state + free list, per SSD line */
-	size_t front_meta_bytes;    /* the front buffer's bookkeeping (not its data) */
+	uint64_t recovered_blocks; /* dirty blocks written home at open */
+	uint64_t lost_blocks;	   /* ... that lay past the end of a truncated store */
+	/* DRAM the SSD store's metadata holds, everything included: the
+	 * index (per-line keys and masks, files, handles, tables), the
+	 * policy, the line flags, the free map, the tails map, PORE's hit
+	 * counts, the cache's struct; per line in use (rounded up; 0 when none
+	 * is: at a full store, per cached 4 KiB line) and per line of the
+	 * store. The cache's per-file state is file_meta_bytes. */
+	size_t ssd_meta_bytes;
+	size_t dram_bytes_per_line;
+	size_t dram_bytes_per_store_line;
+	size_t file_meta_bytes;	 /* the cache's per-file state (struct cfile, its lists) */
+	size_t front_meta_bytes; /* the front buffer's bookkeeping (not its data) */
 };
 
 struct hy_cache;

@@ -19,32 +19,37 @@
  * not covered and not already valid must be read, or the write must go
  * around the cache for it).
  *
- * Structure (issue 19: DRAM per cached line cut from 58 bytes to at most
- * 25, everything included): intrusive. The index keeps, per line of the
- * store, the key and masks of the block it holds (HY_CACHE_INDEX_LINE_BYTES:
- * a 32-bit file handle, a 32-bit block, valid, dirty), allocated once at
+ * Structure (issue 19: the cache's DRAM per cached line cut from 58 bytes
+ * to 25 at most, everything included, for files of 128 blocks and more;
+ * see cache.h): intrusive. The index keeps, per line of the store, the key
+ * and masks of the block it holds (HY_CACHE_INDEX_LINE_BYTES, packed: a
+ * 32-bit file handle, a 32-bit block, valid, dirty), allocated once at
  * hy_cache_index_new(); files are found through a hash striped over
  * HY_CACHE_INDEX_STRIPES mutexes, held only to find or add a file (as in
  * map.h); each file's entries are an open-addressing table (linear probing
  * from a multiply-scaled hash, backward-shift deletion, no tombstones) of
- * 4-byte slots that hold only a line number: a probe compares the block
- * with the line's own. A file's handle is its slot in the index's handle
- * table (the line -> file reverse lookup, hy_cache_index_line_key()). A
- * point lookup is one hash probe under the file's read lock; a range of n
- * blocks is n probes, or one scan of the table when the range is larger
- * than the table (truncate to 0). Tables grow by a quarter at a load of 4/5
- * (doubling below 16 slots) and halve below 1/8, so a table that only grew
- * holds 5 to 6.25 bytes per entry; a file adds about 120 bytes (its
- * struct, lock, handle and chain pointer) and a table of at least 4 slots.
- * Blocks from 2^32 on (files of 16 TiB and more) are never indexed: insert
- * answers -EFBIG (the cache then keeps the block out), lookups -ENOENT.
+ * 4-byte slots that hold a line number (28 bits) and 4 bits of its block's
+ * hash: a probe compares the block with the line's own only when the bits
+ * match. A file's handle is its slot in the index's handle table (the line
+ * -> file reverse lookup, hy_cache_index_line_key()). A point lookup is
+ * one hash probe under the file's read lock; a range of n blocks is n
+ * probes, or one scan of the table when the range is larger than the table
+ * (truncate to 0). Tables grow by an eighth at a load of 9/10 (doubling
+ * below 16 slots) and halve below 1/8, so a table that only grew holds 4.4
+ * to 5 bytes per entry; a file adds its struct (48 bytes), its handle (12
+ * to 18) and a table of at least 4 slots. A hit reads two places (the slot,
+ * then the line's entry) where the 16-byte slots of before read one: the
+ * price of the memory, measured in BENCHMARKS.md (issue 19).
+ * Limits: blocks from 2^32 on (files of 16 TiB and more) are never indexed:
+ * insert answers -EFBIG (the cache then keeps the block out), lookups
+ * -ENOENT; a store has at most HY_CACHE_INDEX_MAX_LINES lines (1 TiB).
  * Before (issue 5): 16-byte slots holding the key and masks, tables that
- * doubled: 32.9 bytes an entry at 1,000,000 entries.
+ * doubled, a rwlock per file: 32.9 bytes an entry at 1,000,000 entries.
  * Measured (tests/unit/test_cache_index.c, "memory per entry"): 1,000,000
- * entries over 1,000 files, 1,000 random blocks each, every line used:
- * bytes per entry below, everything included (per-line arrays, stripes,
+ * entries over 1,000 files, 1,000 random blocks each, every line used: 14.8
+ * bytes per entry, everything included (per-line entries, stripes, locks,
  * files, handles, tables); the test checks the bound
- * HY_CACHE_INDEX_LINE_BYTES x capacity + 25/4 x entries +
+ * HY_CACHE_INDEX_LINE_BYTES x capacity + 5 x entries +
  * HY_CACHE_INDEX_FILE_BYTES x files over the empty index.
  *
  * Who calls it: the cache (cache/cache_io.c, lines.c, cache_fsync.c,
@@ -58,12 +63,15 @@
  * Locks: the index takes its own and none is held when a call returns: the
  * caller never holds an index lock across I/O. Order: a stripe mutex (held
  * only to find, add or free a file, never while taking another lock), then
- * one file's rwlock (read for lookups, write for changes); the handle
+ * one file's rwlock (read for lookups, write for changes; one of
+ * HY_CACHE_INDEX_LOCKS, striped by the file's handle: issue 19, a rwlock
+ * in each file cost 56 bytes a file); the handle
  * table's mutex is a leaf (taken under a stripe mutex to give or take back
  * a handle, alone by hy_cache_index_line_key()). The callback of
  * hy_cache_index_remove_file_range() is called after every lock is dropped.
- * Every call is thread-safe; calls on different files never wait for each
- * other except for the short stripe lookup. A file's rwlock prefers
+ * Every call is thread-safe; calls on different files wait for each other
+ * only for the short stripe lookup, or when their handles share a lock
+ * (one in 64) and one of them changes the index. A file's rwlock prefers
  * writers (on glibc): with the default, four threads of lookups starved
  * one writer of the same files (the concurrency test took 5 times longer).
  *
@@ -86,9 +94,10 @@
 #define HY_CACHE_SECTORS	  8 /* sectors per line: one bit each in a mask */
 #define HY_CACHE_ALL_SECTORS	  0xffu
 #define HY_CACHE_INDEX_STRIPES	  64
-#define HY_CACHE_INDEX_MAX_LINES  ((1u << 30) - 1) /* capacity limit, as policy.h's */
+#define HY_CACHE_INDEX_LOCKS	  64		   /* the files' rwlocks, striped by file handle */
+#define HY_CACHE_INDEX_MAX_LINES  ((1u << 28) - 1) /* capacity: 1 TiB; a slot's tag above */
 #define HY_CACHE_INDEX_LINE_BYTES 10		   /* per line of the store: handle, block, masks */
-#define HY_CACHE_INDEX_FILE_BYTES 160		   /* at most, per file: struct, handle, 4 slots */
+#define HY_CACHE_INDEX_FILE_BYTES 160		   /* at most, per file: struct, handle, 16 slots */
 
 /* One cached block, as the index copies it out. */
 struct hy_cache_entry {
