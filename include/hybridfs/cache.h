@@ -112,10 +112,11 @@
  * whatever the store's size (issue 19; 58 bytes before; test_cache.c
  * checks it). The index's entries are also the store's line table
  * (cache_store.h, external table: its checkpoints ask this module, which
- * gives the 64-bit file id of a line's handle), and a queue of up to 64 line migrations (each holding an
- * object of its file from hy_indirector_hold_object until it has run); with
- * PORE, its zones (pore.h) and a byte a line of hits; hy_cache_close() frees
- * it. hy_cache_stats reports the DRAM per SSD line.
+ * gives the 64-bit file id of a line's handle), and a queue of up to 64
+ * line migrations (each holding an object of its file from
+ * hy_indirector_hold_object until it has run); with PORE, its zones
+ * (pore.h) and a byte a line of hits; hy_cache_close() frees it.
+ * hy_cache_stats reports the DRAM per SSD line.
  *
  * Locks: HY_CACHE_GATES rwlocks striped by file id (the cache's gates):
  * a read holds its file's gate shared across its I/O, a write, truncation,
