@@ -22,8 +22,9 @@
  * and lines leave the index and are marked used only under it: issue 19,
  * the key is no longer copied into the line state), the journal's rwlock
  * (appends shared, a checkpoint exclusive), then the index's and the
- * store's own. The indirector is called with the file's gate held and nothing else: it takes its own gates (order: cache
- * gate, then the indirector's). The cleaner's mutex is taken before any
+ * store's own. The indirector is called with the file's gate held and
+ * nothing else: it takes its own gates (order: cache gate, then the
+ * indirector's). The cleaner's mutex is taken before any
  * gate; it also serializes PORE's zones (the cleaner's pass asks the
  * indirector where blocks lie with a file's gate shared), whose figures for the
  * stats are copied under the lines' mutex.
