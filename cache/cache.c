@@ -930,11 +930,30 @@ int hy_cache_close(struct hy_cache *c)
 
 /* ---- stats and check ----------------------------------------------------- */
 
+/* Everything the SSD store's metadata holds in DRAM (cache.h says what). */
+static size_t ssd_meta_bytes(const struct hy_cache *c, const struct hy_cache_index_stats *is,
+			     const struct hy_policy_stats *ps, size_t tails)
+{
+	size_t words = (c->capacity + 63) / 64 ? (c->capacity + 63) / 64 : 1;
+	size_t summary = (c->capacity + 4095) / 4096 ? (c->capacity + 4095) / 4096 : 1;
+
+	/* the persistent cache's bit per line (kept, durable) and the stamps
+	 * of the files kept at open */
+	size_t keep = ((c->kept_map ? words : 0) + (c->durable_map ? words : 0)) *
+			      sizeof(uint64_t) +
+		      c->nkept * sizeof(*c->kept);
+
+	return sizeof(*c) + is->bytes + ps->bytes + (size_t)c->capacity * sizeof(*c->lines) +
+	       (words + summary) * sizeof(uint64_t) + tails +
+	       (c->line_hits ? (size_t)c->capacity : 0) + keep;
+}
+
 void hy_cache_get_stats(struct hy_cache *c, struct hy_cache_stats *o)
 {
 	struct hy_cache_index_stats is;
 	struct hy_policy_stats ps;
 	static const char *const wp[] = {"back", "through", "around"};
+	size_t tails;
 
 	memset(o, 0, sizeof(*o));
 	o->write_policy = wp[c->cfg.write_policy];
@@ -956,6 +975,9 @@ void hy_cache_get_stats(struct hy_cache *c, struct hy_cache_stats *o)
 	o->ssd_used = c->ssd_used;
 	o->ssd_dirty = c->ssd_dirty;
 	hy_policy_get_stats(c->policy, &ps);
+	tails = c->tails.keys ? (size_t)(c->tails.mask + 1) *
+					(sizeof(*c->tails.keys) + sizeof(*c->tails.values))
+			      : 0;
 	pthread_mutex_unlock(&c->lines_lock);
 	hy_cache_index_get_stats(c->index, &is);
 	o->dirty_bytes = atomic_load(&c->dirty_sectors) * SECTOR;
@@ -1009,11 +1031,13 @@ void hy_cache_get_stats(struct hy_cache *c, struct hy_cache_stats *o)
 		o->keep.pending_files = o->keep.kept_files > used ? o->keep.kept_files - used : 0;
 	}
 	o->keep.warm_hits = atomic_load(&c->keep.warm_hits);
-	/* the index's average over the lines in use (its own figure), the
-	 * rest per line of the store */
-	o->dram_bytes_per_line = (size_t)(is.entries ? is.bytes_per_entry : 0) +
-				 (c->capacity ? ps.bytes / c->capacity : 0) +
-				 sizeof(struct line_state);
+	o->ssd_meta_bytes = ssd_meta_bytes(c, &is, &ps, tails);
+	o->dram_bytes_per_line =
+		o->ssd_used ? (o->ssd_meta_bytes + o->ssd_used - 1) / o->ssd_used : 0;
+	o->dram_bytes_per_store_line =
+		c->capacity ? (o->ssd_meta_bytes + c->capacity - 1) / c->capacity : 0;
+	o->file_meta_bytes = hy_file_table_bytes(c->files) +
+			     hy_file_table_count(c->files) * sizeof(struct cfile);
 	o->front_meta_bytes =
 		(size_t)c->front.nslots * (sizeof(struct slot) + sizeof(struct ghost)) +
 		(c->front.nslots ? ((size_t)c->front.table_mask + 1) * 4 : 0);
@@ -1032,6 +1056,7 @@ int hy_cache_check(struct hy_cache *c, char *why, size_t why_size)
 	for (uint32_t l = 0; l < c->capacity && rc == 0; l++) {
 		struct hy_cache_entry e;
 		const struct line_state *ls = &c->lines[l];
+		uint64_t file_id = 0, block = 0;
 
 		if (!(ls->flags & LS_USED))
 			continue;
@@ -1047,11 +1072,12 @@ int hy_cache_check(struct hy_cache *c, char *why, size_t why_size)
 		}
 		if (ls->flags & LS_DIRTY)
 			dirty++;
-		if (hy_cache_index_lookup(c->index, ls->file_id, ls->block, &e) != 0 ||
-		    e.line != l || !!e.dirty != !!(ls->flags & LS_DIRTY)) {
+		if (!line_key(c, l, &file_id, &block) ||
+		    hy_cache_index_lookup(c->index, file_id, block, &e) != 0 || e.line != l ||
+		    !!e.dirty != !!(ls->flags & LS_DIRTY)) {
 			snprintf(why, why_size, "line %" PRIu32 " disagrees with the index", l);
 			rc = -EUCLEAN;
-		} else if (hy_cache_front_find(fr, ls->file_id, ls->block) != NONE) {
+		} else if (hy_cache_front_find(fr, file_id, block) != NONE) {
 			snprintf(why, why_size, "line %" PRIu32 "'s block is also in DRAM", l);
 			rc = -EUCLEAN;
 		}

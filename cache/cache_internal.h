@@ -20,10 +20,13 @@
  * line is skipped), so no request waits for another file. Below the gates:
  * the front buffer's mutex (its table, lists and heat; never held across
  * I/O), the lines' mutex (policy, line state, free lines; never across
- * I/O), the journal's rwlock (appends shared, a checkpoint exclusive), then
- * the index's and the store's own. The indirector is called with the
- * file's gate held and nothing else: it takes its own gates (order: cache
- * gate, then the indirector's). The cleaner's mutex is taken before any
+ * I/O; a line's key is read from the index, line_key(), only under it,
+ * and lines leave the index and are marked used only under it: issue 19,
+ * the key is no longer copied into the line state), the journal's rwlock
+ * (appends shared, a checkpoint exclusive), then the index's and the
+ * store's own. The indirector is called with the file's gate held and
+ * nothing else: it takes its own gates (order: cache gate, then the
+ * indirector's). The cleaner's mutex is taken before any
  * gate; it also serializes PORE's zones (the cleaner's pass asks the
  * indirector where blocks lie with a file's gate shared), whose figures for the
  * stats are copied under the lines' mutex.
@@ -116,13 +119,17 @@ struct cfile {
  * victim search can find it. */
 enum { LS_USED = 1, LS_DIRTY = 2, LS_DISK_DIRTY = 4, LS_JOURNALED = 8, LS_PINNED = 16 };
 
-/* Packed: 17 bytes a line instead of 24 (DRAM per line is a goal). A free
- * line's block field links the free list (FREE_END ends it): no array of
- * its own. */
+/* One byte a line (issue 19; 17 before): a line's key, file and block,
+ * and its masks are the index's (cache_index.h keeps them per line, and
+ * hy_cache_index_line_key() maps a line back to its key), its queue is
+ * the policy's, and free lines are a bit map (free_map). */
 struct line_state {
-	uint64_t file_id, block;
 	uint8_t flags;
-} __attribute__((packed));
+};
+
+/* The file and block line @line holds: true, or false when the index has
+ * no entry in it. lines_lock held (it keeps the line from being removed). */
+static inline bool line_key(struct hy_cache *c, uint32_t line, uint64_t *file_id, uint64_t *block);
 
 /* ---- the front buffer (DRAM), under front.lock ------------------------- */
 
@@ -343,6 +350,11 @@ static inline int below_addresses(struct hy_cache *c, const struct hy_cache_file
 				  const uint64_t *blocks, size_t n, uint64_t *out)
 {
 	return hy_indirector_addresses(c->below, f->object, blocks, n, out);
+}
+
+static inline bool line_key(struct hy_cache *c, uint32_t line, uint64_t *file_id, uint64_t *block)
+{
+	return hy_cache_index_line_key(c->index, line, file_id, block) == 0;
 }
 
 static inline uint8_t popcount8(uint8_t m)

@@ -71,6 +71,7 @@ static int64_t clean_blocks(struct hy_cache *c, struct cfile *cf, const struct d
 	struct {
 		int where;
 		uint32_t at;
+		uint64_t block;
 		uint8_t valid, dirty;
 	} *done = malloc(n * sizeof(*done));
 	unsigned char line[LINE];
@@ -110,6 +111,7 @@ static int64_t clean_blocks(struct hy_cache *c, struct cfile *cf, const struct d
 			rc = hy_cache_io_write_home(c, &home, k[i].block, h.dirty, line, a.size);
 		done[ndone].where = h.where;
 		done[ndone].at = h.slot_or_line;
+		done[ndone].block = k[i].block;
 		done[ndone].valid = h.valid;
 		done[ndone].dirty = h.dirty;
 		ndone++;
@@ -151,7 +153,7 @@ static int64_t clean_blocks(struct hy_cache *c, struct cfile *cf, const struct d
 			pthread_mutex_unlock(&fr->lock);
 		} else {
 			struct hy_cache_entry e;
-			uint64_t block = c->lines[done[i].at].block;
+			uint64_t block = done[i].block;
 
 			if (hy_cache_index_update_masks(c->index, home.file_id, block, 0, 0,
 							HY_CACHE_ALL_SECTORS, &e) == 0)
@@ -315,10 +317,13 @@ static int64_t clean_pass(struct hy_cache *c, uint64_t rate, bool all)
 		return -ENOMEM;
 	}
 	pthread_mutex_lock(&c->lines_lock);
-	for (uint32_t l = 0; l < c->capacity && n < cap; l++)
-		if (c->lines[l].flags & LS_DIRTY)
-			keys[n++] = (struct dirty_key){c->lines[l].file_id, c->lines[l].block,
-						       false, c->line_hits ? c->line_hits[l] : 0};
+	for (uint32_t l = 0; l < c->capacity && n < cap; l++) {
+		uint64_t file_id, block;
+
+		if ((c->lines[l].flags & LS_DIRTY) && line_key(c, l, &file_id, &block))
+			keys[n++] = (struct dirty_key){file_id, block, false,
+						       c->line_hits ? c->line_hits[l] : 0};
+	}
 	pthread_mutex_unlock(&c->lines_lock);
 	pthread_mutex_lock(&fr->lock);
 	for (uint32_t s = 0; s < fr->nslots && n < cap; s++)

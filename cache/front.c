@@ -198,6 +198,8 @@ int hy_cache_front_to_store(struct hy_cache *c, struct cfile *cf, uint32_t s,
 	 * stays in DRAM, dirty data and all; the gate (exclusive) keeps
 	 * everyone from seeing it in both places meanwhile */
 	rc = hy_cache_lines_commit(c, cf, (uint32_t)l, x.block, x.valid, x.dirty, q);
+	if (rc == -EFBIG)
+		return 0; /* a block the index cannot hold (2^32 on): as no line free */
 	if (rc < 0)
 		return rc;
 	pthread_mutex_lock(&fr->lock);

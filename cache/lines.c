@@ -92,12 +92,15 @@ static bool line_evictable(uint32_t line, void *arg)
 {
 	struct victim_ctx *v = arg;
 	const struct line_state *ls = &v->c->lines[line];
+	uint64_t file_id, block;
 
 	if (ls->flags & (LS_DIRTY | LS_DISK_DIRTY))
 		return false;
+	if (!line_key(v->c, line, &file_id, &block))
+		return false; /* cannot be: a line in the policy is in the index */
 	/* a line under the caller's own gate: evictable only when that gate
 	 * is held exclusive (no reader of it can be in its line) */
-	if (ls->file_id % HY_CACHE_GATES == v->own_stripe && !v->own_held)
+	if (file_id % HY_CACHE_GATES == v->own_stripe && !v->own_held)
 		return false;
 	for (unsigned i = 0; i < v->nskip; i++)
 		if (v->skip[i] == line)
@@ -110,7 +113,9 @@ static bool line_evictable(uint32_t line, void *arg)
 static bool line_first_choice(uint32_t line, void *arg)
 {
 	struct victim_ctx *v = arg;
-	struct cfile *cf = cfile_get(v->c, v->c->lines[line].file_id, false);
+	uint64_t file_id = 0, block;
+	struct cfile *cf =
+		line_key(v->c, line, &file_id, &block) ? cfile_get(v->c, file_id, false) : NULL;
 	bool first = !cf || atomic_load(&cf->closed) ||
 		     atomic_load(&v->c->requests) - atomic_load(&cf->last_used) > v->c->capacity;
 
@@ -131,11 +136,13 @@ void hy_cache_lines_note_use(struct hy_cache *c, struct cfile *cf)
 void hy_cache_lines_forget(struct hy_cache *c, uint32_t line)
 {
 	struct line_state *ls = &c->lines[line];
-	struct cfile *cf = cfile_get(c, ls->file_id, false);
+	uint64_t file_id = 0, block = 0;
+	bool keyed = line_key(c, line, &file_id, &block);
+	struct cfile *cf = keyed ? cfile_get(c, file_id, false) : NULL;
 	struct hy_cache_entry e;
 
 	hy_cache_lines_set_tail(c, line, 0);
-	if (hy_cache_index_remove(c->index, ls->file_id, ls->block, &e) == 0 && cf) {
+	if (keyed && hy_cache_index_remove(c->index, file_id, block, &e) == 0 && cf) {
 		note_dirty(c, cf, e.dirty, 0);
 		atomic_fetch_sub(&cf->blocks, 1);
 	}
@@ -155,7 +162,7 @@ static int64_t victim_take(struct hy_cache *c, struct victim_ctx *v)
 {
 	while (v->nskip < VICTIM_TRIES) {
 		uint32_t line;
-		uint64_t vfile;
+		uint64_t vfile, vblock;
 
 		/* the baselines stay plain, for the simulator to compare
 		 * against: the two-step search is hybridfs's own (with LRU3) */
@@ -163,7 +170,8 @@ static int64_t victim_take(struct hy_cache *c, struct victim_ctx *v)
 				     c->cfg.policy == HY_POLICY_LRU3 ? line_first_choice : NULL,
 				     line_evictable, v, &line) != 0)
 			break;
-		vfile = c->lines[line].file_id;
+		if (!line_key(c, line, &vfile, &vblock))
+			break; /* line_evictable said no to such a line */
 		if (vfile % HY_CACHE_GATES == v->own_stripe) {
 			hy_cache_lines_forget(c, line); /* under the gate the caller holds */
 		} else if (pthread_rwlock_trywrlock(gate(c, vfile)) != 0) {
@@ -268,8 +276,6 @@ int hy_cache_lines_commit(struct hy_cache *c, struct cfile *cf, uint32_t line, u
 	atomic_fetch_add(&cf->blocks, 1);
 	note_dirty(c, cf, 0, dirty);
 	pthread_mutex_lock(&c->lines_lock);
-	c->lines[line].file_id = cf->entry.file_id;
-	c->lines[line].block = block;
 	c->lines[line].flags = (uint8_t)(LS_USED | (dirty ? LS_DIRTY : 0));
 	if (c->line_hits)
 		c->line_hits[line] = 0;
@@ -374,14 +380,17 @@ void hy_cache_lines_table_record(void *arg, uint64_t line, struct hy_cache_line 
 	struct hy_cache *c = arg;
 	const struct line_state *ls = &c->lines[line];
 	struct hy_cache_entry e;
+	uint64_t file_id, block;
 
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&c->lines_lock);
-	if ((ls->flags & LS_USED) &&
-	    hy_cache_index_lookup(c->index, ls->file_id, ls->block, &e) == 0 && e.line == line) {
+	/* the key from the index: the store's table keeps the 64-bit file id
+	 * and block (cache_store.h), memory only a handle and 32 bits */
+	if ((ls->flags & LS_USED) && line_key(c, (uint32_t)line, &file_id, &block) &&
+	    hy_cache_index_lookup(c->index, file_id, block, &e) == 0 && e.line == line) {
 		out->used = true;
-		out->file_id = ls->file_id;
-		out->block = ls->block;
+		out->file_id = file_id;
+		out->block = block;
 		out->valid = e.valid;
 		out->dirty = (ls->flags & LS_DISK_DIRTY) ? e.dirty : 0;
 		if (out->dirty) {

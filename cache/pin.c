@@ -154,8 +154,10 @@ int hy_pin_set_files(struct hy_cache *c, const uint64_t *ids, size_t n, enum hy_
 	pthread_mutex_lock(&c->lines_lock);
 	for (uint32_t l = 0; l < c->capacity; l++) {
 		struct line_state *ls = &c->lines[l];
+		uint64_t file_id, block;
 
-		if (!(ls->flags & LS_USED) || !hy_keymap_get(&batch, ls->file_id, NULL))
+		if (!(ls->flags & LS_USED) || !line_key(c, l, &file_id, &block) ||
+		    !hy_keymap_get(&batch, file_id, NULL))
 			continue;
 		if (rule == HY_RULE_PIN) {
 			if (ls->flags & LS_PINNED)

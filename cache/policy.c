@@ -24,7 +24,13 @@
 #include "hybridfs/keymap.h"
 
 #define NONE HY_POLICY_NONE
-#define FREE 0 /* where[x] for a free line; else queue + 1 */
+#define FREE 0 /* where(x) for a free line; else queue + 1 */
+/* A line's prev link holds its queue in the top two bits (FREE or queue +
+ * 1) and the index in the low 30, where LINK_NONE ends a list: 8 bytes a
+ * line, not 9, for the queue kinds (FREQ leaves the bits 0). */
+#define LINK_BITS 30
+#define LINK_MASK ((1u << LINK_BITS) - 1)
+#define LINK_NONE LINK_MASK
 
 struct queue {
 	uint32_t head; /* LRU end */
@@ -38,8 +44,7 @@ struct hy_policy {
 	uint32_t window;
 	uint32_t in_use;
 
-	uint32_t *prev, *next; /* per line */
-	uint8_t *where;	       /* per line, LRU/LRU3/LARC: FREE or queue + 1 */
+	uint32_t *prev, *next; /* per line; prev packed with the queue (LINK_*) */
 	uint16_t *count;       /* per line, FREQ: accesses, 0 for a free line */
 	struct queue q[HY_POLICY_QUEUES];
 	uint32_t mark[HY_POLICY_QUEUES]; /* LRU3: last idle line of warm, hot */
@@ -111,29 +116,88 @@ static void q_init(struct queue *q)
 	q->len = 0;
 }
 
+/* ---- the lines' packed links ---- */
+
+static uint32_t lprev(const struct hy_policy *p, uint32_t x)
+{
+	uint32_t v = p->prev[x] & LINK_MASK;
+
+	return v == LINK_NONE ? NONE : v;
+}
+
+static void set_lprev(struct hy_policy *p, uint32_t x, uint32_t v)
+{
+	p->prev[x] = (p->prev[x] & ~LINK_MASK) | (v == NONE ? LINK_NONE : v);
+}
+
+static unsigned where(const struct hy_policy *p, uint32_t x)
+{
+	return p->prev[x] >> LINK_BITS;
+}
+
+static void set_where(struct hy_policy *p, uint32_t x, unsigned w)
+{
+	p->prev[x] = (p->prev[x] & LINK_MASK) | ((uint32_t)w << LINK_BITS);
+}
+
+/* q_unlink and q_insert_after over the lines' packed links */
+static void l_unlink(struct hy_policy *p, struct queue *q, uint32_t x)
+{
+	uint32_t a = lprev(p, x), b = p->next[x];
+
+	if (a != NONE)
+		p->next[a] = b;
+	else
+		q->head = b;
+	if (b != NONE)
+		set_lprev(p, b, a);
+	else
+		q->tail = a;
+	set_lprev(p, x, NONE);
+	p->next[x] = NONE;
+	q->len--;
+}
+
+static void l_insert_after(struct hy_policy *p, struct queue *q, uint32_t at, uint32_t x)
+{
+	uint32_t b = at == NONE ? q->head : p->next[at];
+
+	set_lprev(p, x, at);
+	p->next[x] = b;
+	if (at != NONE)
+		p->next[at] = x;
+	else
+		q->head = x;
+	if (b != NONE)
+		set_lprev(p, b, x);
+	else
+		q->tail = x;
+	q->len++;
+}
+
 /* ---- lines of the queue kinds (LRU, LRU3, LARC) ---- */
 
 static void line_unlink(struct hy_policy *p, uint32_t x)
 {
-	unsigned q = p->where[x] - 1u;
+	unsigned q = where(p, x) - 1u;
 
 	if (p->mark[q] == x)
-		p->mark[q] = p->prev[x];
-	q_unlink(p->prev, p->next, &p->q[q], x);
-	p->where[x] = FREE;
+		p->mark[q] = lprev(p, x);
+	l_unlink(p, &p->q[q], x);
+	set_where(p, x, FREE);
 }
 
 static void line_push(struct hy_policy *p, uint32_t x, unsigned q)
 {
-	q_insert_after(p->prev, p->next, &p->q[q], p->q[q].tail, x);
-	p->where[x] = (uint8_t)(q + 1);
+	l_insert_after(p, &p->q[q], p->q[q].tail, x);
+	set_where(p, x, q + 1);
 }
 
 static bool line_in_use(const struct hy_policy *p, uint32_t x)
 {
 	if (p->kind == HY_POLICY_FREQ)
 		return p->count[x] != 0;
-	return p->where[x] != FREE;
+	return where(p, x) != FREE;
 }
 
 /* ---- FREQ: one list sorted by (count, recency); group_tail[c] ---- */
@@ -141,7 +205,7 @@ static bool line_in_use(const struct hy_policy *p, uint32_t x)
 /* The line before @x if it has the same count, else NONE. */
 static uint32_t freq_same_before(const struct hy_policy *p, uint32_t x)
 {
-	uint32_t a = p->prev[x];
+	uint32_t a = lprev(p, x);
 
 	return a != NONE && p->count[a] == p->count[x] ? a : NONE;
 }
@@ -158,7 +222,7 @@ static void freq_leave_group(struct hy_policy *p, uint32_t x)
 static void freq_insert(struct hy_policy *p, uint32_t x)
 {
 	/* 1 is the lowest count: without a group 1, x goes first. */
-	q_insert_after(p->prev, p->next, &p->q[HY_POLICY_COLD], p->group_tail[1], x);
+	l_insert_after(p, &p->q[HY_POLICY_COLD], p->group_tail[1], x);
 	p->group_tail[1] = x;
 	p->count[x] = 1;
 }
@@ -174,16 +238,16 @@ static void freq_hit(struct hy_policy *p, uint32_t x)
 		/* Join group nc at its MRU end (for a saturated line, nc == c). */
 		freq_leave_group(p, x);
 		at = p->group_tail[nc];
-		q_unlink(p->prev, p->next, q, x);
-		q_insert_after(p->prev, p->next, q, at, x);
+		l_unlink(p, q, x);
+		l_insert_after(p, q, at, x);
 	} else if (p->group_tail[nc] != x) {
 		/* No group nc yet: x starts it right after group c. */
 		if (p->group_tail[c] == x) {
 			p->group_tail[c] = freq_same_before(p, x); /* x stays put */
 		} else {
 			at = p->group_tail[c];
-			q_unlink(p->prev, p->next, q, x);
-			q_insert_after(p->prev, p->next, q, at, x);
+			l_unlink(p, q, x);
+			l_insert_after(p, q, at, x);
 		}
 	}
 	/* else: saturated and already the MRU of its group */
@@ -194,7 +258,7 @@ static void freq_hit(struct hy_policy *p, uint32_t x)
 static void freq_remove(struct hy_policy *p, uint32_t x)
 {
 	freq_leave_group(p, x);
-	q_unlink(p->prev, p->next, &p->q[HY_POLICY_COLD], x);
+	l_unlink(p, &p->q[HY_POLICY_COLD], x);
 	p->count[x] = 0;
 }
 
@@ -423,7 +487,8 @@ int hy_policy_new(enum hy_policy_kind kind, uint32_t capacity, const struct hy_p
 	p->next = alloc(p, capacity, sizeof(*p->next));
 	if (!p->prev || !p->next)
 		goto nomem;
-	memset(p->prev, 0xff, (size_t)capacity * sizeof(*p->prev));
+	for (uint32_t x = 0; x < capacity; x++)
+		p->prev[x] = LINK_NONE; /* free, unlinked */
 	memset(p->next, 0xff, (size_t)capacity * sizeof(*p->next));
 	if (kind == HY_POLICY_FREQ) {
 		p->count = alloc(p, capacity, sizeof(*p->count));
@@ -432,10 +497,6 @@ int hy_policy_new(enum hy_policy_kind kind, uint32_t capacity, const struct hy_p
 			goto nomem;
 		memset(p->group_tail, 0xff,
 		       ((size_t)HY_POLICY_FREQ_MAX + 1) * sizeof(*p->group_tail));
-	} else {
-		p->where = alloc(p, capacity, sizeof(*p->where));
-		if (!p->where)
-			goto nomem;
 	}
 	if (kind == HY_POLICY_LARC && new_larc(p) != 0)
 		goto nomem;
@@ -458,7 +519,6 @@ void hy_policy_free(struct hy_policy *p)
 	free(p->gkey);
 	free(p->group_tail);
 	free(p->count);
-	free(p->where);
 	free(p->next);
 	free(p->prev);
 	free(p);
@@ -508,7 +568,7 @@ int hy_policy_hit(struct hy_policy *p, uint32_t line)
 	default:
 		break;
 	}
-	q = p->where[line] - 1u;
+	q = where(p, line) - 1u;
 	nq = p->kind == HY_POLICY_LRU3 && q < HY_POLICY_HOT ? q + 1 : q;
 	if (nq != q)
 		p->st.promotions++;
@@ -623,7 +683,7 @@ int hy_policy_queue_of(const struct hy_policy *p, uint32_t line)
 		return -ERANGE;
 	if (!line_in_use(p, line))
 		return -ENOENT;
-	return p->kind == HY_POLICY_FREQ ? HY_POLICY_COLD : p->where[line] - 1;
+	return p->kind == HY_POLICY_FREQ ? HY_POLICY_COLD : (int)where(p, line) - 1;
 }
 
 size_t hy_policy_order(const struct hy_policy *p, enum hy_policy_queue q, uint32_t *out, size_t max)
@@ -642,16 +702,21 @@ size_t hy_policy_order(const struct hy_policy *p, enum hy_policy_queue q, uint32
 
 #define BROKEN(...) hy_log_why(-EUCLEAN, why, why_size, "policy: " __VA_ARGS__)
 
-static int check_list(const uint32_t *prev, const uint32_t *next, const struct queue *q,
-		      uint32_t limit, const char *name, char *why, size_t why_size)
+/* @p given: the lines' packed prev links (@prev is p->prev) */
+static int check_list(const struct hy_policy *p, const uint32_t *prev, const uint32_t *next,
+		      const struct queue *q, uint32_t limit, const char *name, char *why,
+		      size_t why_size)
 {
 	uint32_t x, before = NONE, n = 0;
 
 	for (x = q->head; x != NONE; before = x, x = next[x]) {
+		uint32_t px;
+
 		if (x >= limit)
 			return BROKEN("%s holds index %u of %u", name, x, limit);
-		if (prev[x] != before)
-			return BROKEN("%s: prev of %u is %u, not %u", name, x, prev[x], before);
+		px = p ? lprev(p, x) : prev[x];
+		if (px != before)
+			return BROKEN("%s: prev of %u is %u, not %u", name, x, px, before);
 		if (++n > q->len)
 			return BROKEN("%s is longer than its length %u (a cycle?)", name, q->len);
 	}
@@ -669,15 +734,15 @@ static int check_queues(const struct hy_policy *p, char *why, size_t why_size)
 
 	for (unsigned q = 0; q < HY_POLICY_QUEUES; q++) {
 		bool seen = p->mark[q] == NONE;
-		int err = check_list(p->prev, p->next, &p->q[q], p->capacity, names[q], why,
+		int err = check_list(p, p->prev, p->next, &p->q[q], p->capacity, names[q], why,
 				     why_size);
 
 		if (err)
 			return err;
 		for (uint32_t x = p->q[q].head; x != NONE; x = p->next[x]) {
-			if (p->where[x] != q + 1)
+			if (where(p, x) != q + 1)
 				return BROKEN("line %u is in %s but marked %u", x, names[q],
-					      p->where[x]);
+					      where(p, x));
 			seen |= x == p->mark[q];
 		}
 		if (!seen)
@@ -689,9 +754,9 @@ static int check_queues(const struct hy_policy *p, char *why, size_t why_size)
 		total += p->q[q].len;
 	}
 	for (uint32_t x = 0; x < p->capacity; x++) {
-		if (p->where[x] > HY_POLICY_QUEUES)
-			return BROKEN("line %u has queue byte %u", x, p->where[x]);
-		if (p->where[x] == FREE && (p->prev[x] != NONE || p->next[x] != NONE))
+		if (where(p, x) > HY_POLICY_QUEUES)
+			return BROKEN("line %u has queue bits %u", x, where(p, x));
+		if (where(p, x) == FREE && (lprev(p, x) != NONE || p->next[x] != NONE))
 			return BROKEN("free line %u is linked", x);
 	}
 	if (total != p->in_use)
@@ -703,7 +768,7 @@ static int check_freq(const struct hy_policy *p, char *why, size_t why_size)
 {
 	const struct queue *q = &p->q[HY_POLICY_COLD];
 	uint32_t groups = 0, tails = 0;
-	int err = check_list(p->prev, p->next, q, p->capacity, "freq list", why, why_size);
+	int err = check_list(p, p->prev, p->next, q, p->capacity, "freq list", why, why_size);
 
 	if (err)
 		return err;
@@ -728,9 +793,12 @@ static int check_freq(const struct hy_policy *p, char *why, size_t why_size)
 		tails += p->group_tail[c] != NONE;
 	if (tails != groups)
 		return BROKEN("%u group tails for %u groups", tails, groups);
-	for (uint32_t x = 0; x < p->capacity; x++)
-		if (p->count[x] == 0 && (p->prev[x] != NONE || p->next[x] != NONE))
+	for (uint32_t x = 0; x < p->capacity; x++) {
+		if (where(p, x) != FREE)
+			return BROKEN("freq line %u has queue bits %u", x, where(p, x));
+		if (p->count[x] == 0 && (lprev(p, x) != NONE || p->next[x] != NONE))
 			return BROKEN("free line %u is linked", x);
+	}
 	return 0;
 }
 
@@ -741,7 +809,8 @@ static int check_ghost(const struct hy_policy *p, char *why, size_t why_size)
 
 	if (p->cr < p->cr_min || p->cr > p->cr_max)
 		return BROKEN("ghost size %g is outside %g..%g", p->cr, p->cr_min, p->cr_max);
-	err = check_list(p->gprev, p->gnext, &p->ghost, p->ghost_cap, "ghost queue", why, why_size);
+	err = check_list(NULL, p->gprev, p->gnext, &p->ghost, p->ghost_cap, "ghost queue", why,
+			 why_size);
 	if (err)
 		return err;
 	/* |Qr| <= Cr holds right after a miss; hits may lower Cr below |Qr|

@@ -296,7 +296,10 @@ struct json_object *hy_fs_cache_status(struct hy_cache *cache)
 		add_u64(k, "warm_hits", s.keep.warm_hits);
 		json_object_object_add(o, "keep", k);
 	}
+	add_u64(o, "ssd_meta_bytes", s.ssd_meta_bytes);
 	add_u64(o, "dram_bytes_per_line", s.dram_bytes_per_line);
+	add_u64(o, "dram_bytes_per_store_line", s.dram_bytes_per_store_line);
+	add_u64(o, "file_meta_bytes", s.file_meta_bytes);
 	add_u64(o, "front_meta_bytes", s.front_meta_bytes);
 	return o;
 }

@@ -109,13 +109,19 @@
  *
  * Memory: hy_cache_open() allocates everything: the front buffer's slots
  * (front_buffer bytes of data plus 88 bytes a slot: its state, hash and
- * ghost history), the index (about 33 bytes a line in use), the policy (9
- * bytes a line with LRU3) and 17 bytes a line of line state, which is also
- * the store's line table (cache_store.h, external table: its checkpoints ask
- * this module), and a queue of up to 64 line migrations (each holding an
- * object of its file from hy_indirector_hold_object until it has run); with
- * PORE, its zones (pore.h) and a byte a line of hits; hy_cache_close() frees
- * it. hy_cache_stats reports the DRAM per SSD line.
+ * ghost history), the index (cache_index.h: 10 bytes a line of the store,
+ * its keys and masks, and about 5 a line in use, its tables, plus about
+ * 110 bytes a file), the policy (8 bytes a line with LRU3), a byte a line
+ * of flags and a bit of free map; with a full store of files of 128 blocks
+ * or more, at most 25 bytes a cached 4 KiB line, plus about 27 KiB
+ * whatever the store's size (issue 19; 58 bytes before; test_cache.c
+ * checks it). The index's entries are also the store's line table
+ * (cache_store.h, external table: its checkpoints ask this module, which
+ * gives the 64-bit file id of a line's handle), and a queue of up to 64
+ * line migrations (each holding an object of its file from
+ * hy_indirector_hold_object until it has run); with PORE, its zones
+ * (pore.h) and a byte a line of hits; hy_cache_close() frees it.
+ * hy_cache_stats reports the DRAM per SSD line.
  *
  * Locks: HY_CACHE_GATES rwlocks striped by file id (the cache's gates):
  * a read holds its file's gate shared across its I/O, a write, truncation,
@@ -252,8 +258,17 @@ struct hy_cache_stats {
 		uint64_t pending_files;			     /* kept files not used yet */
 		uint64_t warm_hits;			     /* SSD read hits of kept lines */
 	} keep;
-	size_t dram_bytes_per_line; /* index + policy + line state + free list, per SSD line */
-	size_t front_meta_bytes;    /* the front buffer's bookkeeping (not its data) */
+	/* DRAM the SSD store's metadata holds, everything included: the
+	 * index (per-line keys and masks, files, handles, tables), the
+	 * policy, the line flags, the free map, the tails map, PORE's hit
+	 * counts, the cache's struct; per line in use (rounded up; 0 when none
+	 * is: at a full store, per cached 4 KiB line) and per line of the
+	 * store. The cache's per-file state is file_meta_bytes. */
+	size_t ssd_meta_bytes;
+	size_t dram_bytes_per_line;
+	size_t dram_bytes_per_store_line;
+	size_t file_meta_bytes;	 /* the cache's per-file state (struct cfile, its lists) */
+	size_t front_meta_bytes; /* the front buffer's bookkeeping (not its data) */
 };
 
 struct hy_cache;

@@ -19,24 +19,38 @@
  * not covered and not already valid must be read, or the write must go
  * around the cache for it).
  *
- * Structure (the issue's choice between a per-file range index and a radix
- * tree, measured): files are found through a hash striped over
+ * Structure (issue 19: the cache's DRAM per cached line cut from 58 bytes
+ * to 25 at most, everything included, for files of 128 blocks and more;
+ * see cache.h): intrusive. The index keeps, per line of the store, the key
+ * and masks of the block it holds (HY_CACHE_INDEX_LINE_BYTES, packed: a
+ * 32-bit file handle, a 32-bit block, valid, dirty), allocated once at
+ * hy_cache_index_new(); files are found through a hash striped over
  * HY_CACHE_INDEX_STRIPES mutexes, held only to find or add a file (as in
- * map.h); each file's entries are an open-addressing hash table (linear
- * probing, backward-shift deletion, no tombstones) of 16-byte slots (block,
- * line, valid, dirty) keyed by block, under that file's own rwlock. A point
- * lookup is one hash probe under a read lock; a range of n blocks is n
+ * map.h); each file's entries are an open-addressing table (linear probing
+ * from a multiply-scaled hash, backward-shift deletion, no tombstones) of
+ * 4-byte slots that hold a line number (28 bits) and 4 bits of its block's
+ * hash: a probe compares the block with the line's own only when the bits
+ * match. A file's handle is its slot in the index's handle table (the line
+ * -> file reverse lookup, hy_cache_index_line_key()). A point lookup is
+ * one hash probe under the file's read lock; a range of n blocks is n
  * probes, or one scan of the table when the range is larger than the table
- * (truncate to 0). Tables grow at a load of 4/5 and shrink below 1/8, so a
- * slot array holds 20-40 bytes per entry (16 / load); a file adds about 100
- * bytes (its struct, lock and chain pointer). A sorted array (16 bytes an
- * entry, as map.c keeps extents) would be smaller for a file cached in
- * order, but a cache fills files at random blocks and an insert into a
- * sorted array moves half of it: O(n) per miss on a large file.
+ * (truncate to 0). Tables grow by an eighth at a load of 9/10 (doubling
+ * below 16 slots) and halve below 1/8, so a table that only grew holds 4.4
+ * to 5 bytes per entry; a file adds its struct (48 bytes), its handle (12
+ * to 18) and a table of at least 4 slots. A hit reads two places (the slot,
+ * then the line's entry) where the 16-byte slots of before read one: the
+ * price of the memory, measured in BENCHMARKS.md (issue 19).
+ * Limits: blocks from 2^32 on (files of 16 TiB and more) are never indexed:
+ * insert answers -EFBIG (the cache then keeps the block out), lookups
+ * -ENOENT; a store has at most HY_CACHE_INDEX_MAX_LINES lines (1 TiB).
+ * Before (issue 5): 16-byte slots holding the key and masks, tables that
+ * doubled, a rwlock per file: 32.9 bytes an entry at 1,000,000 entries.
  * Measured (tests/unit/test_cache_index.c, "memory per entry"): 1,000,000
- * entries over 1,000 files, 1,000 random blocks each: 32.9 bytes of DRAM
- * per entry, everything included (stripes, files, tables); the limit the
- * issue sets is 64 bytes per 4 KiB line.
+ * entries over 1,000 files, 1,000 random blocks each, every line used: 14.8
+ * bytes per entry, everything included (per-line entries, stripes, locks,
+ * files, handles, tables); the test checks the bound
+ * HY_CACHE_INDEX_LINE_BYTES x capacity + 5 x entries +
+ * HY_CACHE_INDEX_FILE_BYTES x files over the empty index.
  *
  * Who calls it: the cache (cache/cache_io.c, lines.c, cache_fsync.c,
  * cleaner.c, cache.c), in the daemon and in the simulator's whole cache;
@@ -49,17 +63,25 @@
  * Locks: the index takes its own and none is held when a call returns: the
  * caller never holds an index lock across I/O. Order: a stripe mutex (held
  * only to find, add or free a file, never while taking another lock), then
- * one file's rwlock (read for lookups, write for changes). The callback of
+ * one file's rwlock (read for lookups, write for changes; one of
+ * HY_CACHE_INDEX_LOCKS, striped by the file's handle: issue 19, a rwlock
+ * in each file cost 56 bytes a file); the handle
+ * table's mutex is a leaf (taken under a stripe mutex to give or take back
+ * a handle, alone by hy_cache_index_line_key()). The callback of
  * hy_cache_index_remove_file_range() is called after every lock is dropped.
- * Every call is thread-safe; calls on different files never wait for each
- * other except for the short stripe lookup. A file's rwlock prefers
+ * Every call is thread-safe; calls on different files wait for each other
+ * only for the short stripe lookup, or when their handles share a lock
+ * (one in 64) and one of them changes the index. A file's rwlock prefers
  * writers (on glibc): with the default, four threads of lookups starved
  * one writer of the same files (the concurrency test took 5 times longer).
  *
- * Not checked here: that a line is used by one entry only. The store owns
- * line allocation (its replacement policy, policy.h, and its per-line
- * metadata which also map a line back to its key);
- * hy_cache_index_check() reports a line used twice.
+ * Lines: the store owns line allocation (its replacement policy,
+ * policy.h); a line must be free in the index to be inserted (-EBUSY
+ * otherwise), and the line's key is the index's, so the store keeps no copy
+ * of it (cache_internal.h, struct line_state). hy_cache_index_line_key()
+ * reads a line's key without the file's lock: the caller must keep the
+ * line from being removed or inserted meanwhile (the cache: its lines'
+ * mutex, under which it removes lines and marks them used).
  */
 #ifndef HYBRIDFS_CACHE_INDEX_H
 #define HYBRIDFS_CACHE_INDEX_H
@@ -67,12 +89,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HY_CACHE_LINE_SIZE	 4096
-#define HY_CACHE_SECTOR_SIZE	 512
-#define HY_CACHE_SECTORS	 8 /* sectors per line: one bit each in a mask */
-#define HY_CACHE_ALL_SECTORS	 0xffu
-#define HY_CACHE_INDEX_STRIPES	 64
-#define HY_CACHE_INDEX_MAX_LINES (1u << 30) /* capacity limit, as policy.h's */
+#define HY_CACHE_LINE_SIZE	  4096
+#define HY_CACHE_SECTOR_SIZE	  512
+#define HY_CACHE_SECTORS	  8 /* sectors per line: one bit each in a mask */
+#define HY_CACHE_ALL_SECTORS	  0xffu
+#define HY_CACHE_INDEX_STRIPES	  64
+#define HY_CACHE_INDEX_LOCKS	  64		   /* the files' rwlocks, striped by file handle */
+#define HY_CACHE_INDEX_MAX_LINES  ((1u << 28) - 1) /* capacity: 1 TiB; a slot's tag above */
+#define HY_CACHE_INDEX_LINE_BYTES 10		   /* per line of the store: handle, block, masks */
+#define HY_CACHE_INDEX_FILE_BYTES 160		   /* at most, per file: struct, handle, 16 slots */
 
 /* One cached block, as the index copies it out. */
 struct hy_cache_entry {
@@ -87,6 +112,7 @@ struct hy_cache_index_stats {
 	uint64_t files;		/* files with at least one entry */
 	uint64_t entries;	/* cached blocks */
 	size_t bytes;		/* DRAM the index itself holds, all included */
+	size_t line_bytes;	/* of which the per-line arrays (capacity x 10) */
 	double bytes_per_entry; /* bytes / entries (0 when empty) */
 };
 
@@ -114,9 +140,16 @@ int64_t hy_cache_index_lookup_range(struct hy_cache_index *idx, uint64_t file_id
 /* Records that (@file_id, @block) is cached in @line with masks @valid and
  * @dirty. 0; -EEXIST when the block has an entry already; -EINVAL when
  * @line is not below the capacity or @dirty is not a subset of @valid;
+ * -EBUSY when @line holds another entry; -EFBIG for a block from 2^32 on;
  * -ENOMEM (the index is unchanged). */
 int hy_cache_index_insert(struct hy_cache_index *idx, uint64_t file_id, uint64_t block,
 			  uint32_t line, uint8_t valid, uint8_t dirty);
+
+/* The key of the entry in @line: 0, -ENOENT (the line is free), -EINVAL
+ * (past the capacity). The caller keeps the line from changing meanwhile
+ * (top comment, Lines); takes only the handle table's mutex. */
+int hy_cache_index_line_key(struct hy_cache_index *idx, uint32_t line, uint64_t *file_id,
+			    uint64_t *block);
 
 /* Changes the masks of an entry: valid |= @set_valid, then dirty = (dirty &
  * ~@clear_dirty) | @set_dirty. A partial write passes the sectors it covers

@@ -52,9 +52,9 @@ void hy_keymap_delete_at(struct hy_keymap *m, uint64_t slot);
  * own layout around it, each for a reason of its own:
  *   - lib/file_table.c: striped mutexes and references (per-file state
  *     found without a global lock; the cache's and the map's files);
- *   - cache/cache_index.c: a file's blocks in 16-byte slots (its memory per
- *     line is measured: cache.h, Memory);
- *   - cache/policy.c: slots threaded on the policy's queues (9 bytes a
+ *   - cache/cache_index.c: a file's blocks in 4-byte tagged slots (its
+ *     memory per line is measured: cache.h, Memory);
+ *   - cache/policy.c: slots threaded on the policy's queues (8 bytes a
  *     line with LRU3, measured the same way);
  *   - cache's front buffer: chains through its slots, with ghost history;
  *   - fs/inode.c: chained nodes that must not move (the kernel holds their

@@ -69,12 +69,14 @@
  * O(1)); FREQ walks every line in use (O(lines)); no-op otherwise.
  *
  * Memory, allocated once by hy_policy_new() (no allocation afterwards):
- *   LRU, LRU3: 9 bytes per line (prev and next uint32 indexes, a queue byte);
+ *   LRU, LRU3: 8 bytes per line (next, a uint32 index; prev, a 30-bit
+ *     index with the line's queue in its top two bits: issue 19, 9 bytes
+ *     before, when the queue had a byte of its own);
  *   FREQ: 10 bytes per line (prev, next, a uint16 count) plus a table of
  *     (HY_POLICY_FREQ_MAX + 1) uint32 group tails (256 KiB);
- *   LARC: 9 bytes per line, plus 16 bytes per ghost slot (key, prev, next)
+ *   LARC: 8 bytes per line, plus 16 bytes per ghost slot (key, prev, next)
  *     for floor(0.9 C) + 1 slots, plus a hash of uint32 slots, a power of
- *     two at least twice the ghost slots: about 31-38 bytes per line.
+ *     two at least twice the ghost slots: about 30-37 bytes per line.
  *   hy_policy_get_stats() reports the exact figure.
  *
  * Who calls it: the cache's SSD lines (cache/lines.c: insert, hit,
@@ -97,8 +99,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HY_POLICY_MAX_LINES	 (1u << 30) /* lines per policy */
-#define HY_POLICY_DEFAULT_WINDOW 64	    /* K of the victim search */
+#define HY_POLICY_MAX_LINES	 ((1u << 30) - 1) /* lines per policy: 30-bit links */
+#define HY_POLICY_DEFAULT_WINDOW 64		  /* K of the victim search */
 #define HY_POLICY_MAX_WINDOW	 65536
 #define HY_POLICY_FREQ_MAX	 65535 /* FREQ counts saturate here */
 #define HY_POLICY_NONE		 UINT32_MAX

@@ -80,6 +80,14 @@ st=$(hy_status "$m" '.cache | "bypassed \(.bypassed), ssd_evictions \(.ssd_evict
 hy_log "a: $st"
 hy_status "$m" '.cache.bypassed + .cache.ssd_evictions > 0' | grep -qx true ||
 	hy_fail "a: 9 MiB through a 1M store, yet nothing was bypassed or evicted ($st)"
+# the DRAM the store's metadata holds, per line in use and per line of the
+# store (issue 19): both shown, equal once every line is used
+dm=$(hy_status "$m" '.cache | "\(.ssd_meta_bytes) \(.dram_bytes_per_line) \(.dram_bytes_per_store_line) \(.ssd_used) \(.ssd_lines)"')
+hy_log "a: ssd_meta_bytes, per line used, per store line, used, lines: $dm"
+hy_status "$m" '.cache | .ssd_meta_bytes > 0 and .dram_bytes_per_store_line > 0 and
+	.dram_bytes_per_line >= .dram_bytes_per_store_line and
+	(.ssd_used < .ssd_lines or .dram_bytes_per_line == .dram_bytes_per_store_line)' |
+	grep -qx true || hy_fail "a: the status's DRAM per line is inconsistent: $dm"
 hy_umount "$m"
 for f in f0 f1 f2 f3 f4 f5 f6 f7 odd; do
 	cmp -s "$ref/$f" "$b/$f" || hy_fail "a: after unmount the backing $f differs"

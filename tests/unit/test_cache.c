@@ -7,6 +7,7 @@
  * eviction and the cleaner run when the test says. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -3504,6 +3505,81 @@ static void test_keep_front(void)
 }
 
 
+/* DRAM per cached line (issue 19): reads through a store with no front
+ * buffer until it is 66% full, then until it is full; the figures the
+ * status shows at each, everything the store's metadata holds included.
+ * Two sizes of store, so that what does not grow with the store (the
+ * cache's struct, the locks, the tables' stripes: about 25 KiB, a fifth
+ * of a byte a line at 100,000 lines) is told apart from what does: the
+ * latter is the bound (25 bytes a cached 4 KiB line, cache.h). */
+#define DM_FILES  40
+#define DM_BLOCKS 128
+
+static void dram_fill(uint64_t lines, struct hy_cache_stats *at66, struct hy_cache_stats *full)
+{
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
+	unsigned char buf[BLK];
+	struct hy_cache *c;
+	uint64_t capacity;
+
+	c = copen(store, HY_CACHE_WRITE_THROUGH, HY_POLICY_LRU3, 0, lines, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	capacity = stats(c).ssd_lines;
+	CU_ASSERT(capacity <= (uint64_t)DM_FILES * DM_BLOCKS);
+	memset(at66, 0, sizeof(*at66));
+	for (unsigned id = 1; id <= DM_FILES; id++) {
+		struct hy_cache_file f = F(id);
+
+		for (uint64_t b = 0; b < DM_BLOCKS; b++) {
+			struct hy_cache_stats s = stats(c);
+
+			if (s.ssd_used == capacity)
+				break;
+			if (!at66->ssd_lines && s.ssd_used * 3 >= capacity * 2)
+				*at66 = s;
+			CU_ASSERT_EQUAL(hy_cache_read(c, &f, buf, BLK, (off_t)(b * BLK)), BLK);
+		}
+	}
+	*full = stats(c);
+	CU_ASSERT_EQUAL(full->ssd_used, capacity);
+	printf("\n    dram_bytes_per_line: %zu at %" PRIu64 " of %" PRIu64 " lines, %zu full "
+	       "(%zu bytes; %zu per line of the store at 66%%)",
+	       at66->dram_bytes_per_line, at66->ssd_used, at66->ssd_lines,
+	       full->dram_bytes_per_line, full->ssd_meta_bytes, at66->dram_bytes_per_store_line);
+	CU_ASSERT(full->dram_bytes_per_line == full->dram_bytes_per_store_line);
+	CU_ASSERT(at66->dram_bytes_per_line > at66->dram_bytes_per_store_line);
+	CHECK(c);
+	CLOSE(c);
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
+static void test_dram_per_line(void)
+{
+	unsigned char *ref = malloc((size_t)DM_BLOCKS * BLK);
+	struct hy_cache_stats small66, small, big66, big;
+	double per_line, fixed;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ref);
+	home_reset();
+	for (unsigned id = 1; id <= DM_FILES; id++) {
+		fill_pattern(ref, (size_t)DM_BLOCKS * BLK, id);
+		home_set(id, ref, (uint64_t)DM_BLOCKS * BLK);
+	}
+	free(ref);
+	dram_fill(1024, &small66, &small);
+	dram_fill(4096, &big66, &big);
+	per_line = (double)(big.ssd_meta_bytes - small.ssd_meta_bytes) /
+		   (double)(big.ssd_used - small.ssd_used);
+	fixed = (double)small.ssd_meta_bytes - per_line * (double)small.ssd_used;
+	printf("\n    per cached line %.2f bytes, plus %.0f bytes whatever the store's size ",
+	       per_line, fixed);
+	CU_ASSERT(per_line <= 25.0);
+	CU_ASSERT(fixed < 64 * 1024);
+}
+
+
 int hy_test_add_cache(void)
 {
 	CU_pSuite s = CU_add_suite("cache", below_init, below_clean);
@@ -3569,7 +3645,8 @@ int hy_test_add_cache(void)
 	    !CU_add_test(s, "kept lines after a crash: a reused line is not believed",
 			 test_keep_crash_reuse) ||
 	    !CU_add_test(s, "an older store format keeps nothing", test_keep_old_format) ||
-	    !CU_add_test(s, "a clean close keeps the front buffer's blocks", test_keep_front))
+	    !CU_add_test(s, "a clean close keeps the front buffer's blocks", test_keep_front) ||
+	    !CU_add_test(s, "DRAM per cached line, 66% full and full", test_dram_per_line))
 		return -1;
 	return 0;
 }
