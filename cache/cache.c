@@ -307,7 +307,8 @@ static int choose_kept(struct hy_cache *c, struct recovery *r)
 		if (i == 0 || r->v[i].file_id != r->v[i - 1].file_id)
 			c->keep.changed_files++;
 	}
-	qsort(r->clean, r->nclean, sizeof(*r->clean), by_file_block);
+	if (r->nclean) /* qsort of NULL is undefined, even of nothing */
+		qsort(r->clean, r->nclean, sizeof(*r->clean), by_file_block);
 	if (nst) {
 		c->kept = malloc(nst * sizeof(*c->kept));
 		if (!c->kept) {
@@ -340,7 +341,8 @@ static int choose_kept(struct hy_cache *c, struct recovery *r)
 		i = j;
 	}
 	r->nclean = keep;
-	qsort(r->clean, r->nclean, sizeof(*r->clean), by_line);
+	if (r->nclean)
+		qsort(r->clean, r->nclean, sizeof(*r->clean), by_line);
 	c->keep.kept_lines = keep;
 	c->keep.kept_files = files;
 	c->pending_keep = r->clean;

@@ -300,7 +300,8 @@ static int read_stamps(struct hy_cache_store *s, int copy, uint64_t n,
 	free(buf);
 	if (rc < 0)
 		return rc;
-	qsort(s->stamps, kept, sizeof(*s->stamps), by_stamp_id);
+	if (kept)
+		qsort(s->stamps, kept, sizeof(*s->stamps), by_stamp_id);
 	s->nstamps = 0;
 	for (size_t j = 0; j < kept; j++) {
 		/* two stamps of one file: neither is believed */
