@@ -99,6 +99,8 @@ int hy_fs_open_cache(struct hy_fs *fs, const struct hy_options *opts)
 			hy_log(LOG_ERR, "cache=%s: %s", opts->cache, why);
 			return rc;
 		}
+	} else if (opts->cache_default) {
+		snprintf(path, sizeof(path), "%s", opts->cache_default);
 	} else {
 		snprintf(path, sizeof(path), "%s/%s",
 			 opts->state_at ? opts->state_at : opts->state_dir, HY_OPTIONS_CACHE_NAME);

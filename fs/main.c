@@ -278,6 +278,10 @@ static const char *const state_files[] = {
 #define N_STATE_FILES (sizeof(state_files) / sizeof(state_files[0]))
 static bool state_file_new[N_STATE_FILES];
 static char *named_new[2]; /* bopt=, cache= paths where nothing was */
+/* the folder of a default store on a faster disk (place_store), and
+ * whether this attempt made it */
+static bool fast_dir_made;
+static char fast_dir[PATH_MAX];
 
 static void note_named(const char *spec, bool bopt, char **out)
 {
@@ -324,6 +328,10 @@ static void remove_new_files(const char *state_dir)
 		free(named_new[i]);
 		named_new[i] = NULL;
 	}
+	if (fast_dir_made && rmdir(fast_dir) < 0 && errno != ENOTEMPTY && errno != EEXIST)
+		hy_log(LOG_WARNING, "cannot remove \"%s\" that the failed mount made: %s", fast_dir,
+		       strerror(errno));
+	fast_dir_made = false;
 	if (state_made && state_parent >= 0 &&
 	    unlinkat(state_parent, state_name, AT_REMOVEDIR) < 0 && errno != ENOTEMPTY &&
 	    errno != EEXIST && errno != ENOENT && errno != ENOTDIR)
@@ -689,6 +697,63 @@ static struct json_object *disk_json(const char *what, const char *path, const s
  * the default keeps it there too. */
 #define HY_STORE_ON_BACKING_DISK 1
 
+/* The folder of the default stores that go to a faster disk than the
+ * state folder's: a user's state folder lies in their home, on the disk
+ * of the directories they mount (the user this project is for has /home
+ * on a hard disk and the system on an SSD), /var/tmp on the system's.
+ * HYBRIDFS_FAST_ROOT names another (the tests'). Per user, 0700, checked
+ * to be theirs: /var/tmp is everyone's. Such a store is write-through (the
+ * default's policy), so a tmpfiles clean-up of /var/tmp loses warmth,
+ * never data. */
+#define HY_FAST_ROOT "/var/tmp"
+
+/* The default store on a disk that does not spin, is not RAM and is not
+ * the backing one, when the state folder's is not such a disk: 1 with its
+ * path in @opts->cache_default and the reason in @why, 0 when there is
+ * none. */
+static int fast_store(struct hy_options *opts, const struct disk *state_disk,
+		      const struct disk *backing_disk, char *why, size_t why_size)
+{
+	const char *root = getenv("HYBRIDFS_FAST_ROOT");
+	const char *name = strrchr(opts->state_dir, '/');
+	char path[PATH_MAX + NAME_MAX + 16];
+	struct disk d;
+	struct stat st;
+
+	if (!root || root[0] != '/')
+		root = HY_FAST_ROOT;
+	disk_of(root, &d);
+	if (d.rotational != 0 || d.ram || same_disk(&d, backing_disk) || !name || !name[1])
+		return 0;
+	snprintf(fast_dir, sizeof(fast_dir), "%s/hybridfs-%u", root, (unsigned)geteuid());
+	if (mkdir(fast_dir, 0700) == 0)
+		fast_dir_made = true;
+	else if (errno != EEXIST)
+		return 0;
+	/* a folder somebody else made at the name, or a link, is not used */
+	if (lstat(fast_dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 077)) {
+		hy_log(LOG_WARNING,
+		       "cache: \"%s\" is not a folder of mode 0700 of uid %u: the default store "
+		       "stays in the state folder",
+		       fast_dir, (unsigned)geteuid());
+		return 0;
+	}
+	snprintf(path, sizeof(path), "%s/%s.cache", fast_dir, name + 1);
+	if (lstat(path, &st) < 0 && errno == ENOENT)
+		named_new[1] = strdup(path); /* a failed mount removes it */
+	opts->cache_default = strdup(path);
+	if (!opts->cache_default)
+		return 0;
+	snprintf(why, why_size,
+		 "in %.200s: its disk (%s) does not spin and is not the backing directory's (%s), "
+		 "and the state folder's (%s) is %s",
+		 fast_dir, d.name, backing_disk->known ? backing_disk->name : "unknown",
+		 state_disk->known ? state_disk->name : "unknown",
+		 same_disk(state_disk, backing_disk) ? "the backing disk" : "a disk that spins");
+	return 1;
+}
+
 static void place_store(struct hy_options *opts, const struct disk *state_disk,
 			const struct disk *backing_disk, char *why, size_t why_size)
 {
@@ -707,6 +772,13 @@ static void place_store(struct hy_options *opts, const struct disk *state_disk,
 			 "data not home yet)");
 		return;
 	}
+	/* (write-back asked for keeps to the state folder: a store in
+	 * /var/tmp may be cleaned away, dirty lines and all) */
+	if (!opts->cache_write_given &&
+	    !(state_disk->rotational == 0 && !state_disk->ram &&
+	      !same_disk(state_disk, backing_disk)) &&
+	    fast_store(opts, state_disk, backing_disk, why, why_size) > 0)
+		return;
 	if (opts->cache_size_given || opts->cache_write_given) {
 		snprintf(why, why_size, "in the state folder, as %s asks for the default store",
 			 opts->cache_size_given ? "cache_size=" : "cache_write=");
@@ -790,6 +862,9 @@ static struct json_object *disks_status(const struct hy_options *opts, const str
 		   hy_cache_store_resolve(opts->cache, path, sizeof(path), why, sizeof(why)) == 0) {
 		disk_of(path, &d);
 		json_object_array_add(arr, disk_json("store", path, &d, store_why));
+	} else if (opts->cache_default) {
+		disk_of(opts->cache_default, &d);
+		json_object_array_add(arr, disk_json("store", opts->cache_default, &d, store_why));
 	} else {
 		snprintf(path, sizeof(path), "%s/%s", opts->state_dir, HY_OPTIONS_CACHE_NAME);
 		json_object_array_add(arr, disk_json("store", path, &state_disk, store_why));
@@ -1498,15 +1573,18 @@ int main(int argc, char **argv)
 		bool store_new;
 		int crc;
 
-		snprintf(store, sizeof(store), "%s/%s", state_at, HY_OPTIONS_CACHE_NAME);
+		if (opts.cache_default)
+			snprintf(store, sizeof(store), "%s", opts.cache_default);
+		else
+			snprintf(store, sizeof(store), "%s/%s", state_at, HY_OPTIONS_CACHE_NAME);
 		store_new = !opts.cache_given && !opts.cache_size_given &&
 			    access(store, F_OK) != 0 && errno == ENOENT;
 		crc = hy_fs_open_cache(&fs, &opts);
 		if (crc == -ENOSPC && store_new)
 			hy_log(LOG_WARNING,
-			       "cache: left out: no room for the default store in \"%s\"; "
+			       "cache: left out: no room for the default store \"%s\"; "
 			       "mounting without the SSD cache",
-			       opts.state_dir);
+			       opts.cache_default ? opts.cache_default : opts.state_dir);
 		else if (crc < 0)
 			goto out_unmount;
 		if (crc == -ENOSPC && store_new)

@@ -1101,6 +1101,7 @@ void hy_options_free(struct hy_options *opts)
 	free(opts->kernel_options);
 	free(opts->bopt);
 	free(opts->cache);
+	free(opts->cache_default);
 	free(opts->emulate);
 	for (size_t i = 0; i < opts->nexclude; i++)
 		free(opts->exclude[i]);

@@ -135,6 +135,10 @@ struct hy_options {
 	 * this header does not depend on the cache module). The _given flags
 	 * say the user asked: then a store that cannot be made fails the mount. */
 	char *cache;
+	/* The default store's place when it is not the state folder (set by
+	 * the daemon at mount: a faster disk than the state folder's, see
+	 * hybridfs(8)); NULL: STATE/cache. Write-through, as the default. */
+	char *cache_default;
 	/* emulate=: NULL (none), or "hdd", "ssd" or "smr" with ":name=value"
 	 * model settings (devmodel.h), checked by the daemon at start */
 	char *emulate;

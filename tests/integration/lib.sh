@@ -87,6 +87,10 @@ hy_setup() {
 	# own folder: a test never writes into ~/.local/state or /var/lib.
 	export XDG_STATE_HOME=$HY_TMP/xdg-state
 	export HYBRIDFS_STATE_ROOT=$HY_TMP/var-lib-hybridfs
+	# and the faster disk's folder for default stores (/var/tmp): on the
+	# test's own disk, where the daemon never chooses it
+	export HYBRIDFS_FAST_ROOT=$HY_TMP/var-tmp
+	mkdir -p "$HYBRIDFS_FAST_ROOT"
 	trap hy_cleanup EXIT
 	trap 'exit 130' INT TERM
 }

@@ -23,6 +23,11 @@
 #                   folder's hidden .hybridfs
 #   default-same    the default state folder on the backing disk: the store
 #                   stays with it, status says it is the backing disk
+#   default-fast    the default state folder on the backing disk, which
+#                   spins, and /var/tmp (HYBRIDFS_FAST_ROOT) on a disk that
+#                   does not: the default store goes to /var/tmp/hybridfs-UID,
+#                   write-through, status says why; a failed mount leaves
+#                   nothing there
 . "$(dirname "$0")/lib.sh"
 hy_setup
 hy_need_root
@@ -136,6 +141,42 @@ if command -v mkfs.ext4 >/dev/null && mkfs.ext4 -q -F "$HY_TMP/ssd.img" >/dev/nu
 	why=$(hy_status "$M" '.disks[] | select(.what == "store") | .why')
 	case $why in *"backing disk"*) ;; *) hy_fail "default-same: status does not say it is the backing disk: $why" ;; esac
 	hy_umount "$M"
+	# default-fast (default-ssd's store out of the way: the disk is small)
+	rm -rf "$SSD/state"
+	B4=$HY_TMP/b4
+	mkdir -p "$B4" "$SSD/fast"
+	echo data >"$B4/f"
+	HYBRIDFS_SYSFS=$S HYBRIDFS_FAST_ROOT=$SSD/fast hy_mount_ready "$B4" "$M" ""
+	store=$(hy_status "$M" '.disks[] | select(.what == "store") | .path')
+	why=$(hy_status "$M" '.disks[] | select(.what == "store") | .why')
+	case $store in "$SSD/fast/hybridfs-$(id -u)/"*.cache) ;; *) hy_fail "default-fast: the store is at '$store', not in $SSD/fast/hybridfs-$(id -u)" ;; esac
+	case $why in *"does not spin"*"backing disk"*) ;; *) hy_fail "default-fast: status does not say why: $why" ;; esac
+	[ "$(hy_status "$M" '.cache.write_policy')" = through ] ||
+		hy_fail "default-fast: the store is not write-through: $(hy_status "$M" '.cache.write_policy')"
+	[ "$(stat -c %a "$SSD/fast/hybridfs-$(id -u)")" = 700 ] ||
+		hy_fail "default-fast: the store's folder is not of mode 0700"
+	cat "$M/f" >/dev/null
+	hy_umount "$M"
+	[ -f "$store" ] || hy_fail "default-fast: no store left at $store"
+	# a folder at the name that is not the user's own is not used
+	rm -rf "$SSD/fast/hybridfs-$(id -u)"
+	mkdir -m 777 "$SSD/fast/hybridfs-$(id -u)"
+	B5=$HY_TMP/b5
+	mkdir -p "$B5"
+	HYBRIDFS_SYSFS=$S HYBRIDFS_FAST_ROOT=$SSD/fast hy_mount_ready "$B5" "$M" ""
+	why=$(hy_status "$M" '.disks[] | select(.what == "store") | .why')
+	case $why in *"backing disk"*) case $why in "in $SSD"*) hy_fail "default-fast: a folder of mode 0777 was used: $why" ;; esac ;;
+	*) hy_fail "default-fast: with a foreign folder, status says: $why" ;; esac
+	hy_umount "$M"
+	rm -rf "$SSD/fast/hybridfs-$(id -u)"
+	# a mount that fails after the places are chosen (a bopt= file that
+	# holds no BOPT) leaves no folder there
+	head -c 1M /dev/urandom >"$HY_TMP/junk"
+	HYBRIDFS_SYSFS=$S HYBRIDFS_FAST_ROOT=$SSD/fast "$HYBRIDFS" "$B5" "$M" -f \
+		-o "bopt=$HY_TMP/junk" 2>"$HY_TMP/fail.log" &&
+		hy_fail "default-fast: a mount with a junk bopt= came up"
+	mountpoint -q "$M" && hy_fail "default-fast: the failed mount is mounted"
+	[ ! -e "$SSD/fast/hybridfs-$(id -u)" ] || hy_fail "default-fast: a failed mount left $(ls -R "$SSD/fast")"
 	umount "$SSD" || hy_fail "cannot unmount $SSD"
 	losetup -d "$LOOP" || hy_fail "cannot detach $LOOP"
 	LOOP=""
