@@ -576,7 +576,7 @@ static int open_store(struct hy_cache *c, char *why, size_t why_size)
 	rc = hy_cache_store_load(c->store, collect_dirty, &r, &ls, why, why_size);
 	if (rc == 0 && r.n)
 		rc = recover(c, c->store, &r, salvage, why, why_size);
-	if (rc == 0 && !salvage && c->store->header.version >= 3) {
+	if (rc == 0 && !salvage && !c->cfg.no_keep && c->store->header.version >= 3) {
 		/* a format that keeps lines: the clean ones stay for keep_lines();
 		 * an unclaimed store (format-cache) becomes this mount's, as a
 		 * store made again would */
@@ -599,7 +599,10 @@ static int open_store(struct hy_cache *c, char *why, size_t why_size)
 		c->keep.unverifiable_files = files;
 		hy_log(LOG_NOTICE, "cache: \"%s\" %s: its %zu clean lines are dropped",
 		       c->store_path,
-		       salvage ? "was cut short" : "is of a format that keeps no stamps", r.nclean);
+		       salvage		? "was cut short"
+		       : c->cfg.no_keep ? "keeps no lines across mounts (cache_keep)"
+					: "is of a format that keeps no stamps",
+		       r.nclean);
 	}
 	free(r.v);
 	free(r.clean);
@@ -908,16 +911,19 @@ int hy_cache_close(struct hy_cache *c)
 	 * next mount tries again instead of dropping it */
 	if (atomic_load(&c->dirty_sectors) && c->store)
 		keep_dirty(c);
-	if (c->store && rc == 0) {
+	if (c->store && rc == 0 && !c->cfg.no_keep) {
 		uint64_t kept = hy_cache_front_keep(c);
 
 		if (kept)
-			hy_log(LOG_INFO, "cache: %" PRIu64 " blocks of the front buffer kept in \"%s\"",
-			       kept, c->store_path);
+			hy_log(LOG_INFO,
+			       "cache: %" PRIu64 " blocks of the front buffer kept in \"%s\"", kept,
+			       c->store_path);
 	}
 	if (c->store) {
 		/* the lines' data summed: the next mount checks what it keeps */
-		int k = hy_cache_store_checkpoint_summed(c->store, why, sizeof(why));
+		int k = c->cfg.no_keep
+				? hy_cache_store_checkpoint(c->store, why, sizeof(why))
+				: hy_cache_store_checkpoint_summed(c->store, why, sizeof(why));
 
 		if (k < 0)
 			hy_log(LOG_ERR, "cache: final checkpoint failed: %s", why);
@@ -941,9 +947,9 @@ static size_t ssd_meta_bytes(const struct hy_cache *c, const struct hy_cache_ind
 
 	/* the persistent cache's bit per line (kept, durable) and the stamps
 	 * of the files kept at open */
-	size_t keep = ((c->kept_map ? words : 0) + (c->durable_map ? words : 0)) *
-			      sizeof(uint64_t) +
-		      c->nkept * sizeof(*c->kept);
+	size_t keep =
+		((c->kept_map ? words : 0) + (c->durable_map ? words : 0)) * sizeof(uint64_t) +
+		c->nkept * sizeof(*c->kept);
 
 	return sizeof(*c) + is->bytes + ps->bytes + (size_t)c->capacity * sizeof(*c->lines) +
 	       (words + summary) * sizeof(uint64_t) + tails +
@@ -1033,6 +1039,7 @@ void hy_cache_get_stats(struct hy_cache *c, struct hy_cache_stats *o)
 		o->keep.pending_files = o->keep.kept_files > used ? o->keep.kept_files - used : 0;
 	}
 	o->keep.warm_hits = atomic_load(&c->keep.warm_hits);
+	o->keep.off = c->cfg.no_keep;
 	o->ssd_meta_bytes = ssd_meta_bytes(c, &is, &ps, tails);
 	o->dram_bytes_per_line =
 		o->ssd_used ? (o->ssd_meta_bytes + o->ssd_used - 1) / o->ssd_used : 0;

@@ -302,7 +302,15 @@ static void print_cache(struct json_object *d)
 	{
 		struct json_object *k = NULL, *dr = NULL;
 
-		if (json_object_object_get_ex(c, "keep", &k) && k) {
+		struct json_object *across = NULL;
+
+		if (json_object_object_get_ex(c, "keep", &k) && k &&
+		    json_object_object_get_ex(k, "across_mounts", &across) &&
+		    !json_object_get_boolean(across)) {
+			printf("%-12s nothing across mounts (cache_keep: the store lies on the "
+			       "backing disk, which spins, or cache_keep=off)\n",
+			       "cache kept");
+		} else if (k) {
 			json_object_object_get_ex(k, "dropped", &dr);
 			printf("%-12s kept %llu lines of %llu files at mount (%llu files checked "
 			       "and used, %llu not used yet), %llu SSD hits from them; dropped "

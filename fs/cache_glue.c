@@ -78,6 +78,7 @@ int hy_fs_open_cache(struct hy_fs *fs, const struct hy_options *opts)
 		.open_homes_arg = fs,
 		.ids_durable = ids_durable,
 		.ids_durable_arg = fs,
+		.no_keep = opts->cache_no_keep,
 	};
 	char path[4096], why[1024], fstype[16];
 	int rc;
@@ -296,6 +297,7 @@ struct json_object *hy_fs_cache_status(struct hy_cache *cache)
 		add_u64(k, "verified_files", s.keep.verified_files);
 		add_u64(k, "pending_files", s.keep.pending_files);
 		add_u64(k, "warm_hits", s.keep.warm_hits);
+		json_object_object_add(k, "across_mounts", json_object_new_boolean(!s.keep.off));
 		json_object_object_add(o, "keep", k);
 	}
 	add_u64(o, "ssd_meta_bytes", s.ssd_meta_bytes);

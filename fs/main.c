@@ -754,6 +754,50 @@ static int fast_store(struct hy_options *opts, const struct disk *state_disk,
 	return 1;
 }
 
+/* cache_keep=auto: lines kept across mounts unless the store lies on the
+ * backing directory's disk and that disk spins (or cannot be asked). On
+ * the aged-disk benchmark a remounted morning with a kept store on the
+ * backing disk cost 4-5 times the morning without any store (7.8 s against
+ * 0.25 s after a reorganization: the kept lines read one by one from the
+ * store, 1,400 seeks, instead of the BOPT's sequential layout); kept on
+ * another disk, a twelfth (BENCHMARKS.md, Issue 19). A block device named
+ * as the store is another disk. @store: the default store's path, when
+ * cache= names none. Returns whether nothing is to be kept. */
+static bool keep_decision(const struct hy_options *opts, const char *store,
+			  const struct disk *backing)
+{
+	char path[4096], why[256];
+	struct disk d;
+	struct stat st;
+
+	if (opts->cache_keep != HY_CACHE_KEEP_AUTO)
+		return opts->cache_keep == HY_CACHE_KEEP_OFF;
+	if (opts->cache && strcmp(opts->cache, "none") != 0) {
+		if (hy_cache_store_resolve(opts->cache, path, sizeof(path), why, sizeof(why)) < 0)
+			return false; /* the open says what is wrong */
+	} else {
+		snprintf(path, sizeof(path), "%s", store);
+	}
+	if (stat(path, &st) == 0 && S_ISBLK(st.st_mode))
+		return false;
+	if (stat(path, &st) < 0) {
+		/* made at open: its folder's disk */
+		char *slash = strrchr(path, '/');
+
+		if (slash && slash != path)
+			*slash = '\0';
+	}
+	disk_of(path, &d);
+	if (!same_disk(&d, backing) || backing->rotational == 0)
+		return false;
+	hy_log(LOG_NOTICE,
+	       "cache: \"%s\" lies on the backing directory's disk (%s), which %s: its lines "
+	       "are not kept across mounts (cache_keep=on keeps them)",
+	       store, backing->known ? backing->name : "unknown",
+	       backing->rotational == 1 ? "spins" : "cannot be asked whether it spins");
+	return true;
+}
+
 static void place_store(struct hy_options *opts, const struct disk *state_disk,
 			const struct disk *backing_disk, char *why, size_t why_size)
 {
@@ -1579,6 +1623,7 @@ int main(int argc, char **argv)
 			snprintf(store, sizeof(store), "%s/%s", state_at, HY_OPTIONS_CACHE_NAME);
 		store_new = !opts.cache_given && !opts.cache_size_given &&
 			    access(store, F_OK) != 0 && errno == ENOENT;
+		opts.cache_no_keep = keep_decision(&opts, store, &backing_disk);
 		crc = hy_fs_open_cache(&fs, &opts);
 		if (crc == -ENOSPC && store_new)
 			hy_log(LOG_WARNING,

@@ -16,7 +16,7 @@
 #include "hybridfs/options.h"
 #include "hybridfs/policy.h" /* the enum only: libhycommon does not link the cache */
 #include "hybridfs/rules.h"
-#include "hybridfs/state.h"  /* HY_STATE_DB_NAME */
+#include "hybridfs/state.h" /* HY_STATE_DB_NAME */
 #include "hybridfs/units.h"
 
 #define HY_DEFAULT_MAX_THREADS 16
@@ -426,6 +426,19 @@ static int parse_one_word(struct hy_options *opts, char *word, char *why, size_t
 				    &opts->heat_threshold, why, why_size);
 	if (strcmp(name, "cache_clean_rate") == 0)
 		return parse_size(name, value, true, &opts->cache_clean_rate, why, why_size);
+	if (strcmp(name, "cache_keep") == 0) {
+		if (value && strcmp(value, "auto") == 0) {
+			opts->cache_keep = HY_CACHE_KEEP_AUTO;
+			return 0;
+		}
+		if (value && (strcmp(value, "on") == 0 || strcmp(value, "off") == 0)) {
+			opts->cache_keep = value[1] == 'n' ? HY_CACHE_KEEP_ON : HY_CACHE_KEEP_OFF;
+			return 0;
+		}
+		return hy_log_why(-EINVAL, why, why_size,
+				  "option \"cache_keep%s%s\": expected auto, on or off",
+				  value ? "=" : "", value ? value : "");
+	}
 	if (strcmp(name, "cache_seq_cutoff") == 0)
 		return parse_size(name, value, true, &opts->cache_seq_cutoff, why, why_size);
 	if (strcmp(name, "cache_migrate_rate") == 0)
@@ -1061,6 +1074,8 @@ void hy_options_usage(const char *program, FILE *out)
 		"                         (default 1.5; 0 admits every block)\n"
 		"  cache_clean_rate=SIZE  bytes per second the cleaner writes dirty blocks\n"
 		"                         home at most (default 32M; 0: no limit)\n"
+		"  cache_keep=auto|on|off  the store keeps its lines across mounts (auto:\n"
+		"                         unless it lies on the backing disk and that spins)\n"
 		"  cache_seq_cutoff=SIZE  a file written sequentially past this goes home\n"
 		"                         directly (default 4M; 0: never)\n"
 		"  cache_migrate_rate=SIZE  bytes per second line migrations read at most\n"

@@ -188,16 +188,17 @@ struct hy_cache_config {
 				size */
 	enum hy_cache_write_policy write_policy;
 	enum hy_policy_kind policy;
-	uint64_t front_bytes;		   /* DRAM front buffer; 0: none */
-	unsigned heat_periods;		   /* L */
-	double heat_threshold;		   /* 0: every block is hot */
-	uint64_t clean_rate;		   /* bytes/s for the cleaner; 0: no limit */
-	unsigned clean_interval_ms;	   /* the cleaner's pass period (0: 5000) */
-	uint64_t seq_cutoff;		   /* bytes of a file's sequential write stream past
-					    * which it goes home (0: never) */
-	uint64_t migrate_rate;		   /* bytes/s of line migrations (0: no limit) */
-	struct hy_pore_config pore;	   /* backend=smr: PORE's zones (rule OFF: none) */
-	bool no_threads;		   /* tests: no hy-front/hy-cache-clean threads */
+	uint64_t front_bytes;	    /* DRAM front buffer; 0: none */
+	unsigned heat_periods;	    /* L */
+	double heat_threshold;	    /* 0: every block is hot */
+	uint64_t clean_rate;	    /* bytes/s for the cleaner; 0: no limit */
+	unsigned clean_interval_ms; /* the cleaner's pass period (0: 5000) */
+	uint64_t seq_cutoff;	    /* bytes of a file's sequential write stream past
+				     * which it goes home (0: never) */
+	uint64_t migrate_rate;	    /* bytes/s of line migrations (0: no limit) */
+	struct hy_pore_config pore; /* backend=smr: PORE's zones (rule OFF: none) */
+	bool no_threads;	    /* tests: no hy-front/hy-cache-clean threads */
+	bool no_keep;		    /* lines are not kept across mounts (cache_keep=, options.h) */
 	hy_cache_open_homes_fn open_homes; /* NULL: dirty lines left by a crash refuse the mount */
 	void *open_homes_arg;
 	/* Makes the ids of the files seen so far durable (so that
@@ -257,6 +258,7 @@ struct hy_cache_stats {
 		uint64_t gone_later_lines, gone_later_files; /* removed before any use */
 		uint64_t pending_files;			     /* kept files not used yet */
 		uint64_t warm_hits;			     /* SSD read hits of kept lines */
+		bool off; /* the store keeps nothing across mounts (cache_keep) */
 	} keep;
 	/* DRAM the SSD store's metadata holds, everything included: the
 	 * index (per-line keys and masks, files, handles, tables), the

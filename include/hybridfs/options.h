@@ -139,6 +139,13 @@ struct hy_options {
 	 * the daemon at mount: a faster disk than the state folder's, see
 	 * hybridfs(8)); NULL: STATE/cache. Write-through, as the default. */
 	char *cache_default;
+	/* cache_keep=: the store keeps its lines across mounts (on), never
+	 * (off), or unless it lies on the backing directory's disk and that
+	 * disk spins (auto, the default: kept lines read back one by one from
+	 * there cost more seeks than they save; BENCHMARKS.md, Issue 19).
+	 * cache_no_keep is what the daemon decided at mount. */
+	enum { HY_CACHE_KEEP_AUTO, HY_CACHE_KEEP_ON, HY_CACHE_KEEP_OFF } cache_keep;
+	bool cache_no_keep;
 	/* emulate=: NULL (none), or "hdd", "ssd" or "smr" with ":name=value"
 	 * model settings (devmodel.h), checked by the daemon at start */
 	char *emulate;

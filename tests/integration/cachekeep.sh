@@ -14,6 +14,12 @@
 #      bytes), their file's lines were dropped (changed), the clean lines
 #      of an untouched file are kept and served, and a file changed after
 #      the kill is read fresh.
+#   d. cache_keep=auto (the default): the store lies on the backing
+#      directory's disk, so it keeps lines only when that disk does not
+#      spin (its rotational flag from a sysfs of the test's own,
+#      HYBRIDFS_SYSFS): spinning, a remount keeps nothing and the log says
+#      why; not spinning, it keeps. (a-c mount with cache_keep=on: their
+#      store shares the test's disk too.)
 # Reads use O_DIRECT so that each reaches the daemon.
 . "$(dirname "$0")/lib.sh"
 hy_setup
@@ -31,6 +37,8 @@ head -c 512K /dev/urandom >"$HY_TMP/d.ref"
 cp "$HY_TMP/d.ref" "$b/d"
 opts="state=$HY_TMP/state,cache=$HY_TMP/store,cache_size=8M,front_buffer=0,cache_write=back"
 opts="$opts,cache_clean_rate=4K,attr_timeout=0,entry_timeout=0"
+base_opts=$opts
+opts="$opts,cache_keep=on"
 
 st() { hy_status "$m" ".cache.$1"; }
 # rd NAME WHAT: reads NAME through the mount (O_DIRECT), compares it with NAME.ref
@@ -128,4 +136,30 @@ rd d "mount 3, d after recovery"
 rd e "mount 3, e changed after the kill"
 [ "$(st keep.dropped.stale_files)" -ge 1 ] || hy_fail "mount 3: e was not found changed"
 hy_umount "$m"
+
+# ---- d: cache_keep=auto on the backing disk, spinning or not
+sys=$HY_TMP/sys
+read -r maj min < <(stat -c '%Hd %Ld' "$b")
+mkdir -p "$sys/dev/block" "$sys/devices/disk/queue"
+ln -s ../../devices/disk "$sys/dev/block/$maj:$min"
+for spins in 1 0; do
+	echo "$spins" >"$sys/devices/disk/queue/rotational"
+	before=$(grep -c "not kept across mounts" "$HY_TMP/daemon.log")
+	HYBRIDFS_SYSFS=$sys hy_mount_ready "$b" "$m" "$base_opts"
+	rd a "mount d$spins, a"
+	hy_umount "$m"
+	HYBRIDFS_SYSFS=$sys hy_mount_ready "$b" "$m" "$base_opts"
+	kept=$(st keep.kept_lines)
+	if [ "$spins" = 1 ]; then
+		[ "$kept" = 0 ] || hy_fail "d: $kept lines kept from a store on the spinning backing disk"
+		[ "$(st keep.across_mounts)" = false ] ||
+			hy_fail "d: status does not say the store keeps nothing across mounts"
+		[ "$(grep -c "not kept across mounts" "$HY_TMP/daemon.log")" -gt "$before" ] ||
+			hy_fail "d: the log does not say why nothing is kept"
+	else
+		[ "$kept" -gt 0 ] || hy_fail "d: nothing kept on a backing disk that does not spin"
+	fi
+	hy_umount "$m"
+done
+hy_log "d: auto keeps nothing on a spinning backing disk, and keeps on one that does not spin"
 hy_pass

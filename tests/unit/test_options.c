@@ -178,6 +178,29 @@ static void test_bopt_options(void)
 	expect_bad(ra_bad, "bopt_readahead=far");
 }
 
+/* cache_keep=: auto by default; on, off; anything else named */
+static void test_cache_keep(void)
+{
+	const char *defaults[] = {"hybridfs", "/b", "/m", NULL};
+	const char *on[] = {"hybridfs", "-o", "cache_keep=on", "/b", "/m", NULL};
+	const char *off[] = {"hybridfs", "-o", "cache_keep=off", "/b", "/m", NULL};
+	const char *bad[] = {"hybridfs", "-o", "cache_keep=maybe", "/b", "/m", NULL};
+	const char *bare[] = {"hybridfs", "-o", "cache_keep", "/b", "/m", NULL};
+	struct hy_options o;
+
+	CU_ASSERT_EQUAL_FATAL(parse(&o, defaults), 0);
+	CU_ASSERT_EQUAL(o.cache_keep, HY_CACHE_KEEP_AUTO);
+	hy_options_free(&o);
+	CU_ASSERT_EQUAL_FATAL(parse(&o, on), 0);
+	CU_ASSERT_EQUAL(o.cache_keep, HY_CACHE_KEEP_ON);
+	hy_options_free(&o);
+	CU_ASSERT_EQUAL_FATAL(parse(&o, off), 0);
+	CU_ASSERT_EQUAL(o.cache_keep, HY_CACHE_KEEP_OFF);
+	hy_options_free(&o);
+	expect_bad(bad, "cache_keep=maybe");
+	expect_bad(bare, "expected auto, on or off");
+}
+
 static void test_cache_options(void)
 {
 	const char *defaults[] = {"hybridfs", "/b", "/m", NULL};
@@ -677,6 +700,7 @@ int hy_test_add_options(void)
 	    !CU_add_test(s, "profiler options", test_profile_options) ||
 	    !CU_add_test(s, "BOPT options", test_bopt_options) ||
 	    !CU_add_test(s, "SSD cache options", test_cache_options) ||
+	    !CU_add_test(s, "cache_keep: auto, on, off", test_cache_keep) ||
 	    !CU_add_test(s, "bad SSD cache options name the problem", test_bad_cache_options) ||
 	    !CU_add_test(s, "cache_policy names agree with the policy module",
 			 test_cache_policy_names) ||
