@@ -688,14 +688,17 @@ static struct json_object *disk_json(const char *what, const char *path, const s
 
 /* Where the default cache store goes, said in @why (opts->cache set to
  * "none" when nowhere). The state folder's disk when it does not spin and
- * is not the backing disk: a faster disk than the backing one. On the
- * backing disk itself (the state folder on it) the store was measured on
- * the aged-disk benchmark (BENCHMARKS.md, Issue 19, "A store on the
- * backing disk"): it costs nothing on a cold morning (0.99-1.01x of
- * cache=none over four seeds), and the cache it comes with serves a
- * repeated morning from its DRAM front buffer (0.55-0.81x), so it helps:
- * the default keeps it there too. */
-#define HY_STORE_ON_BACKING_DISK 1
+ * is not the backing disk: a faster disk than the backing one; else
+ * /var/tmp's, on the same terms (fast_store). Not on the backing disk
+ * itself (the state folder on it), measured on the aged-disk benchmark
+ * (BENCHMARKS.md, Issue 19, "A store on the backing disk"): a cold
+ * morning 0.99-1.01x of cache=none, a remounted one after a
+ * reorganization 1.00-1.19x without keeping lines and 4-5x keeping them,
+ * a repeated morning in the same mount 0.55-0.81x only from the DRAM
+ * front buffer (which the kernel's page cache gives a real day anyway),
+ * and the store's writes land on the disk it was meant to spare. So no
+ * store there unless cache_size= or cache_write= ask for the default one. */
+#define HY_STORE_ON_BACKING_DISK 0
 
 /* The folder of the default stores that go to a faster disk than the
  * state folder's: a user's state folder lies in their home, on the disk
@@ -846,7 +849,8 @@ static void place_store(struct hy_options *opts, const struct disk *state_disk,
 	}
 	snprintf(why, why_size,
 		 "none: no faster disk than the backing one (the state folder's, %s, is the "
-		 "backing disk); name one with cache=",
+		 "backing disk, where a store was measured to cost more than it saves: "
+		 "BENCHMARKS.md, Issue 19); name one with cache=",
 		 state_disk->known ? state_disk->name : "unknown");
 	free(opts->cache);
 	opts->cache = strdup("none");

@@ -49,7 +49,7 @@ fails bopt-new "bopt=$HY_TMP/adir"
 rm -rf "$S" "$H"
 
 # --- late-existing
-hy_mount_ready "$B" "$M" ""
+hy_mount_ready "$B" "$M" "cache_size=4M" # the default store: asked for, as the backing disk is the state folder's
 cat "$M/f" >/dev/null
 hy_umount "$M"
 before=$(listing2)

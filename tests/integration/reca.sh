@@ -28,7 +28,7 @@ WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 20000)
 INSERT INTO t SELECT x, randomblob(300) FROM c;" || hy_die "sqlite3 could not make the database"
 
 # writeback_cache=off: writes reach the daemon as the programs make them
-hy_mount_ready "$B" "$M" "state=$S,writeback_cache=off"
+hy_mount_ready "$B" "$M" "state=$S,cache_size=256M,writeback_cache=off"
 
 status_json() { "$HYBRIDCTL" status "$M" --json; }
 
@@ -112,7 +112,7 @@ EOF
 hy_umount "$M"
 
 # survives a remount (the state database keeps the changes)
-hy_mount_ready "$B" "$M" "state=$S,writeback_cache=off"
+hy_mount_ready "$B" "$M" "state=$S,cache_size=256M,writeback_cache=off"
 [ "$("$HYBRIDCTL" policy get "$M" archival-consumer.write)" = "archival-consumer.write=through" ] ||
 	hy_fail "after a remount: $("$HYBRIDCTL" policy get "$M" archival-consumer.write)"
 out=$("$HYBRIDCTL" policy reset "$M") || hy_fail "policy reset failed: $out"
@@ -129,7 +129,7 @@ for d in meta1 meta2; do
 	mkdir -p "$B/$d"
 	for i in $(seq 1 100); do : >"$B/$d/f$i"; done
 done
-hy_mount_ready "$B" "$M" "state=$S,attr_timeout=0,entry_timeout=0"
+hy_mount_ready "$B" "$M" "state=$S,cache_size=256M,attr_timeout=0,entry_timeout=0"
 meta_ops() { status_json | jq '.mounts[0].daemon.operations | .lookup + .getattr'; }
 # listing DIR twice: how many lookups and getattrs each listing sent
 listings() {
