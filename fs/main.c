@@ -693,7 +693,7 @@ static struct json_object *disk_json(const char *what, const char *path, const s
  * itself (the state folder on it), measured on the aged-disk benchmark
  * (BENCHMARKS.md, Issue 19, "A store on the backing disk"): a cold
  * morning 0.99-1.01x of cache=none, a remounted one after a
- * reorganization 1.00-1.19x without keeping lines and 4-5x keeping them,
+ * reorganization 1.00-1.19x without keeping lines and 24-31x keeping them,
  * a repeated morning in the same mount 0.55-0.81x only from the DRAM
  * front buffer (which the kernel's page cache gives a real day anyway),
  * and the store's writes land on the disk it was meant to spare. So no
@@ -760,10 +760,11 @@ static int fast_store(struct hy_options *opts, const struct disk *state_disk,
 /* cache_keep=auto: lines kept across mounts unless the store lies on the
  * backing directory's disk and that disk spins (or cannot be asked). On
  * the aged-disk benchmark a remounted morning with a kept store on the
- * backing disk cost 4-5 times the morning without any store (7.8 s against
- * 0.25 s after a reorganization: the kept lines read one by one from the
- * store, 1,400 seeks, instead of the BOPT's sequential layout); kept on
- * another disk, a twelfth (BENCHMARKS.md, Issue 19). A block device named
+ * backing disk cost 24-31 times the same morning without a store (7.3-7.8
+ * s against 0.25-0.30 s after a reorganization: the kept lines read one by
+ * one from the store, 1,300-1,400 seeks, instead of the BOPT's sequential
+ * layout); kept on another disk, a twelfth of a cold morning
+ * (BENCHMARKS.md, Issue 19). A block device named
  * as the store is another disk. @store: the default store's path, when
  * cache= names none. Returns whether nothing is to be kept. */
 static bool keep_decision(const struct hy_options *opts, const char *store,
