@@ -5,6 +5,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The registered mount holding the real path @real (the longest
+ * mountpoint that is a prefix of it at a '/'): its state folder, its
+ * mountpoint (@mnt, may be NULL) and @real's path inside it. 0, -ENOENT
+ * when none does, or hy_runtime_list's error. */
+int hy_ctl_mount_of(const char *real, char *state_dir, size_t size, char *mnt, size_t mnt_size,
+		    const char **inside);
+
 /* The state folder to read: @state_dir when given, else the one of the
  * mount at @mountpoint, else the only running mount. Returns 0, or the
  * exit status (1 or 2) after saying why on stderr. */

@@ -34,38 +34,6 @@ static uint64_t member_u64(struct json_object *obj, const char *key)
 	return json_object_object_get_ex(obj, key, &v) ? (uint64_t)json_object_get_int64(v) : 0;
 }
 
-/* The registered mount holding @real (the longest mountpoint that is a
- * prefix of it at a '/'), and @real's path inside it. */
-static int find_mount(const char *real, char *state_dir, size_t size, const char **inside)
-{
-	struct hy_runtime_entry *entries;
-	size_t n, best = SIZE_MAX, best_len = 0;
-	int rc = hy_runtime_list(&entries, &n);
-
-	if (rc)
-		return rc;
-	for (size_t i = 0; i < n; i++) {
-		size_t len = strlen(entries[i].mountpoint);
-
-		if (strncmp(real, entries[i].mountpoint, len) == 0 &&
-		    (real[len] == '/' || real[len] == '\0') && len >= best_len) {
-			best = i;
-			best_len = len;
-		}
-	}
-	if (best == SIZE_MAX) {
-		free(entries);
-		return -ENOENT;
-	}
-	snprintf(state_dir, size, "%s", entries[best].state_dir);
-	*inside = real + best_len + (real[best_len] == '/');
-	/* a mountpoint of "/" */
-	if (best_len == 1)
-		*inside = real + 1;
-	free(entries);
-	return 0;
-}
-
 static void print_human(struct json_object *r, const char *path)
 {
 	static const char *const places[] = {"dram", "ssd", "bopt", "home"};
@@ -244,7 +212,7 @@ int hy_ctl_explain(int argc, char **argv)
 		fprintf(stderr, "hybridctl: explain: \"%s\": %s\n", path, strerror(errno));
 		return 1;
 	}
-	rc = find_mount(real, dir, sizeof(dir), &inside);
+	rc = hy_ctl_mount_of(real, dir, sizeof(dir), NULL, 0, &inside);
 	if (rc) {
 		if (rc == -ENOENT)
 			fprintf(stderr,

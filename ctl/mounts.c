@@ -93,3 +93,36 @@ int hy_ctl_open_log(const char *command, const char *mountpoint, const char *sta
 	}
 	return 0;
 }
+
+/* The registered mount holding @real (the longest mountpoint that is a
+ * prefix of it at a '/'): its state folder, its mountpoint, and @real's
+ * path inside it. -ENOENT when none does. */
+int hy_ctl_mount_of(const char *real, char *state_dir, size_t size, char *mnt, size_t mnt_size,
+		    const char **inside)
+{
+	struct hy_runtime_entry *entries;
+	size_t n, best = SIZE_MAX, best_len = 0;
+	int rc = hy_runtime_list(&entries, &n);
+
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(entries[i].mountpoint);
+
+		if (strncmp(real, entries[i].mountpoint, len) == 0 &&
+		    (real[len] == '/' || real[len] == '\0' || len == 1) && len >= best_len) {
+			best = i;
+			best_len = len;
+		}
+	}
+	if (best == SIZE_MAX) {
+		free(entries);
+		return -ENOENT;
+	}
+	snprintf(state_dir, size, "%s", entries[best].state_dir);
+	if (mnt)
+		snprintf(mnt, mnt_size, "%s", entries[best].mountpoint);
+	*inside = best_len == 1 ? real + 1 : real + best_len + (real[best_len] == '/');
+	free(entries);
+	return 0;
+}

@@ -26,38 +26,6 @@ static uint64_t member_u64(struct json_object *obj, const char *key)
 	return json_object_object_get_ex(obj, key, &v) ? (uint64_t)json_object_get_int64(v) : 0;
 }
 
-/* The registered mount holding @real (the longest mountpoint that is a
- * prefix of it at a '/'): its state folder, its mountpoint, and @real's
- * path inside it. -ENOENT when none does. */
-static int mount_of(const char *real, char *state_dir, size_t size, char *mnt, size_t mnt_size,
-		    const char **inside)
-{
-	struct hy_runtime_entry *entries;
-	size_t n, best = SIZE_MAX, best_len = 0;
-	int rc = hy_runtime_list(&entries, &n);
-
-	if (rc)
-		return rc;
-	for (size_t i = 0; i < n; i++) {
-		size_t len = strlen(entries[i].mountpoint);
-
-		if (strncmp(real, entries[i].mountpoint, len) == 0 &&
-		    (real[len] == '/' || real[len] == '\0' || len == 1) && len >= best_len) {
-			best = i;
-			best_len = len;
-		}
-	}
-	if (best == SIZE_MAX) {
-		free(entries);
-		return -ENOENT;
-	}
-	snprintf(state_dir, size, "%s", entries[best].state_dir);
-	snprintf(mnt, mnt_size, "%s", entries[best].mountpoint);
-	*inside = best_len == 1 ? real + 1 : real + best_len + (real[best_len] == '/');
-	free(entries);
-	return 0;
-}
-
 /* @path's real path; one that names nothing now (unpin of a removed
  * file) through its folder's. */
 static bool real_path(const char *path, char *real, size_t size)
@@ -209,7 +177,7 @@ static int pin_paths(const char *command, bool unpin, int argc, char **argv)
 			json_object_put(args);
 			return 1;
 		}
-		rc = mount_of(real, d, sizeof(d), m, sizeof(m), &inside);
+		rc = hy_ctl_mount_of(real, d, sizeof(d), m, sizeof(m), &inside);
 		if (rc) {
 			if (rc == -ENOENT)
 				fprintf(stderr,
@@ -265,7 +233,7 @@ int hy_ctl_exclude(int argc, char **argv)
 		const char *inside;
 
 		if (realpath(argv[0], real) &&
-		    mount_of(real, d, sizeof(d), m, sizeof(m), &inside) == 0 && !*inside) {
+		    hy_ctl_mount_of(real, d, sizeof(d), m, sizeof(m), &inside) == 0 && !*inside) {
 			mount = argv[0];
 			first = 1;
 		}
