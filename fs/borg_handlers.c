@@ -224,7 +224,14 @@ struct json_object *hy_fs_borg_status(struct hy_borg *borg, struct hy_engine *en
 	if (!o)
 		return NULL;
 	hy_borg_get_info(borg, &info);
-	json_object_object_add(o, "path", json_object_new_string(info.path));
+	{
+		/* the BOPT reached through a descriptor: the path a person knows */
+		char shown[4096];
+
+		snprintf(shown, sizeof(shown), "%s", info.path);
+		json_object_object_add(
+			o, "path", json_object_new_string(hy_log_unalias(shown, sizeof(shown))));
+	}
 	add_u64(o, "bytes", info.total_blocks * BLOCK);
 	add_u64(o, "read_region_blocks", info.read_blocks);
 	add_u64(o, "generation", info.generation);

@@ -520,6 +520,7 @@ static bool hidden_tags[2];  /* ... or these files in it */
 static bool hidden_bopt_new; /* the default BOPT in it is this attempt's */
 static const char *const hidden_tag_names[2] = {".gitignore", "CACHEDIR.TAG"};
 static char backing_at[64];
+static char hidden_shown[PATH_MAX + 16]; /* what the logs call hidden_at */
 
 static int open_hidden(int root, bool make, char *why, size_t why_size)
 {
@@ -554,6 +555,7 @@ static int open_hidden(int root, bool make, char *why, size_t why_size)
 	}
 	hidden_fd = fd;
 	snprintf(hidden_at, sizeof(hidden_at), "/proc/self/fd/%d", fd);
+	hy_log_add_alias(hidden_at, hidden_shown);
 	for (int i = 0; make && i < 2; i++) {
 		char path[128];
 		int tfd;
@@ -1485,6 +1487,9 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	snprintf(backing_at, sizeof(backing_at), "/proc/self/fd/%d", backing_fd);
+	snprintf(hidden_shown, sizeof(hidden_shown), "%s/%s",
+		 strcmp(opts.backing_real, "/") == 0 ? "" : opts.backing_real, HY_STATE_DIR_NAME);
+	hy_log_add_alias(backing_at, opts.backing_real);
 	disk_of(opts.backing_real, &backing_disk);
 	disk_of(opts.state_dir, &state_disk);
 	place_store(&opts, &state_disk, &backing_disk, store_why, sizeof(store_why));

@@ -25,35 +25,42 @@ int hy_log_level(void)
 	return log_max_level;
 }
 
-static char alias_path[64];
-static char alias_shown[4096];
+#define ALIASES 4
+static char alias_path[ALIASES][64];
+static char alias_shown[ALIASES][4096];
+static size_t naliases;
 
 void hy_log_set_alias(const char *path, const char *shown)
 {
-	if (!path || !shown || strlen(path) >= sizeof(alias_path)) {
-		alias_path[0] = '\0';
-		return;
-	}
-	snprintf(alias_path, sizeof(alias_path), "%s", path);
-	snprintf(alias_shown, sizeof(alias_shown), "%s", shown);
+	naliases = 0;
+	hy_log_add_alias(path, shown);
 }
 
-char *hy_log_unalias(char *buf, size_t size)
+void hy_log_add_alias(const char *path, const char *shown)
 {
-	size_t plen = strlen(alias_path), slen = strlen(alias_shown), n = 0;
+	if (!path || !shown || strlen(path) >= sizeof(alias_path[0]) || naliases >= ALIASES)
+		return;
+	snprintf(alias_path[naliases], sizeof(alias_path[0]), "%s", path);
+	snprintf(alias_shown[naliases], sizeof(alias_shown[0]), "%s", shown);
+	naliases++;
+}
+
+static void unalias_one(char *buf, size_t size, const char *path, const char *shown)
+{
+	size_t plen = strlen(path), slen = strlen(shown), n = 0;
 	char out[4096];
 	const char *p = buf;
 
-	if (!plen || !size || !strstr(buf, alias_path))
-		return buf;
+	if (!plen || !size || !strstr(buf, path))
+		return;
 	if (size > sizeof(out))
 		size = sizeof(out);
 	while (*p && n + 1 < size) {
 		/* "/proc/self/fd/4" names the folder, "/proc/self/fd/42" does not */
-		if (strncmp(p, alias_path, plen) == 0 && !(p[plen] >= '0' && p[plen] <= '9')) {
+		if (strncmp(p, path, plen) == 0 && !(p[plen] >= '0' && p[plen] <= '9')) {
 			size_t take = slen < size - 1 - n ? slen : size - 1 - n;
 
-			memcpy(out + n, alias_shown, take);
+			memcpy(out + n, shown, take);
 			n += take;
 			p += plen;
 			/* "/proc/self/fd/4//x" (a folder given with its slash) */
@@ -65,6 +72,12 @@ char *hy_log_unalias(char *buf, size_t size)
 	}
 	out[n] = '\0';
 	memcpy(buf, out, n + 1);
+}
+
+char *hy_log_unalias(char *buf, size_t size)
+{
+	for (size_t i = 0; i < naliases; i++)
+		unalias_one(buf, size, alias_path[i], alias_shown[i]);
 	return buf;
 }
 
@@ -77,7 +90,7 @@ void hy_vlog(int level, const char *fmt, va_list ap)
 	if (level > log_max_level)
 		return;
 	if (log_sink == HY_LOG_SYSLOG) {
-		if (!alias_path[0]) {
+		if (!naliases) {
 			vsyslog(level, fmt, ap);
 		} else {
 			vsnprintf(line, sizeof(line), fmt, ap);

@@ -12,8 +12,8 @@
  *
  * Locks: the sink writes each message with one write(2) or syslog(3) call,
  * so lines from different threads never interleave; no lock is taken.
- * Memory: nothing is allocated. The alias (hy_log_set_alias) is set once
- * before threads start and only read afterwards.
+ * Memory: nothing is allocated. The aliases (hy_log_set_alias,
+ * hy_log_add_alias) are set before threads start and only read afterwards.
  */
 #ifndef HYBRIDFS_LOG_H
 #define HYBRIDFS_LOG_H
@@ -40,6 +40,10 @@ int hy_log_level(void);
  * @shown in its place instead. Set once, before any thread starts; both
  * strings are copied (NULL clears). */
 void hy_log_set_alias(const char *path, const char *shown);
+/* One more such name (at most four in all), for the other folders the
+ * daemon reaches through a descriptor (the BOPT's hidden folder, the
+ * backing directory mounted over in place); hy_log_set_alias clears them. */
+void hy_log_add_alias(const char *path, const char *shown);
 
 /* Rewrites @buf (a message, @size bytes with its terminator) in place with
  * the alias applied; cut to fit. Returns @buf. */

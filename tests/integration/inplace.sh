@@ -103,6 +103,9 @@ case $state in "$D" | "$D"/*) hy_fail "status: the state folder $state is inside
 # --- reorganize
 bopt=$(hy_status "$D" '.bopt | if . == null then "none" else "bopt" end')
 if [ "$bopt" = bopt ]; then
+	# named as a person knows it, not by the daemon's descriptor
+	[ "$(hy_status "$D" .bopt.path)" = "$D/.hybridfs/bopt" ] ||
+		hy_fail "status: the BOPT is shown as $(hy_status "$D" .bopt.path)"
 	cat "$D/sub/deep/big" "$D/a" "$D/sub/b" >/dev/null
 	"$HYBRIDCTL" reorganize "$D" --gap 3600 --always >"$HY_TMP/reorg.out" 2>&1 ||
 		hy_fail "reorganize: $(cat "$HY_TMP/reorg.out")"
