@@ -10,6 +10,7 @@
 
 #include <sqlite3.h>
 
+#include "hybridfs/log.h"
 #include "hybridfs/state.h"
 #include "suites.h"
 
@@ -210,6 +211,28 @@ static void test_bad_folders(void)
 	free(tmp), free(file), free(missing);
 }
 
+/* The names the daemon's messages show for the folders it reaches through
+ * /proc/self/fd: each alias applied, a longer descriptor number left. */
+static void test_log_aliases(void)
+{
+	char buf[256];
+
+	hy_log_set_alias("/proc/self/fd/4", "/home/ann/.local/state/hybridfs/x");
+	hy_log_add_alias("/proc/self/fd/7", "/home/ann/src/.hybridfs");
+	snprintf(buf, sizeof(buf),
+		 "cannot open \"/proc/self/fd/4/hybridfs.db\" or "
+		 "/proc/self/fd/7/bopt or /proc/self/fd/41/x");
+	hy_log_unalias(buf, sizeof(buf));
+	CU_ASSERT_STRING_EQUAL(buf, "cannot open \"/home/ann/.local/state/hybridfs/x/"
+				    "hybridfs.db\" or /home/ann/src/.hybridfs/bopt or "
+				    "/proc/self/fd/41/x");
+	/* set clears the added ones */
+	hy_log_set_alias("/proc/self/fd/4", "/s");
+	snprintf(buf, sizeof(buf), "/proc/self/fd/7/bopt");
+	CU_ASSERT_STRING_EQUAL(hy_log_unalias(buf, sizeof(buf)), "/proc/self/fd/7/bopt");
+	hy_log_set_alias(NULL, NULL);
+}
+
 int hy_test_add_state(void)
 {
 	CU_pSuite s = CU_add_suite("state", NULL, NULL);
@@ -219,7 +242,8 @@ int hy_test_add_state(void)
 	    !CU_add_test(s, "newer schema refused", test_newer_refused) ||
 	    !CU_add_test(s, "migration from version 0", test_migrate_from_empty) ||
 	    !CU_add_test(s, "migration from version 1", test_migrate_from_v1) ||
-	    !CU_add_test(s, "bad state folders", test_bad_folders))
+	    !CU_add_test(s, "bad state folders", test_bad_folders) ||
+	    !CU_add_test(s, "log aliases for descriptor paths", test_log_aliases))
 		return -1;
 	return 0;
 }
