@@ -283,8 +283,11 @@ struct hy_indirector;
 int hy_cache_open(const struct hy_cache_config *cfg, struct hy_indirector *below,
 		  struct hy_cache **out, char *why, size_t why_size);
 
-/* Writes every dirty block home, checkpoints, marks the store clean,
- * stops the threads, frees. 0 or the first error (logged); frees anyway.
+/* Writes every dirty block home, moves the front buffer's clean blocks
+ * into the store (unless cfg.no_keep: they are kept for the next mount,
+ * the heat filter's hot ones as an eviction would, the others only into
+ * free lines), checkpoints, marks the store clean, stops the threads,
+ * frees. 0 or the first error (logged); frees anyway.
  * Dirty blocks home refused (a failing disk) stay journaled in the store,
  * which is left not clean: the next open writes them home. */
 int hy_cache_close(struct hy_cache *cache);
