@@ -778,7 +778,9 @@ static bool keep_decision(const struct hy_options *opts, const char *store,
 
 	if (opts->cache_keep != HY_CACHE_KEEP_AUTO)
 		return opts->cache_keep == HY_CACHE_KEEP_OFF;
-	if (opts->cache && strcmp(opts->cache, "none") != 0) {
+	if (opts->cache && strcmp(opts->cache, "none") == 0)
+		return false; /* no store: nothing to say */
+	if (opts->cache) {
 		if (hy_cache_store_resolve(opts->cache, path, sizeof(path), why, sizeof(why)) < 0)
 			return false; /* the open says what is wrong */
 	} else {

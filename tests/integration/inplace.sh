@@ -43,7 +43,11 @@ mkfifo "$HY_TMP/cmd"
 	cd "$D/sub" || exit 1
 	exec 3>>held
 	echo ready >"$HY_TMP/ready"
-	while read -r cmd <"$HY_TMP/cmd"; do
+	while :; do
+		# each read opens the fifo anew; one that opened it while the
+		# last writer had not closed it yet meets that writer's end and
+		# gets no line: it opens the fifo again (it is killed by pid)
+		read -r cmd <"$HY_TMP/cmd" || continue
 		case $cmd in
 		append) echo appended >&3 ;;
 		list) ls -a >"$HY_TMP/ls.out" ;;
