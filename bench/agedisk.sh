@@ -21,9 +21,11 @@
 #   none-reorg2       ... a second morning and a second reorganization first
 #   none-remount      ... none-reorg, then unmounted and mounted again
 #   defaults, defaults-reorg, defaults-reorg2, defaults-remount
-#                     the same with hybridfs's defaults (the cache on; its
-#                     store, the database and the BOPT in the state folder
-#                     on the image: a machine with one disk)
+#                     the same with hybridfs's defaults (the database and
+#                     the BOPT in the state folder on the image: a machine
+#                     with one disk, where the default has no SSD store
+#                     since issue 19; --options cache_size=256M asks for
+#                     the store there)
 #   none-emulate-reorg
 #                     the same after the morning and a reorganization:
 #                     the wall time (column "wall s": the traced part,
@@ -300,32 +302,32 @@ data_requests() {
 			for (i = lo - 1; i >= 0 && i >= lo - 64; i--) if (e[i] > a[1] + 0) { print; break }
 		}' "$T/data.extents" -
 }
+# daemon_part PART: the daemon's status part PART (emulation, cache) as
+# JSON, once the control socket is up (it comes up after the mount does);
+# fails when it never shows
+daemon_part() {
+	local j
+	for _ in $(seq 1 100); do
+		j=$("$build/hybridctl" status "$T/mnt" --json 2>/dev/null) &&
+			jq -e ".mounts[0].daemon.$1 | objects" <<<"$j" >/dev/null &&
+			{ jq -c ".mounts[0].daemon.$1" <<<"$j"; return 0; }
+		sleep 0.1
+	done
+	return 1
+}
 # the emulation's counts, as "key=value" figures like blkprice's
 emulation_figures() {
 	local j
-	# the control socket comes up after the mount does
-	for _ in $(seq 1 100); do
-		j=$("$build/hybridctl" status "$T/mnt" --json 2>/dev/null) &&
-			jq -e '.mounts[0].daemon.emulation.requests | numbers' <<<"$j" >/dev/null && break
-		j=""
-		sleep 0.1
-	done
-	[ -n "$j" ] || return 1
-	jq -r '.mounts[0].daemon.emulation | "requests=\(.requests) reads=\(.reads) writes=\(.writes) bytes_read=\(.bytes_read) bytes_written=\(.bytes_written) seeks=\(.seeks) busy_ms=\(.modeled_ms)"' <<<"$j"
+	j=$(daemon_part emulation) || return 1
+	jq -r '"requests=\(.requests) reads=\(.reads) writes=\(.writes) bytes_read=\(.bytes_read) bytes_written=\(.bytes_written) seeks=\(.seeks) busy_ms=\(.modeled_ms)"' <<<"$j"
 }
 # the cache's read figures (SSD hits and misses, blocks kept at mount) as
 # "key=value" words, or nothing when jq or the figures are missing
 cache_figures() {
 	local j
 	command -v jq >/dev/null || return 0
-	for _ in $(seq 1 100); do
-		j=$("$build/hybridctl" status "$T/mnt" --json 2>/dev/null) &&
-			jq -e '.mounts[0].daemon.cache | objects' <<<"$j" >/dev/null && break
-		j=""
-		sleep 0.1
-	done
-	[ -n "$j" ] || return 0
-	jq -r '.mounts[0].daemon.cache | to_entries[] | select(.value | numbers) | "\(.key)=\(.value)"' <<<"$j" | tr '\n' ' '
+	j=$(daemon_part cache) || return 0
+	jq -r 'to_entries[] | select(.value | numbers) | "\(.key)=\(.value)"' <<<"$j" | tr '\n' ' '
 }
 reorganize_now() {
 	"$build/hybridctl" reorganize "$T/mnt" --quiet >>"$T/reorg.log" 2>&1 ||
@@ -382,8 +384,8 @@ for s in $sets; do
 			mount_hybridfs "cache=$T/store.cache,front_buffer=0"
 		fi
 		traced_morning "$T/mnt/src" "$T/traces/$s"
-		"$build/hybridctl" status "$T/mnt" --json |
-			jq -c '.mounts[0].daemon.cache | {read_hits_dram, read_hits_ssd, read_misses, ssd_used, keep: (.keep | {kept_lines, kept_files, verified_files, warm_hits})}' \
+		daemon_part cache 2>/dev/null |
+			jq -c '{read_hits_dram, read_hits_ssd, read_misses, ssd_used, keep: (.keep | {kept_lines, kept_files, verified_files, warm_hits})}' \
 				>"$T/traces/$s.cache" 2>/dev/null || :
 		umount_hybridfs
 		log "$s: cache $(cat "$T/traces/$s.cache" 2>/dev/null)"

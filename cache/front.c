@@ -353,7 +353,7 @@ uint64_t hy_cache_front_keep(struct hy_cache *c)
 	for (uint32_t i = 0; i < n; i++) {
 		struct cfile *cf = cfile_get(c, keys[i].file_id, false);
 		enum hy_policy_queue q = HY_POLICY_COLD;
-		bool hot, room;
+		bool hot = false, room;
 		uint32_t s;
 
 		if (!cf)
@@ -368,14 +368,15 @@ uint64_t hy_cache_front_keep(struct hy_cache *c)
 		}
 		pthread_mutex_lock(&fr->lock);
 		s = hy_cache_front_find(fr, keys[i].file_id, keys[i].block);
-		hot = s != NONE && !fr->slots[s].dirty &&
-		      (fr->slots[s].admit == HY_ADMIT_HIGH ||
-		       hy_heat_predict(&fr->slots[s].heat, 0, &fr->heat) >= fr->heat.threshold);
-		if (hot)
-			q = hy_cache_io_queue_for_hint(
-				fr->slots[s].admit, fr->slots[s].evict,
-				hy_heat_predict(&fr->slots[s].heat, 0, &fr->heat),
-				fr->heat.threshold);
+		if (s != NONE && !fr->slots[s].dirty) {
+			double heat = hy_heat_predict(&fr->slots[s].heat, 0, &fr->heat);
+
+			hot = fr->slots[s].admit == HY_ADMIT_HIGH || heat >= fr->heat.threshold;
+			if (hot)
+				q = hy_cache_io_queue_for_hint(fr->slots[s].admit,
+							       fr->slots[s].evict, heat,
+							       fr->heat.threshold);
+		}
 		pthread_mutex_unlock(&fr->lock);
 		if (s == NONE || fr->slots[s].dirty)
 			goto next;

@@ -699,8 +699,9 @@ static struct json_object *disk_json(const char *what, const char *path, const s
  * a repeated morning in the same mount 0.55-0.81x only from the DRAM
  * front buffer (which the kernel's page cache gives a real day anyway),
  * and the store's writes land on the disk it was meant to spare. So no
- * store there unless cache_size= or cache_write= ask for the default one. */
-#define HY_STORE_ON_BACKING_DISK 0
+ * store there unless cache_size= or cache_write= ask for the default one.
+ * A state folder on another disk that spins keeps the store: it spares
+ * the backing disk's seeks (not measured: no second disk here). */
 
 /* The folder of the default stores that go to a faster disk than the
  * state folder's: a user's state folder lies in their home, on the disk
@@ -786,9 +787,10 @@ static bool keep_decision(const struct hy_options *opts, const char *store,
 	} else {
 		snprintf(path, sizeof(path), "%s", store);
 	}
-	if (stat(path, &st) == 0 && S_ISBLK(st.st_mode))
-		return false;
-	if (stat(path, &st) < 0) {
+	if (stat(path, &st) == 0) {
+		if (S_ISBLK(st.st_mode))
+			return false;
+	} else {
 		/* made at open: its folder's disk */
 		char *slash = strrchr(path, '/');
 
@@ -844,11 +846,10 @@ static void place_store(struct hy_options *opts, const struct disk *state_disk,
 			 state_disk->name, backing_disk->known ? backing_disk->name : "unknown");
 		return;
 	}
-	if (HY_STORE_ON_BACKING_DISK || !same_disk(state_disk, backing_disk)) {
+	if (!same_disk(state_disk, backing_disk)) {
 		snprintf(why, why_size,
-			 "in the state folder, on %s (%s): no faster disk to be had; measured to "
-			 "cost nothing there (BENCHMARKS.md, Issue 19)",
-			 same_disk(state_disk, backing_disk) ? "the backing disk" : "its disk",
+			 "in the state folder, on its disk (%s): no faster disk to be had, and "
+			 "not the backing one, whose seeks it spares",
 			 state_disk->known ? state_disk->name : "unknown");
 		return;
 	}
