@@ -83,8 +83,18 @@ for round in 1 2 3 4 5 6 7 8 9 10 11 12; do
 	# BOPT's hidden folder there
 	if [ "$round" -le 6 ]; then opts=state=$B/.hybridfs,cache_size=4M,bopt_size=4M; else opts=cache_size=4M,bopt_size=4M; fi
 	if try_mount -o "$opts"; then
-		mounted=$((mounted + 1))
-		hy_umount "$M"
+		if fusermount3 -u "$M" 2>/dev/null; then
+			wait "$HY_PID" 2>/dev/null
+			mounted=$((mounted + 1))
+		elif hy_is_mounted "$M"; then
+			hy_umount "$M" # busy: asked again, holders named
+			mounted=$((mounted + 1))
+		else
+			# the daemon failed after the mount came up (the folder
+			# swapped under it: a late refusal) and unmounted itself
+			wait "$HY_PID" 2>/dev/null
+			refused=$((refused + 1))
+		fi
 	else
 		refused=$((refused + 1))
 	fi
