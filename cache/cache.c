@@ -79,7 +79,7 @@ static void cfile_destroy(void *arg, struct hy_file_table_entry *e)
 
 	if (cf->home >= 0)
 		below_put(c, cf->home);
-	free(cf->pending);
+	cfile_writes_release(c, cf);
 	free(cf);
 }
 
@@ -862,7 +862,7 @@ static void keep_dirty(struct hy_cache *c)
 		if (!atomic_load(&cf->dirty) || cf->home < 0)
 			continue;
 		/* every block of the file, not only those since its last fsync */
-		pending_clear(cf);
+		pending_clear(c, cf);
 		cf->pending_overflow = true;
 		k = hy_cache_fsync_file(c, &f, &token, true);
 		if (k < 0)
@@ -1046,7 +1046,8 @@ void hy_cache_get_stats(struct hy_cache *c, struct hy_cache_stats *o)
 	o->dram_bytes_per_store_line =
 		c->capacity ? (o->ssd_meta_bytes + c->capacity - 1) / c->capacity : 0;
 	o->file_meta_bytes = hy_file_table_bytes(c->files) +
-			     hy_file_table_count(c->files) * sizeof(struct cfile);
+			     hy_file_table_count(c->files) * sizeof(struct cfile) +
+			     atomic_load(&c->writes_bytes);
 	o->front_meta_bytes =
 		(size_t)c->front.nslots * (sizeof(struct slot) + sizeof(struct ghost)) +
 		(c->front.nslots ? ((size_t)c->front.table_mask + 1) * 4 : 0);

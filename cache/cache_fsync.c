@@ -348,16 +348,18 @@ int hy_cache_fsync_file(struct hy_cache *c, const struct hy_cache_file *f, uint6
 	if (atomic_load(&cf->dirty) > FSYNC_JOURNAL_MAX && !journal_all) {
 		rc = hy_cache_leave_settle_range(c, cf, f, 0, UINT64_MAX, true, false);
 		if (rc == 0)
-			pending_clear(cf);
+			pending_clear(c, cf);
 		goto out;
 	}
 	/* the blocks written since the last fsync (or, when they were too
 	 * many to keep, every block the file has cached) */
 	if (!cf->pending_overflow) {
-		blocks = cf->pending;
-		nblocks = cf->npending;
-		cf->pending = NULL;
-		cf->npending = cf->pending_cap = 0;
+		if (cf->writes) {
+			blocks = cf->writes->pending;
+			nblocks = cf->writes->npending;
+			cf->writes->pending = NULL;
+			cf->writes->npending = cf->writes->pending_cap = 0;
+		}
 	} else {
 		nblocks = 0;
 		rc = hy_cache_fsync_all_blocks(c, cf, &blocks, &nblocks);
@@ -441,7 +443,7 @@ int hy_cache_fsync_file(struct hy_cache *c, const struct hy_cache_file *f, uint6
 				       f->file_id, strerror(-why), strerror(-rc));
 				goto out;
 			}
-			pending_clear(cf);
+			pending_clear(c, cf);
 		} else {
 			if (atomic_exchange(&c->ids_failing, false))
 				hy_log(LOG_NOTICE, "cache: file ids can be made durable again; "
@@ -470,7 +472,7 @@ out:
 		for (size_t i = 0; i < nrecs; i++)
 			c->lines[recs[i].line].flags &= (uint8_t)~LS_JOURNALED;
 		pthread_mutex_unlock(&c->lines_lock);
-		pending_clear(cf);
+		pending_clear(c, cf);
 		cf->pending_overflow = true;
 	}
 	/* every dirty block is durable in the store now: home needs a sync
@@ -528,6 +530,11 @@ void hy_cache_close_file(struct hy_cache *c, const struct hy_cache_file *f)
 	if (!cf)
 		return;
 	atomic_store(&cf->closed, true);
+	/* a closed file's write state is 400 bytes that a tree of files
+	 * written once would keep for nothing (issue 19) */
+	pthread_rwlock_wrlock(gate(c, f->file_id));
+	cfile_writes_release(c, cf);
+	pthread_rwlock_unlock(gate(c, f->file_id));
 	if (atomic_load(&cf->dirty)) {
 		pthread_mutex_lock(&c->thread_lock);
 		c->clean_kick = true;

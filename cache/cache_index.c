@@ -35,6 +35,8 @@
 #define MIN_SLOTS 4
 #define EMPTY	  UINT32_MAX /* a free slot of a file's table */
 #define NO_FILE	  UINT32_MAX /* fh[line] of a line not in the index */
+#define TAG_BITS  4	     /* of a slot: its block's hash (below) */
+#define LINE_MASK ((1u << (32 - TAG_BITS)) - 1)
 
 /* One line's entry, packed: 10 bytes (HY_CACHE_INDEX_LINE_BYTES), read in
  * one cache line by a hit (separate arrays cost a miss each). */
@@ -47,12 +49,43 @@ struct line_rec {
 
 _Static_assert(sizeof(struct line_rec) == HY_CACHE_INDEX_LINE_BYTES, "10 bytes a line");
 
+/* A table of INLINE_SLOTS slots (3 entries) lives in the file's struct,
+ * in the place of the pointer to a larger one and its size (issue 19: most
+ * files of a source tree have a few blocks, and their table's own
+ * allocation cost them 32 bytes, malloc's overhead included). The two are
+ * told apart by the last word: HEAP_MARK there is never a slot (the
+ * line it would name, 2^28 - 1, is past HY_CACHE_INDEX_MAX_LINES) nor
+ * EMPTY. A file with no entries has the inline table, empty. */
+#define INLINE_SLOTS MIN_SLOTS
+#define HEAP_MARK    LINE_MASK
+
 struct idx_file {
 	struct hy_file_table_entry entry; /* file_id, refs, chain: the table's */
-	uint32_t *slots; /* lines (tagged), EMPTY; under its lock; NULL while no entries */
-	uint32_t n, cap; /* under its lock; cap is 0 or MIN_SLOTS or more */
-	uint32_t fh;	 /* its handle: rec[line].fh of its lines; its lock is locks[fh % N] */
+	union {				  /* lines (tagged), EMPTY; under its lock */
+		uint32_t in_file[INLINE_SLOTS];
+		struct {
+			uint32_t *slots;
+			uint32_t cap;  /* above INLINE_SLOTS */
+			uint32_t mark; /* HEAP_MARK: in_file[] is not used */
+		} heap;
+	} tab;
+	uint32_t n;  /* entries; under its lock */
+	uint32_t fh; /* its handle: rec[line].fh of its lines; its lock is locks[fh % N] */
 };
+
+_Static_assert(sizeof(struct idx_file) == 48, "a file's struct: 48 bytes, a malloc of 64");
+_Static_assert(offsetof(struct idx_file, tab.heap.mark) ==
+		       offsetof(struct idx_file, tab.in_file[INLINE_SLOTS - 1]),
+	       "the mark is the inline table's last slot");
+
+static bool on_heap(const struct idx_file *f)
+{
+	return f->tab.heap.mark == HEAP_MARK;
+}
+
+/* The file's table: its size and its slots, wherever they are. */
+#define CAP(f)	 (on_heap(f) ? (f)->tab.heap.cap : (uint32_t)INLINE_SLOTS)
+#define SLOTS(f) (on_heap(f) ? (f)->tab.heap.slots : (f)->tab.in_file)
 
 #define FLOCK(idx, f) (&(idx)->locks[(f)->fh % HY_CACHE_INDEX_LOCKS])
 #define FILE_OF(e)    ((struct idx_file *)((char *)(e)-offsetof(struct idx_file, entry)))
@@ -124,12 +157,10 @@ int hy_cache_sectors(uint32_t offset, uint32_t length, uint8_t *covered, uint8_t
  * in its top four bits, four bits of its block's hash: a probe reads the
  * line's block (elsewhere in memory, a cache miss) only when they match,
  * a sixteenth of the time. EMPTY is no line. */
-#define TAG_BITS  4
-#define LINE_MASK ((1u << (32 - TAG_BITS)) - 1)
 
 static uint32_t line_at(const struct idx_file *f, uint32_t i)
 {
-	return f->slots[i] & LINE_MASK;
+	return SLOTS(f)[i] & LINE_MASK;
 }
 
 static uint32_t tag_of(uint64_t hash)
@@ -163,10 +194,10 @@ static uint32_t tab_find(const struct hy_cache_index *idx, const struct idx_file
 	uint64_t h = hy_keymap_mix(block);
 	uint32_t i, tag = tag_of(h);
 
-	if (!f->cap || block > UINT32_MAX)
+	if (block > UINT32_MAX)
 		return EMPTY;
-	for (i = home_in(f->cap, h); f->slots[i] != EMPTY; i = next_slot(f->cap, i))
-		if ((f->slots[i] & ~LINE_MASK) == tag && idx->rec[line_at(f, i)].block == block)
+	for (i = home_in(CAP(f), h); SLOTS(f)[i] != EMPTY; i = next_slot(CAP(f), i))
+		if ((SLOTS(f)[i] & ~LINE_MASK) == tag && idx->rec[line_at(f, i)].block == block)
 			return i;
 	return EMPTY;
 }
@@ -192,22 +223,42 @@ static uint32_t *slots_new(uint32_t cap)
 	return s;
 }
 
+/* Makes @ns, a table of @ncap slots, the file's: a heap table (@ncap
+ * above INLINE_SLOTS) is taken over, an inline one copied into the file's
+ * struct; the old table is freed. @ns NULL: the inline table, empty. */
+static void tab_set(struct hy_cache_index *idx, struct idx_file *f, uint32_t *ns, uint32_t ncap)
+{
+	if (on_heap(f)) {
+		free(f->tab.heap.slots);
+		bytes_sub(idx, (size_t)f->tab.heap.cap * sizeof(*ns));
+	}
+	if (ncap > INLINE_SLOTS) {
+		f->tab.heap.slots = ns;
+		f->tab.heap.cap = ncap;
+		f->tab.heap.mark = HEAP_MARK;
+		bytes_add(idx, (size_t)ncap * sizeof(*ns));
+	} else if (ns) {
+		memcpy(f->tab.in_file, ns, sizeof(f->tab.in_file));
+	} else {
+		memset(f->tab.in_file, 0xff, sizeof(f->tab.in_file));
+	}
+}
+
 /* Moves the file's entries into a table of @ncap slots (more than f->n);
  * on failure the table stays as it was. */
 static int tab_resize(struct hy_cache_index *idx, struct idx_file *f, uint32_t ncap)
 {
-	uint32_t *ns = slots_new(ncap);
+	uint32_t small[INLINE_SLOTS];
+	uint32_t *ns = ncap > INLINE_SLOTS ? slots_new(ncap) : small;
 
 	if (!ns)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < f->cap; i++)
-		if (f->slots[i] != EMPTY)
+	if (ns == small)
+		memset(small, 0xff, sizeof(small));
+	for (uint32_t i = 0; i < CAP(f); i++)
+		if (SLOTS(f)[i] != EMPTY)
 			tab_put(idx, ns, ncap, line_at(f, i));
-	free(f->slots);
-	bytes_sub(idx, (size_t)f->cap * sizeof(*ns));
-	bytes_add(idx, (size_t)ncap * sizeof(*ns));
-	f->slots = ns;
-	f->cap = ncap;
+	tab_set(idx, f, ns, ncap);
 	return 0;
 }
 
@@ -237,17 +288,17 @@ static void tab_delete(const struct hy_cache_index *idx, struct idx_file *f, uin
 	for (;;) {
 		uint32_t h;
 
-		j = next_slot(f->cap, j);
-		if (f->slots[j] == EMPTY)
+		j = next_slot(CAP(f), j);
+		if (SLOTS(f)[j] == EMPTY)
 			break;
-		h = home_in(f->cap, hy_keymap_mix(idx->rec[line_at(f, j)].block));
+		h = home_in(CAP(f), hy_keymap_mix(idx->rec[line_at(f, j)].block));
 		/* j's entry may move to i when i lies cyclically in [h, j) */
-		if (dist(f->cap, h, j) >= dist(f->cap, i, j)) {
-			f->slots[i] = f->slots[j];
+		if (dist(CAP(f), h, j) >= dist(CAP(f), i, j)) {
+			SLOTS(f)[i] = SLOTS(f)[j];
 			i = j;
 		}
 	}
-	f->slots[i] = EMPTY;
+	SLOTS(f)[i] = EMPTY;
 	f->n--;
 }
 
@@ -257,25 +308,27 @@ static uint32_t shrunk(uint32_t n, uint32_t cap)
 {
 	while (cap > MIN_SLOTS && (uint64_t)n * 8 < cap)
 		cap = cap / 2 > MIN_SLOTS ? cap / 2 : MIN_SLOTS;
+	/* halving can stop a little above the smallest table (5 slots, from
+	 * 46): the entries go back into the file's struct when they fit */
+	if (cap < 2 * MIN_SLOTS && fits(n, MIN_SLOTS))
+		cap = MIN_SLOTS;
 	return cap;
 }
 
-/* After removals: a file with no entries frees its table; one below a load
- * of 1/8 halves it (a failure keeps the larger table). */
+/* After removals: a file with no entries goes back to its empty inline
+ * table; one below a load of 1/8 halves it (a failure keeps the larger
+ * table). */
 static void tab_shrink(struct hy_cache_index *idx, struct idx_file *f)
 {
 	uint32_t ncap;
 
 	if (f->n == 0) {
-		free(f->slots);
-		bytes_sub(idx, (size_t)f->cap * sizeof(*f->slots));
-		f->slots = NULL;
-		f->cap = 0;
+		tab_set(idx, f, NULL, 0);
 		__atomic_sub_fetch(&idx->files, 1, __ATOMIC_RELAXED);
 		return;
 	}
-	ncap = shrunk(f->n, f->cap);
-	if (ncap != f->cap)
+	ncap = shrunk(f->n, CAP(f));
+	if (ncap != CAP(f))
 		tab_resize(idx, f, ncap);
 }
 
@@ -358,6 +411,7 @@ static struct hy_file_table_entry *file_alloc(void *arg, uint64_t file_id)
 	}
 	if (!f)
 		return NULL;
+	memset(f->tab.in_file, 0xff, sizeof(f->tab.in_file)); /* empty, inline */
 	bytes_add(idx, sizeof(*f));
 	return &f->entry;
 }
@@ -378,8 +432,8 @@ static void file_free(void *arg, struct hy_file_table_entry *e)
 	idx->by_handle[f->fh] = NULL;
 	idx->free_handles[idx->nfree_handles++] = f->fh;
 	pthread_mutex_unlock(&idx->handle_lock);
-	bytes_sub(idx, sizeof(*f) + (size_t)f->cap * sizeof(*f->slots));
-	free(f->slots);
+	tab_set(idx, f, NULL, 0);
+	bytes_sub(idx, sizeof(*f));
 	free(f);
 }
 
@@ -518,7 +572,7 @@ static bool probe_each(uint64_t nblocks, size_t cap)
 static bool slot_in(const struct hy_cache_index *idx, const struct idx_file *f, uint32_t i,
 		    uint64_t first, uint64_t end)
 {
-	return f->slots[i] != EMPTY && idx->rec[line_at(f, i)].block >= first &&
+	return SLOTS(f)[i] != EMPTY && idx->rec[line_at(f, i)].block >= first &&
 	       idx->rec[line_at(f, i)].block < end;
 }
 
@@ -529,7 +583,7 @@ static int64_t range_scan(const struct hy_cache_index *idx, const struct idx_fil
 	struct hy_cache_entry *all;
 	size_t n = 0;
 
-	for (uint32_t i = 0; i < f->cap; i++)
+	for (uint32_t i = 0; i < CAP(f); i++)
 		n += slot_in(idx, f, i, first, end);
 	if (n == 0)
 		return 0;
@@ -538,7 +592,7 @@ static int64_t range_scan(const struct hy_cache_index *idx, const struct idx_fil
 	if (!all)
 		return -ENOMEM;
 	n = 0;
-	for (uint32_t i = 0; i < f->cap; i++)
+	for (uint32_t i = 0; i < CAP(f); i++)
 		if (slot_in(idx, f, i, first, end))
 			all[n++] = entry_of(idx, line_at(f, i));
 	if (n > 1)
@@ -570,7 +624,7 @@ int64_t hy_cache_index_lookup_range(struct hy_cache_index *idx, uint64_t file_id
 	if (!f)
 		return 0;
 	pthread_rwlock_rdlock(FLOCK(idx, f));
-	if (probe_each(end - first_block, f->cap)) {
+	if (probe_each(end - first_block, CAP(f))) {
 		for (uint64_t b = first_block; b < end; b++) {
 			uint32_t i = tab_find(idx, f, b);
 
@@ -612,8 +666,8 @@ int hy_cache_index_insert(struct hy_cache_index *idx, uint64_t file_id, uint64_t
 		rc = -EBUSY; /* another file's (or block's) line: the caller's bug */
 		goto out;
 	}
-	if (!f->cap || !fits((uint64_t)f->n + 1, f->cap)) {
-		rc = tab_resize(idx, f, grown(f->cap));
+	if (!fits((uint64_t)f->n + 1, CAP(f))) {
+		rc = tab_resize(idx, f, grown(CAP(f)));
 		if (rc)
 			goto out;
 	}
@@ -621,7 +675,7 @@ int hy_cache_index_insert(struct hy_cache_index *idx, uint64_t file_id, uint64_t
 	idx->rec[line].valid = valid;
 	idx->rec[line].dirty = dirty;
 	idx->rec[line].fh = f->fh;
-	tab_put(idx, f->slots, f->cap, line);
+	tab_put(idx, SLOTS(f), CAP(f), line);
 	if (f->n++ == 0)
 		__atomic_add_fetch(&idx->files, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&idx->entries, 1, __ATOMIC_RELAXED);
@@ -704,7 +758,7 @@ int64_t hy_cache_index_remove_file_range(
 {
 	uint64_t end = first_block + nblocks, b;
 	struct hy_cache_entry *gone = NULL;
-	uint32_t *ns = NULL, ncap = 0;
+	uint32_t small[INLINE_SLOTS], *ns = NULL, ncap = 0;
 	size_t n = 0, k;
 	struct idx_file *f;
 	bool scan;
@@ -722,12 +776,12 @@ int64_t hy_cache_index_remove_file_range(
 	pthread_rwlock_wrlock(FLOCK(idx, f));
 	/* Everything that can fail first, so that a failure changes nothing:
 	 * room for the removed entries and, for a scan, the new table. */
-	scan = !probe_each(end - first_block, f->cap);
+	scan = !probe_each(end - first_block, CAP(f));
 	if (!scan) {
 		for (b = first_block; b < end; b++)
 			n += tab_find(idx, f, b) != EMPTY;
 	} else {
-		for (uint32_t i = 0; i < f->cap; i++)
+		for (uint32_t i = 0; i < CAP(f); i++)
 			n += slot_in(idx, f, i, first_block, end);
 	}
 	if (n && fn) {
@@ -738,10 +792,12 @@ int64_t hy_cache_index_remove_file_range(
 	if (scan && n && n < f->n) {
 		/* Deleting while scanning would shift entries back past the
 		 * scan: the survivors go into a new table instead. */
-		ncap = shrunk((uint32_t)(f->n - n), f->cap);
-		ns = slots_new(ncap);
+		ncap = shrunk((uint32_t)(f->n - n), CAP(f));
+		ns = ncap > INLINE_SLOTS ? slots_new(ncap) : small;
 		if (!ns)
 			goto nomem;
+		if (ns == small)
+			memset(small, 0xff, sizeof(small));
 	}
 	n = 0;
 	if (!scan) {
@@ -758,10 +814,10 @@ int64_t hy_cache_index_remove_file_range(
 			line_clear(idx, line);
 		}
 	} else {
-		for (uint32_t i = 0; i < f->cap; i++) {
+		for (uint32_t i = 0; i < CAP(f); i++) {
 			uint32_t line = line_at(f, i);
 
-			if (f->slots[i] == EMPTY)
+			if (SLOTS(f)[i] == EMPTY)
 				continue;
 			if (slot_in(idx, f, i, first_block, end)) {
 				if (gone)
@@ -772,13 +828,8 @@ int64_t hy_cache_index_remove_file_range(
 				tab_put(idx, ns, ncap, line);
 			}
 		}
-		if (ns) {
-			free(f->slots);
-			bytes_sub(idx, (size_t)f->cap * sizeof(*ns));
-			bytes_add(idx, (size_t)ncap * sizeof(*ns));
-			f->slots = ns;
-			f->cap = ncap;
-		}
+		if (ns)
+			tab_set(idx, f, ns, ncap);
 		f->n -= (uint32_t)n; /* 0 when there was no new table: tab_shrink frees */
 	}
 	if (n) {
@@ -822,20 +873,19 @@ static int check_file(const struct hy_cache_index *idx, const struct idx_file *f
 {
 	uint32_t n = 0;
 
-	if (f->cap == 0)
-		return f->n || f->slots
-			       ? hy_log_why(-EUCLEAN, why, why_size,
-					    "file %" PRIu64 ": no table, %" PRIu32 " entries",
-					    f->entry.file_id, f->n)
-			       : 0;
-	if (f->cap < MIN_SLOTS || !fits(f->n, f->cap))
+	if (on_heap(f) && (f->tab.heap.cap <= INLINE_SLOTS || !f->n))
+		return hy_log_why(-EUCLEAN, why, why_size,
+				  "file %" PRIu64 ": a table of %" PRIu32 " slots for %" PRIu32
+				  " entries outside the file",
+				  f->entry.file_id, f->tab.heap.cap, f->n);
+	if (!fits(f->n, CAP(f)))
 		return hy_log_why(-EUCLEAN, why, why_size,
 				  "file %" PRIu64 ": %" PRIu32 " entries in %" PRIu32 " slots",
-				  f->entry.file_id, f->n, f->cap);
-	for (uint32_t i = 0; i < f->cap; i++) {
+				  f->entry.file_id, f->n, CAP(f));
+	for (uint32_t i = 0; i < CAP(f); i++) {
 		uint32_t line = line_at(f, i), block;
 
-		if (f->slots[i] == EMPTY)
+		if (SLOTS(f)[i] == EMPTY)
 			continue;
 		n++;
 		if (line >= idx->capacity)
@@ -849,9 +899,9 @@ static int check_file(const struct hy_cache_index *idx, const struct idx_file *f
 					  "file %" PRIu64 " block %" PRIu32 ": line %" PRIu32
 					  " says handle %" PRIu32 ", not %" PRIu32,
 					  f->entry.file_id, block, line, idx->rec[line].fh, f->fh);
-		for (uint32_t j = home_in(f->cap, hy_keymap_mix(block)); j != i;
-		     j = next_slot(f->cap, j))
-			if (f->slots[j] == EMPTY)
+		for (uint32_t j = home_in(CAP(f), hy_keymap_mix(block)); j != i;
+		     j = next_slot(CAP(f), j))
+			if (SLOTS(f)[j] == EMPTY)
 				return hy_log_why(-EUCLEAN, why, why_size,
 						  "file %" PRIu64 " block %" PRIu32
 						  ": slot %" PRIu32

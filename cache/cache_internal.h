@@ -64,48 +64,64 @@
 
 /* ---- per-file state ---------------------------------------------------- */
 
-struct cfile {
-	struct hy_file_table_entry entry;
-	_Atomic int64_t stamp; /* home ctime the cached blocks are current for */
-	_Atomic uint64_t size; /* home size then: a smaller one is a truncation
-				* the cache did not see (an O_TRUNC open) */
-	_Atomic int64_t mtime; /* home mtime then: kept in the store's stamps */
-	/* its blocks are lines a mount before kept (cache.c): served only once
-	 * the home file is seen to match the stamp they were kept with */
-	_Atomic bool unverified;
-	_Atomic bool closed;	    /* no handle open (hy_cache_close_file) */
-	_Atomic uint64_t last_used; /* the cache's request count at its last request */
-	_Atomic uint64_t blocks;    /* cached blocks, DRAM and SSD */
-	_Atomic uint64_t dirty;	    /* of those, with a dirty sector */
-	_Atomic uint64_t in_front;  /* of the cached, in DRAM */
-	int64_t home;		    /* the cache's own object for writing home; -1 */
+/* What a file being written keeps beside its struct cfile (issue 19:
+ * these 400 bytes in every cfile were most of the DRAM a cached tree of
+ * small files, read and never written, paid a file). Under the file's
+ * gate, exclusive; cfile_writes() makes it, hy_cache_close_file() frees it
+ * (a close turns a pending list into pending_overflow). */
+struct cfile_writes {
 	/* sequential write streams (bcache's cutoff), several at once: the
 	 * kernel sends a stream's writes from parallel requests, out of order */
 	struct stream {
 		uint64_t start, end, run; /* run: bytes written into [start, end) */
 	} streams[STREAMS];
-	bool id_durable; /* the driver confirmed the id names the file after a crash */
+	/* blocks written since the file's last fsync, so that an fsync looks
+	 * at those and not at every block the file has cached; past
+	 * PENDING_MAX an fsync looks at them all (pending_overflow) */
+	uint64_t *pending;
+	uint32_t npending, pending_cap;
+};
+
+struct cfile {
+	struct hy_file_table_entry entry;
+	_Atomic int64_t stamp;	    /* home ctime the cached blocks are current for */
+	_Atomic uint64_t size;	    /* home size then: a smaller one is a truncation
+				     * the cache did not see (an O_TRUNC open) */
+	_Atomic int64_t mtime;	    /* home mtime then: kept in the store's stamps */
+	_Atomic uint64_t last_used; /* the cache's request count at its last request */
+	_Atomic uint64_t blocks;    /* cached blocks, DRAM and SSD */
+	_Atomic uint64_t dirty;	    /* of those, with a dirty sector */
+	_Atomic uint64_t in_front;  /* of the cached, in DRAM */
+	int64_t home;		    /* the cache's own object for writing home; -1 */
+	/* what a file being written keeps (streams, blocks for its next
+	 * fsync): made at its first write, let go when it is closed */
+	struct cfile_writes *writes;
 	/* changes the cache made to the home file (writes, size, truncation)
 	 * and how many of them the last home sync covered: an fsync whose
 	 * dirty blocks are all durable in the store needs no home sync when
 	 * they are equal (a new file state starts unequal) */
 	_Atomic uint64_t home_changes, home_synced_at;
-	/* blocks written since the file's last fsync, so that an fsync looks
-	 * at those and not at every block the file has cached (under the
-	 * gate, exclusive); past PENDING_MAX an fsync looks at them all */
-	uint64_t *pending;
-	uint32_t npending, pending_cap;
-	bool pending_overflow;
 	/* ReCA's reconfiguration: the line size its lines were last grown
 	 * to (0: one block), the write policy of its last write (-1: none
 	 * yet), whether its process left write-back (its dirty blocks go
 	 * home first), and a count of the changes to its data (writes,
 	 * truncations), by which a migration that read without the gate
 	 * knows that what it read is still current */
+	_Atomic uint64_t generation;
 	_Atomic uint32_t line_size;
 	_Atomic int last_write;
 	_Atomic bool leave_back;
-	_Atomic uint64_t generation;
+	/* the small ones together (issue 19: their padding cost 24 bytes a
+	 * file). Its blocks are lines a mount before kept (cache.c): served
+	 * only once the home file is seen to match the stamp they were kept
+	 * with. */
+	_Atomic bool unverified;
+	_Atomic bool closed; /* no handle open (hy_cache_close_file) */
+	bool id_durable;     /* the driver confirmed the id names the file after a crash */
+	/* the next fsync looks at every block the file has cached, not at
+	 * its writes' pending list (too many, lost to a failure, or let go at
+	 * a close); under the gate, exclusive */
+	bool pending_overflow;
 	/* enum hy_rule (pin.h): pinned or excluded, from the cache's rules
 	 * map when the state is made, and when hy_pin_set_files changes it */
 	_Atomic uint8_t rule;
@@ -198,6 +214,7 @@ struct hy_cache {
 
 	pthread_rwlock_t journal_gate; /* appends shared, checkpoint exclusive */
 	_Atomic uint64_t requests;     /* reads and writes served: the clock of idleness */
+	_Atomic size_t writes_bytes;   /* the files' write states (struct cfile_writes, lists) */
 	/* The largest fsync token handed out, of any file. A file's entry made
 	 * again (its blocks gone, no way home held) starts its home changes
 	 * above it: a token of the entry before, arriving late at
@@ -379,33 +396,75 @@ static inline void cfile_put(struct hy_cache *c, struct cfile *cf)
 
 /* A block of the file was dirtied: the next fsync looks at it. Gate
  * held exclusive. */
-static inline void pending_add(struct cfile *cf, uint64_t block)
+/* The file's write state, made at need; NULL when there is no memory for
+ * it (the caller then does without: no stream, or pending_overflow).
+ * Gate held, exclusive. */
+static inline struct cfile_writes *cfile_writes(struct hy_cache *c, struct cfile *cf)
 {
+	if (!cf->writes) {
+		cf->writes = calloc(1, sizeof(*cf->writes));
+		if (cf->writes)
+			atomic_fetch_add(&c->writes_bytes, sizeof(*cf->writes));
+	}
+	return cf->writes;
+}
+
+/* Frees the pending list of @w. */
+static inline void pending_free(struct hy_cache *c, struct cfile_writes *w)
+{
+	atomic_fetch_sub(&c->writes_bytes, (size_t)w->pending_cap * sizeof(*w->pending));
+	free(w->pending);
+	w->pending = NULL;
+	w->npending = w->pending_cap = 0;
+}
+
+static inline void pending_add(struct hy_cache *c, struct cfile *cf, uint64_t block)
+{
+	struct cfile_writes *w;
+
 	if (cf->pending_overflow)
 		return;
-	if (cf->npending == cf->pending_cap) {
-		uint32_t cap = cf->pending_cap ? cf->pending_cap * 2 : 8;
-		uint64_t *p = cap <= PENDING_MAX ? realloc(cf->pending, cap * sizeof(*p)) : NULL;
+	w = cfile_writes(c, cf);
+	if (!w) {
+		cf->pending_overflow = true; /* the fsync looks at everything */
+		return;
+	}
+	if (w->npending == w->pending_cap) {
+		uint32_t cap = w->pending_cap ? w->pending_cap * 2 : 8;
+		uint64_t *p = cap <= PENDING_MAX ? realloc(w->pending, cap * sizeof(*p)) : NULL;
 
 		if (!p) {
 			cf->pending_overflow = true; /* the fsync looks at everything */
-			free(cf->pending);
-			cf->pending = NULL;
-			cf->npending = cf->pending_cap = 0;
+			pending_free(c, w);
 			return;
 		}
-		cf->pending = p;
-		cf->pending_cap = cap;
+		atomic_fetch_add(&c->writes_bytes, (size_t)(cap - w->pending_cap) * sizeof(*p));
+		w->pending = p;
+		w->pending_cap = cap;
 	}
-	cf->pending[cf->npending++] = block;
+	w->pending[w->npending++] = block;
 }
 
-static inline void pending_clear(struct cfile *cf)
+static inline void pending_clear(struct hy_cache *c, struct cfile *cf)
 {
-	free(cf->pending);
-	cf->pending = NULL;
-	cf->npending = cf->pending_cap = 0;
+	if (cf->writes)
+		pending_free(c, cf->writes);
 	cf->pending_overflow = false;
+}
+
+/* Lets the write state go (a close, the file's end): a pending list the
+ * next fsync would have used becomes pending_overflow. Gate held,
+ * exclusive, or the file unreachable. */
+static inline void cfile_writes_release(struct hy_cache *c, struct cfile *cf)
+{
+	if (!cf->writes)
+		return;
+	if (cf->writes->npending)
+		cf->pending_overflow = true;
+	pending_free(c, cf->writes);
+	atomic_fetch_sub(&c->writes_bytes, sizeof(*cf->writes));
+	free(cf->writes);
+	cf->writes = NULL;
 }
 
 static inline void home_changed(struct cfile *cf)

@@ -548,7 +548,7 @@ static int write_block(struct hy_cache *c, struct cfile *cf, const struct hy_cac
 			fr->dirty++;
 		pthread_mutex_unlock(&fr->lock);
 		if (!before && dirty)
-			pending_add(cf, block);
+			pending_add(c, cf, block);
 		note_dirty(c, cf, before, (uint8_t)(before | (dirty ? touched : 0)));
 		atomic_fetch_add(&c->st.write_hits_dram, 1);
 		return 1;
@@ -587,7 +587,7 @@ static int write_block(struct hy_cache *c, struct cfile *cf, const struct hy_cac
 			return rc;
 		note_dirty(c, cf, h.dirty, e.dirty);
 		if (e.dirty && (hy_cache_lines_set_dirty(c, h.slot_or_line, true) || !h.dirty))
-			pending_add(cf, block); /* its record (if any) is old now */
+			pending_add(c, cf, block); /* its record (if any) is old now */
 		hy_cache_lines_hit(c, h.slot_or_line);
 		atomic_fetch_add(&c->st.write_hits_ssd, 1);
 		return 1;
@@ -615,7 +615,7 @@ static int write_block(struct hy_cache *c, struct cfile *cf, const struct hy_cac
 		if (s != NONE) {
 			note_dirty(c, cf, 0, dirty ? touched : 0);
 			if (dirty)
-				pending_add(cf, block);
+				pending_add(c, cf, block);
 			return 1;
 		}
 	}
@@ -635,7 +635,7 @@ static int write_block(struct hy_cache *c, struct cfile *cf, const struct hy_cac
 			hint ? hy_cache_io_queue_for_hint(hint->admit, hint->evict, -1, 0)
 			     : HY_POLICY_COLD);
 		if (rc == 0 && dirty)
-			pending_add(cf, block);
+			pending_add(c, cf, block);
 		return rc < 0 ? 0 : 1;
 	}
 }
@@ -647,10 +647,15 @@ static int write_block(struct hy_cache *c, struct cfile *cf, const struct hy_cac
  * flushes a file's pages from parallel requests, up to about 16 MiB out
  * of order (seen here): a piece up to STREAM_GAP past a longer stream
  * counts as that stream's. Gate held. */
-static uint64_t stream_run(struct cfile *cf, uint64_t off, uint64_t size)
+static uint64_t stream_run(struct hy_cache *c, struct cfile *cf, uint64_t off, uint64_t size)
 {
-	struct stream *st = cf->streams, *s = NULL;
+	struct cfile_writes *w = cfile_writes(c, cf);
+	struct stream *st, *s = NULL;
 	uint64_t end = off + size;
+
+	if (!w)
+		return size; /* no memory to follow it: a stream of this write */
+	st = w->streams;
 
 	for (int i = 0; i < STREAMS && !s; i++)
 		if (st[i].run && st[i].end == off) {
@@ -745,7 +750,8 @@ ssize_t hy_cache_write_hinted(struct hy_cache *c, const struct hy_cache_file *f,
 		atomic_store(&cf->mtime, a.mtime_ns);
 	}
 	/* bcache's sequential cutoff, per file (the gate orders its writes) */
-	if (cutoff && stream_run(cf, (uint64_t)off, size) > cutoff && wp != HY_CACHE_WRITE_AROUND) {
+	if (cutoff && stream_run(c, cf, (uint64_t)off, size) > cutoff &&
+	    wp != HY_CACHE_WRITE_AROUND) {
 		wp = HY_CACHE_WRITE_AROUND;
 		atomic_fetch_add(&c->st.seq_bypassed,
 				 ((uint64_t)off + size - 1) / LINE - (uint64_t)off / LINE + 1);

@@ -37,7 +37,9 @@
  * (truncate to 0). Tables grow by an eighth at a load of 9/10 (doubling
  * below 16 slots) and halve below 1/8, so a table that only grew holds 4.4
  * to 5 bytes per entry; a file adds its struct (48 bytes), its handle (12
- * to 18) and a table of at least 4 slots. A hit reads two places (the slot,
+ * to 18) and, from its fourth entry on, a table of 8 slots or more: up to
+ * 3 entries live in a table of 4 slots inside the struct (most files of a
+ * source tree have a few blocks). A hit reads two places (the slot,
  * then the line's entry) where the 16-byte slots of before read one: the
  * price of the memory, measured in BENCHMARKS.md (issue 19).
  * Limits: blocks from 2^32 on (files of 16 TiB and more) are never indexed:

@@ -3464,7 +3464,6 @@ static void test_keep_old_format(void)
 	free(copy);
 }
 
-
 /* A clean close keeps the front buffer's blocks in the store: a day's
  * working set that fits in DRAM is warm at the next mount too. Read once
  * (not hot), they go only into free lines, most recently used first. */
@@ -3503,7 +3502,6 @@ static void test_keep_front(void)
 	free(dir);
 	free(store);
 }
-
 
 /* DRAM per cached line (issue 19): reads through a store with no front
  * buffer until it is 66% full, then until it is full; the figures the
@@ -3579,6 +3577,54 @@ static void test_dram_per_line(void)
 	CU_ASSERT(fixed < 64 * 1024);
 }
 
+/* A closed file keeps no write state (issue 19: its 16 write streams and
+ * pending list were 400 of the 536 bytes a struct cfile took, paid by
+ * every cached file of a tree read once): writes to a file, then its
+ * close, give back what the writes took; and an fsync after the file is
+ * opened again still journals every block written before the close (the
+ * pending list a close lets go becomes "look at every block"). */
+static void test_closed_file_state(void)
+{
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
+	unsigned char old[4 * BLK], neu[4 * BLK];
+	struct hy_cache_file f1 = F(1);
+	struct hy_cache_stats empty, s, written, closed;
+	struct hy_cache *c;
+
+	home_reset();
+	fill_pattern(old, sizeof(old), 40);
+	home_set(1, old, sizeof(old));
+	fill_pattern(neu, sizeof(neu), 41);
+	memcpy(neu + 3 * BLK, old + 3 * BLK, BLK);
+	c = copen(store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 16, 32, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	empty = stats(c);
+	CU_ASSERT_EQUAL(hy_cache_read(c, &f1, old, BLK, 0), BLK);
+	s = stats(c); /* the file's state, no write yet */
+	CU_ASSERT_EQUAL(hy_cache_write(c, &f1, neu, 3 * BLK, 0), 3 * BLK);
+	written = stats(c);
+	CU_ASSERT(written.file_meta_bytes > s.file_meta_bytes);
+	hy_cache_close_file(c, &f1);
+	closed = stats(c);
+	CU_ASSERT_EQUAL(closed.file_meta_bytes, s.file_meta_bytes);
+	/* the struct and the file table's share: 536 + 128 before */
+	CU_ASSERT(closed.file_meta_bytes - empty.file_meta_bytes <= 300);
+	printf("\n    a file's state: %zu bytes written, %zu closed ",
+	       written.file_meta_bytes - empty.file_meta_bytes,
+	       closed.file_meta_bytes - empty.file_meta_bytes);
+	/* opened again (a read marks it open), then fsync'd */
+	CU_ASSERT_EQUAL(hy_cache_read(c, &f1, old, BLK, 3 * BLK), BLK);
+	CU_ASSERT_EQUAL(cache_fsync(c, &f1), 0);
+	s = stats(c);
+	CU_ASSERT_EQUAL(s.journal_records, 3);
+	CU_ASSERT_EQUAL(H.f[1].writes, 0); /* durable in the store, not home */
+	CHECK(c);
+	CLOSE(c);
+	CU_ASSERT(home_equals(1, neu, sizeof(neu)));
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
 
 int hy_test_add_cache(void)
 {
@@ -3646,7 +3692,8 @@ int hy_test_add_cache(void)
 			 test_keep_crash_reuse) ||
 	    !CU_add_test(s, "an older store format keeps nothing", test_keep_old_format) ||
 	    !CU_add_test(s, "a clean close keeps the front buffer's blocks", test_keep_front) ||
-	    !CU_add_test(s, "DRAM per cached line, 66% full and full", test_dram_per_line))
+	    !CU_add_test(s, "DRAM per cached line, 66% full and full", test_dram_per_line) ||
+	    !CU_add_test(s, "a closed file keeps no write state", test_closed_file_state))
 		return -1;
 	return 0;
 }

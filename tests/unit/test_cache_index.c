@@ -411,6 +411,48 @@ static void test_ci_memory(void)
 	hy_cache_index_free(idx);
 }
 
+/* Files of a few blocks, as a source tree has them (issue 19): a file of
+ * up to 3 entries keeps its table in its own struct, so that it costs its
+ * struct (48 bytes), its handle (12) and its share of the file table's
+ * buckets, and no slot array (it took 16 bytes more, 32 in malloc's
+ * chunks); a fourth entry moves the table out, and removals bring it back. */
+#define SMALL_FILES 10000
+
+static void test_ci_small_files(void)
+{
+	struct hy_cache_index *idx = make(SMALL_FILES * 4);
+	struct hy_cache_index_stats st, empty;
+	uint32_t line = 0;
+	int failed = 0;
+	double per_file;
+
+	hy_cache_index_get_stats(idx, &empty);
+	for (uint64_t f = 0; f < SMALL_FILES; f++)
+		for (uint64_t b = 0; b < 1 + f % 3; b++)
+			failed += hy_cache_index_insert(idx, 1 + f, b * 7, line++, 0xff, 0) != 0;
+	CU_ASSERT_EQUAL(failed, 0);
+	hy_cache_index_get_stats(idx, &st);
+	CU_ASSERT_EQUAL(st.files, SMALL_FILES);
+	per_file =
+		(double)(st.bytes - empty.bytes - st.line_bytes + empty.line_bytes) / SMALL_FILES;
+	printf("\n    %d files of 1 to 3 entries: %.1f bytes a file besides the lines' ",
+	       SMALL_FILES, per_file);
+	CU_ASSERT(per_file <= 80); /* 92 before: a table of 16 bytes more */
+	expect_consistent(idx);
+	/* out to a table of its own and back */
+	for (uint64_t b = 3; b < 40; b++)
+		CU_ASSERT_EQUAL(hy_cache_index_insert(idx, 3, b * 7, line++, 0xff, 0), 0);
+	CU_ASSERT_EQUAL(hy_cache_index_lookup_range(idx, 3, 0, UINT64_MAX, NULL, 0), 40);
+	expect_consistent(idx);
+	CU_ASSERT_EQUAL(hy_cache_index_remove_file_range(idx, 3, 7, UINT64_MAX - 7, NULL, NULL),
+			39);
+	CU_ASSERT_EQUAL(hy_cache_index_lookup_range(idx, 3, 0, UINT64_MAX, NULL, 0), 1);
+	expect_consistent(idx);
+	hy_cache_index_get_stats(idx, &empty);
+	CU_ASSERT_EQUAL(empty.bytes, st.bytes);
+	hy_cache_index_free(idx);
+}
+
 /* ---- readers against a writer ---- */
 
 #define CC_FILES  4
@@ -766,6 +808,8 @@ int hy_test_add_cache_index(void)
 			 test_ci_remove_range) ||
 	    !CU_add_test(s, "memory per entry with 1,000,000 entries in 1,000 files",
 			 test_ci_memory) ||
+	    !CU_add_test(s, "memory of small files: tables in the file's struct",
+			 test_ci_small_files) ||
 	    !CU_add_test(s, "4 readers against 1 writer on the same files", test_ci_concurrency) ||
 	    !CU_add_test(s, "100,000 random operations against a model", test_ci_random) ||
 	    !CU_add_test(s, "ns per lookup, full store (HYTEST_BENCH=1)", test_ci_bench))
