@@ -3503,6 +3503,59 @@ static void test_keep_front(void)
 	free(store);
 }
 
+/* A clean close keeps the front buffer's hot blocks even in a full store:
+ * they take the place of the store's coldest lines (a block read once
+ * only takes a free line, test_keep_front). The store (4 lines) is filled
+ * with file 2's blocks by a mount without a front buffer; the next mount
+ * reads file 1's 4 blocks five times each, in its front buffer; at the
+ * third, they are served from the store. */
+static void test_keep_front_hot(void)
+{
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
+	unsigned char a[4 * BLK], b[4 * BLK];
+	struct hy_cache *c;
+	struct hy_cache_stats s;
+
+	home_reset();
+	fill_pattern(a, sizeof(a), 96);
+	fill_pattern(b, sizeof(b), 97);
+	home_set(1, a, sizeof(a));
+	home_set(2, b, sizeof(b));
+	c = copen(store, HY_CACHE_WRITE_THROUGH, HY_POLICY_LRU3, 0, 4, 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	for (int k = 0; k < 4; k++)
+		CU_ASSERT(read_equals(c, 2, b, sizeof(b), (uint64_t)k * BLK, BLK));
+	CU_ASSERT_EQUAL(stats(c).ssd_used, 4);
+	CLOSE(c);
+
+	c = copen(store, HY_CACHE_WRITE_THROUGH, HY_POLICY_LRU3, 16, 4, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(stats(c).keep.kept_lines, 4);
+	for (int round = 0; round < 5; round++)
+		for (int k = 0; k < 4; k++)
+			CU_ASSERT(read_equals(c, 1, a, sizeof(a), (uint64_t)k * BLK, BLK));
+	s = stats(c);
+	CU_ASSERT_EQUAL(s.dram_used, 4);
+	CU_ASSERT_EQUAL(s.ssd_used, 4); /* still file 2's */
+	CLOSE(c);
+
+	c = copen(store, HY_CACHE_WRITE_THROUGH, HY_POLICY_LRU3, 16, 4, 1.5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(stats(c).keep.kept_lines, 4);
+	for (int k = 0; k < 4; k++)
+		CU_ASSERT(read_equals(c, 1, a, sizeof(a), (uint64_t)k * BLK, BLK));
+	s = stats(c);
+	CU_ASSERT_EQUAL(s.read_hits_ssd, 4);
+	CU_ASSERT_EQUAL(s.read_misses, 0);
+	CU_ASSERT(read_equals(c, 2, b, sizeof(b), 0, BLK)); /* file 2's went */
+	CU_ASSERT_EQUAL(stats(c).read_misses, 1);
+	CU_ASSERT_EQUAL(hy_cache_check(c, why, sizeof(why)), 0);
+	CLOSE(c);
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
 /* DRAM per cached line (issue 19): reads through a store with no front
  * buffer until it is 66% full, then until it is full; the figures the
  * status shows at each, everything the store's metadata holds included.
@@ -3693,7 +3746,9 @@ int hy_test_add_cache(void)
 	    !CU_add_test(s, "an older store format keeps nothing", test_keep_old_format) ||
 	    !CU_add_test(s, "a clean close keeps the front buffer's blocks", test_keep_front) ||
 	    !CU_add_test(s, "DRAM per cached line, 66% full and full", test_dram_per_line) ||
-	    !CU_add_test(s, "a closed file keeps no write state", test_closed_file_state))
+	    !CU_add_test(s, "a closed file keeps no write state", test_closed_file_state) ||
+	    !CU_add_test(s, "a clean close keeps hot front blocks in a full store",
+			 test_keep_front_hot))
 		return -1;
 	return 0;
 }
