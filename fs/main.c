@@ -803,7 +803,7 @@ static bool keep_decision(const struct hy_options *opts, const char *store,
 	hy_log(LOG_NOTICE,
 	       "cache: \"%s\" lies on the backing directory's disk (%s), which %s: its lines "
 	       "are not kept across mounts (cache_keep=on keeps them)",
-	       store, backing->known ? backing->name : "unknown",
+	       opts->cache ? opts->cache : store, backing->known ? backing->name : "unknown",
 	       backing->rotational == 1 ? "spins" : "cannot be asked whether it spins");
 	return true;
 }

@@ -156,6 +156,9 @@ for spins in 1 0; do
 			hy_fail "d: status does not say the store keeps nothing across mounts"
 		[ "$(grep -c "not kept across mounts" "$HY_TMP/daemon.log")" -gt "$before" ] ||
 			hy_fail "d: the log does not say why nothing is kept"
+		grep "not kept across mounts" "$HY_TMP/daemon.log" | tail -n 1 |
+			grep -qF "\"$HY_TMP/store\" lies on" ||
+			hy_fail "d: the notice does not name the store cache= names: $(grep "not kept across" "$HY_TMP/daemon.log" | tail -n 1)"
 	else
 		[ "$kept" -gt 0 ] || hy_fail "d: nothing kept on a backing disk that does not spin"
 	fi
