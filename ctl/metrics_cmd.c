@@ -10,7 +10,6 @@ int hy_ctl_status_prometheus(const char *const *mountpoints, struct json_object 
 			     size_t n, const char *output)
 {
 	struct hy_metrics_mount *m = calloc(n ? n : 1, sizeof(*m));
-	char why[1024];
 	int status = 0;
 
 	if (!m) {
@@ -20,6 +19,8 @@ int hy_ctl_status_prometheus(const char *const *mountpoints, struct json_object 
 	for (size_t i = 0; i < n; i++)
 		m[i] = (struct hy_metrics_mount){mountpoints[i], daemons[i], daemons[i] != NULL};
 	if (output) {
+		char why[1024];
+
 		if (hy_metrics_write_file(output, m, n, why, sizeof(why)) < 0) {
 			fprintf(stderr, "hybridctl: %s\n", why);
 			status = 1;
