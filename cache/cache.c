@@ -956,6 +956,21 @@ static size_t ssd_meta_bytes(const struct hy_cache *c, const struct hy_cache_ind
 	       (c->line_hits ? (size_t)c->capacity : 0) + keep;
 }
 
+const char *hy_cache_pass_name(enum hy_cache_pass_reason reason)
+{
+	static const char *const names[HY_CACHE_PASS_COUNT] = {
+		[HY_CACHE_PASS_CLASS] = "class",
+		[HY_CACHE_PASS_EXCLUDED] = "excluded",
+		[HY_CACHE_PASS_CUTOFF] = "cutoff",
+		[HY_CACHE_PASS_NO_ROOM] = "no_room",
+		[HY_CACHE_PASS_HEAT] = "heat",
+		[HY_CACHE_PASS_POLICY] = "policy",
+		[HY_CACHE_PASS_WRITE_AROUND] = "write_around",
+	};
+
+	return (unsigned)reason < HY_CACHE_PASS_COUNT ? names[reason] : NULL;
+}
+
 void hy_cache_get_stats(struct hy_cache *c, struct hy_cache_stats *o)
 {
 	struct hy_cache_index_stats is;
@@ -991,16 +1006,19 @@ void hy_cache_get_stats(struct hy_cache *c, struct hy_cache_stats *o)
 	o->dirty_bytes = atomic_load(&c->dirty_sectors) * SECTOR;
 	o->ssd_bytes_written = atomic_load(&c->st.ssd_bytes_written);
 	o->heat_admitted = atomic_load(&c->st.heat_admitted);
-	o->heat_refused = atomic_load(&c->st.heat_refused);
-	o->policy_refused = atomic_load(&c->st.policy_refused);
+	for (int r = 0; r < HY_CACHE_PASS_COUNT; r++)
+		o->passthrough[r] = atomic_load_explicit(&c->st.pass[r], memory_order_relaxed);
+	o->heat_refused = o->passthrough[HY_CACHE_PASS_HEAT];
+	o->policy_refused = o->passthrough[HY_CACHE_PASS_POLICY];
 	o->dram_evictions = atomic_load(&c->st.dram_evictions);
 	o->ssd_evictions = atomic_load(&c->st.ssd_evictions);
 	o->cold_dirty_home = atomic_load(&c->st.cold_dirty_home);
 	o->cleaned_blocks = atomic_load(&c->st.cleaned_blocks);
 	o->cleaner_backlog = o->dram_dirty + o->ssd_dirty;
 	o->bypassed = atomic_load(&c->st.bypassed);
-	o->seq_bypassed = atomic_load(&c->st.seq_bypassed);
-	o->admit_bypassed = atomic_load(&c->st.admit_bypassed);
+	o->seq_bypassed = o->passthrough[HY_CACHE_PASS_CUTOFF];
+	o->admit_bypassed =
+		o->passthrough[HY_CACHE_PASS_CLASS] + o->passthrough[HY_CACHE_PASS_EXCLUDED];
 	o->line_prefetched = atomic_load(&c->st.line_prefetched);
 	o->migrations = atomic_load(&c->st.migrations);
 	o->migrate_filled = atomic_load(&c->st.migrate_filled);

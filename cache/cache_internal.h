@@ -286,17 +286,31 @@ struct hy_cache {
 	struct {
 		_Atomic uint64_t read_hits_dram, read_hits_ssd, read_misses;
 		_Atomic uint64_t write_hits_dram, write_hits_ssd, write_misses;
-		_Atomic uint64_t ssd_bytes_written, heat_admitted, heat_refused, policy_refused;
+		_Atomic uint64_t ssd_bytes_written, heat_admitted;
 		_Atomic uint64_t dram_evictions, ssd_evictions, cold_dirty_home, cleaned_blocks;
 		_Atomic uint64_t bypassed, stale_files, journal_records, checkpoints;
 		_Atomic uint64_t forgotten_files;
-		_Atomic uint64_t seq_bypassed;
-		_Atomic uint64_t admit_bypassed, line_prefetched, migrations, migrate_filled;
+		/* blocks past the cache by reason (hy_cache_pass()) */
+		_Atomic uint64_t pass[HY_CACHE_PASS_COUNT];
+		_Atomic uint64_t line_prefetched, migrations, migrate_filled;
 		_Atomic uint64_t migrate_dropped, migrate_home;
 		_Atomic uint64_t pore_held, pore_forced, pore_kept;
 		uint64_t recovered_blocks, lost_blocks;
 	} st;
 };
+
+/* @n blocks passed the cache for @reason (relaxed: a counter, read for
+ * status only). */
+static inline void hy_cache_pass(struct hy_cache *c, enum hy_cache_pass_reason reason, uint64_t n)
+{
+	atomic_fetch_add_explicit(&c->st.pass[reason], n, memory_order_relaxed);
+}
+
+/* The blocks [off, off + size) touches, size > 0. */
+static inline uint64_t hy_cache_blocks_of(uint64_t off, uint64_t size)
+{
+	return (off + size - 1) / HY_CACHE_LINE_SIZE - off / HY_CACHE_LINE_SIZE + 1;
+}
 
 /* ---- the path below: the indirector (indirector.h) -----------------------
  * The cache calls down only, through these: BORG's map, then the BOPT or

@@ -266,6 +266,8 @@ void hy_cache_io_fill_block(struct hy_cache *c, struct cfile *cf, uint64_t block
 	if (fr->nslots && atomic_load(&cf->rule) != HY_RULE_PIN) {
 		uint32_t s;
 
+		bool full;
+
 		pthread_mutex_lock(&fr->lock);
 		s = hy_cache_front_add(c, file_id, block);
 		if (s != NONE) {
@@ -275,7 +277,12 @@ void hy_cache_io_fill_block(struct hy_cache *c, struct cfile *cf, uint64_t block
 			atomic_fetch_add(&cf->blocks, 1);
 			atomic_fetch_add(&cf->in_front, 1);
 		}
+		/* not another reader's copy already there: no slot was free */
+		full = s == NONE && fr->free_head == NONE &&
+		       hy_cache_front_find(fr, file_id, block) == NONE;
 		pthread_mutex_unlock(&fr->lock);
+		if (full)
+			hy_cache_pass(c, HY_CACHE_PASS_NO_ROOM, 1);
 		return;
 	}
 	{
@@ -288,14 +295,17 @@ void hy_cache_io_fill_block(struct hy_cache *c, struct cfile *cf, uint64_t block
 		hy_cache_lines_accessed(c);
 		pthread_mutex_unlock(&c->lines_lock);
 		if (!admit) {
-			atomic_fetch_add(&c->st.policy_refused, 1);
+			hy_cache_pass(c, HY_CACHE_PASS_POLICY, 1);
 			return;
 		}
 		l = hy_cache_lines_alloc(c, file_id, false);
-		if (l < 0)
+		if (l < 0) {
+			hy_cache_pass(c, HY_CACHE_PASS_NO_ROOM, 1);
 			return;
+		}
 		if (hy_cache_lines_store_write(c, (uint32_t)l, valid, line) < 0) {
 			hy_cache_lines_give_back(c, (uint32_t)l);
+			hy_cache_pass(c, HY_CACHE_PASS_NO_ROOM, 1);
 			return;
 		}
 		hy_cache_lines_commit(
@@ -355,7 +365,11 @@ static ssize_t read_run(struct hy_cache *c, struct cfile *cf, const struct hy_ca
 			for (int s = 0; s < HY_CACHE_SECTORS && (uint64_t)s * SECTOR < have; s++)
 				valid |= (uint8_t)(1u << s);
 			if (hint && hint->admit == HY_ADMIT_BYPASS)
-				atomic_fetch_add(&c->st.admit_bypassed, 1);
+				hy_cache_pass(c,
+					      atomic_load(&cf->rule) == HY_RULE_EXCLUDE
+						      ? HY_CACHE_PASS_EXCLUDED
+						      : HY_CACHE_PASS_CLASS,
+					      1);
 			else
 				hy_cache_io_fill_block(c, cf, b, valid, line, hint);
 		}
@@ -579,6 +593,7 @@ static int write_block(struct hy_cache *c, struct cfile *cf, const struct hy_cac
 			if ((size_t)r != len)
 				return -EIO;
 			atomic_fetch_add(&c->st.bypassed, 1);
+			hy_cache_pass(c, HY_CACHE_PASS_NO_ROOM, 1);
 			return 1;
 		}
 		rc = hy_cache_index_update_masks(c->index, f->file_id, block, touched,
@@ -716,6 +731,7 @@ ssize_t hy_cache_write_hinted(struct hy_cache *c, const struct hy_cache_file *f,
 	struct hy_device_attr a;
 	struct cfile *cf;
 	uint64_t end;
+	bool bypassed = false; /* counted as passed by its class already */
 	ssize_t rc;
 
 	if (size == 0 || off < 0 || !f->file_id)
@@ -733,10 +749,17 @@ ssize_t hy_cache_write_hinted(struct hy_cache *c, const struct hy_cache_file *f,
 		hy_cache_reconfig_file(c, cf, f, hint, (int)wp);
 		if (hint->admit == HY_ADMIT_BYPASS && wp != HY_CACHE_WRITE_AROUND) {
 			wp = HY_CACHE_WRITE_AROUND;
-			atomic_fetch_add(&c->st.admit_bypassed, ((uint64_t)off + size - 1) / LINE -
-									(uint64_t)off / LINE + 1);
+			hy_cache_pass(c,
+				      atomic_load(&cf->rule) == HY_RULE_EXCLUDE
+					      ? HY_CACHE_PASS_EXCLUDED
+					      : HY_CACHE_PASS_CLASS,
+				      hy_cache_blocks_of((uint64_t)off, size));
+			bypassed = true;
 		}
 	}
+	if (wp == HY_CACHE_WRITE_AROUND && !bypassed)
+		hy_cache_pass(c, HY_CACHE_PASS_WRITE_AROUND,
+			      hy_cache_blocks_of((uint64_t)off, size));
 	pthread_rwlock_wrlock(gate(c, f->file_id));
 	atomic_fetch_add(&cf->generation, 1);
 	rc = below_getattr(c, f, &a);
@@ -753,8 +776,7 @@ ssize_t hy_cache_write_hinted(struct hy_cache *c, const struct hy_cache_file *f,
 	if (cutoff && stream_run(c, cf, (uint64_t)off, size) > cutoff &&
 	    wp != HY_CACHE_WRITE_AROUND) {
 		wp = HY_CACHE_WRITE_AROUND;
-		atomic_fetch_add(&c->st.seq_bypassed,
-				 ((uint64_t)off + size - 1) / LINE - (uint64_t)off / LINE + 1);
+		hy_cache_pass(c, HY_CACHE_PASS_CUTOFF, hy_cache_blocks_of((uint64_t)off, size));
 	}
 	end = (uint64_t)off + size;
 	/* a write past the home file's end goes home now, with its data: the
@@ -818,10 +840,14 @@ ssize_t hy_cache_write_hinted(struct hy_cache *c, const struct hy_cache_file *f,
 			r = below_write(c, f, seg, (size_t)(to - from), (off_t)from);
 
 			atomic_fetch_add(&c->st.bypassed, 1);
+			hy_cache_pass(c, HY_CACHE_PASS_NO_ROOM, 1);
 			if (r < 0)
 				rc = r;
 			else if ((uint64_t)r != to - from)
 				rc = -EIO;
+		} else if (w == 0 && wp == HY_CACHE_WRITE_THROUGH) {
+			/* home has it; no room to keep a copy */
+			hy_cache_pass(c, HY_CACHE_PASS_NO_ROOM, 1);
 		}
 	}
 	if (rc == 0)

@@ -279,8 +279,9 @@ static int evict_one(struct hy_cache *c)
 			goto out;
 		}
 		/* no line free: handled as cold */
+		hy_cache_pass(c, HY_CACHE_PASS_NO_ROOM, 1);
 	} else {
-		atomic_fetch_add(&c->st.heat_refused, 1);
+		hy_cache_pass(c, HY_CACHE_PASS_HEAT, 1);
 		pthread_mutex_lock(&fr->lock);
 		front_remember(fr, s);
 		pthread_mutex_unlock(&fr->lock);

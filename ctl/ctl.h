@@ -31,6 +31,14 @@ struct hy_state;
 int hy_ctl_open_log(const char *command, const char *mountpoint, const char *state_dir,
 		    struct hy_state **state);
 
+/* `hybridctl status --format prometheus [--output FILE]` (ctl/metrics_cmd.c):
+ * @n mounts' daemon answers (NULL: no answer) rendered by metrics.h to
+ * stdout, or into @output atomically. The exit status: 0, or 1 when the
+ * file cannot be written. */
+struct json_object;
+int hy_ctl_status_prometheus(const char *const *mountpoints, struct json_object *const *daemons,
+			     size_t n, const char *output);
+
 /* `hybridctl trace export ...`: @argc/@argv start after "export".
  * Returns the exit status: 0, 1 (cannot read), 2 (bad command line). */
 int hy_ctl_trace_export(int argc, char **argv);

@@ -1,7 +1,7 @@
 /*
  * hybridctl.c - what a person uses to see what hybridfs is doing.
  *
- *   hybridctl status [MOUNTPOINT] [--json]
+ *   hybridctl status [MOUNTPOINT] [--json | --format prometheus [--output FILE]]
  *
  * and dispatches the other subcommands, one file each (ctl.h).
  *
@@ -42,7 +42,8 @@ struct mount_status {
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: hybridctl status [MOUNTPOINT] [--json]\n"
+		"usage: hybridctl status [MOUNTPOINT] [--json | --format text|json|prometheus]\n"
+		"                        [--output FILE]\n"
 		"       hybridctl trace export [MOUNTPOINT | --state DIR] [--since T] [--until T]\n"
 		"                              --format csv|fiu|msr [--output FILE]\n"
 		"       hybridctl reorganize [MOUNTPOINT | --all | --state DIR] [--dry-run]\n"
@@ -66,7 +67,10 @@ static void usage(FILE *out)
 		"\n"
 		"  status        the mount, its daemon, operations and bytes by kind, the\n"
 		"                profiler's figures and the busiest processes; every\n"
-		"                hybridfs mount of yours when no MOUNTPOINT is named\n"
+		"                hybridfs mount of yours when no MOUNTPOINT is named;\n"
+		"                --format prometheus: the metrics in Prometheus's text\n"
+		"                format, --output FILE written atomically (node_exporter's\n"
+		"                textfile collector)\n"
 		"  trace export  the access log as a trace (T: epoch seconds, an ISO 8601\n"
 		"                time, or -90s, -15m, -2h, -1d)\n"
 		"  reorganize    BORG: the access log analyzed, hot blocks planned in access\n"
@@ -555,19 +559,59 @@ static void print_human(struct mount_status *list, size_t n)
 	}
 }
 
+/* The Prometheus exposition (ctl/metrics_cmd.c); a mount whose database
+ * cannot be read still has its daemon's figures. */
+static int print_prometheus(const struct mount_status *list, size_t n, const char *output)
+{
+	const char **mountpoints = calloc(n ? n : 1, sizeof(*mountpoints));
+	struct json_object **daemons = calloc(n ? n : 1, sizeof(*daemons));
+	int status = 1;
+
+	if (mountpoints && daemons) {
+		for (size_t i = 0; i < n; i++) {
+			mountpoints[i] = list[i].entry->mountpoint;
+			daemons[i] = list[i].daemon;
+		}
+		status = hy_ctl_status_prometheus(mountpoints, daemons, n, output);
+	} else {
+		fprintf(stderr, "hybridctl: out of memory\n");
+	}
+	free(mountpoints);
+	free(daemons);
+	return status;
+}
+
 static int cmd_status(int argc, char **argv)
 {
 	struct hy_runtime_entry *entries;
 	struct mount_status *list;
-	const char *mountpoint = NULL;
+	const char *mountpoint = NULL, *output = NULL;
 	char real[PATH_MAX];
-	bool json = false;
+	bool json = false, prometheus = false;
 	size_t n, shown = 0;
 	int rc, status = 0;
 
 	for (int i = 0; i < argc; i++) {
 		if (strcmp(argv[i], "--json") == 0) {
 			json = true;
+		} else if (strcmp(argv[i], "--format") == 0 || strcmp(argv[i], "--output") == 0) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "hybridctl: status: %s needs a value\n", argv[i]);
+				return 2;
+			}
+			if (strcmp(argv[i], "--output") == 0) {
+				output = argv[++i];
+			} else if (strcmp(argv[++i], "prometheus") == 0) {
+				prometheus = true;
+			} else if (strcmp(argv[i], "json") == 0) {
+				json = true;
+			} else if (strcmp(argv[i], "text") != 0) {
+				fprintf(stderr,
+					"hybridctl: status: unknown format \"%s\" (text, json or "
+					"prometheus)\n",
+					argv[i]);
+				return 2;
+			}
 		} else if (argv[i][0] == '-') {
 			fprintf(stderr, "hybridctl: status: unknown option \"%s\"\n", argv[i]);
 			return 2;
@@ -577,6 +621,10 @@ static int cmd_status(int argc, char **argv)
 			fprintf(stderr, "hybridctl: status: unexpected argument \"%s\"\n", argv[i]);
 			return 2;
 		}
+	}
+	if (output && !prometheus) {
+		fprintf(stderr, "hybridctl: status: --output goes with --format prometheus\n");
+		return 2;
 	}
 	if (mountpoint && !realpath(mountpoint, real)) {
 		fprintf(stderr, "hybridctl: \"%s\": %s\n", mountpoint, strerror(errno));
@@ -604,6 +652,8 @@ static int cmd_status(int argc, char **argv)
 	if (mountpoint && shown == 0) {
 		fprintf(stderr, "hybridctl: \"%s\" is not a hybridfs mount of yours\n", mountpoint);
 		status = 1;
+	} else if (prometheus) {
+		status = print_prometheus(list, shown, output);
 	} else if (json) {
 		print_json(list, shown);
 	} else if (shown == 0) {

@@ -1,6 +1,7 @@
 bin_PROGRAMS += hybridctl
 hybridctl_SOURCES = ctl/hybridctl.c ctl/ctl.h ctl/trace_cmd.c ctl/mounts.c ctl/reorganize_cmd.c ctl/explain_cmd.c ctl/pin_cmd.c \
-	ctl/flush_cmd.c ctl/format_cache_cmd.c ctl/simulate_cmd.c ctl/tune_cmd.c ctl/policy_cmd.c ctl/top_cmd.c
+	ctl/flush_cmd.c ctl/format_cache_cmd.c ctl/simulate_cmd.c ctl/tune_cmd.c ctl/policy_cmd.c ctl/top_cmd.c \
+	ctl/metrics_cmd.c
 hybridctl_CFLAGS = $(AM_CFLAGS) $(SQLITE_CFLAGS) $(JSONC_CFLAGS) $(ZLIB_CFLAGS)
 # format-cache: the cache store's format, over lib/ondisk.c and
 # device/device.c (and libblkid)

@@ -272,6 +272,15 @@ struct json_object *hy_fs_cache_status(struct hy_cache *cache)
 		}
 		json_object_object_add(o, "pore", p);
 	}
+	{
+		/* blocks that passed the cache, by reason (cache.h) */
+		struct json_object *p = json_object_new_object();
+
+		for (int r = 0; r < HY_CACHE_PASS_COUNT; r++)
+			add_u64(p, hy_cache_pass_name((enum hy_cache_pass_reason)r),
+				s.passthrough[r]);
+		json_object_object_add(o, "passthrough", p);
+	}
 	add_u64(o, "journal_records", s.journal_records);
 	add_u64(o, "checkpoints", s.checkpoints);
 	add_u64(o, "recovered_blocks", s.recovered_blocks);

@@ -112,6 +112,10 @@ struct hy_fs {
 
 	/* for status; borrowed from main's options and state */
 	const char *mountpoint, *backing_path, *state_dir, *db_path, *uuid;
+	const char *backing_disk; /* the backing directory's disk (sda1), or NULL: not known */
+	/* the counters kept across mounts and metrics=FILE (fs/metrics_glue.c);
+	 * NULL until hy_fs_open_metrics() */
+	struct hy_fs_metrics *metrics;
 	/* How the daemon reaches the backing directory by path after the
 	 * mount: "/proc/self/fd/N" of the root's descriptor, which is not the
 	 * mount even when it covers the directory itself (a mount in place);
@@ -136,6 +140,11 @@ struct hy_reca_process;
  * id and rules generation), and the rules' part of "status". */
 void hy_fs_pins_opened(struct hy_fs *fs, int fd, uint64_t file_id);
 struct json_object *hy_fs_pins_status(struct hy_fs *fs);
+/* fs/metrics_glue.c: "metrics" of status, from the figures of @status
+ * (the rest of the answer, built already): the totals kept across mounts,
+ * fed this mount's figures first, their windows, the snapshots. */
+struct hy_fs_metrics;
+struct json_object *hy_fs_metrics_status(struct hy_fs_metrics *m, struct json_object *status);
 struct json_object *hy_fs_process_policy(struct hy_fs *fs, const struct hy_workload_policy_table *t,
 					 const struct hy_reca_process *p);
 

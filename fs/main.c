@@ -1655,6 +1655,12 @@ int main(int argc, char **argv)
 		goto out_unmount;
 	}
 	fs.disks = disks_status(&opts, &fs, store_why);
+	fs.backing_disk = backing_disk.known ? backing_disk.name : NULL;
+	/* after everything status reports on, before the control socket */
+	if (hy_fs_open_metrics(&fs, &opts) < 0) {
+		hy_log(LOG_ERR, "metrics: out of memory");
+		goto out_unmount;
+	}
 	{
 		/* what each handler sees; they outlive the server, stopped
 		 * before main returns */
@@ -1710,6 +1716,8 @@ int main(int argc, char **argv)
 out_unmount:
 	hy_control_server_stop(control);
 	control = NULL;
+	/* the last snapshot, while the cache still reports its figures */
+	hy_fs_close_metrics(&fs);
 	/* no request is in flight: the loop has ended, or never ran */
 	if (hy_fs_close_cache(&fs) < 0)
 		status = 1;
@@ -1727,6 +1735,7 @@ out:
 	if (loop_config)
 		fuse_loop_cfg_destroy(loop_config);
 	hy_control_server_stop(control);
+	hy_fs_close_metrics(&fs);
 	if (hy_fs_close_cache(&fs) < 0)
 		status = 1;
 	hy_fs_close_pins(&fs);

@@ -92,6 +92,8 @@ struct json_object *hy_fs_status(struct hy_fs *fs)
 	if (fs->disks)
 		json_object_object_add(root, "disks", json_object_get(fs->disks));
 	add_str(root, "uuid", fs->uuid);
+	add_str(root, "version", PACKAGE_VERSION);
+	add_str(root, "backing_disk", fs->backing_disk);
 	json_object_object_add(root, "pid", json_object_new_int(getpid()));
 	json_object_object_add(root, "started", json_object_new_int64(fs->started));
 	json_object_object_add(root, "uptime_seconds",
@@ -196,5 +198,8 @@ struct json_object *hy_fs_status(struct hy_fs *fs)
 	} else {
 		json_object_object_add(root, "emulation", NULL);
 	}
+	/* last: the totals kept across mounts are fed from the figures above */
+	json_object_object_add(root, "metrics",
+			       fs->metrics ? hy_fs_metrics_status(fs->metrics, root) : NULL);
 	return root;
 }

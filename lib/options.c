@@ -511,6 +511,26 @@ static int parse_one_word(struct hy_options *opts, char *word, char *why, size_t
 	}
 	if (strcmp(name, "max_threads") == 0)
 		return parse_uint(name, value, 1, 256, &opts->max_threads, why, why_size);
+	if (strcmp(name, "metrics") == 0) {
+		if (!value || !*value)
+			return hy_log_why(-EINVAL, why, why_size,
+					  "option \"metrics\" needs a file: metrics=FILE or "
+					  "metrics=none");
+		if (value[0] != '/' && strcmp(value, "none") != 0)
+			return hy_log_why(-EINVAL, why, why_size,
+					  "option \"metrics=%s\": give an absolute path (the "
+					  "daemon leaves its working folder) or none",
+					  value);
+		if (strcmp(value, "none") == 0) {
+			free(opts->metrics);
+			opts->metrics = NULL;
+			return 0;
+		}
+		return set_string(&opts->metrics, value);
+	}
+	if (strcmp(name, "metrics_interval") == 0)
+		return parse_uint(name, value, 1, HY_OPTIONS_METRICS_INTERVAL_MAX,
+				  &opts->metrics_interval, why, why_size);
 	if (strcmp(name, "exclude") == 0)
 		return add_exclude(opts, value ? value : "", why, why_size);
 	if (!value && in_list(kernel_flags, name))
@@ -580,6 +600,7 @@ static void options_reset(struct hy_options *opts)
 	opts->cache_seq_cutoff = HY_OPTIONS_CACHE_SEQ_CUTOFF;
 	opts->cache_migrate_rate = 8ULL << 20;
 	opts->reca = true;
+	opts->metrics_interval = HY_OPTIONS_METRICS_INTERVAL;
 }
 
 int hy_options_parse(int argc, char **argv, struct hy_options *opts, char *why, size_t why_size)
@@ -868,6 +889,54 @@ static int check_place(const struct hy_options *opts, const char *name, const ch
 	return -EINVAL;
 }
 
+/* metrics=FILE: written by the daemon after the mount, so checked now,
+ * while a mistake still reaches the terminal: its folder exists and the
+ * daemon may write there, it is not a folder itself, and it is not inside
+ * the mount (the daemon would write through itself). */
+static int check_metrics_file(struct hy_options *opts, char *why, size_t why_size)
+{
+	char *real, *slash;
+	const char *dir;
+	struct stat st;
+	int rc = 0;
+
+	if (!opts->metrics)
+		return 0;
+	real = resolve_folder_of(opts->metrics);
+	if (!real)
+		return hy_log_why(-errno, why, why_size, "option \"metrics=%s\": %s", opts->metrics,
+				  strerror(errno));
+	slash = strrchr(real, '/');
+	*slash = '\0'; /* resolved: absolute */
+	dir = slash == real ? "/" : real;
+	if (stat(dir, &st) < 0)
+		rc = hy_log_why(-errno, why, why_size,
+				"option \"metrics=%s\": its folder \"%s\": %s", opts->metrics, dir,
+				strerror(errno));
+	else if (!S_ISDIR(st.st_mode))
+		rc = hy_log_why(-ENOTDIR, why, why_size,
+				"option \"metrics=%s\": \"%s\" is not a folder", opts->metrics,
+				dir);
+	else if (access(dir, W_OK | X_OK) < 0)
+		rc = hy_log_why(-EACCES, why, why_size,
+				"option \"metrics=%s\": the mounting user cannot write into its "
+				"folder \"%s\"",
+				opts->metrics, dir);
+	else if (path_within(dir, opts->mountpoint_real))
+		rc = hy_log_why(-EINVAL, why, why_size,
+				"option \"metrics=%s\": inside the mountpoint \"%s\", where the "
+				"daemon would write it through its own mount: name a place "
+				"outside it",
+				opts->metrics, opts->mountpoint);
+	else if (stat(opts->metrics, &st) == 0 && S_ISDIR(st.st_mode))
+		rc = hy_log_why(-EISDIR, why, why_size,
+				"option \"metrics=%s\": a folder; name a file in it, such as "
+				"metrics=%s/hybridfs.prom",
+				opts->metrics, opts->metrics);
+	free(real);
+	return rc;
+}
+
 int hy_options_check(struct hy_options *opts, char *why, size_t why_size)
 {
 	int rc;
@@ -955,6 +1024,8 @@ int hy_options_check(struct hy_options *opts, char *why, size_t why_size)
 	rc = check_place(opts, "bopt", opts->bopt, why, why_size);
 	if (rc == 0)
 		rc = check_place(opts, "cache", opts->cache, why, why_size);
+	if (rc == 0)
+		rc = check_metrics_file(opts, why, why_size);
 	return rc;
 }
 
@@ -1033,6 +1104,11 @@ void hy_options_usage(const char *program, FILE *out)
 		"  entry_timeout=SEC      how long the kernel keeps names (default 1)\n"
 		"  negative_timeout=SEC   how long the kernel keeps missing names (default 0)\n"
 		"  max_threads=N          FUSE worker threads at most (default %d)\n"
+		"  metrics=FILE|none      Prometheus metrics for node_exporter's textfile\n"
+		"                         collector, rewritten every metrics_interval\n"
+		"                         (default none)\n"
+		"  metrics_interval=SEC   how often the counters kept across mounts are\n"
+		"                         saved and metrics= rewritten, 1 to 300 (default 60)\n"
 		"  profile=on|off         log every read and write into the state database\n"
 		"                         (default on)\n"
 		"  profile_max_age=AGE    keep the log this long: 90s, 15m, 12h, 30d (default\n"
@@ -1118,6 +1194,7 @@ void hy_options_free(struct hy_options *opts)
 	free(opts->cache);
 	free(opts->cache_default);
 	free(opts->emulate);
+	free(opts->metrics);
 	for (size_t i = 0; i < opts->nexclude; i++)
 		free(opts->exclude[i]);
 	free(opts->exclude);

@@ -82,6 +82,10 @@ static const char *const migrations[HY_STATE_SCHEMA_VERSION] = {
 	/* 10 -> 11: what hybridctl pins and excludes (cache and plans) */
 	"CREATE TABLE cache_rules (kind TEXT NOT NULL, pattern TEXT NOT NULL,"
 	" PRIMARY KEY (kind, pattern)) WITHOUT ROWID;",
+	/* 11 -> 12: counters kept across mounts and their samples (counters.h) */
+	"CREATE TABLE metric_totals (name TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL,"
+	" saved_ns INTEGER NOT NULL) WITHOUT ROWID;"
+	"CREATE TABLE metric_samples (ts INTEGER PRIMARY KEY, counters TEXT NOT NULL);",
 };
 
 int hy_state_errno(int sqlite_code)

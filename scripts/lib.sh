@@ -7,6 +7,13 @@ HY_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 HY_PACKAGES="gcc make autoconf automake pkg-config libfuse3-dev fuse3 libsqlite3-dev
 sqlite3 libevent-dev libblkid-dev libjson-c-dev libcunit1-dev mandoc git rsync tar util-linux procps
 attr acl xz-utils jq zlib1g-dev clang libclang-rt-14-dev"
+# ... and those only the tests need, installed without their recommended
+# packages: prometheus for promtool (tests/integration/metrics.sh checks
+# the metrics with it; about 100 MB installed, without recommends:
+# node_exporter and its tools would add as much again). Debian enables
+# the Prometheus server's service as it installs it (where services start:
+# not in a container); `systemctl disable --now prometheus` stops it.
+HY_TEST_PACKAGES="prometheus"
 
 hy_say() { printf '==> %s\n' "$*"; }
 
@@ -33,6 +40,20 @@ hy_install_packages() {
 	hy_say "installing:$missing"
 	hy_as_root apt-get update -qq &&
 		DEBIAN_FRONTEND=noninteractive hy_as_root apt-get install -y -qq $missing >/dev/null
+}
+
+# hy_install_test_packages: HY_TEST_PACKAGES, without recommends.
+hy_install_test_packages() {
+	local missing="" pkg
+	for pkg in $HY_TEST_PACKAGES; do
+		dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" ||
+			missing="$missing $pkg"
+	done
+	[ -z "$missing" ] && return 0
+	hy_say "installing (for the tests):$missing"
+	hy_as_root apt-get update -qq &&
+		DEBIAN_FRONTEND=noninteractive hy_as_root apt-get install -y -qq \
+			--no-install-recommends $missing >/dev/null
 }
 
 # hy_build BUILD_DIR [configure options...]: an out-of-tree build.

@@ -208,6 +208,25 @@ struct hy_cache_config {
 	void *ids_durable_arg;
 };
 
+/* Why a block of a request passed the cache by (its data went home, or
+ * was read from below, and no copy was kept): counted in 4 KiB blocks, one
+ * reason a block (hy_cache_stats.passthrough; "passthrough" in status,
+ * hybridfs_cache_passthrough_blocks_total in the metrics, hybridctl(8)). */
+enum hy_cache_pass_reason {
+	HY_CACHE_PASS_CLASS,	    /* its request's class bypasses the cache (ReCA's hint) */
+	HY_CACHE_PASS_EXCLUDED,	    /* its file matches an exclude rule (pin.h) */
+	HY_CACHE_PASS_CUTOFF,	    /* a sequential write stream past the cutoff */
+	HY_CACHE_PASS_NO_ROOM,	    /* no DRAM slot and no SSD line could be had */
+	HY_CACHE_PASS_HEAT,	    /* predicted cold: kept off the SSD by the heat filter */
+	HY_CACHE_PASS_POLICY,	    /* the replacement policy refused it (LARC) */
+	HY_CACHE_PASS_WRITE_AROUND, /* a write under write-around (the mount's or ReCA's) */
+	HY_CACHE_PASS_COUNT
+};
+
+/* "class", "excluded", "cutoff", "no_room", "heat", "policy", "write_around";
+ * NULL past the last. */
+const char *hy_cache_pass_name(enum hy_cache_pass_reason reason);
+
 struct hy_cache_stats {
 	const char *write_policy, *policy;
 	const char *path; /* the store; valid while the cache is open */
@@ -230,7 +249,8 @@ struct hy_cache_stats {
 	uint64_t stale_files;
 	uint64_t forgotten_files; /* removed files whose blocks left unwritten */
 	/* ReCA's per-process configuration (hints) */
-	uint64_t admit_bypassed;  /* blocks of requests whose class bypasses the cache */
+	uint64_t admit_bypassed;  /* blocks of requests whose class bypasses the cache
+				   * (passthrough class + excluded) */
 	uint64_t line_prefetched; /* blocks read with a miss to fill its whole line */
 	uint64_t migrations;	  /* files queued to fill their lines to a larger size */
 	uint64_t migrate_filled;  /* blocks those migrations read in */
@@ -243,6 +263,11 @@ struct hy_cache_stats {
 	uint64_t pore_forced; /* cleaner passes that wrote every zone: half the cache dirty */
 	uint64_t pore_kept;   /* cold dirty blocks the front buffer sent to the store, not home */
 	uint64_t journal_records, checkpoints;
+	/* blocks that passed the cache, by reason: heat_refused,
+	 * policy_refused and seq_bypassed are three of them; no_room counts
+	 * what bypassed does and the reads and write-through writes that
+	 * found no room */
+	uint64_t passthrough[HY_CACHE_PASS_COUNT];
 	uint64_t recovered_blocks; /* dirty blocks written home at open */
 	uint64_t lost_blocks;	   /* ... that lay past the end of a truncated store */
 	/* the persistent cache: what open kept of the store's lines and what

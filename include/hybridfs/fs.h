@@ -91,6 +91,20 @@ struct json_object *hy_fs_rules(void *ctx, struct json_object *request, char *wh
  * database, at mount, before the session loop) into ReCA (reca.h). */
 int hy_fs_open_policy(struct hy_fs *fs, struct sqlite3 *db);
 
+/* The counters kept across mounts and the Prometheus textfile
+ * (fs/metrics_glue.c; counters.h, metrics.h): at mount, after the cache
+ * and the pins (what status reports), the totals earlier mounts left are
+ * read from the state database and a thread "hy-metrics" starts that,
+ * every @opts->metrics_interval seconds, feeds this mount's figures in,
+ * saves the totals and a sample of them (one transaction), and rewrites
+ * @opts->metrics (when given). Closed after the control server stops and
+ * before the cache closes: a last snapshot, and the file with hybridfs_up
+ * 0. Open returns 0 or -ENOMEM (the mount fails); a database that cannot
+ * be read is logged, and the counters are then this mount's alone (the
+ * totals in it are left as they are). */
+int hy_fs_open_metrics(struct hy_fs *fs, const struct hy_options *opts);
+void hy_fs_close_metrics(struct hy_fs *fs);
+
 /* The "status" result of the control protocol (see hybridctl(8)): the
  * mount, operations and bytes by kind, the profiler's figures, the
  * database's size and the busiest processes. NULL when out of memory. */

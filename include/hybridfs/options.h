@@ -59,6 +59,11 @@
 #define HY_OPTIONS_CACHE_CLEAN_RATE   (32ULL << 20)
 #define HY_OPTIONS_CACHE_SEQ_CUTOFF   (4ULL << 20) /* bcache's sequential_cutoff */
 #define HY_OPTIONS_PORE_PERIOD	      (1ULL << 30) /* without emulate=smr's buffer size */
+/* metrics_interval=: seconds between snapshots of the counters kept across
+ * mounts (counters.h) and rewrites of metrics=FILE; at most five minutes,
+ * the shortest window */
+#define HY_OPTIONS_METRICS_INTERVAL	60
+#define HY_OPTIONS_METRICS_INTERVAL_MAX 300
 
 /* cache_write=: where a write to a block goes while the SSD cache is on.
  * The cache module takes the value from here. */
@@ -190,6 +195,13 @@ struct hy_options {
 	char **exclude;
 	size_t nexclude;
 	bool exclude_open;
+
+	/* metrics=FILE: node_exporter's textfile (metrics.h), rewritten every
+	 * metrics_interval seconds (NULL: none; absolute, its folder checked
+	 * by hy_options_check(), owned); metrics_interval: also how often the
+	 * counters kept across mounts are saved */
+	char *metrics;
+	unsigned metrics_interval;
 
 	/* Mount options passed to the kernel unchanged, comma separated
 	 * (nosuid, nodev, noexec, noatime, ...). Owned. */

@@ -9,11 +9,11 @@
  * mode, and brings its schema to the current version through forward
  * migrations keyed by PRAGMA user_version.
  *
- * Schema, version 11 (1 had mount_info only; 2 added the access log; 3 the
+ * Schema, version 12 (1 had mount_info only; 2 added the access log; 3 the
  * master access graph; 4 the indirection map; 5 its stamps, checkpoints
  * and plans; 6 the workload policy table; 7 files' gone marks; 8 the
  * volumes; 9 the files a plan left out; 10 files' full paths, indexed; 11 the
- * pin and exclude rules):
+ * pin and exclude rules; 12 the counters kept across mounts):
  *
  *   table        column         type     meaning
  *   -----------  -------------  -------  -----------------------------------
@@ -119,6 +119,14 @@
  *                                        (pin.h): kind "pin" with a path
  *                                        relative to the mount (a file or
  *                                        a tree), or "exclude" with a glob
+ *   metric_totals name          TEXT PK  a counter's status path
+ *                                        ("operations.read"; counters.h)
+ *                value          INT      its total over every mount so far
+ *                saved_ns       INT      CLOCK_REALTIME of that snapshot
+ *   metric_samples ts           INT PK   seconds since the epoch: a
+ *                                        snapshot of the totals, thinned as
+ *                                        it ages (counters.h)
+ *                counters       TEXT     JSON {"name": total, ...}
  *
  * Errors: a database that is not SQLite, is damaged, or was made by a newer
  * hybridfs (user_version above HY_STATE_SCHEMA_VERSION) is refused with a
@@ -139,7 +147,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HY_STATE_SCHEMA_VERSION 11
+#define HY_STATE_SCHEMA_VERSION 12
 #define HY_STATE_DB_NAME	"hybridfs.db"
 
 struct sqlite3;

@@ -46,6 +46,11 @@ EXTRA_DIST += tests/integration/pin.sh
 # files changed while unmounted read fresh (cachekeep.sh).
 TESTS += tests/integration/cachekeep.sh
 EXTRA_DIST += tests/integration/cachekeep.sh
+# Metrics (issue 21, item 1): the Prometheus textfile (metrics=) and
+# hybridctl status --format prometheus pass promtool, counters survive a
+# clean remount and a kill -9 after a snapshot, windows, bad options.
+TESTS += tests/integration/metrics.sh
+EXTRA_DIST += tests/integration/metrics.sh
 
 # ReCA: categories of real programs, the policy table, metadata priority.
 TESTS += tests/integration/reca.sh

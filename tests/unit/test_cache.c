@@ -1921,6 +1921,79 @@ static void test_hint_admission(void)
 	free(store);
 }
 
+/* Pass-through by reason (hybridfs_cache_passthrough_blocks_total): every
+ * block that went around the cache is counted once, under why: the
+ * cutoff, no room (writes and reads), the class, an exclude rule, a
+ * write-around hint. (heat and policy: test_hint_admission and the LARC
+ * tests, through heat_refused and policy_refused.) */
+static bool write_one(struct hy_cache *c, uint64_t id, const unsigned char *data, uint64_t off,
+		      size_t len)
+{
+	struct hy_cache_file f = F(id);
+
+	return hy_cache_write(c, &f, data, len, (off_t)off) == (ssize_t)len;
+}
+
+static void test_passthrough_reasons(void)
+{
+	char *dir = hy_test_tmpdir(), *store = hy_test_path_in(dir, "store");
+	struct hy_cache_hint bypass = hint_of(-1, HY_ADMIT_BYPASS, HY_EVICT_NORMAL, BLK);
+	struct hy_cache_hint around =
+		hint_of(HY_CACHE_WRITE_AROUND, HY_ADMIT_NORMAL, HY_EVICT_NORMAL, BLK);
+	static unsigned char ref[4 * BLK];
+	struct hy_cache_config cfg;
+	struct hy_cache_stats s;
+	struct hy_cache *c = NULL;
+	uint64_t excluded = 22;
+
+	home_reset();
+	fill_pattern(ref, sizeof(ref), 90);
+	for (uint64_t id = 20; id < 24; id++)
+		home_set(id, ref, sizeof(ref));
+	for (uint64_t id = 10; id < 14; id++)
+		home_sized(id, BLK);
+	home_sized(5, sizeof(ref));
+	cfg_init(&cfg, store, HY_CACHE_WRITE_BACK, HY_POLICY_LRU3, 0, 4, 1.5);
+	cfg.seq_cutoff = 2 * BLK;
+	CU_ASSERT_EQUAL_FATAL(hy_cache_open(&cfg, LOWER, &c, why, sizeof(why)), 0);
+	/* a stream: its first two blocks cached, then past the cutoff */
+	for (uint64_t b = 0; b < 4; b++)
+		CU_ASSERT(write_one(c, 5, ref + b * BLK, b * BLK, BLK));
+	/* one block each into four files (no stream): two fill the store's
+	 * last lines, two find no room and go home */
+	for (uint64_t id = 10; id < 14; id++)
+		CU_ASSERT(write_one(c, id, ref, 0, BLK));
+	/* a read miss with every line dirty: no room to keep it */
+	CU_ASSERT(read_equals(c, 20, ref, sizeof(ref), 0, BLK));
+	/* a bypassing class, an excluded file, a write-around hint */
+	CU_ASSERT(read_hinted_equals(c, 21, &bypass, ref, 0, BLK));
+	CU_ASSERT_EQUAL(hy_pin_set_files(c, &excluded, 1, HY_RULE_EXCLUDE), 0);
+	CU_ASSERT(read_equals(c, 22, ref, sizeof(ref), 0, BLK));
+	{
+		struct hy_cache_file f = F(23);
+
+		CU_ASSERT_EQUAL(hy_cache_write_hinted(c, &f, &around, ref, BLK, 0), BLK);
+	}
+	s = stats(c);
+	CU_ASSERT_EQUAL(s.passthrough[HY_CACHE_PASS_CUTOFF], 2);
+	CU_ASSERT_EQUAL(s.seq_bypassed, 2);
+	CU_ASSERT_EQUAL(s.bypassed, 2);
+	CU_ASSERT_EQUAL(s.passthrough[HY_CACHE_PASS_NO_ROOM], 3);
+	CU_ASSERT_EQUAL(s.passthrough[HY_CACHE_PASS_CLASS], 1);
+	CU_ASSERT_EQUAL(s.passthrough[HY_CACHE_PASS_EXCLUDED], 1);
+	CU_ASSERT_EQUAL(s.admit_bypassed, 2);
+	CU_ASSERT_EQUAL(s.passthrough[HY_CACHE_PASS_WRITE_AROUND], 1);
+	CU_ASSERT_EQUAL(s.passthrough[HY_CACHE_PASS_HEAT], 0);
+	CU_ASSERT_EQUAL(s.passthrough[HY_CACHE_PASS_POLICY], 0);
+	CU_ASSERT_STRING_EQUAL(hy_cache_pass_name(HY_CACHE_PASS_NO_ROOM), "no_room");
+	CU_ASSERT_PTR_NULL(hy_cache_pass_name(HY_CACHE_PASS_COUNT));
+	CHECK(c);
+	CLOSE(c);
+	hy_test_rmtree(dir);
+	free(dir);
+	free(store);
+}
+
 /* Eviction preference: lines of a "late" request enter LRU3's hot queue and
  * outlive newer lines of "early" (cold) requests; without the hints the
  * oldest lines go first. Three files, 4 lines: file 1's two blocks, then
@@ -3724,6 +3797,7 @@ int hy_test_add_cache(void)
 	    !CU_add_test(s, "a removed file leaves the cache unwritten", test_forget_file) ||
 	    !CU_add_test(s, "hint: a miss reads its whole line", test_hint_line_size) ||
 	    !CU_add_test(s, "hint: admission by class", test_hint_admission) ||
+	    !CU_add_test(s, "pass-through counted by reason", test_passthrough_reasons) ||
 	    !CU_add_test(s, "hint: eviction preference", test_hint_eviction) ||
 	    !CU_add_test(s, "hint: write policy, leaving write-back", test_hint_write_policy) ||
 	    !CU_add_test(s, "hint: line migrations (merge, split)", test_hint_migration) ||

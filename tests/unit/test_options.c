@@ -201,6 +201,37 @@ static void test_cache_keep(void)
 	expect_bad(bare, "expected auto, on or off");
 }
 
+/* metrics=: none by default, an absolute path or none; metrics_interval=
+ * 1 to 300, 60 by default. (Its folder is checked at mount: metrics.sh.) */
+static void test_metrics_options(void)
+{
+	const char *defaults[] = {"hybridfs", "/b", "/m", NULL};
+	const char *given[] = {"hybridfs", "-o", "metrics=/var/x.prom,metrics_interval=5",
+			       "/b",	   "/m", NULL};
+	const char *none[] = {"hybridfs", "-o", "metrics=/x.prom,metrics=none", "/b", "/m", NULL};
+	const char *relative[] = {"hybridfs", "-o", "metrics=x.prom", "/b", "/m", NULL};
+	const char *empty[] = {"hybridfs", "-o", "metrics=", "/b", "/m", NULL};
+	const char *zero[] = {"hybridfs", "-o", "metrics_interval=0", "/b", "/m", NULL};
+	const char *big[] = {"hybridfs", "-o", "metrics_interval=301", "/b", "/m", NULL};
+	struct hy_options o;
+
+	CU_ASSERT_EQUAL_FATAL(parse(&o, defaults), 0);
+	CU_ASSERT_PTR_NULL(o.metrics);
+	CU_ASSERT_EQUAL(o.metrics_interval, 60);
+	hy_options_free(&o);
+	CU_ASSERT_EQUAL_FATAL(parse(&o, given), 0);
+	CU_ASSERT_STRING_EQUAL(o.metrics, "/var/x.prom");
+	CU_ASSERT_EQUAL(o.metrics_interval, 5);
+	hy_options_free(&o);
+	CU_ASSERT_EQUAL_FATAL(parse(&o, none), 0);
+	CU_ASSERT_PTR_NULL(o.metrics);
+	hy_options_free(&o);
+	expect_bad(relative, "give an absolute path");
+	expect_bad(empty, "needs a file");
+	expect_bad(zero, "metrics_interval=0");
+	expect_bad(big, "from 1 to 300");
+}
+
 static void test_cache_options(void)
 {
 	const char *defaults[] = {"hybridfs", "/b", "/m", NULL};
@@ -701,6 +732,7 @@ int hy_test_add_options(void)
 	    !CU_add_test(s, "BOPT options", test_bopt_options) ||
 	    !CU_add_test(s, "SSD cache options", test_cache_options) ||
 	    !CU_add_test(s, "cache_keep: auto, on, off", test_cache_keep) ||
+	    !CU_add_test(s, "metrics and metrics_interval", test_metrics_options) ||
 	    !CU_add_test(s, "bad SSD cache options name the problem", test_bad_cache_options) ||
 	    !CU_add_test(s, "cache_policy names agree with the policy module",
 			 test_cache_policy_names) ||

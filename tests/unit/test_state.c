@@ -184,6 +184,54 @@ static void test_migrate_from_v1(void)
 	free(tmp), free(db);
 }
 
+/* A version-11 database (before the counters kept across mounts) gains
+ * metric_totals and metric_samples, and keeps what it had. */
+static void test_migrate_from_v11(void)
+{
+	char *tmp = hy_test_tmpdir(), *db = hy_test_path_in(tmp, HY_STATE_DB_NAME);
+	struct hy_state *state;
+	sqlite3 *raw;
+	sqlite3_stmt *stmt;
+	char uuid[37];
+
+	/* today's database, taken back to 11 as 11 made it */
+	CU_ASSERT_EQUAL_FATAL(hy_state_open(tmp, "/b", false, &state, why, sizeof(why)), 0);
+	snprintf(uuid, sizeof(uuid), "%s", state->uuid);
+	hy_state_close(state);
+	CU_ASSERT_EQUAL_FATAL(sqlite3_open(db, &raw), SQLITE_OK);
+	CU_ASSERT_EQUAL(sqlite3_exec(raw,
+				     "DROP TABLE metric_totals; DROP TABLE metric_samples;"
+				     "INSERT INTO cache_rules VALUES ('exclude', '*.o');"
+				     "PRAGMA user_version = 11;",
+				     NULL, NULL, NULL),
+			SQLITE_OK);
+	sqlite3_close(raw);
+	/* read-only, it is refused as not set up (hybridctl of a newer version) */
+	CU_ASSERT_EQUAL(hy_state_open(tmp, NULL, true, &state, why, sizeof(why)), -ENOENT);
+	CU_ASSERT_EQUAL_FATAL(hy_state_open(tmp, "/b", false, &state, why, sizeof(why)), 0);
+	CU_ASSERT_FALSE(state->created_now);
+	CU_ASSERT_STRING_EQUAL(state->uuid, uuid);
+	CU_ASSERT_EQUAL(sqlite3_exec(state->db,
+				     "INSERT INTO metric_totals VALUES ('operations.read', 5, 1);"
+				     "INSERT INTO metric_samples VALUES (1, '{}');",
+				     NULL, NULL, NULL),
+			SQLITE_OK);
+	CU_ASSERT_EQUAL(
+		sqlite3_prepare_v2(state->db, "SELECT pattern FROM cache_rules", -1, &stmt, NULL),
+		SQLITE_OK);
+	CU_ASSERT_EQUAL(sqlite3_step(stmt), SQLITE_ROW);
+	CU_ASSERT_STRING_EQUAL((const char *)sqlite3_column_text(stmt, 0), "*.o");
+	sqlite3_finalize(stmt);
+	CU_ASSERT_EQUAL(sqlite3_prepare_v2(state->db, "PRAGMA user_version", -1, &stmt, NULL),
+			SQLITE_OK);
+	CU_ASSERT_EQUAL(sqlite3_step(stmt), SQLITE_ROW);
+	CU_ASSERT_EQUAL(sqlite3_column_int(stmt, 0), 12);
+	sqlite3_finalize(stmt);
+	hy_state_close(state);
+	hy_test_rmtree(tmp);
+	free(tmp), free(db);
+}
+
 static void test_bad_folders(void)
 {
 	char *tmp = hy_test_tmpdir(), *file = hy_test_path_in(tmp, "file"),
@@ -242,6 +290,7 @@ int hy_test_add_state(void)
 	    !CU_add_test(s, "newer schema refused", test_newer_refused) ||
 	    !CU_add_test(s, "migration from version 0", test_migrate_from_empty) ||
 	    !CU_add_test(s, "migration from version 1", test_migrate_from_v1) ||
+	    !CU_add_test(s, "migration from version 11", test_migrate_from_v11) ||
 	    !CU_add_test(s, "bad state folders", test_bad_folders) ||
 	    !CU_add_test(s, "log aliases for descriptor paths", test_log_aliases))
 		return -1;
