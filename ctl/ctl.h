@@ -39,56 +39,35 @@ struct json_object;
 int hy_ctl_status_prometheus(const char *const *mountpoints, struct json_object *const *daemons,
 			     size_t n, const char *output);
 
-/* `hybridctl trace export ...`: @argc/@argv start after "export".
- * Returns the exit status: 0, 1 (cannot read), 2 (bad command line). */
-int hy_ctl_trace_export(int argc, char **argv);
+/* The commands, each declared (name, handler, summary, usage, options;
+ * cli.h) in its own file and listed in ctl/hybridctl.c's table. Their
+ * handlers return the exit status: 0 done; 1 the daemon said no or did
+ * not answer, or something could not be read or written; 2 a bad command
+ * line. */
+struct hy_cli_command;
+extern const struct hy_cli_command hy_ctl_trace_command;	/* trace export (trace_cmd.c) */
+extern const struct hy_cli_command hy_ctl_reorganize_command;	/* reorganize_cmd.c */
+extern const struct hy_cli_command hy_ctl_explain_command;	/* explain_cmd.c */
+extern const struct hy_cli_command hy_ctl_flush_command;	/* flush_cmd.c */
+extern const struct hy_cli_command hy_ctl_format_cache_command; /* format_cache_cmd.c */
+extern const struct hy_cli_command hy_ctl_policy_command;	/* policy get|set|reset */
+extern const struct hy_cli_command hy_ctl_top_command;		/* top_cmd.c */
+extern const struct hy_cli_command hy_ctl_simulate_command;	/* simulate_cmd.c */
+extern const struct hy_cli_command hy_ctl_tune_command;		/* tune_cmd.c */
+extern const struct hy_cli_command hy_ctl_pin_command;		/* pin, unpin, exclude: */
+extern const struct hy_cli_command hy_ctl_unpin_command;	/* pin_cmd.c */
+extern const struct hy_cli_command hy_ctl_exclude_command;
 
-/* `hybridctl reorganize ...`: @argc/@argv start after "reorganize".
- * Returns the exit status: 0, 1 (failed), 2 (bad command line, no BOPT). */
-int hy_ctl_reorganize(int argc, char **argv);
-
-/* `hybridctl explain PATH [--json]`: where PATH's blocks live. Returns the
- * exit status: 0, 1 (not in a mount, or the daemon cannot say), 2 (usage). */
-int hy_ctl_explain(int argc, char **argv);
-
-/* `hybridctl flush [MOUNTPOINT]`: BOPT writes home. The exit status. */
-int hy_ctl_flush(int argc, char **argv);
-
-/* `hybridctl format-cache TARGET [--size SIZE] [--force]`: an unclaimed
- * SSD cache store. The exit status: 0, 1 (refused or failed), 2 (usage). */
-int hy_ctl_format_cache(int argc, char **argv);
-
-/* `hybridctl policy get|set|reset ...`: @argc/@argv start after "policy".
- * The exit status: 0, 1 (no daemon, or it refused), 2 (bad command line). */
-int hy_ctl_policy(int argc, char **argv);
-
-/* `hybridctl top [MOUNTPOINT] [-d SECONDS] [-n ITERATIONS] [-b]`: the
- * busiest processes, refreshed. The exit status: 0, 1 (no daemon, or it
- * went away), 2 (bad command line). */
-int hy_ctl_top(int argc, char **argv);
-
+/* Prints @obj as one line of JSON on standard output (the form every
+ * --json of hybridctl uses unless said otherwise). */
 struct json_object;
+void hy_ctl_print_json(struct json_object *obj);
+
 /* A process's dominant request class and its share ("rand 87%", "-"), from
  * its "classes" in status (ctl/top_cmd.c). */
 void hy_ctl_class_mix(struct json_object *proc, char *buf, size_t size);
 /* The policy a process follows, in brief: "around 64K early [meta]". */
 void hy_ctl_policy_brief(struct json_object *policy, char *buf, size_t size);
-
-/* `hybridctl tune [MOUNTPOINT] [--since T] [--apply] [--json]`: the mount's
- * log replayed under candidate policy tables, ranked. The exit status. */
-int hy_ctl_tune(int argc, char **argv);
-
-/* `hybridctl pin PATH...`, `unpin PATH...`, `pin --list [MOUNTPOINT]`,
- * `exclude [MOUNTPOINT] [--remove|--list] GLOB...` (ctl/pin_cmd.c): the
- * mount's pins and excludes. The exit status: 0, 1 (refused, no daemon),
- * 2 (usage). */
-int hy_ctl_pin(int argc, char **argv);
-int hy_ctl_unpin(int argc, char **argv);
-int hy_ctl_exclude(int argc, char **argv);
-
-/* `hybridctl simulate TRACE ...`: a block trace through the cache's
- * replacement policies (replay.h). The exit status: 0, 1, 2 (usage). */
-int hy_ctl_simulate(int argc, char **argv);
 
 /* @s seconds for people: "45s", "3m 5s", "2h 10m", "4d 3h" (ctl/hybridctl.c). */
 void hy_ctl_human_duration(int64_t s, char *buf, size_t size);

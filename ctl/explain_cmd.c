@@ -23,6 +23,7 @@
 #include <json-c/json.h>
 
 #include "ctl.h"
+#include "hybridfs/cli.h"
 #include "hybridfs/control.h"
 #include "hybridfs/runtime.h"
 #include "hybridfs/units.h"
@@ -167,47 +168,42 @@ static bool removed_path(const char *path, char *real, size_t size)
 	return true;
 }
 
-int hy_ctl_explain(int argc, char **argv)
+enum { OPT_JSON = 1, OPT_RANGE };
+
+static const struct hy_cli_option explain_options[] = {
+	{"json", 0, false, OPT_JSON, NULL},
+	{"range", 0, true, OPT_RANGE, "OFFSET[:LENGTH]"},
+	{0},
+};
+
+static int explain(const struct hy_cli_command *command, int argc, char **argv)
 {
 	struct json_object *args, *result = NULL;
-	const char *path = NULL, *inside;
+	const char *path = NULL, *inside, *value;
 	char real[PATH_MAX], dir[PATH_MAX], why[1024];
 	bool json = false, ranged = false, has_len = false;
 	uint64_t off = 0, len = 0;
-	int rc;
+	struct hy_cli cli;
+	int rc, id;
 
-	for (int i = 0; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0) {
+	if (hy_cli_begin(&cli, command, argc, argv) < 0)
+		return 2;
+	while ((rc = hy_cli_next(&cli, &id, &value)) > 0) {
+		if (id == OPT_JSON) {
 			json = true;
-		} else if (strcmp(argv[i], "--range") == 0 ||
-			   strncmp(argv[i], "--range=", 8) == 0) {
-			const char *text = argv[i][7] == '=' ? argv[i] + 8 : NULL;
-
-			if (!text && i + 1 >= argc) {
-				fprintf(stderr,
-					"hybridctl: explain: --range needs OFFSET[:LENGTH]\n");
-				return 2;
-			}
-			if (!text)
-				text = argv[++i];
-			if (parse_range(text, &off, &len, &has_len) < 0)
+		} else {
+			if (parse_range(value, &off, &len, &has_len) < 0)
 				return 2;
 			ranged = true;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "hybridctl: explain: unknown option \"%s\"\n", argv[i]);
-			return 2;
-		} else if (!path) {
-			path = argv[i];
-		} else {
-			fprintf(stderr, "hybridctl: explain: one PATH only\n");
-			return 2;
 		}
 	}
-	if (!path) {
-		fprintf(stderr,
-			"usage: hybridctl explain PATH [--range OFFSET[:LENGTH]] [--json]\n");
-		return 2;
-	}
+	if (rc < 0)
+		return hy_cli_exit_status(rc);
+	if (cli.nargs > 1)
+		return hy_cli_usage_error(&cli, "one PATH only");
+	if (cli.nargs == 0)
+		return hy_cli_usage_error(&cli, "no PATH");
+	path = cli.args[0];
 	if (!realpath(path, real) && !removed_path(path, real, sizeof(real))) {
 		fprintf(stderr, "hybridctl: explain: \"%s\": %s\n", path, strerror(errno));
 		return 1;
@@ -247,11 +243,25 @@ int hy_ctl_explain(int argc, char **argv)
 		return 1;
 	}
 	if (json)
-		printf("%s\n",
-		       json_object_to_json_string_ext(
-			       result, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+		hy_ctl_print_json(result);
 	else
 		print_human(result, path);
 	json_object_put(result);
 	return 0;
 }
+
+const struct hy_cli_command hy_ctl_explain_command = {
+	.name = "explain",
+	.run = explain,
+	.summary = "where a file's blocks are served from: DRAM, SSD, BOPT, home",
+	.usage = "usage: hybridctl explain PATH [--range OFFSET[:LENGTH]] [--json]\n"
+		 "\n"
+		 "  PATH       a file in a hybridfs mount of yours (one removed through the\n"
+		 "             mount too, while its row is kept)\n"
+		 "  --range    the blocks of these bytes only (K, M, G, T suffixes): from\n"
+		 "             OFFSET, LENGTH bytes (default: to the end)\n"
+		 "  --json     the daemon's answer as JSON (hybridctl(8))\n"
+		 "Runs of blocks with one answer: where they are served from, dirty or clean,\n"
+		 "their BOPT block and heat; and why the file is (not) relocated.\n",
+	.options = explain_options,
+};

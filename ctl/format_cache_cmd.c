@@ -18,7 +18,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
+
 #include "ctl.h"
+#include "hybridfs/cli.h"
 #include "hybridfs/cache_store.h"
 #include "hybridfs/ondisk.h"
 #include "hybridfs/units.h"
@@ -29,15 +32,14 @@
  * refusal; here it is said in the command's own words. */
 #define REFUSAL_TAIL "; refusing to overwrite it without force"
 
-static void usage(FILE *out)
-{
-	fprintf(out, "usage: hybridctl format-cache TARGET [--size SIZE] [--force]\n"
-		     "  TARGET   a file (made if missing), a block device, or UUID=, LABEL=,\n"
-		     "           PARTUUID=, PARTLABEL=\n"
-		     "  --size   the file's size (K, M, G, T suffixes; at least 1M); needed\n"
-		     "           for a new file, ignored for a block device\n"
-		     "  --force  format even over a filesystem or another store\n");
-}
+enum { OPT_SIZE = 1, OPT_FORCE, OPT_JSON };
+
+static const struct hy_cli_option format_cache_options[] = {
+	{"size", 0, true, OPT_SIZE, "a SIZE"},
+	{"force", 0, false, OPT_FORCE, NULL},
+	{"json", 0, false, OPT_JSON, NULL},
+	{0},
+};
 
 static bool is_tag(const char *s)
 {
@@ -99,8 +101,9 @@ static void say_failure(int rc, char *why)
 	fprintf(stderr, "hybridctl: format-cache: %s\n", msg);
 }
 
-/* What was made, read back from the new superblock. */
-static int report(const char *path, const char *target)
+/* What was made, read back from the new superblock: as text, or as JSON
+ * (@json; field names in hybridctl(8)). */
+static int report(const char *path, const char *target, bool json)
 {
 	struct hy_cache_store *store = NULL;
 	char why[1024], data[32], journal[32], total[32];
@@ -111,6 +114,32 @@ static int report(const char *path, const char *target)
 		return 1;
 	}
 	h = &store->header;
+	if (json) {
+		struct json_object *o = json_object_new_object();
+
+		if (!o) {
+			hy_cache_store_close(store);
+			fprintf(stderr, "hybridctl: format-cache: out of memory\n");
+			return 1;
+		}
+		json_object_object_add(o, "path", json_object_new_string(path));
+		json_object_object_add(o, "cache_option",
+				       json_object_new_string(is_tag(target) ? target : path));
+		json_object_object_add(o, "lines", json_object_new_uint64(h->capacity));
+		json_object_object_add(o, "line_size", json_object_new_uint64(h->line_size));
+		json_object_object_add(o, "data_bytes", json_object_new_uint64(h->data_size));
+		json_object_object_add(o, "journal_bytes", json_object_new_uint64(h->journal_size));
+		json_object_object_add(
+			o, "journal_records",
+			json_object_new_uint64(h->journal_size / HY_CACHE_JOURNAL_RECORD));
+		json_object_object_add(o, "total_bytes",
+				       json_object_new_uint64(h->data_offset + h->data_size));
+		json_object_object_add(o, "claimed", json_object_new_boolean(0));
+		hy_ctl_print_json(o);
+		json_object_put(o);
+		hy_cache_store_close(store);
+		return 0;
+	}
 	hy_ctl_human_bytes(h->data_size, data, sizeof(data));
 	hy_ctl_human_bytes(h->journal_size, journal, sizeof(journal));
 	hy_ctl_human_bytes(h->data_offset + h->data_size, total, sizeof(total));
@@ -126,49 +155,34 @@ static int report(const char *path, const char *target)
 	return 0;
 }
 
-int hy_ctl_format_cache(int argc, char **argv)
+static int format_cache(const struct hy_cli_command *command, int argc, char **argv)
 {
-	const char *target = NULL, *size_text = NULL;
+	const char *target = NULL, *size_text = NULL, *value;
 	char path[PATH_MAX], why[1024];
-	bool force = false;
+	bool force = false, json = false;
 	uint64_t size = 0;
+	struct hy_cli cli;
 	struct stat st;
-	int rc;
+	int rc, id;
 
-	for (int i = 0; i < argc; i++) {
-		const char *arg = argv[i];
-
-		if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-			usage(stdout);
-			return 0;
-		} else if (strcmp(arg, "--force") == 0) {
-			force = true;
-		} else if (strcmp(arg, "--size") == 0) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, "hybridctl: format-cache: --size needs a SIZE\n");
-				return 2;
-			}
-			size_text = argv[++i];
-		} else if (strncmp(arg, "--size=", 7) == 0) {
-			size_text = arg + 7;
-		} else if (arg[0] == '-' && arg[1] != '\0') {
-			fprintf(stderr, "hybridctl: format-cache: unknown option \"%s\"\n", arg);
-			usage(stderr);
-			return 2;
-		} else if (target) {
-			fprintf(stderr,
-				"hybridctl: format-cache: one TARGET only (\"%s\", \"%s\")\n",
-				target, arg);
-			return 2;
-		} else {
-			target = arg;
-		}
-	}
-	if (!target || !*target) {
-		fprintf(stderr, "hybridctl: format-cache: no TARGET\n");
-		usage(stderr);
+	if (hy_cli_begin(&cli, command, argc, argv) < 0)
 		return 2;
+	while ((rc = hy_cli_next(&cli, &id, &value)) > 0) {
+		if (id == OPT_SIZE)
+			size_text = value;
+		else if (id == OPT_FORCE)
+			force = true;
+		else
+			json = true;
 	}
+	if (rc < 0)
+		return hy_cli_exit_status(rc);
+	if (cli.nargs > 1)
+		return hy_cli_usage_error(&cli, "one TARGET only (\"%s\", \"%s\")", cli.args[0],
+					  cli.args[1]);
+	target = cli.nargs ? cli.args[0] : NULL;
+	if (!target || !*target)
+		return hy_cli_usage_error(&cli, "no TARGET");
 	if (size_text) {
 		if (hy_units_parse_size(size_text, false, &size) < 0) {
 			fprintf(stderr,
@@ -223,5 +237,20 @@ int hy_ctl_format_cache(int argc, char **argv)
 		say_failure(rc, why);
 		return 1;
 	}
-	return report(path, target);
+	return report(path, target, json);
 }
+
+const struct hy_cli_command hy_ctl_format_cache_command = {
+	.name = "format-cache",
+	.run = format_cache,
+	.summary = "an SSD cache store on a file or a device, unclaimed until mounted",
+	.usage = "usage: hybridctl format-cache TARGET [--size SIZE] [--force] [--json]\n"
+		 "\n"
+		 "  TARGET   a file (made if missing), a block device, or UUID=, LABEL=,\n"
+		 "           PARTUUID=, PARTLABEL=\n"
+		 "  --size   the file's size (K, M, G, T suffixes; at least 1M); needed\n"
+		 "           for a new file, ignored for a block device\n"
+		 "  --force  format even over a filesystem or another store\n"
+		 "  --json   what was made, as JSON (hybridctl(8))\n",
+	.options = format_cache_options,
+};

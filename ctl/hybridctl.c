@@ -1,13 +1,15 @@
 /*
  * hybridctl.c - what a person uses to see what hybridfs is doing.
  *
- *   hybridctl status [MOUNTPOINT] [--json | --format prometheus [--output FILE]]
+ *   hybridctl status [MOUNTPOINT] [--json | --format text|json|prometheus [--output FILE]]
  *
  * and dispatches the other subcommands, one file each (ctl.h).
  *
  * Mounts are found through the runtime registry (runtime.h); the state
- * folder's database is opened read-only. Exit status: 0, 1 when a mount
- * cannot be read, 2 for a bad command line.
+ * folder's database is opened read-only. The command table is here; its
+ * parsing, help and suggestions are cli.h's. Exit status: 0, 1 when a
+ * mount cannot be read or its daemon does not answer, 2 for a bad command
+ * line.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -21,6 +23,7 @@
 
 #include <json-c/json.h>
 
+#include "hybridfs/cli.h"
 #include "hybridfs/control.h"
 #include "hybridfs/log.h"
 #include "hybridfs/runtime.h"
@@ -38,65 +41,6 @@ struct mount_status {
 	struct json_object *daemon; /* the daemon's "status" result, or NULL */
 	char daemon_error[512];	    /* why it could not be had, or "" */
 };
-
-static void usage(FILE *out)
-{
-	fprintf(out,
-		"usage: hybridctl status [MOUNTPOINT] [--json | --format text|json|prometheus]\n"
-		"                        [--output FILE]\n"
-		"       hybridctl trace export [MOUNTPOINT | --state DIR] [--since T] [--until T]\n"
-		"                              --format csv|fiu|msr [--output FILE]\n"
-		"       hybridctl reorganize [MOUNTPOINT | --all | --state DIR] [--dry-run]\n"
-		"                            [--mode cumulative|partial] [--since T]\n"
-		"                            [--capacity SIZE] [--gap SECONDS] [--decay F]\n"
-		"                            [--top N] [--quiet]\n"
-		"       hybridctl explain PATH [--range OFFSET[:LENGTH]] [--json]\n"
-		"       hybridctl flush [MOUNTPOINT]\n"
-		"       hybridctl format-cache TARGET [--size SIZE] [--force]\n"
-		"       hybridctl policy get [MOUNTPOINT] [NAME...] [--json]\n"
-		"       hybridctl policy set [MOUNTPOINT] CATEGORY.KEY=VALUE... [--json]\n"
-		"       hybridctl policy reset [MOUNTPOINT] [--json]\n"
-		"       hybridctl top [MOUNTPOINT] [-d SECONDS] [-n ITERATIONS] [-b]\n"
-		"       hybridctl simulate TRACE [--format F] [--cache-size SIZE[,SIZE...]]\n"
-		"                          [--policy P[,P...]] [--reads-only] [--cap N] [--json]\n"
-		"       hybridctl tune [MOUNTPOINT] [--since T] [--apply] [--json]\n"
-		"       hybridctl pin PATH... [--json] | pin --list [MOUNTPOINT] [--json]\n"
-		"       hybridctl unpin PATH... [--json]\n"
-		"       hybridctl exclude [MOUNTPOINT] [--remove] GLOB... | --list [--json]\n"
-		"       hybridctl --help | --version\n"
-		"\n"
-		"  status        the mount, its daemon, operations and bytes by kind, the\n"
-		"                profiler's figures and the busiest processes; every\n"
-		"                hybridfs mount of yours when no MOUNTPOINT is named;\n"
-		"                --format prometheus: the metrics in Prometheus's text\n"
-		"                format, --output FILE written atomically (node_exporter's\n"
-		"                textfile collector)\n"
-		"  trace export  the access log as a trace (T: epoch seconds, an ISO 8601\n"
-		"                time, or -90s, -15m, -2h, -1d)\n"
-		"  reorganize    BORG: the access log analyzed, hot blocks planned in access\n"
-		"                order and copied into the BOPT (--dry-run: the plan only)\n"
-		"  explain       where a file's blocks are served from, run by run: DRAM,\n"
-		"                SSD, BOPT or home, dirty or clean, and their heat\n"
-		"  flush         blocks written into the BOPT go home now\n"
-		"  format-cache  an SSD cache store on a file or a device, unclaimed until\n"
-		"                the first mount that names it with cache=\n"
-		"  policy        the cache policy table by workload category: get shows\n"
-		"                settings (NAME: CATEGORY.KEY, or CATEGORY for all its keys),\n"
-		"                set changes them, reset goes back to the defaults; kept in\n"
-		"                the state database across remounts\n"
-		"  top           the busiest processes, refreshed every SECONDS (2): rates,\n"
-		"                category, class mix and cache policy; q quits, -b for batch\n"
-		"  simulate      a block trace (MSR, FIU, blkparse, SPC, ...) replayed through\n"
-		"                the cache's replacement policies: hit ratios, SSD fills\n"
-		"  tune          the mount's own log replayed under candidate policy tables,\n"
-		"                ranked; --apply puts the best in force\n"
-		"  pin, unpin    a file's or a tree's blocks kept in the SSD cache (at most\n"
-		"                half of it) and placed first in the BOPT; kept across\n"
-		"                remounts\n"
-		"  exclude       paths matching GLOB (*.o, build/*, node_modules) kept out\n"
-		"                of the cache and the BOPT's plans; --remove lets them in\n"
-		"See hybridctl(8).\n");
-}
 
 static int64_t file_size(const char *dir, const char *name)
 {
@@ -161,8 +105,7 @@ static void print_json(struct mount_status *list, size_t n)
 		json_object_array_add(mounts, m);
 	}
 	json_object_object_add(root, "mounts", mounts);
-	printf("%s\n", json_object_to_json_string_ext(
-			       root, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	hy_ctl_print_json(root);
 	json_object_put(root);
 }
 
@@ -175,6 +118,12 @@ static uint64_t jget_u64(struct json_object *obj, const char *key1, const char *
 	if (key2 && !json_object_object_get_ex(v, key2, &v))
 		return 0;
 	return json_object_get_uint64(v);
+}
+
+void hy_ctl_print_json(struct json_object *obj)
+{
+	printf("%s\n", json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
+								   JSON_C_TO_STRING_NOSLASHESCAPE));
 }
 
 void hy_ctl_human_bytes(uint64_t b, char *buf, size_t size)
@@ -581,51 +530,52 @@ static int print_prometheus(const struct mount_status *list, size_t n, const cha
 	return status;
 }
 
-static int cmd_status(int argc, char **argv)
+enum { STATUS_JSON = 1, STATUS_FORMAT, STATUS_OUTPUT };
+
+static const struct hy_cli_option status_options[] = {
+	{"json", 0, false, STATUS_JSON, NULL},
+	{"format", 0, true, STATUS_FORMAT, "text, json or prometheus"},
+	{"output", 0, true, STATUS_OUTPUT, "FILE"},
+	{0},
+};
+
+/* --format's words */
+enum status_format { STATUS_TEXT, STATUS_AS_JSON, STATUS_PROMETHEUS };
+static const char *const status_formats[] = {"text", "json", "prometheus", NULL};
+
+static int cmd_status(const struct hy_cli_command *command, int argc, char **argv)
 {
 	struct hy_runtime_entry *entries;
 	struct mount_status *list;
-	const char *mountpoint = NULL, *output = NULL;
+	const char *mountpoint = NULL, *output = NULL, *value;
+	enum status_format format = STATUS_TEXT;
 	char real[PATH_MAX];
-	bool json = false, prometheus = false;
+	struct hy_cli cli;
 	size_t n, shown = 0;
-	int rc, status = 0;
+	int rc, id, status = 0;
 
-	for (int i = 0; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0) {
-			json = true;
-		} else if (strcmp(argv[i], "--format") == 0 || strcmp(argv[i], "--output") == 0) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, "hybridctl: status: %s needs a value\n", argv[i]);
-				return 2;
-			}
-			if (strcmp(argv[i], "--output") == 0) {
-				output = argv[++i];
-			} else if (strcmp(argv[++i], "prometheus") == 0) {
-				prometheus = true;
-			} else if (strcmp(argv[i], "json") == 0) {
-				json = true;
-			} else if (strcmp(argv[i], "text") != 0) {
-				fprintf(stderr,
-					"hybridctl: status: unknown format \"%s\" (text, json or "
-					"prometheus)\n",
-					argv[i]);
-				return 2;
-			}
-		} else if (argv[i][0] == '-') {
-			fprintf(stderr, "hybridctl: status: unknown option \"%s\"\n", argv[i]);
-			return 2;
-		} else if (!mountpoint) {
-			mountpoint = argv[i];
+	if (hy_cli_begin(&cli, command, argc, argv) < 0)
+		return 2;
+	while ((rc = hy_cli_next(&cli, &id, &value)) > 0) {
+		if (id == STATUS_JSON) {
+			format = STATUS_AS_JSON;
+		} else if (id == STATUS_OUTPUT) {
+			output = value;
 		} else {
-			fprintf(stderr, "hybridctl: status: unexpected argument \"%s\"\n", argv[i]);
-			return 2;
+			rc = hy_cli_choice(&cli, "--format", value, status_formats);
+			if (rc < 0)
+				return 2;
+			format = (enum status_format)rc;
 		}
 	}
-	if (output && !prometheus) {
-		fprintf(stderr, "hybridctl: status: --output goes with --format prometheus\n");
-		return 2;
-	}
+	if (rc < 0)
+		return hy_cli_exit_status(rc);
+	if (cli.nargs > 1)
+		return hy_cli_usage_error(&cli, "one MOUNTPOINT only (\"%s\", \"%s\")", cli.args[0],
+					  cli.args[1]);
+	mountpoint = cli.nargs ? cli.args[0] : NULL;
+	if (output && format != STATUS_PROMETHEUS)
+		return hy_cli_usage_error(&cli, "--output goes with --format prometheus");
 	if (mountpoint && !realpath(mountpoint, real)) {
 		fprintf(stderr, "hybridctl: \"%s\": %s\n", mountpoint, strerror(errno));
 		return 1;
@@ -645,16 +595,21 @@ static int cmd_status(int argc, char **argv)
 		if (mountpoint && strcmp(entries[i].mountpoint, real) != 0)
 			continue;
 		collect(&entries[i], &list[shown]);
-		if (list[shown].error[0])
+		/* a script must see a mount that cannot be read or whose
+		 * daemon does not answer: 1, after everything is shown */
+		if (list[shown].error[0] || !list[shown].daemon)
 			status = 1;
 		shown++;
 	}
 	if (mountpoint && shown == 0) {
 		fprintf(stderr, "hybridctl: \"%s\" is not a hybridfs mount of yours\n", mountpoint);
 		status = 1;
-	} else if (prometheus) {
-		status = print_prometheus(list, shown, output);
-	} else if (json) {
+	} else if (format == STATUS_PROMETHEUS) {
+		int prc = print_prometheus(list, shown, output);
+
+		if (prc)
+			status = prc;
+	} else if (format == STATUS_AS_JSON) {
 		print_json(list, shown);
 	} else if (shown == 0) {
 		printf("no hybridfs mounts\n");
@@ -668,49 +623,62 @@ static int cmd_status(int argc, char **argv)
 	return status;
 }
 
+static const struct hy_cli_command status_command = {
+	.name = "status",
+	.run = cmd_status,
+	.summary = "the mount, its daemon, operations, cache, BOPT, busiest processes",
+	.usage = "usage: hybridctl status [MOUNTPOINT] [--json | --format text|json|prometheus]\n"
+		 "                        [--output FILE]\n"
+		 "\n"
+		 "  MOUNTPOINT     one mount; every hybridfs mount of yours when none is named\n"
+		 "  --json         as JSON, the same as --format json (hybridctl(8), JSON OUTPUT)\n"
+		 "  --format F     text (the default), json, or prometheus: the metrics in\n"
+		 "                 Prometheus's text format (hybridctl(8), PROMETHEUS METRICS)\n"
+		 "  --output FILE  with --format prometheus: written atomically, for\n"
+		 "                 node_exporter's textfile collector\n"
+		 "Exit status 1 when a mount's daemon does not answer or its state cannot be\n"
+		 "read (after showing what can be), 2 for a bad command line.\n",
+	.options = status_options,
+};
+
+/* The commands, in the order `hybridctl --help` lists them. */
+static const struct hy_cli_command *const commands[] = {
+	&status_command,
+	&hy_ctl_trace_command,
+	&hy_ctl_reorganize_command,
+	&hy_ctl_explain_command,
+	&hy_ctl_flush_command,
+	&hy_ctl_format_cache_command,
+	&hy_ctl_policy_command,
+	&hy_ctl_top_command,
+	&hy_ctl_simulate_command,
+	&hy_ctl_tune_command,
+	&hy_ctl_pin_command,
+	&hy_ctl_unpin_command,
+	&hy_ctl_exclude_command,
+	NULL,
+};
+
+static const struct hy_cli_command hybridctl_command = {
+	.name = "hybridctl",
+	.title = "",
+	.usage = "usage: hybridctl COMMAND [OPTIONS] [ARGUMENTS]\n"
+		 "       hybridctl COMMAND --help\n"
+		 "       hybridctl --help | --version\n"
+		 "\n"
+		 "Options and arguments mix in any order; --opt=value is --opt value; \"--\"\n"
+		 "ends the options. Exit status: 0 done; 1 the daemon said no or did not\n"
+		 "answer, or something could not be read or written; 2 a bad command line.\n"
+		 "See hybridctl(8).\n",
+	.actions = commands,
+};
+
 int main(int argc, char **argv)
 {
 	hy_log_init(HY_LOG_STDERR, LOG_ERR, "hybridctl");
-	if (argc < 2) {
-		usage(stderr);
-		return 2;
-	}
-	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
-	    strcmp(argv[1], "help") == 0) {
-		usage(stdout);
-		return 0;
-	}
-	if (strcmp(argv[1], "-V") == 0 || strcmp(argv[1], "--version") == 0) {
+	if (argc >= 2 && (strcmp(argv[1], "-V") == 0 || strcmp(argv[1], "--version") == 0)) {
 		printf("hybridctl %s\n", PACKAGE_VERSION);
 		return 0;
 	}
-	if (strcmp(argv[1], "status") == 0)
-		return cmd_status(argc - 2, argv + 2);
-	if (strcmp(argv[1], "trace") == 0 && argc >= 3 && strcmp(argv[2], "export") == 0)
-		return hy_ctl_trace_export(argc - 3, argv + 3);
-	if (strcmp(argv[1], "reorganize") == 0)
-		return hy_ctl_reorganize(argc - 2, argv + 2);
-	if (strcmp(argv[1], "explain") == 0)
-		return hy_ctl_explain(argc - 2, argv + 2);
-	if (strcmp(argv[1], "flush") == 0)
-		return hy_ctl_flush(argc - 2, argv + 2);
-	if (strcmp(argv[1], "format-cache") == 0)
-		return hy_ctl_format_cache(argc - 2, argv + 2);
-	if (strcmp(argv[1], "policy") == 0)
-		return hy_ctl_policy(argc - 2, argv + 2);
-	if (strcmp(argv[1], "top") == 0)
-		return hy_ctl_top(argc - 2, argv + 2);
-	if (strcmp(argv[1], "simulate") == 0)
-		return hy_ctl_simulate(argc - 2, argv + 2);
-	if (strcmp(argv[1], "tune") == 0)
-		return hy_ctl_tune(argc - 2, argv + 2);
-	if (strcmp(argv[1], "pin") == 0)
-		return hy_ctl_pin(argc - 2, argv + 2);
-	if (strcmp(argv[1], "unpin") == 0)
-		return hy_ctl_unpin(argc - 2, argv + 2);
-	if (strcmp(argv[1], "exclude") == 0)
-		return hy_ctl_exclude(argc - 2, argv + 2);
-	fprintf(stderr, "hybridctl: unknown command \"%s\"\n", argv[1]);
-	usage(stderr);
-	return 2;
+	return hy_cli_run(&hybridctl_command, argc, argv);
 }

@@ -16,6 +16,7 @@
 #include <json-c/json.h>
 
 #include "ctl.h"
+#include "hybridfs/cli.h"
 #include "hybridfs/control.h"
 #include "hybridfs/runtime.h"
 
@@ -100,61 +101,83 @@ static int call(const char *command, const char *dir, struct json_object *args, 
 		return 1;
 	}
 	if (json)
-		printf("%s\n",
-		       json_object_to_json_string_ext(
-			       result, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+		hy_ctl_print_json(result);
 	else
 		print_rules(result);
 	json_object_put(result);
 	return 0;
 }
 
-/* pin PATH..., unpin PATH..., pin --list [MOUNTPOINT] */
-static int pin_paths(const char *command, bool unpin, int argc, char **argv)
+enum { OPT_JSON = 1, OPT_LIST, OPT_REMOVE };
+
+static const struct hy_cli_option pin_options[] = {
+	{"json", 0, false, OPT_JSON, NULL},
+	{"list", 0, false, OPT_LIST, NULL},
+	{0},
+};
+
+static const struct hy_cli_option unpin_options[] = {
+	{"json", 0, false, OPT_JSON, NULL},
+	{0},
+};
+
+static const struct hy_cli_option exclude_options[] = {
+	{"json", 0, false, OPT_JSON, NULL},
+	{"list", 0, false, OPT_LIST, NULL},
+	{"remove", 0, false, OPT_REMOVE, NULL},
+	{0},
+};
+
+/* The options of pin, unpin and exclude, and their other arguments in
+ * @cli: 0, or the exit status after --help (0) or a usage error (2). */
+static int parse(struct hy_cli *cli, const struct hy_cli_command *command, int argc, char **argv,
+		 bool *json, bool *list_only, bool *remove)
 {
+	const char *value;
+	int rc, id;
+
+	*json = *list_only = *remove = false;
+	if (hy_cli_begin(cli, command, argc, argv) < 0)
+		return 2;
+	while ((rc = hy_cli_next(cli, &id, &value)) > 0) {
+		if (id == OPT_JSON)
+			*json = true;
+		else if (id == OPT_LIST)
+			*list_only = true;
+		else
+			*remove = true;
+	}
+	return rc < 0 ? hy_cli_exit_status(rc) : -1;
+}
+
+/* pin PATH..., unpin PATH..., pin --list [MOUNTPOINT] */
+static int pin_paths(const struct hy_cli_command *command, bool unpin, int argc, char **argv)
+{
+	const char *name = command->name;
 	struct json_object *args, *list;
 	char dir[PATH_MAX] = "", mnt[PATH_MAX] = "";
-	const char *listed = NULL;
-	bool json = false, list_only = false;
-	int npaths = 0;
+	bool json, list_only, remove;
+	struct hy_cli cli;
+	int rc = parse(&cli, command, argc, argv, &json, &list_only, &remove);
 
-	for (int i = 0; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0)
-			json = true;
-		else if (strcmp(argv[i], "--list") == 0 && !unpin)
-			list_only = true;
-		else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "hybridctl: %s: unknown option \"%s\"\n", command, argv[i]);
-			return 2;
-		} else
-			npaths++;
-	}
+	if (rc >= 0)
+		return rc;
 	if (list_only) {
 		char found[PATH_MAX];
-		int rc;
 
-		for (int i = 0; i < argc; i++)
-			if (argv[i][0] != '-') {
-				if (listed) {
-					fprintf(stderr,
-						"hybridctl: pin --list: one MOUNTPOINT only\n");
-					return 2;
-				}
-				listed = argv[i];
-			}
-		rc = hy_ctl_find_state_dir(command, listed, NULL, found, sizeof(found));
+		if (cli.nargs > 1)
+			return hy_cli_usage_error(&cli, "--list: one MOUNTPOINT only");
+		rc = hy_ctl_find_state_dir(name, cli.nargs ? cli.args[0] : NULL, NULL, found,
+					   sizeof(found));
 		if (rc)
 			return rc;
 		args = json_object_new_object();
 		if (!args)
 			return 1;
-		return call(command, found, args, json);
+		return call(name, found, args, json);
 	}
-	if (!npaths) {
-		fprintf(stderr, "usage: hybridctl %s PATH... [--json]%s\n", command,
-			unpin ? "" : "\n       hybridctl pin --list [MOUNTPOINT] [--json]");
-		return 2;
-	}
+	if (!cli.nargs)
+		return hy_cli_usage_error(&cli, "no PATH");
 	args = json_object_new_object();
 	list = json_object_new_array();
 	if (!args || !list) {
@@ -164,16 +187,13 @@ static int pin_paths(const char *command, bool unpin, int argc, char **argv)
 		return 1;
 	}
 	json_object_object_add(args, unpin ? "unpin" : "pin", list);
-	for (int i = 0; i < argc; i++) {
+	for (int i = 0; i < cli.nargs; i++) {
+		const char *path = cli.args[i];
 		char real[PATH_MAX], d[PATH_MAX], m[PATH_MAX];
 		const char *inside;
-		int rc;
 
-		if (argv[i][0] == '-' && argv[i][1])
-			continue;
-		if (!real_path(argv[i], real, sizeof(real))) {
-			fprintf(stderr, "hybridctl: %s: \"%s\": %s\n", command, argv[i],
-				strerror(errno));
+		if (!real_path(path, real, sizeof(real))) {
+			fprintf(stderr, "hybridctl: %s: \"%s\": %s\n", name, path, strerror(errno));
 			json_object_put(args);
 			return 1;
 		}
@@ -183,7 +203,7 @@ static int pin_paths(const char *command, bool unpin, int argc, char **argv)
 				fprintf(stderr,
 					"hybridctl: %s: \"%s\" is outside every hybridfs mount of "
 					"yours\n",
-					command, argv[i]);
+					name, path);
 			else
 				fprintf(stderr, "hybridctl: cannot read the runtime folder: %s\n",
 					strerror(-rc));
@@ -194,7 +214,7 @@ static int pin_paths(const char *command, bool unpin, int argc, char **argv)
 			fprintf(stderr,
 				"hybridctl: %s: \"%s\" is in the mount on \"%s\", the paths before "
 				"it in \"%s\": one mount at a time\n",
-				command, argv[i], m, mnt);
+				name, path, m, mnt);
 			json_object_put(args);
 			return 2;
 		}
@@ -204,59 +224,45 @@ static int pin_paths(const char *command, bool unpin, int argc, char **argv)
 	}
 	/* the profiler's pending rows first: a file just made has its id */
 	hy_ctl_sync_log(dir);
-	return call(command, dir, args, json);
+	return call(name, dir, args, json);
 }
 
-int hy_ctl_pin(int argc, char **argv)
+static int pin(const struct hy_cli_command *command, int argc, char **argv)
 {
-	return pin_paths("pin", false, argc, argv);
+	return pin_paths(command, false, argc, argv);
 }
 
-int hy_ctl_unpin(int argc, char **argv)
+static int unpin(const struct hy_cli_command *command, int argc, char **argv)
 {
-	return pin_paths("unpin", true, argc, argv);
+	return pin_paths(command, true, argc, argv);
 }
 
 /* exclude [MOUNTPOINT] [--remove] [--list] GLOB... */
-int hy_ctl_exclude(int argc, char **argv)
+static int exclude(const struct hy_cli_command *command, int argc, char **argv)
 {
 	struct json_object *args, *list;
 	char dir[PATH_MAX];
 	const char *mount = NULL;
-	bool json = false, remove = false, list_only = false;
-	int first = 0, nglobs = 0, rc;
+	bool json, remove, list_only;
+	struct hy_cli cli;
+	int first = 0, rc = parse(&cli, command, argc, argv, &json, &list_only, &remove);
 
+	if (rc >= 0)
+		return rc;
 	/* a first word naming a mount of yours is the MOUNTPOINT (a glob is
 	 * relative to the mount, never one) */
-	if (argc > 0 && argv[0][0] != '-') {
+	if (cli.nargs > 0) {
 		char real[PATH_MAX], d[PATH_MAX], m[PATH_MAX];
 		const char *inside;
 
-		if (realpath(argv[0], real) &&
+		if (realpath(cli.args[0], real) &&
 		    hy_ctl_mount_of(real, d, sizeof(d), m, sizeof(m), &inside) == 0 && !*inside) {
-			mount = argv[0];
+			mount = cli.args[0];
 			first = 1;
 		}
 	}
-	for (int i = first; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0)
-			json = true;
-		else if (strcmp(argv[i], "--remove") == 0)
-			remove = true;
-		else if (strcmp(argv[i], "--list") == 0)
-			list_only = true;
-		else if (argv[i][0] == '-' && argv[i][1] == '-') {
-			fprintf(stderr, "hybridctl: exclude: unknown option \"%s\"\n", argv[i]);
-			return 2;
-		} else
-			nglobs++;
-	}
-	if (!nglobs && !list_only) {
-		fprintf(stderr,
-			"usage: hybridctl exclude [MOUNTPOINT] [--remove] GLOB... [--json]\n"
-			"       hybridctl exclude [MOUNTPOINT] --list [--json]\n");
-		return 2;
-	}
+	if (cli.nargs == first && !list_only)
+		return hy_cli_usage_error(&cli, "no GLOB");
 	rc = hy_ctl_find_state_dir("exclude", mount, NULL, dir, sizeof(dir));
 	if (rc)
 		return rc;
@@ -268,9 +274,46 @@ int hy_ctl_exclude(int argc, char **argv)
 		fprintf(stderr, "hybridctl: out of memory\n");
 		return 1;
 	}
-	for (int i = first; i < argc; i++)
-		if (!(argv[i][0] == '-' && argv[i][1] == '-'))
-			json_object_array_add(list, json_object_new_string(argv[i]));
+	for (int i = first; i < cli.nargs; i++)
+		json_object_array_add(list, json_object_new_string(cli.args[i]));
 	json_object_object_add(args, remove ? "include" : "exclude", list);
 	return call("exclude", dir, args, json);
 }
+
+const struct hy_cli_command hy_ctl_pin_command = {
+	.name = "pin",
+	.run = pin,
+	.summary = "a file's or a tree's blocks kept in the SSD cache, first in the BOPT",
+	.usage = "usage: hybridctl pin PATH... [--json]\n"
+		 "       hybridctl pin --list [MOUNTPOINT] [--json]\n"
+		 "\n"
+		 "  PATH    a file or a folder (every file under it) of one mount of yours;\n"
+		 "          pins hold at most half of the cache store and are kept across\n"
+		 "          remounts\n"
+		 "  --list  the mount's pins and excludes\n"
+		 "  --json  the daemon's answer as JSON (hybridctl(8))\n",
+	.options = pin_options,
+};
+
+const struct hy_cli_command hy_ctl_unpin_command = {
+	.name = "unpin",
+	.run = unpin,
+	.summary = "pins taken away (a path removed since too)",
+	.usage = "usage: hybridctl unpin PATH... [--json]\n",
+	.options = unpin_options,
+};
+
+const struct hy_cli_command hy_ctl_exclude_command = {
+	.name = "exclude",
+	.run = exclude,
+	.summary = "paths matching GLOB kept out of the cache and the BOPT's plans",
+	.usage = "usage: hybridctl exclude [MOUNTPOINT] [--remove] GLOB... [--json]\n"
+		 "       hybridctl exclude [MOUNTPOINT] --list [--json]\n"
+		 "\n"
+		 "  GLOB      *.o, build/*, node_modules (the syntax of exclude= in hybridfs(8));\n"
+		 "            one starting with '-' after \"--\"\n"
+		 "  --remove  let them in again (those added by hybridctl exclude)\n"
+		 "  --list    the mount's pins and excludes\n"
+		 "  --json    the daemon's answer as JSON (hybridctl(8))\n",
+	.options = exclude_options,
+};

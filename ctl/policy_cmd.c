@@ -24,6 +24,7 @@
 #include <json-c/json.h>
 
 #include "ctl.h"
+#include "hybridfs/cli.h"
 #include "hybridfs/control.h"
 
 /* Setting a value writes the state database: give the daemon time. */
@@ -31,12 +32,12 @@
 
 enum policy_action { POLICY_GET, POLICY_SET, POLICY_RESET };
 
-static void policy_usage(FILE *out)
-{
-	fprintf(out, "usage: hybridctl policy get [MOUNTPOINT] [NAME...] [--json]\n"
-		     "       hybridctl policy set [MOUNTPOINT] CATEGORY.KEY=VALUE... [--json]\n"
-		     "       hybridctl policy reset [MOUNTPOINT] [--json]\n");
-}
+enum { OPT_JSON = 1 };
+
+static const struct hy_cli_option policy_options[] = {
+	{"json", 0, false, OPT_JSON, NULL},
+	{0},
+};
 
 static bool is_dir(const char *path)
 {
@@ -85,8 +86,7 @@ static void print_setting(const char *name, struct json_object *value)
 
 static void print_json(struct json_object *obj)
 {
-	printf("%s\n", json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
-								   JSON_C_TO_STRING_NOSLASHESCAPE));
+	hy_ctl_print_json(obj);
 }
 
 /* --json with names: @result with only the settings @names choose (the
@@ -210,51 +210,35 @@ static struct json_object *make_args(enum policy_action action, char **set, size
 	return args;
 }
 
-int hy_ctl_policy(int argc, char **argv)
+/* One action: argv[0] is its word (get, set, reset). */
+static int policy(const struct hy_cli_command *command, enum policy_action action, int argc,
+		  char **argv)
 {
 	struct json_object *args = NULL, *result = NULL;
-	enum policy_action action;
-	const char *mountpoint = NULL;
+	const char *mountpoint = NULL, *value;
 	char dir[PATH_MAX], why[1024], **words;
 	size_t nwords = 0;
 	bool json = false;
-	int rc;
+	struct hy_cli cli;
+	int rc, id;
 
-	if (argc < 1) {
-		policy_usage(stderr);
+	if (hy_cli_begin(&cli, command, argc, argv) < 0)
 		return 2;
-	}
-	if (strcmp(argv[0], "get") == 0) {
-		action = POLICY_GET;
-	} else if (strcmp(argv[0], "set") == 0) {
-		action = POLICY_SET;
-	} else if (strcmp(argv[0], "reset") == 0) {
-		action = POLICY_RESET;
-	} else if (strcmp(argv[0], "-h") == 0 || strcmp(argv[0], "--help") == 0) {
-		policy_usage(stdout);
-		return 0;
-	} else {
-		fprintf(stderr, "hybridctl: policy: unknown action \"%s\"\n", argv[0]);
-		policy_usage(stderr);
-		return 2;
-	}
+	while ((rc = hy_cli_next(&cli, &id, &value)) > 0)
+		json = true;
+	if (rc < 0)
+		return hy_cli_exit_status(rc);
 	/* the names (get) or settings (set), in the order given */
-	words = calloc((size_t)argc, sizeof(*words));
+	words = calloc((size_t)cli.nargs + 1, sizeof(*words));
 	if (!words) {
 		fprintf(stderr, "hybridctl: policy: out of memory\n");
 		return 1;
 	}
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
+	for (int i = 0; i < cli.nargs; i++) {
+		const char *a = cli.args[i];
 		bool setting = strchr(a, '=') != NULL;
 
-		if (strcmp(a, "--json") == 0) {
-			json = true;
-		} else if (a[0] == '-' && !setting) {
-			fprintf(stderr, "hybridctl: policy: unknown option \"%s\"\n", a);
-			rc = 2;
-			goto out;
-		} else if (setting && action != POLICY_SET) {
+		if (setting && action != POLICY_SET) {
 			fprintf(stderr,
 				"hybridctl: policy %s: \"%s\" is a setting; change settings with "
 				"hybridctl policy set\n",
@@ -270,11 +254,11 @@ int hy_ctl_policy(int argc, char **argv)
 				rc = 2;
 				goto out;
 			}
-			words[nwords++] = argv[i];
+			words[nwords++] = cli.args[i];
 		} else if (!mountpoint && (action != POLICY_GET || is_dir(a))) {
 			mountpoint = a;
 		} else if (action == POLICY_GET && !is_dir(a)) {
-			words[nwords++] = argv[i];
+			words[nwords++] = cli.args[i];
 		} else if (action == POLICY_SET && mountpoint) {
 			fprintf(stderr,
 				"hybridctl: policy set: \"%s\" is not a setting "
@@ -322,3 +306,66 @@ out:
 	free(words);
 	return rc;
 }
+
+static int policy_get(const struct hy_cli_command *command, int argc, char **argv)
+{
+	return policy(command, POLICY_GET, argc, argv);
+}
+
+static int policy_set(const struct hy_cli_command *command, int argc, char **argv)
+{
+	return policy(command, POLICY_SET, argc, argv);
+}
+
+static int policy_reset(const struct hy_cli_command *command, int argc, char **argv)
+{
+	return policy(command, POLICY_RESET, argc, argv);
+}
+
+static const struct hy_cli_command get_command = {
+	.name = "get",
+	.title = "policy get",
+	.run = policy_get,
+	.summary = "the settings (NAME: CATEGORY.KEY, or CATEGORY for all its keys)",
+	.usage = "usage: hybridctl policy get [MOUNTPOINT] [NAME...] [--json]\n"
+		 "\n"
+		 "  NAME    CATEGORY.KEY (random-consumer.line_size), or a CATEGORY for all its\n"
+		 "          keys; every setting when none is named\n"
+		 "  --json  the daemon's answer as JSON: {\"settings\": {NAME: VALUE, ...}}\n",
+	.options = policy_options,
+};
+
+static const struct hy_cli_command set_command = {
+	.name = "set",
+	.title = "policy set",
+	.run = policy_set,
+	.summary = "changes settings, kept in the state database across remounts",
+	.usage = "usage: hybridctl policy set [MOUNTPOINT] CATEGORY.KEY=VALUE... [--json]\n"
+		 "\n"
+		 "  CATEGORY.KEY=VALUE  archival-consumer.line_size=32K, "
+		 "random-consumer.write=back\n"
+		 "                      (the categories and keys: hybridctl(8))\n"
+		 "  --json              the daemon's answer as JSON\n",
+	.options = policy_options,
+};
+
+static const struct hy_cli_command reset_command = {
+	.name = "reset",
+	.title = "policy reset",
+	.run = policy_reset,
+	.summary = "the defaults again",
+	.usage = "usage: hybridctl policy reset [MOUNTPOINT] [--json]\n",
+	.options = policy_options,
+};
+
+static const struct hy_cli_command *const policy_actions[] = {&get_command, &set_command,
+							      &reset_command, NULL};
+
+const struct hy_cli_command hy_ctl_policy_command = {
+	.name = "policy",
+	.summary = "the cache policy table by workload category: get, set, reset",
+	.usage = "usage: hybridctl policy get [MOUNTPOINT] [NAME...] [--json]\n"
+		 "       hybridctl policy set [MOUNTPOINT] CATEGORY.KEY=VALUE... [--json]\n"
+		 "       hybridctl policy reset [MOUNTPOINT] [--json]\n",
+	.actions = policy_actions,
+};

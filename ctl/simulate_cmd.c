@@ -25,10 +25,12 @@
 #include <json-c/json.h>
 
 #include "ctl.h"
+#include "hybridfs/cli.h"
 #include "hybridfs/category.h"
 #include "hybridfs/classify.h"
 #include "hybridfs/devmodel.h"
 #include "hybridfs/policy.h"
+#include "hybridfs/progress.h"
 #include "hybridfs/replay.h"
 #include "hybridfs/sim_full.h"
 #include "hybridfs/planner.h"
@@ -56,7 +58,7 @@ struct sim_args {
 	size_t nsizes;
 	enum hy_policy_kind policies[MAX_POLICIES];
 	size_t npolicies;
-	bool reads_only, strict, json;
+	bool reads_only, strict, json, quiet;
 	uint64_t cap;
 	bool timed;
 	struct hy_devmodel_params backing, ssd;
@@ -77,40 +79,6 @@ struct sim_args {
 	struct size_arg bopt;	 /* the BOPT read region */
 	const char *borg_option; /* a BORG option given (for "needs --borg") */
 };
-
-static void simulate_usage(FILE *out)
-{
-	fprintf(out,
-		"usage: hybridctl simulate TRACE [--format F] [--cache-size SIZE[,SIZE...]]\n"
-		"                          [--policy P[,P...]] [--reads-only] [--cap N]\n"
-		"                          [--strict] [--json] [--device hdd|ssd|smr]\n"
-		"                          [--device-param NAME=VALUE]... [--ssd-param "
-		"NAME=VALUE]...\n"
-		"  SIZE  bytes (K, M, G, T suffixes) or P%% of the trace's distinct 4 KiB blocks\n"
-		"        (default 1%%,5%%,10%%,20%%)\n"
-		"  P     lru, larc, freq, lru3 (default lru,larc,freq,lru3), or full (the whole\n"
-		"        cache: front buffer, heat filter, LRU3 store, ReCA) or full-noreca\n"
-		"  F     msr, heimdall, fiu, blkparse, disksim, spc, vscsi, tencent, arc,\n"
-		"        hybridfs (default: detected)\n"
-		"  --device: time the replay over a backing device model and an SSD model\n"
-		"        (devmodel.h): busy times, response times per class and category\n"
-		"  --no-front, --heat-threshold X, --policy-set CATEGORY.KEY=VALUE: the full\n"
-		"        policy without a front buffer, with another heat threshold, with a\n"
-		"        setting of ReCA's table changed (hybridctl policy's text form)\n"
-		"  --write-back: writes stay dirty in the cache until evicted (timed)\n"
-		"  --open-loop [--speed X]: requests arrive at their timestamps (divided by X)\n"
-		"        and wait for the storage, instead of one after the other (timed)\n"
-		"  --pore coverage|popularity|balance [--pore-zone SIZE] [--pore-open N]:\n"
-		"        PORE's zone-aware eviction (write-back, for an SMR --device)\n"
-		"  --borg [--split F | --borg-phases N] [--borg-mode cumulative|partial|both]\n"
-		"         [--borg-planner chains|greedy] [--borg-reads split]\n"
-		"         [--bopt-size SIZE|P%%]: BORG's analyzer, planner, reconfigurator and\n"
-		"        read path (the daemon's) on the trace, served over the device model\n"
-		"        with each plan and without: two phases\n"
-		"        cut at F of the requests (0.5), or N phases with a reconfiguration\n"
-		"        before each (BORG-C plans from all before it, BORG-P from the one\n"
-		"        before); BOPT 10%% of the footprint\n");
-}
 
 static int parse_sizes(const char *list, struct sim_args *a)
 {
@@ -188,49 +156,19 @@ static int parse_policies(const char *list, struct sim_args *a)
 	return rc;
 }
 
+/* The passes over the trace, one bar each ("pass 3 of 12"); the first,
+ * which counts the footprint, does not know the length yet. */
+static struct passes {
+	struct hy_progress bar;
+	unsigned pass, count;
+} passes;
+
+static void pass_begin(const char *label, uint64_t total)
+{
+	hy_progress_begin(&passes.bar, label, ++passes.pass, passes.count, total);
+}
+
 /* One pass over the trace: @fn for each record. 0, or 1 after saying why. */
-/* A progress bar on a terminal (standard error), for the passes whose
- * length is known (after the first). */
-static struct {
-	uint64_t total, done;
-	const char *label;
-	double last;
-	bool shown;
-} progress;
-
-static double now_s(void);
-
-static void progress_start(const char *label, uint64_t total)
-{
-	progress.label = label;
-	progress.total = isatty(STDERR_FILENO) ? total : 0;
-	progress.done = 0;
-	progress.last = 0;
-}
-
-static void progress_show(void)
-{
-	double now = now_s(), share;
-	int width = 30, filled;
-
-	if (now - progress.last < 0.2)
-		return;
-	progress.last = now;
-	share = progress.done > progress.total ? 1.0 : (double)progress.done / progress.total;
-	filled = (int)(share * width);
-	fprintf(stderr, "\r%-24.24s [%.*s%*s] %3.0f%%", progress.label, filled,
-		"##############################", width - filled, "", share * 100);
-	progress.shown = true;
-}
-
-static void progress_clear(void)
-{
-	if (progress.shown)
-		fprintf(stderr, "\r%*s\r", 64, "");
-	progress.shown = false;
-	progress.total = 0;
-}
-
 static int each_record(const struct sim_args *a, int (*fn)(void *arg, struct hy_trace_record *),
 		       void *arg, struct hy_trace_reader_stats *stats, char *format_name,
 		       size_t format_size)
@@ -238,6 +176,7 @@ static int each_record(const struct sim_args *a, int (*fn)(void *arg, struct hy_
 	struct hy_trace_reader *reader;
 	struct hy_trace_record rec;
 	bool failed = false;
+	uint64_t seen = 0;
 	char why[512];
 	int rc;
 
@@ -256,10 +195,10 @@ static int each_record(const struct sim_args *a, int (*fn)(void *arg, struct hy_
 			failed = true; /* @fn said why */
 		if (done <= 0)
 			break;
-		if (progress.total && (++progress.done & 0x3fff) == 0)
-			progress_show();
+		if ((++seen & 0x3fff) == 0)
+			hy_progress_update(&passes.bar, seen, 0);
 	}
-	progress_clear();
+	hy_progress_end(&passes.bar);
 	if (rc < 0)
 		fprintf(stderr, "hybridctl: simulate: %s: %s\n", a->trace,
 			hy_trace_reader_error(reader));
@@ -664,272 +603,341 @@ out:
 	return o;
 }
 
-int hy_ctl_simulate(int argc, char **argv)
+enum {
+	OPT_FORMAT = 1,
+	OPT_CACHE_SIZE,
+	OPT_POLICY,
+	OPT_CAP,
+	OPT_DEVICE,
+	OPT_DEVICE_PARAM,
+	OPT_SSD_PARAM,
+	OPT_NO_FRONT,
+	OPT_HEAT_THRESHOLD,
+	OPT_POLICY_SET,
+	OPT_WRITE_BACK,
+	OPT_OPEN_LOOP,
+	OPT_SPEED,
+	OPT_PORE,
+	OPT_PORE_ZONE,
+	OPT_PORE_OPEN,
+	OPT_BORG,
+	OPT_SPLIT,
+	OPT_BORG_PHASES,
+	OPT_BORG_MODE,
+	OPT_BORG_PLANNER,
+	OPT_BORG_READS,
+	OPT_BOPT_SIZE,
+	OPT_READS_ONLY,
+	OPT_STRICT,
+	OPT_JSON,
+	OPT_QUIET,
+};
+
+static const struct hy_cli_option simulate_options[] = {
+	{"format", 0, true, OPT_FORMAT, "a trace format F"},
+	{"cache-size", 0, true, OPT_CACHE_SIZE, "SIZE[,SIZE...]"},
+	{"policy", 0, true, OPT_POLICY, "P[,P...]"},
+	{"cap", 0, true, OPT_CAP, "a number N"},
+	{"device", 0, true, OPT_DEVICE, "hdd, ssd or smr"},
+	{"device-param", 0, true, OPT_DEVICE_PARAM, "NAME=VALUE"},
+	{"ssd-param", 0, true, OPT_SSD_PARAM, "NAME=VALUE"},
+	{"no-front", 0, false, OPT_NO_FRONT, NULL},
+	{"heat-threshold", 0, true, OPT_HEAT_THRESHOLD, "a number X"},
+	{"policy-set", 0, true, OPT_POLICY_SET, "CATEGORY.KEY=VALUE"},
+	{"write-back", 0, false, OPT_WRITE_BACK, NULL},
+	{"open-loop", 0, false, OPT_OPEN_LOOP, NULL},
+	{"speed", 0, true, OPT_SPEED, "a factor X"},
+	{"pore", 0, true, OPT_PORE, "coverage, popularity, balance or off"},
+	{"pore-zone", 0, true, OPT_PORE_ZONE, "a SIZE"},
+	{"pore-open", 0, true, OPT_PORE_OPEN, "a permille N"},
+	{"borg", 0, false, OPT_BORG, NULL},
+	{"split", 0, true, OPT_SPLIT, "a share F"},
+	{"borg-phases", 0, true, OPT_BORG_PHASES, "a number N"},
+	{"borg-mode", 0, true, OPT_BORG_MODE, "cumulative, partial or both"},
+	{"borg-planner", 0, true, OPT_BORG_PLANNER, "chains or greedy"},
+	{"borg-reads", 0, true, OPT_BORG_READS, "split"},
+	{"bopt-size", 0, true, OPT_BOPT_SIZE, "SIZE or P%"},
+	{"reads-only", 0, false, OPT_READS_ONLY, NULL},
+	{"strict", 0, false, OPT_STRICT, NULL},
+	{"json", 0, false, OPT_JSON, NULL},
+	{"quiet", 'q', false, OPT_QUIET, NULL},
+	{0},
+};
+
+static const char *const pore_rules[] = {"coverage", "popularity", "balance", "off", NULL};
+static const char *const borg_modes[] = {"cumulative", "partial", "both", NULL};
+static const char *const planners[] = {"chains", "greedy", NULL};
+
+/* One option's @value (NULL for a flag) into @a: 0, or 2 after saying
+ * why. */
+static int take_option(const struct hy_cli *cli, int id, const char *value, struct sim_args *a)
+{
+	char why[512], *end;
+
+	switch (id) {
+	case OPT_FORMAT:
+		a->format = value;
+		break;
+	case OPT_CACHE_SIZE:
+		if (parse_sizes(value, a) < 0)
+			return 2;
+		break;
+	case OPT_POLICY:
+		if (parse_policies(value, a) < 0)
+			return 2;
+		break;
+	case OPT_CAP:
+		if (hy_units_parse_size(value, false, &a->cap) < 0) {
+			fprintf(stderr,
+				"hybridctl: simulate: --cap \"%s\": not a number of block "
+				"accesses\n",
+				value);
+			return 2;
+		}
+		break;
+	case OPT_DEVICE: {
+		enum hy_devmodel_kind kind;
+
+		if (hy_devmodel_kind_parse(value, &kind, why, sizeof(why)) < 0) {
+			fprintf(stderr, "hybridctl: simulate: --device: %s\n", why);
+			return 2;
+		}
+		hy_devmodel_defaults(kind, &a->backing);
+		a->timed = true;
+		break;
+	}
+	case OPT_DEVICE_PARAM:
+	case OPT_SSD_PARAM: {
+		bool backing = id == OPT_DEVICE_PARAM;
+
+		if (backing && !a->timed) {
+			fprintf(stderr,
+				"hybridctl: simulate: --device-param comes after --device\n");
+			return 2;
+		}
+		if (hy_devmodel_set(backing ? &a->backing : &a->ssd, value, why, sizeof(why)) < 0) {
+			fprintf(stderr, "hybridctl: simulate: --%s: %s\n",
+				backing ? "device-param" : "ssd-param", why);
+			return 2;
+		}
+		break;
+	}
+	case OPT_NO_FRONT:
+		a->no_front = true;
+		break;
+	case OPT_HEAT_THRESHOLD:
+		a->heat_threshold = strtod(value, &end);
+		if (*end || end == value || !(a->heat_threshold >= 0) || a->heat_threshold > 255) {
+			fprintf(stderr,
+				"hybridctl: simulate: --heat-threshold \"%s\": a number from 0 to "
+				"255\n",
+				value);
+			return 2;
+		}
+		break;
+	case OPT_POLICY_SET:
+		if (hy_workload_policy_set(&a->table, value, why, sizeof(why)) < 0) {
+			fprintf(stderr, "hybridctl: simulate: --policy-set: %s\n", why);
+			return 2;
+		}
+		break;
+	case OPT_WRITE_BACK:
+		a->write_back = true;
+		break;
+	case OPT_OPEN_LOOP:
+		a->open_loop = true;
+		break;
+	case OPT_SPEED:
+		a->speed = strtod(value, &end);
+		if (*end || end == value || !(a->speed > 0) || !isfinite(a->speed)) {
+			fprintf(stderr,
+				"hybridctl: simulate: --speed \"%s\": a factor above 0 (2: the "
+				"trace's requests arrive twice as fast)\n",
+				value);
+			return 2;
+		}
+		break;
+	case OPT_PORE: {
+		static const enum hy_pore_rule rules[] = {HY_PORE_COVERAGE, HY_PORE_POPULARITY,
+							  HY_PORE_BALANCE, HY_PORE_OFF};
+		int k = hy_cli_choice(cli, "--pore", value, pore_rules);
+
+		if (k < 0)
+			return 2;
+		a->pore = rules[k];
+		a->write_back = a->write_back || a->pore != HY_PORE_OFF;
+		break;
+	}
+	case OPT_PORE_ZONE:
+		if (hy_units_parse_size(value, false, &a->pore_zone) < 0 ||
+		    a->pore_zone < HY_REPLAY_BLOCK) {
+			fprintf(stderr,
+				"hybridctl: simulate: --pore-zone \"%s\": a size of at least 4K\n",
+				value);
+			return 2;
+		}
+		break;
+	case OPT_PORE_OPEN: {
+		unsigned long v = strtoul(value, &end, 10);
+
+		if (*end || end == value || v < 1 || v > 1000) {
+			fprintf(stderr,
+				"hybridctl: simulate: --pore-open \"%s\": a permille of the zones "
+				"holding dirty blocks, 1 to 1000\n",
+				value);
+			return 2;
+		}
+		a->pore_open = (unsigned)v;
+		break;
+	}
+	case OPT_BORG:
+		a->borg = true;
+		break;
+	case OPT_SPLIT:
+		a->borg_option = "--split";
+		a->split = strtod(value, &end);
+		if (*end || end == value || !(a->split > 0) || !(a->split < 1)) {
+			fprintf(stderr,
+				"hybridctl: simulate: --split \"%s\": a share between 0 and 1, "
+				"such "
+				"as 0.5\n",
+				value);
+			return 2;
+		}
+		if (a->phases) {
+			fprintf(stderr,
+				"hybridctl: simulate: --split and --borg-phases exclude each "
+				"other (a split makes two phases)\n");
+			return 2;
+		}
+		break;
+	case OPT_BORG_PHASES: {
+		unsigned long v;
+
+		a->borg_option = "--borg-phases";
+		errno = 0;
+		v = strtoul(value, &end, 10);
+		if (errno || *end || end == value || value[0] == '-' || v < 2 ||
+		    v > HY_SIM_BORG_MAX_PHASES) {
+			fprintf(stderr,
+				"hybridctl: simulate: --borg-phases \"%s\": a whole number of "
+				"phases "
+				"from 2 to %d\n",
+				value, HY_SIM_BORG_MAX_PHASES);
+			return 2;
+		}
+		if (a->split > 0) {
+			fprintf(stderr,
+				"hybridctl: simulate: --split and --borg-phases exclude each "
+				"other (a split makes two phases)\n");
+			return 2;
+		}
+		a->phases = (unsigned)v;
+		break;
+	}
+	case OPT_BORG_MODE: {
+		int k = hy_cli_choice(cli, "--borg-mode", value, borg_modes);
+
+		a->borg_option = "--borg-mode";
+		if (k < 0)
+			return 2;
+		a->modes[HY_SIM_BORG_CUMULATIVE] = k == 0 || k == 2;
+		a->modes[HY_SIM_BORG_PARTIAL] = k == 1 || k == 2;
+		break;
+	}
+	case OPT_BORG_PLANNER: {
+		int k = hy_cli_choice(cli, "--borg-planner", value, planners);
+
+		a->borg_option = "--borg-planner";
+		if (k < 0)
+			return 2;
+		a->planner = k == 0 ? HY_PLANNER_CHAINS : HY_PLANNER_GREEDY;
+		break;
+	}
+	case OPT_BORG_READS:
+		a->borg_option = "--borg-reads";
+		/* the daemon's read path splits a read partly relocated between
+		 * home and the BOPT: that is what is simulated */
+		if (strcmp(value, "split") != 0) {
+			fprintf(stderr,
+				"hybridctl: simulate: --borg-reads \"%s\": split (the daemon's "
+				"read "
+				"path splits a read partly relocated; \"whole\" was the old "
+				"simulator's alone)\n",
+				value);
+			return 2;
+		}
+		break;
+	case OPT_BOPT_SIZE: {
+		size_t len = strlen(value);
+		uint64_t bytes = 0;
+		double share = 0;
+		bool ok;
+
+		end = NULL;
+		if (len > 1 && value[len - 1] == '%')
+			share = strtod(value, &end);
+		ok = end ? end == value + len - 1 && share > 0 && share <= 100
+			 : hy_units_parse_size(value, false, &bytes) == 0 &&
+				     bytes >= HY_REPLAY_BLOCK;
+		a->borg_option = "--bopt-size";
+		if (!ok) {
+			fprintf(stderr,
+				"hybridctl: simulate: --bopt-size \"%s\": one size of 4K or more, "
+				"or "
+				"a share of the footprint above 0%% and at most 100%%\n",
+				value);
+			return 2;
+		}
+		snprintf(a->bopt.text, sizeof(a->bopt.text), "%s", value);
+		a->bopt.percent = end != NULL;
+		a->bopt.value = end ? share : (double)(bytes / HY_REPLAY_BLOCK);
+		break;
+	}
+	case OPT_READS_ONLY:
+		a->reads_only = true;
+		break;
+	case OPT_STRICT:
+		a->strict = true;
+		break;
+	case OPT_JSON:
+		a->json = true;
+		break;
+	case OPT_QUIET:
+		a->quiet = true;
+		break;
+	}
+	return 0;
+}
+
+static int simulate(const struct hy_cli_command *command, int argc, char **argv)
 {
 	struct sim_args a = {.format = NULL, .modes = {true, true}, .planner = HY_PLANNER_CHAINS};
-
-	hy_devmodel_defaults(HY_DEVMODEL_SSD, &a.ssd);
-	hy_workload_policy_defaults(&a.table);
-	a.heat_threshold = -1;
 	struct hy_replay_footprint *fp = NULL;
 	struct hy_trace_reader_stats rs;
 	struct json_object *results, *borg = NULL;
 	char format[32] = "", why[512];
+	const char *value;
 	uint64_t footprint;
-	int status = 0;
+	struct hy_cli cli;
+	int status = 0, rc, id;
 
-	for (int i = 0; i < argc; i++) {
-		const char *o = argv[i];
-		bool has_value = i + 1 < argc;
-
-		if (strcmp(o, "--format") == 0 && has_value) {
-			a.format = argv[++i];
-		} else if (strcmp(o, "--cache-size") == 0 && has_value) {
-			if (parse_sizes(argv[++i], &a) < 0)
-				return 2;
-		} else if (strcmp(o, "--policy") == 0 && has_value) {
-			if (parse_policies(argv[++i], &a) < 0)
-				return 2;
-		} else if (strcmp(o, "--cap") == 0 && has_value) {
-			if (hy_units_parse_size(argv[++i], false, &a.cap) < 0) {
-				fprintf(stderr,
-					"hybridctl: simulate: --cap \"%s\": not a number of "
-					"block accesses\n",
-					argv[i]);
-				return 2;
-			}
-		} else if (strcmp(o, "--device") == 0 && has_value) {
-			enum hy_devmodel_kind kind;
-
-			if (hy_devmodel_kind_parse(argv[++i], &kind, why, sizeof(why)) < 0) {
-				fprintf(stderr, "hybridctl: simulate: --device: %s\n", why);
-				return 2;
-			}
-			hy_devmodel_defaults(kind, &a.backing);
-			a.timed = true;
-		} else if ((strcmp(o, "--device-param") == 0 || strcmp(o, "--ssd-param") == 0) &&
-			   has_value) {
-			struct hy_devmodel_params *m = o[2] == 'd' ? &a.backing : &a.ssd;
-
-			if (o[2] == 'd' && !a.timed) {
-				fprintf(stderr, "hybridctl: simulate: --device-param comes after "
-						"--device\n");
-				return 2;
-			}
-			if (hy_devmodel_set(m, argv[++i], why, sizeof(why)) < 0) {
-				fprintf(stderr, "hybridctl: simulate: %s: %s\n", o, why);
-				return 2;
-			}
-		} else if (strcmp(o, "--no-front") == 0) {
-			a.no_front = true;
-		} else if (strcmp(o, "--heat-threshold") == 0 && has_value) {
-			char *end;
-
-			a.heat_threshold = strtod(argv[++i], &end);
-			if (*end || end == argv[i] || !(a.heat_threshold >= 0) ||
-			    a.heat_threshold > 255) {
-				fprintf(stderr,
-					"hybridctl: simulate: --heat-threshold \"%s\": a number "
-					"from "
-					"0 to 255\n",
-					argv[i]);
-				return 2;
-			}
-		} else if (strcmp(o, "--policy-set") == 0 && has_value) {
-			if (hy_workload_policy_set(&a.table, argv[++i], why, sizeof(why)) < 0) {
-				fprintf(stderr, "hybridctl: simulate: --policy-set: %s\n", why);
-				return 2;
-			}
-		} else if (strcmp(o, "--write-back") == 0) {
-			a.write_back = true;
-		} else if (strcmp(o, "--open-loop") == 0) {
-			a.open_loop = true;
-		} else if (strcmp(o, "--speed") == 0 && has_value) {
-			char *end;
-
-			a.speed = strtod(argv[++i], &end);
-			if (*end || end == argv[i] || !(a.speed > 0) || !isfinite(a.speed)) {
-				fprintf(stderr,
-					"hybridctl: simulate: --speed \"%s\": a factor above 0 "
-					"(2: the trace's requests arrive twice as fast)\n",
-					argv[i]);
-				return 2;
-			}
-		} else if (strcmp(o, "--pore") == 0 && has_value) {
-			const char *m = argv[++i];
-
-			if (strcmp(m, "coverage") == 0)
-				a.pore = HY_PORE_COVERAGE;
-			else if (strcmp(m, "popularity") == 0)
-				a.pore = HY_PORE_POPULARITY;
-			else if (strcmp(m, "balance") == 0)
-				a.pore = HY_PORE_BALANCE;
-			else if (strcmp(m, "off") == 0)
-				a.pore = HY_PORE_OFF;
-			else {
-				fprintf(stderr,
-					"hybridctl: simulate: --pore \"%s\": coverage, popularity, "
-					"balance or off\n",
-					m);
-				return 2;
-			}
-			a.write_back = a.write_back || a.pore != HY_PORE_OFF;
-		} else if (strcmp(o, "--pore-zone") == 0 && has_value) {
-			if (hy_units_parse_size(argv[++i], false, &a.pore_zone) < 0 ||
-			    a.pore_zone < HY_REPLAY_BLOCK) {
-				fprintf(stderr,
-					"hybridctl: simulate: --pore-zone \"%s\": a size of at "
-					"least "
-					"4K\n",
-					argv[i]);
-				return 2;
-			}
-		} else if (strcmp(o, "--pore-open") == 0 && has_value) {
-			char *end;
-			unsigned long v = strtoul(argv[++i], &end, 10);
-
-			if (*end || end == argv[i] || v < 1 || v > 1000) {
-				fprintf(stderr,
-					"hybridctl: simulate: --pore-open \"%s\": a permille of "
-					"the "
-					"zones holding dirty blocks, 1 to 1000\n",
-					argv[i]);
-				return 2;
-			}
-			a.pore_open = (unsigned)v;
-		} else if (strcmp(o, "--borg") == 0) {
-			a.borg = true;
-		} else if (strcmp(o, "--split") == 0 && has_value) {
-			char *end;
-
-			a.borg_option = o;
-			a.split = strtod(argv[++i], &end);
-			if (*end || end == argv[i] || !(a.split > 0) || !(a.split < 1)) {
-				fprintf(stderr,
-					"hybridctl: simulate: --split \"%s\": a share between 0 "
-					"and 1, such as 0.5\n",
-					argv[i]);
-				return 2;
-			}
-			if (a.phases) {
-				fprintf(stderr, "hybridctl: simulate: --split and --borg-phases "
-						"exclude each other (a split makes two phases)\n");
-				return 2;
-			}
-		} else if (strcmp(o, "--borg-phases") == 0 && has_value) {
-			char *end;
-			unsigned long v;
-
-			a.borg_option = o;
-			errno = 0;
-			v = strtoul(argv[++i], &end, 10);
-			if (errno || *end || end == argv[i] || argv[i][0] == '-' || v < 2 ||
-			    v > HY_SIM_BORG_MAX_PHASES) {
-				fprintf(stderr,
-					"hybridctl: simulate: --borg-phases \"%s\": a whole number "
-					"of phases from 2 to %d\n",
-					argv[i], HY_SIM_BORG_MAX_PHASES);
-				return 2;
-			}
-			if (a.split > 0) {
-				fprintf(stderr, "hybridctl: simulate: --split and --borg-phases "
-						"exclude each other (a split makes two phases)\n");
-				return 2;
-			}
-			a.phases = (unsigned)v;
-		} else if (strcmp(o, "--borg-mode") == 0 && has_value) {
-			const char *v = argv[++i];
-
-			a.borg_option = o;
-			a.modes[HY_SIM_BORG_CUMULATIVE] =
-				strcmp(v, "cumulative") == 0 || strcmp(v, "both") == 0;
-			a.modes[HY_SIM_BORG_PARTIAL] =
-				strcmp(v, "partial") == 0 || strcmp(v, "both") == 0;
-			if (!a.modes[0] && !a.modes[1]) {
-				fprintf(stderr,
-					"hybridctl: simulate: --borg-mode \"%s\": cumulative, "
-					"partial or both\n",
-					v);
-				return 2;
-			}
-		} else if (strcmp(o, "--borg-planner") == 0 && has_value) {
-			const char *v = argv[++i];
-
-			a.borg_option = o;
-			if (strcmp(v, "chains") == 0) {
-				a.planner = HY_PLANNER_CHAINS;
-			} else if (strcmp(v, "greedy") == 0) {
-				a.planner = HY_PLANNER_GREEDY;
-			} else {
-				fprintf(stderr,
-					"hybridctl: simulate: --borg-planner \"%s\": chains or "
-					"greedy\n",
-					v);
-				return 2;
-			}
-		} else if (strcmp(o, "--borg-reads") == 0 && has_value) {
-			const char *v = argv[++i];
-
-			a.borg_option = o;
-			/* the daemon's read path splits a read partly relocated
-			 * between home and the BOPT: that is what is simulated */
-			if (strcmp(v, "split") != 0) {
-				fprintf(stderr,
-					"hybridctl: simulate: --borg-reads \"%s\": split (the "
-					"daemon's read path splits a read partly relocated; "
-					"\"whole\" was the old simulator's alone)\n",
-					v);
-				return 2;
-			}
-		} else if (strcmp(o, "--bopt-size") == 0 && has_value) {
-			const char *v = argv[++i];
-			size_t len = strlen(v);
-			uint64_t bytes = 0;
-			char *end = NULL;
-			double share = len > 1 && v[len - 1] == '%' ? strtod(v, &end) : 0;
-			bool ok = end ? end == v + len - 1 && share > 0 && share <= 100
-				      : hy_units_parse_size(v, false, &bytes) == 0 &&
-						  bytes >= HY_REPLAY_BLOCK;
-
-			a.borg_option = o;
-			if (!ok) {
-				fprintf(stderr,
-					"hybridctl: simulate: --bopt-size \"%s\": one size of 4K "
-					"or more, or a share of the footprint above 0%% and at "
-					"most 100%%\n",
-					v);
-				return 2;
-			}
-			snprintf(a.bopt.text, sizeof(a.bopt.text), "%s", v);
-			a.bopt.percent = end != NULL;
-			a.bopt.value = end ? share : (double)(bytes / HY_REPLAY_BLOCK);
-		} else if (strcmp(o, "--reads-only") == 0) {
-			a.reads_only = true;
-		} else if (strcmp(o, "--strict") == 0) {
-			a.strict = true;
-		} else if (strcmp(o, "--json") == 0) {
-			a.json = true;
-		} else if (strcmp(o, "-h") == 0 || strcmp(o, "--help") == 0) {
-			simulate_usage(stdout);
-			return 0;
-		} else if (o[0] == '-' && o[1]) {
-			fprintf(stderr, "hybridctl: simulate: unknown option \"%s\"%s\n", o,
-				has_value ? "" : " (or its value is missing)");
-			simulate_usage(stderr);
-			return 2;
-		} else if (a.trace) {
-			fprintf(stderr,
-				"hybridctl: simulate: one TRACE only (\"%s\", then \"%s\")\n",
-				a.trace, o);
-			return 2;
-		} else {
-			a.trace = o;
-		}
-	}
-	if (!a.trace) {
-		simulate_usage(stderr);
+	hy_devmodel_defaults(HY_DEVMODEL_SSD, &a.ssd);
+	hy_workload_policy_defaults(&a.table);
+	a.heat_threshold = -1;
+	if (hy_cli_begin(&cli, command, argc, argv) < 0)
 		return 2;
-	}
+	while ((rc = hy_cli_next(&cli, &id, &value)) > 0)
+		if (take_option(&cli, id, value, &a))
+			return 2;
+	if (rc < 0)
+		return hy_cli_exit_status(rc);
+	if (cli.nargs > 1)
+		return hy_cli_usage_error(&cli, "one TRACE only (\"%s\", then \"%s\")", cli.args[0],
+					  cli.args[1]);
+	a.trace = cli.nargs ? cli.args[0] : NULL;
+	if (!a.trace)
+		return hy_cli_usage_error(&cli, "no TRACE");
 	if (a.write_back && !a.timed) {
 		fprintf(stderr, "hybridctl: simulate: --write-back and --pore need a --device\n");
 		return 2;
@@ -972,6 +980,9 @@ int hy_ctl_simulate(int argc, char **argv)
 		fprintf(stderr, "hybridctl: simulate: out of memory\n");
 		return 1;
 	}
+	hy_progress_init(&passes.bar, stderr, a.quiet, HY_PROGRESS_ITEMS, "requests", "pass");
+	passes.count = 1 + (a.borg ? 1 : 0) + (unsigned)(a.npolicies * a.nsizes);
+	pass_begin("footprint", 0);
 	if (each_record(&a, count_footprint, fp, &rs, format, sizeof(format))) {
 		hy_replay_footprint_free(fp);
 		return 1;
@@ -992,6 +1003,7 @@ int hy_ctl_simulate(int argc, char **argv)
 			hy_devmodel_defaults(HY_DEVMODEL_HDD, &a.backing);
 			a.timed = true;
 		}
+		pass_begin("BORG", rs.records);
 		borg = borg_json(&a, footprint, rs.records, &status);
 	}
 	for (size_t p = 0; p < a.npolicies && !status; p++) {
@@ -1020,11 +1032,11 @@ int hy_ctl_simulate(int argc, char **argv)
 
 			t0 = now_s();
 			{
-				static char label[64];
+				char label[64];
 
 				snprintf(label, sizeof(label), "%s %s", policy_name(a.policies[p]),
 					 sz->text);
-				progress_start(label, rs.records);
+				pass_begin(label, rs.records);
 			}
 			if (a.policies[p] == POLICY_FULL || a.policies[p] == POLICY_FULL_NORECA) {
 				status = run_full(&a, a.policies[p], cfg.capacity, &s, why,
@@ -1106,3 +1118,42 @@ int hy_ctl_simulate(int argc, char **argv)
 	json_object_put(borg);
 	return status;
 }
+
+const struct hy_cli_command hy_ctl_simulate_command = {
+	.name = "simulate",
+	.run = simulate,
+	.summary = "a block trace replayed through the cache's policies: hit ratios",
+	.usage = "usage: hybridctl simulate TRACE [--format F] [--cache-size SIZE[,SIZE...]]\n"
+		 "                          [--policy P[,P...]] [--reads-only] [--cap N]\n"
+		 "                          [--strict] [--json] [--device hdd|ssd|smr]\n"
+		 "                          [--device-param NAME=VALUE]... [--ssd-param "
+		 "NAME=VALUE]...\n"
+		 "\n"
+		 "  SIZE  bytes (K, M, G, T suffixes) or P% of the trace's distinct 4 KiB blocks\n"
+		 "        (default 1%,5%,10%,20%)\n"
+		 "  P     lru, larc, freq, lru3 (default lru,larc,freq,lru3), or full (the whole\n"
+		 "        cache: front buffer, heat filter, LRU3 store, ReCA) or full-noreca\n"
+		 "  F     msr, heimdall, fiu, blkparse, disksim, spc, vscsi, tencent, arc,\n"
+		 "        hybridfs (default: detected)\n"
+		 "  --device: time the replay over a backing device model and an SSD model\n"
+		 "        (devmodel.h): busy times, response times per class and category\n"
+		 "  --no-front, --heat-threshold X, --policy-set CATEGORY.KEY=VALUE: the full\n"
+		 "        policy without a front buffer, with another heat threshold, with a\n"
+		 "        setting of ReCA's table changed (hybridctl policy's text form)\n"
+		 "  --write-back: writes stay dirty in the cache until evicted (timed)\n"
+		 "  --open-loop [--speed X]: requests arrive at their timestamps (divided by X)\n"
+		 "        and wait for the storage, instead of one after the other (timed)\n"
+		 "  --pore coverage|popularity|balance [--pore-zone SIZE] [--pore-open N]:\n"
+		 "        PORE's zone-aware eviction (write-back, for an SMR --device)\n"
+		 "  --borg [--split F | --borg-phases N] [--borg-mode cumulative|partial|both]\n"
+		 "         [--borg-planner chains|greedy] [--borg-reads split]\n"
+		 "         [--bopt-size SIZE|P%]: BORG's analyzer, planner, reconfigurator and\n"
+		 "        read path (the daemon's) on the trace, served over the device model\n"
+		 "        with each plan and without: two phases\n"
+		 "        cut at F of the requests (0.5), or N phases with a reconfiguration\n"
+		 "        before each (BORG-C plans from all before it, BORG-P from the one\n"
+		 "        before); BOPT 10% of the footprint\n"
+		 "  --quiet, -q: no progress bar (one per pass over the trace, \"pass i of n\",\n"
+		 "        on standard error when it is a terminal)\n",
+	.options = simulate_options,
+};

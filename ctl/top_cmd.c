@@ -44,6 +44,7 @@
 #include <json-c/json.h>
 
 #include "ctl.h"
+#include "hybridfs/cli.h"
 #include "hybridfs/control.h"
 
 #define STATUS_TIMEOUT_MS 5000
@@ -563,51 +564,41 @@ static int parse_iterations(const char *s, long *out)
 	return 0;
 }
 
-static void top_usage(FILE *out)
-{
-	fprintf(out, "usage: hybridctl top [MOUNTPOINT] [-d SECONDS] [-n ITERATIONS] [-b]\n");
-}
+enum { OPT_DELAY = 1, OPT_ITERATIONS, OPT_BATCH };
 
-int hy_ctl_top(int argc, char **argv)
+static const struct hy_cli_option top_options[] = {
+	{"delay", 'd', true, OPT_DELAY, "SECONDS"},
+	{"iterations", 'n', true, OPT_ITERATIONS, "ITERATIONS"},
+	{"batch", 'b', false, OPT_BATCH, NULL},
+	{0},
+};
+
+static int run_top(const struct hy_cli_command *command, int argc, char **argv)
 {
 	struct top t = {.delay = 2.0};
 	struct termios saved, raw;
 	struct sigaction sa, old_int, old_term;
-	const char *mountpoint = NULL;
+	const char *mountpoint = NULL, *value;
 	char dir[PATH_MAX];
+	struct hy_cli cli;
 	bool term_set = false;
 	double next;
-	int rc;
+	int rc, id;
 
-	for (int i = 0; i < argc; i++) {
-		const char *a = argv[i], *value = NULL;
-
-		if (strncmp(a, "-d", 2) == 0 || strncmp(a, "-n", 2) == 0) {
-			value = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
-			if (!value) {
-				fprintf(stderr, "hybridctl: top: %s needs a value\n", a);
-				return 2;
-			}
-			rc = a[1] == 'd' ? parse_delay(value, &t.delay)
-					 : parse_iterations(value, &t.iterations);
-			if (rc)
-				return rc;
-		} else if (strcmp(a, "-b") == 0) {
+	if (hy_cli_begin(&cli, command, argc, argv) < 0)
+		return 2;
+	while ((rc = hy_cli_next(&cli, &id, &value)) > 0) {
+		if (id == OPT_BATCH)
 			t.batch = true;
-		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			top_usage(stdout);
-			return 0;
-		} else if (a[0] == '-') {
-			fprintf(stderr, "hybridctl: top: unknown option \"%s\"\n", a);
-			top_usage(stderr);
+		else if ((id == OPT_DELAY ? parse_delay(value, &t.delay)
+					  : parse_iterations(value, &t.iterations)) != 0)
 			return 2;
-		} else if (!mountpoint) {
-			mountpoint = a;
-		} else {
-			fprintf(stderr, "hybridctl: top: one MOUNTPOINT only (\"%s\")\n", a);
-			return 2;
-		}
 	}
+	if (rc < 0)
+		return hy_cli_exit_status(rc);
+	if (cli.nargs > 1)
+		return hy_cli_usage_error(&cli, "one MOUNTPOINT only (\"%s\")", cli.args[1]);
+	mountpoint = cli.nargs ? cli.args[0] : NULL;
 	rc = hy_ctl_find_state_dir("top", mountpoint, NULL, dir, sizeof(dir));
 	if (rc)
 		return rc;
@@ -660,3 +651,16 @@ int hy_ctl_top(int argc, char **argv)
 	}
 	return rc;
 }
+
+const struct hy_cli_command hy_ctl_top_command = {
+	.name = "top",
+	.run = run_top,
+	.summary = "the busiest processes, refreshed: rates, category, class mix, policy",
+	.usage = "usage: hybridctl top [MOUNTPOINT] [-d SECONDS] [-n ITERATIONS] [-b]\n"
+		 "\n"
+		 "  -d, --delay SECONDS        between refreshes (2)\n"
+		 "  -n, --iterations N         quit after N refreshes (default: on q)\n"
+		 "  -b, --batch                samples one after the other, for a file or a pipe\n"
+		 "                             (also when standard output is not a terminal)\n",
+	.options = top_options,
+};

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "hybridfs/cli.h"
 #include "hybridfs/runtime.h"
 #include "hybridfs/state.h"
 #include "hybridfs/trace.h"
@@ -33,90 +34,49 @@ struct export_args {
 	const char *mountpoint, *state_dir, *since, *until, *format, *output;
 };
 
-static void usage(FILE *out)
-{
-	fprintf(out,
-		"usage: hybridctl trace export [MOUNTPOINT] [--state DIR] [--since T] [--until T]\n"
-		"                              --format csv|fiu|msr [--output FILE]\n"
-		"\n"
-		"  MOUNTPOINT    a running hybridfs mount (the only one when not named)\n"
-		"  --state DIR   read this state folder instead (the mount may be gone)\n"
-		"  --since T     requests at or after T; --until T: before T. T is seconds\n"
-		"                since the epoch, an ISO 8601 date such as 2026-11-30T02:00:00Z,\n"
-		"                or a time ago: -90s, -15m, -2h, -1d\n"
-		"  --format F    csv (hybridfs's own), fiu (FIU SRCMap) or msr (MSR Cambridge)\n"
-		"  --output FILE write FILE instead of standard output\n"
-		"See hybridctl(8).\n");
-}
+enum { OPT_STATE = 1, OPT_SINCE, OPT_UNTIL, OPT_FORMAT, OPT_OUTPUT };
 
-/* "--name VALUE" or "--name=VALUE": 1 when argv[*i] is that option (its
- * value in *@value), 0 when it is not, -1 when the value is missing. */
-static int option(int argc, char **argv, int *i, const char *name, const char **value)
-{
-	size_t len = strlen(name);
+static const struct hy_cli_option export_options[] = {
+	{"state", 0, true, OPT_STATE, "DIR"},
+	{"since", 0, true, OPT_SINCE, "a time T"},
+	{"until", 0, true, OPT_UNTIL, "a time T"},
+	{"format", 0, true, OPT_FORMAT, "csv, fiu or msr"},
+	{"output", 0, true, OPT_OUTPUT, "a FILE"},
+	{0},
+};
 
-	if (strncmp(argv[*i], name, len) != 0)
-		return 0;
-	if (argv[*i][len] == '=') {
-		*value = argv[*i] + len + 1;
-		return 1;
-	}
-	if (argv[*i][len] != '\0')
-		return 0;
-	if (*i + 1 >= argc) {
-		fprintf(stderr, "hybridctl: trace export: %s needs a value\n", name);
-		return -1;
-	}
-	*value = argv[++*i];
-	return 1;
-}
-
-static int parse_args(int argc, char **argv, struct export_args *a)
+/* -1 when the command line is whole, or the exit status after --help (0)
+ * or a usage error (2). */
+static int parse_args(const struct hy_cli_command *command, int argc, char **argv,
+		      struct export_args *a)
 {
-	static const char *const names[] = {"--state", "--since", "--until", "--format",
-					    "--output"};
-	const char **slots[] = {&a->state_dir, &a->since, &a->until, &a->format, &a->output};
+	struct hy_cli cli;
+	const char *value;
+	int rc, id;
 
 	memset(a, 0, sizeof(*a));
-	for (int i = 0; i < argc; i++) {
-		int found = 0;
+	if (hy_cli_begin(&cli, command, argc, argv) < 0)
+		return 2;
+	while ((rc = hy_cli_next(&cli, &id, &value)) > 0) {
+		const char **slot = id == OPT_STATE    ? &a->state_dir
+				    : id == OPT_SINCE  ? &a->since
+				    : id == OPT_UNTIL  ? &a->until
+				    : id == OPT_FORMAT ? &a->format
+						       : &a->output;
 
-		for (size_t k = 0; k < sizeof(names) / sizeof(names[0]) && !found; k++) {
-			found = option(argc, argv, &i, names[k], slots[k]);
-			if (found < 0)
-				return 2;
-		}
-		if (found)
-			continue;
-		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-			usage(stdout);
-			return 0;
-		}
-		if (argv[i][0] == '-' && argv[i][1] != '\0') {
-			fprintf(stderr, "hybridctl: trace export: unknown option \"%s\"\n",
-				argv[i]);
-			return 2;
-		}
-		if (a->mountpoint) {
-			fprintf(stderr, "hybridctl: trace export: unexpected argument \"%s\"\n",
-				argv[i]);
-			return 2;
-		}
-		a->mountpoint = argv[i];
+		*slot = value;
 	}
-	if (!a->format) {
-		fprintf(stderr, "hybridctl: trace export: name a format: --format csv|fiu|msr\n");
-		return 2;
-	}
-	if (a->mountpoint && a->state_dir) {
-		fprintf(stderr, "hybridctl: trace export: name a MOUNTPOINT or --state DIR, not "
-				"both\n");
-		return 2;
-	}
-	if (a->output && !*a->output) {
-		fprintf(stderr, "hybridctl: trace export: --output needs a file name\n");
-		return 2;
-	}
+	if (rc < 0)
+		return hy_cli_exit_status(rc);
+	if (cli.nargs > 1)
+		return hy_cli_usage_error(&cli, "unexpected argument \"%s\"", cli.args[1]);
+	a->mountpoint = cli.nargs ? cli.args[0] : NULL;
+	if (!a->format)
+		return hy_cli_usage_error(&cli, "name a format: --format csv|fiu|msr");
+	if (a->mountpoint && a->state_dir)
+		return hy_cli_usage_error(&cli, "name a MOUNTPOINT or --state DIR, not both");
+	if (a->output && !*a->output)
+		return hy_cli_usage_error(&cli, "--output needs a file name");
 	return -1;
 }
 
@@ -209,7 +169,7 @@ static void output_free(struct output *o)
 	free(o->tmp);
 }
 
-int hy_ctl_trace_export(int argc, char **argv)
+static int trace_export(const struct hy_cli_command *command, int argc, char **argv)
 {
 	struct export_args a;
 	enum hy_trace_format format;
@@ -222,7 +182,7 @@ int hy_ctl_trace_export(int argc, char **argv)
 	FILE *out = stdout;
 	int rc;
 
-	rc = parse_args(argc, argv, &a);
+	rc = parse_args(command, argc, argv, &a);
 	if (rc >= 0)
 		return rc;
 	if (hy_trace_format_parse(a.format, &format, why, sizeof(why)) ||
@@ -277,3 +237,34 @@ int hy_ctl_trace_export(int argc, char **argv)
 	fprintf(stderr, "exported %" PRIu64 " requests to %s\n", rows, a.output);
 	return 0;
 }
+
+static const struct hy_cli_command export_command = {
+	.name = "export",
+	.title = "trace export",
+	.run = trace_export,
+	.summary = "the access log as a trace file (csv, fiu, msr)",
+	.usage =
+		"usage: hybridctl trace export [MOUNTPOINT] [--state DIR] [--since T] [--until T]\n"
+		"                              --format csv|fiu|msr [--output FILE]\n"
+		"\n"
+		"  MOUNTPOINT    a running hybridfs mount (the only one when not named)\n"
+		"  --state DIR   read this state folder instead (the mount may be gone)\n"
+		"  --since T     requests at or after T; --until T: before T. T is seconds\n"
+		"                since the epoch, an ISO 8601 date such as 2026-11-30T02:00:00Z,\n"
+		"                or a time ago: -90s, -15m, -2h, -1d\n"
+		"  --format F    csv (hybridfs's own), fiu (FIU SRCMap) or msr (MSR Cambridge)\n"
+		"  --output FILE write FILE instead of standard output\n"
+		"See hybridctl(8).\n",
+	.options = export_options,
+};
+
+static const struct hy_cli_command *const trace_actions[] = {&export_command, NULL};
+
+const struct hy_cli_command hy_ctl_trace_command = {
+	.name = "trace",
+	.summary = "trace export: the access log as a trace (T: -90s, -2h, ISO 8601)",
+	.usage =
+		"usage: hybridctl trace export [MOUNTPOINT | --state DIR] [--since T] [--until T]\n"
+		"                              --format csv|fiu|msr [--output FILE]\n",
+	.actions = trace_actions,
+};

@@ -17,8 +17,12 @@
  * plan carried out and the second half served through the daemon's map
  * and read path over the mount's emulate= disk model (a 7,200 rpm disk
  * without one), ranked by busy time (sim_borg.h).
- * Those two are mount options (cache_policy=, bopt_size=): --apply puts
- * the table in force and prints the options to remount with. Exit status:
+ * Those two are mount options (cache_policy=, bopt_size=): tune prints
+ * the options to remount with, but only for a gain of at least
+ * --min-gain (2%) over the mount's own figure, as a share of it: a
+ * remount is no advice for a hit ratio equal to the third decimal, or a
+ * best that wins a tie on SSD writes alone. --apply puts the best table
+ * in force. Each replay draws a progress line (progress.h). Exit status:
  * 0, 1 (no mount, no cache, no log, a replay failed), 2 (usage).
  */
 #include <errno.h>
@@ -34,11 +38,13 @@
 #include <json-c/json.h>
 
 #include "ctl.h"
+#include "hybridfs/cli.h"
 #include "hybridfs/category.h"
 #include "hybridfs/control.h"
 #include "hybridfs/devmodel.h"
 #include "hybridfs/planner.h"
 #include "hybridfs/policy.h"
+#include "hybridfs/progress.h"
 #include "hybridfs/sim_borg.h"
 #include "hybridfs/sim_full.h"
 #include "hybridfs/state.h"
@@ -73,9 +79,27 @@ struct candidate {
 	double hit_ratio;
 };
 
-static void tune_usage(FILE *out)
+#define DEFAULT_MIN_GAIN 2.0  /* percent: below it, no remount is advised */
+#define PROGRESS_EVERY	 4096 /* records between two looks at the clock */
+
+enum { OPT_SINCE = 1, OPT_APPLY, OPT_JSON, OPT_MIN_GAIN, OPT_QUIET };
+
+static const struct hy_cli_option tune_options[] = {
+	{"since", 0, true, OPT_SINCE, "a time T"}, {"apply", 0, false, OPT_APPLY, NULL},
+	{"json", 0, false, OPT_JSON, NULL},	   {"min-gain", 0, true, OPT_MIN_GAIN, "a PERCENT"},
+	{"quiet", 'q', false, OPT_QUIET, NULL},	   {0},
+};
+
+/* The replays' progress: one bar per replay, "pass i of n". */
+struct passes {
+	struct hy_progress bar;
+	unsigned pass, count;
+	uint64_t rows;
+};
+
+static void pass_begin(struct passes *ps, const char *label)
 {
-	fprintf(out, "usage: hybridctl tune [MOUNTPOINT] [--since T] [--apply] [--json]\n");
+	hy_progress_begin(&ps->bar, label, ++ps->pass, ps->count, ps->rows);
 }
 
 /* The table in force from the daemon's "policy" answer. */
@@ -153,7 +177,7 @@ static void set_all(struct hy_workload_policy_table *t, const char *key, const c
 
 /* One candidate over the exported log. 0, or 1 after saying why. */
 static int replay(const char *trace, uint64_t lines, uint64_t front, enum hy_policy_kind policy,
-		  struct candidate *c)
+		  struct candidate *c, struct passes *ps)
 {
 	struct hy_sim_full_config cfg = {
 		.capacity = lines + front,
@@ -177,11 +201,16 @@ static int replay(const char *trace, uint64_t lines, uint64_t front, enum hy_pol
 		fprintf(stderr, "hybridctl: tune: %s\n", why);
 		return 1;
 	}
-	while ((rc = hy_trace_reader_next(reader, &rec)) == 1)
+	pass_begin(ps, c->name);
+	for (uint64_t n = 1; (rc = hy_trace_reader_next(reader, &rec)) == 1; n++) {
 		if (hy_sim_full_request(f, &rec) < 0) {
 			rc = -EIO;
 			break;
 		}
+		if (n % PROGRESS_EVERY == 0)
+			hy_progress_update(&ps->bar, n, 0);
+	}
+	hy_progress_end(&ps->bar);
 	if (rc < 0)
 		fprintf(stderr, "hybridctl: tune: replaying the log: %s\n",
 			rc == -EIO ? "the cache failed" : hy_trace_reader_error(reader));
@@ -198,7 +227,7 @@ static int replay(const char *trace, uint64_t lines, uint64_t front, enum hy_pol
  * first half, the second served with the plan and without over @model.
  * 0, or 1 after saying why. */
 static int replay_bopt(const char *trace, uint64_t rows, const struct hy_devmodel_params *model,
-		       struct bopt_candidate *b, int n)
+		       struct bopt_candidate *b, int n, struct passes *ps)
 {
 	for (int i = 0; i < n; i++) {
 		struct hy_sim_borg_run_config rc = {
@@ -224,9 +253,21 @@ static int replay_bopt(const char *trace, uint64_t rows, const struct hy_devmode
 			hy_sim_borg_run_free(run);
 			return 1;
 		}
-		while (rc2 >= 0 && (rc2 = hy_trace_reader_next(reader, &rec)) == 1)
+		{
+			char label[48], size[32];
+
+			hy_ctl_human_bytes(b[i].bytes, size, sizeof(size));
+			snprintf(label, sizeof(label), "BOPT %s", size);
+			pass_begin(ps, label);
+		}
+		for (uint64_t k = 1; rc2 >= 0 && (rc2 = hy_trace_reader_next(reader, &rec)) == 1;
+		     k++) {
 			if (hy_sim_borg_run_request(run, &rec, why, sizeof(why)) < 0)
 				rc2 = -EIO;
+			if (k % PROGRESS_EVERY == 0)
+				hy_progress_update(&ps->bar, k, 0);
+		}
+		hy_progress_end(&ps->bar);
 		if (rc2 < 0)
 			fprintf(stderr, "hybridctl: tune: BOPT sizes: %s\n",
 				rc2 == -EIO ? why : hy_trace_reader_error(reader));
@@ -292,10 +333,22 @@ static int apply(const char *dir, const struct hy_workload_policy_table *t)
 	return rc < 0 ? 1 : 0;
 }
 
-int hy_ctl_tune(int argc, char **argv)
+/* How much better @best is than @mine, as a share of @mine: for a hit
+ * ratio (@higher_better) or a busy time. 0 when they are equal; when
+ * @mine is 0 any gain is whole (1). */
+static double gain_of(double mine, double best, bool higher_better)
 {
-	const char *mountpoint = NULL, *since = NULL;
-	bool do_apply = false, json = false;
+	double d = higher_better ? best - mine : mine - best;
+
+	if (d <= 0)
+		return 0;
+	return mine > 0 ? d / mine : 1;
+}
+
+static int tune(const struct hy_cli_command *command, int argc, char **argv)
+{
+	const char *mountpoint = NULL, *since = NULL, *value;
+	bool do_apply = false, json = false, quiet = false;
 	struct candidate c[CANDIDATES], sp[HY_POLICY_KINDS];
 	struct bopt_candidate bc[BOPT_CANDIDATES];
 	struct hy_devmodel_params model;
@@ -303,32 +356,45 @@ int hy_ctl_tune(int argc, char **argv)
 	char dir[PATH_MAX], why[1024], trace[PATH_MAX];
 	struct hy_state *state = NULL;
 	uint64_t lines = 0, front = 0, rows = 0;
-	int nbopt = 0;
+	double min_gain = DEFAULT_MIN_GAIN / 100, policy_gain = 0, bopt_gain = 0;
+	bool advise_policy, advise_bopt;
+	struct passes ps;
+	struct hy_cli cli;
+	int nbopt = 0, rc, id;
 	int64_t since_ns = 0;
 	FILE *out;
 	int fd, status = 0;
 
-	for (int i = 0; i < argc; i++) {
-		if (strcmp(argv[i], "--apply") == 0) {
+	if (hy_cli_begin(&cli, command, argc, argv) < 0)
+		return 2;
+	while ((rc = hy_cli_next(&cli, &id, &value)) > 0) {
+		char *end;
+
+		if (id == OPT_APPLY) {
 			do_apply = true;
-		} else if (strcmp(argv[i], "--json") == 0) {
+		} else if (id == OPT_JSON) {
 			json = true;
-		} else if (strcmp(argv[i], "--since") == 0 && i + 1 < argc) {
-			since = argv[++i];
-		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-			tune_usage(stdout);
-			return 0;
-		} else if (argv[i][0] == '-') {
-			fprintf(stderr, "hybridctl: tune: unknown option \"%s\"\n", argv[i]);
-			tune_usage(stderr);
-			return 2;
-		} else if (mountpoint) {
-			fprintf(stderr, "hybridctl: tune: one MOUNTPOINT only\n");
-			return 2;
+		} else if (id == OPT_QUIET) {
+			quiet = true;
+		} else if (id == OPT_SINCE) {
+			since = value;
 		} else {
-			mountpoint = argv[i];
+			min_gain = strtod(value, &end);
+			if (end == value || *end || !(min_gain >= 0 && min_gain <= 1000)) {
+				fprintf(stderr,
+					"hybridctl: tune: --min-gain \"%s\": a percent from 0 to "
+					"1000\n",
+					value);
+				return 2;
+			}
+			min_gain /= 100;
 		}
 	}
+	if (rc < 0)
+		return hy_cli_exit_status(rc);
+	if (cli.nargs > 1)
+		return hy_cli_usage_error(&cli, "one MOUNTPOINT only");
+	mountpoint = cli.nargs ? cli.args[0] : NULL;
 	if (since) {
 		struct timespec now;
 
@@ -393,10 +459,15 @@ int hy_ctl_tune(int argc, char **argv)
 			sp[i].table = c[0].table;
 			sp[i].name = hy_policy_kind_name((enum hy_policy_kind)i);
 		}
+		hy_progress_init(&ps.bar, stderr, quiet, HY_PROGRESS_ITEMS, "requests", "pass");
+		ps.pass = 0;
+		ps.rows = rows;
+		ps.count = CANDIDATES + HY_POLICY_KINDS +
+			   (m.bopt_blocks && rows >= 2 ? BOPT_CANDIDATES : 0);
 		for (int i = 0; i < CANDIDATES && !status; i++)
-			status = replay(trace, lines, front, HY_POLICY_LRU3, &c[i]);
+			status = replay(trace, lines, front, HY_POLICY_LRU3, &c[i], &ps);
 		for (int i = 0; i < HY_POLICY_KINDS && !status; i++)
-			status = replay(trace, lines, front, (enum hy_policy_kind)i, &sp[i]);
+			status = replay(trace, lines, front, (enum hy_policy_kind)i, &sp[i], &ps);
 		if (m.bopt_blocks) {
 			static const double factor[BOPT_CANDIDATES] = {0.5, 1, 2, 4};
 
@@ -411,7 +482,7 @@ int hy_ctl_tune(int argc, char **argv)
 					bc[nbopt].blocks = 1;
 			}
 			if (!status && rows >= 2)
-				status = replay_bopt(trace, rows, &model, bc, nbopt);
+				status = replay_bopt(trace, rows, &model, bc, nbopt, &ps);
 			else
 				nbopt = 0; /* one request: nothing to train on and test */
 		}
@@ -439,6 +510,18 @@ int hy_ctl_tune(int argc, char **argv)
 			bc[0] = bc[i];
 			bc[i] = t;
 		}
+	/* a remount only for a gain worth it: the mount's own figures
+	 * against the best's, as a share of the mount's */
+	for (int i = 0; i < HY_POLICY_KINDS; i++)
+		if (strcmp(sp[i].name, m.policy) == 0)
+			policy_gain = gain_of(sp[i].hit_ratio, sp[0].hit_ratio, true);
+	for (int i = 0; i < nbopt; i++)
+		if (bc[i].blocks == m.bopt_blocks)
+			bopt_gain = gain_of(bc[i].planned_ms, bc[0].planned_ms, false);
+	advise_policy =
+		strcmp(sp[0].name, m.policy) != 0 && policy_gain >= min_gain && policy_gain > 0;
+	advise_bopt =
+		nbopt && bc[0].blocks != m.bopt_blocks && bopt_gain >= min_gain && bopt_gain > 0;
 	if (json) {
 		struct json_object *root = json_object_new_object(), *arr = json_object_new_array();
 		struct json_object *pol = json_object_new_array(), *bopt = json_object_new_array();
@@ -498,6 +581,30 @@ int hy_ctl_tune(int argc, char **argv)
 			json_object_object_add(rec, "bopt_size", json_object_new_string(opt));
 		}
 		json_object_object_add(root, "recommended_options", rec);
+		{
+			/* what tune advises: the options above whose gain reaches
+			 * min_gain (hybridctl(8)) */
+			struct json_object *r = json_object_new_object();
+			char text[128] = "";
+
+			if (advise_policy)
+				snprintf(text, sizeof(text), "cache_policy=%s", sp[0].name);
+			if (advise_bopt)
+				snprintf(text + strlen(text), sizeof(text) - strlen(text),
+					 "%sbopt_size=%" PRIu64 "M", *text ? "," : "",
+					 bc[0].bytes >> 20);
+			json_object_object_add(
+				r, "advised",
+				json_object_new_boolean(advise_policy || advise_bopt));
+			json_object_object_add(r, "options",
+					       *text ? json_object_new_string(text) : NULL);
+			json_object_object_add(r, "cache_policy_gain",
+					       json_object_new_double(policy_gain));
+			json_object_object_add(r, "bopt_size_gain",
+					       nbopt ? json_object_new_double(bopt_gain) : NULL);
+			json_object_object_add(r, "min_gain", json_object_new_double(min_gain));
+			json_object_object_add(root, "remount", r);
+		}
 		for (int i = 0; i < CANDIDATES; i++) {
 			struct json_object *o = json_object_new_object();
 
@@ -559,16 +666,39 @@ int hy_ctl_tune(int argc, char **argv)
 			printf("\"%s\" is in force now (hybridctl policy get shows it)\n",
 			       c[0].name);
 	}
-	/* the store's order and the BOPT's size are fixed for a mount's life */
-	if (!json &&
-	    (strcmp(sp[0].name, m.policy) != 0 || (nbopt && bc[0].blocks != m.bopt_blocks))) {
+	/* the store's order and the BOPT's size are fixed for a mount's life:
+	 * a remount is advised only for a gain of at least min_gain */
+	if (!json && (advise_policy || advise_bopt)) {
 		printf("remount with -o");
-		if (strcmp(sp[0].name, m.policy) != 0)
+		if (advise_policy)
 			printf(" cache_policy=%s", sp[0].name);
-		if (nbopt && bc[0].blocks != m.bopt_blocks)
-			printf("%sbopt_size=%" PRIu64 "M",
-			       strcmp(sp[0].name, m.policy) != 0 ? "," : " ", bc[0].bytes >> 20);
+		if (advise_bopt)
+			printf("%sbopt_size=%" PRIu64 "M", advise_policy ? "," : " ",
+			       bc[0].bytes >> 20);
 		printf(" to use the best of these (a mount option: not changed by --apply)\n");
+	} else if (!json && (strcmp(sp[0].name, m.policy) != 0 ||
+			     (nbopt && bc[0].blocks != m.bopt_blocks))) {
+		printf("no remount advised: the mount's cache_policy= and bopt_size= are within "
+		       "%.4g%% of the best (--min-gain)\n",
+		       min_gain * 100);
 	}
 	return status;
 }
+
+const struct hy_cli_command hy_ctl_tune_command = {
+	.name = "tune",
+	.run = tune,
+	.summary = "the mount's own log replayed under candidate policies, ranked",
+	.usage = "usage: hybridctl tune [MOUNTPOINT] [--since T] [--apply] [--min-gain PERCENT]\n"
+		 "                      [--quiet] [--json]\n"
+		 "\n"
+		 "  --since T           the log since T (-2h, an ISO 8601 time); all of it\n"
+		 "  --apply             put the best policy table in force (policy reset, set)\n"
+		 "  --min-gain PERCENT  advise a remount (cache_policy=, bopt_size=) only when\n"
+		 "                      it gains at least PERCENT over the mount's own (2)\n"
+		 "  --quiet, -q         no progress bar\n"
+		 "  --json              the rankings as JSON (hybridctl(8))\n"
+		 "A progress bar per replay (pass i of n, rate, ETA) is drawn on standard\n"
+		 "error when it is a terminal.\n",
+	.options = tune_options,
+};

@@ -7,6 +7,7 @@
 
 #include <sqlite3.h>
 
+#include "hybridfs/classify.h"
 #include "hybridfs/trace.h"
 
 #define NS_PER_S    INT64_C(1000000000)
@@ -287,6 +288,16 @@ struct row {
 	bool has_pid, has_class, has_phys, write;
 };
 
+/* The csv's class column: ReCA's class by name (classify.h's enum, as
+ * the log stores it); engine/classify.c's hy_classify_name() says the
+ * same, but lib/ links nothing above it. */
+static const char *const class_names[HY_CLASS_COUNT] = {
+	[HY_CLASS_SEQUENTIAL] = "sequential",
+	[HY_CLASS_STRIDED] = "strided",
+	[HY_CLASS_OVERLAPPED] = "overlapped",
+	[HY_CLASS_RANDOM] = "random",
+};
+
 static void put_int(FILE *out, bool known, int64_t v)
 {
 	if (known)
@@ -326,7 +337,8 @@ static void put_csv(FILE *out, const struct row *r)
 	put_csv_text(out, r->exe);
 	fprintf(out, ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRIu64 ",%" PRIu64 ",%c,", r->file_id,
 		r->offset, r->length, first, count, r->write ? 'W' : 'R');
-	put_int(out, r->has_class, r->klass);
+	if (r->has_class)
+		fputs(class_names[r->klass], out);
 	putc(',', out);
 	put_int(out, r->has_phys, r->phys_block);
 	putc('\n', out);
@@ -412,7 +424,8 @@ static bool read_row(sqlite3_stmt *stmt, struct row *r)
 	r->phys_block = sqlite3_column_int64(stmt, COL_PHYS);
 	r->write = mode == 1;
 	return (mode == 0 || mode == 1) && r->offset >= 0 && r->length >= 0 && r->file_id >= 0 &&
-	       (!r->has_phys || r->phys_block >= 0);
+	       (!r->has_phys || r->phys_block >= 0) &&
+	       (!r->has_class || (r->klass >= 0 && r->klass < HY_CLASS_COUNT));
 }
 
 int hy_trace_export(struct sqlite3 *db, enum hy_trace_format format, int64_t since_ns,
@@ -445,7 +458,8 @@ int hy_trace_export(struct sqlite3 *db, enum hy_trace_format format, int64_t sin
 		if (!read_row(stmt, &r)) {
 			snprintf(why, why_size,
 				 "state database \"%s\": access log row %" PRId64
-				 " is damaged (mode, offset, length, file or block out of range)",
+				 " is damaged (mode, offset, length, file, class or block out of "
+				 "range)",
 				 sqlite3_db_filename(db, "main"), r.rowid);
 			rc = -EUCLEAN;
 			goto done;

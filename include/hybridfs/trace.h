@@ -9,7 +9,9 @@
  *   csv  hybridfs's own, one header line then one line per request:
  *        ts_ns,pid,process,exe,file_id,offset,length,block_first,
  *        block_count,mode,class,phys_block
- *        mode is R or W; class is empty until classification fills it;
+ *        mode is R or W; class is ReCA's request class by name
+ *        (classify.h): sequential, strided, overlapped or random, empty
+ *        when the request was not classified;
  *        exe and phys_block are empty when unknown; process and exe are
  *        quoted as RFC 4180 says when they hold a comma, quote or newline.
  *   fiu  the FIU SRCMap/IODedup format, which keeps the pid and process:

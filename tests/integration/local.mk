@@ -80,3 +80,9 @@ EXTRA_DIST += tests/fuzz/run.sh
 EXTRA_DIST += tests/fuzz/fuzz_options.c tests/fuzz/fuzz_control.c tests/fuzz/fuzz_cache_store.c \
 	tests/fuzz/fuzz_bopt.c tests/fuzz/fuzz_common.h tests/fuzz/make_seeds.c
 EXTRA_DIST += tests/fuzz/corpus
+
+# hybridctl as one program (issue 21): --help, --json, --opt=value and --
+# for every command, did you mean, exit statuses (1 for a mount whose
+# daemon does not answer), the trace's class names.
+TESTS += tests/integration/cli.sh
+EXTRA_DIST += tests/integration/cli.sh

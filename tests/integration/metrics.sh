@@ -98,7 +98,7 @@ check_prom "b: hybridctl" "$HY_TMP/ctl.prom"
 check_prom "b: --output" "$p/all.prom"
 [ "$(stat -c %a "$p/all.prom")" = 644 ] || hy_fail "b: --output's file is not mode 644"
 "$HYBRIDCTL" status "$m" --format xml >"$HY_TMP/bad.out" 2>&1
-[ $? = 2 ] && grep -q 'unknown format "xml"' "$HY_TMP/bad.out" ||
+[ $? = 2 ] && grep -qF -- '--format "xml": use text, json or prometheus' "$HY_TMP/bad.out" ||
 	hy_fail "b: --format xml: $(cat "$HY_TMP/bad.out")"
 "$HYBRIDCTL" status "$m" --output "$p/x.prom" >"$HY_TMP/bad.out" 2>&1
 [ $? = 2 ] && grep -q 'goes with --format prometheus' "$HY_TMP/bad.out" ||

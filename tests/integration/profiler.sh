@@ -134,12 +134,13 @@ export_trace "$M" msr "$MSR"
 
 [ "$(head -n 1 "$CSV")" = "$CSV_HEADER" ] || hy_fail "csv header is \"$(head -n 1 "$CSV")\""
 # Every row: 12 fields (no quoting expected here), R or W, numbers where
-# numbers go, class 0 to 3 (ReCA's request classes), phys_block empty or a
+# numbers go, class one of ReCA's request classes by name, phys_block empty or a
 # block number, the time within the test.
 bad=$(tail -n +2 "$CSV" | awk -F, '
 	NF != 12 || $1 !~ /^[0-9]+$/ || $2 !~ /^[0-9]+$/ || $5 !~ /^[0-9]+$/ ||
 	$6 !~ /^[0-9]+$/ || $7 !~ /^[0-9]+$/ || $8 !~ /^[0-9]+$/ || $9 !~ /^[0-9]+$/ ||
-	($10 != "R" && $10 != "W") || $11 !~ /^[0-3]$/ || $12 !~ /^[0-9]*$/ { print }')
+	($10 != "R" && $10 != "W") || $11 !~ /^(sequential|strided|overlapped|random)$/ ||
+	$12 !~ /^[0-9]*$/ { print }')
 [ -z "$bad" ] || hy_fail "malformed csv rows:
 $bad"
 while IFS=, read -r ts _; do

@@ -1,8 +1,9 @@
 #!/bin/bash
 # tune.sh - hybridctl tune on a real mount: the mount's log replayed under
 # candidate policy tables, store policies and BOPT sizes, rankings printed,
-# --apply putting the best table in force (policy get shows it); a mount
-# without a cache is refused, named.
+# a remount advised only for a gain of at least --min-gain (2%), --apply
+# putting the best table in force (policy get shows it); a mount without a
+# cache is refused, named.
 . "$(dirname "$0")/lib.sh"
 
 hy_need_iogen
@@ -44,6 +45,35 @@ jq -e '[.bopt_sizes[].busy_ms_vanilla] | unique | length == 1' <<<"$out" >/dev/n
 jq -e '.recommended_options.cache_policy == .store_policies[0].policy and
 	(.recommended_options.bopt_size | test("^[0-9]+M$"))' <<<"$out" >/dev/null ||
 	hy_fail "no recommended options: $(jq -c .recommended_options <<<"$out")"
+# a remount is advised only for a gain of at least --min-gain (2% by
+# default) over the mount's own figure: the store policy's hit ratio, the
+# BOPT size's busy time, each as a share of the mount's
+jq -e '.remount.min_gain == 0.02 and
+	([.store_policies[] | select(.current)][0].hit_ratio as $mine |
+	 .store_policies[0].hit_ratio as $best |
+	 (if $mine > 0 then ($best - $mine) / $mine else (if $best > 0 then 1 else 0 end) end) as $g |
+	 (.remount.cache_policy_gain - $g | fabs) < 1e-9 and
+	 ((.remount.options // "" | test("cache_policy=")) ==
+	  ((.store_policies[0].current | not) and $g >= 0.02 and $g > 0))) and
+	([.bopt_sizes[] | select(.current)][0].busy_ms_planned as $mine |
+	 .bopt_sizes[0].busy_ms_planned as $best |
+	 (if $mine > 0 and $best < $mine then ($mine - $best) / $mine else 0 end) as $g |
+	 (.remount.bopt_size_gain - $g | fabs) < 1e-9 and
+	 ((.remount.options // "" | test("bopt_size=")) ==
+	  ((.bopt_sizes[0].current | not) and $g >= 0.02 and $g > 0))) and
+	.remount.advised == (.remount.options != null)' <<<"$out" >/dev/null ||
+	hy_fail "the remount advice does not follow the 2% rule: $(jq -c '{remount, store_policies, bopt_sizes}' <<<"$out")"
+# above any gain: nothing advised, in JSON and in text; at 0 every better
+# option is
+out2=$("$HYBRIDCTL" tune "$M" --json --min-gain=1000) || hy_fail "tune --min-gain=1000 failed"
+jq -e '.remount.advised == false and .remount.options == null and .remount.min_gain == 10' \
+	<<<"$out2" >/dev/null || hy_fail "--min-gain 1000 advised: $(jq -c .remount <<<"$out2")"
+txt=$("$HYBRIDCTL" tune "$M" --min-gain 1000) || hy_fail "tune --min-gain 1000 failed"
+grep -q "^remount with" <<<"$txt" && hy_fail "--min-gain 1000 advised a remount: $txt"
+out2=$("$HYBRIDCTL" tune "$M" --json --min-gain 0) || hy_fail "tune --min-gain 0 failed"
+jq -e '.remount.advised == ((.remount.cache_policy_gain > 0 and (.store_policies[0].current | not)) or
+	(.remount.bopt_size_gain > 0 and (.bopt_sizes[0].current | not)))' <<<"$out2" >/dev/null ||
+	hy_fail "--min-gain 0: $(jq -c .remount <<<"$out2")"
 best=$(jq -r '.ranking[0].candidate' <<<"$out")
 "$HYBRIDCTL" tune "$M" --apply >"$HY_TMP/apply.out" || hy_fail "tune --apply failed"
 grep -q "is in force now" "$HY_TMP/apply.out" || hy_fail "tune --apply said: $(cat "$HY_TMP/apply.out")"
@@ -65,6 +95,38 @@ if out=$("$HYBRIDCTL" tune "$M" 2>&1); then
 	hy_fail "tune on a mount without a cache succeeded: $out"
 else
 	case $out in *"no cache"*) ;; *) hy_fail "tune without a cache said: $out" ;; esac
+fi
+hy_umount "$M"
+
+# the threshold on a gain there is: a BOPT of 4M cannot hold the ~1400
+# blocks read twice over a 32M file, one of 8M can (on the default 7,200
+# rpm model): tune finds bopt_size=8M better by some gain G; a remount is
+# advised at --min-gain below G, not above it
+head -c 32M /dev/zero >"$B/big"
+hy_mount_ready "$B" "$M" "state=$HY_TMP/state3,cache_size=2M,writeback_cache=off,bopt_size=4M"
+RANDOM=5
+offs=()
+for i in $(seq 1 1500); do offs+=($(((RANDOM * 32768 + RANDOM) % 8192))); done
+specs=()
+for _ in 1 2; do
+	for o in "${offs[@]}"; do specs+=("r:$((o * 4096)):4096"); done
+done
+"$IOGEN" tuner "$M/big" "${specs[@]}" || hy_fail "the second workload failed"
+out=$("$HYBRIDCTL" tune "$M" --json --min-gain 0) || hy_fail "tune --min-gain 0 failed: $out"
+g=$(jq '.remount.bopt_size_gain' <<<"$out")
+if [ -z "$g" ] || ! jq -e '.remount.bopt_size_gain > 0.02 and (.bopt_sizes[0].current | not)' <<<"$out" >/dev/null; then
+	hy_fail "no BOPT size better than 4M: $(jq -c '{remount, bopt_sizes}' <<<"$out")"
+else
+	below=$(jq -n "$g * 50") above=$(jq -n "[$g * 200, 1000] | min")
+	txt=$("$HYBRIDCTL" tune "$M" --min-gain "$below") || hy_fail "tune --min-gain $below failed"
+	grep -q "^remount with -o .*bopt_size=" <<<"$txt" ||
+		hy_fail "a gain of $g was not advised at --min-gain $below%: $txt"
+	txt=$("$HYBRIDCTL" tune "$M" --min-gain="$above") || hy_fail "tune --min-gain $above failed"
+	grep -q "^remount with" <<<"$txt" && hy_fail "a gain of $g was advised at --min-gain $above%: $txt"
+	grep -q "^no remount advised" <<<"$txt" || hy_fail "--min-gain $above% does not say why: $txt"
+	out=$("$HYBRIDCTL" tune "$M" --json --min-gain="$above") || hy_fail "tune --json failed"
+	jq -e '.remount.advised == false and .remount.options == null' <<<"$out" >/dev/null ||
+		hy_fail "--min-gain $above% advised: $(jq -c .remount <<<"$out")"
 fi
 hy_umount "$M"
 hy_pass

@@ -41,6 +41,8 @@ int hy_test_add_identity(void);
 int hy_test_add_emulation(void);
 int hy_test_add_rules(void);
 int hy_test_add_metrics(void);
+int hy_test_add_cli(void);
+int hy_test_add_progress(void);
 
 /* A fresh temporary directory for one test; removed by hy_test_rmtree(). */
 char *hy_test_tmpdir(void);

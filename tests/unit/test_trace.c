@@ -39,7 +39,7 @@ static const char fixture_sql[] =
 	"phys_block\n"
 #define CSV_1 "1764460800000000000,1234,my app,/usr/bin/my app,1,0,4096,0,1,R,,100\n"
 #define CSV_2 "1764460800000000500,42,\"cat,dog\",,2,4095,2,0,2,W,,\n"
-#define CSV_3 "1764460801000000000,1234,my app,/usr/bin/my app,2,8192,10000,2,3,R,3,\n"
+#define CSV_3 "1764460801000000000,1234,my app,/usr/bin/my app,2,8192,10000,2,3,R,random,\n"
 #define CSV_4 "1764460800900000000,7,\"q\"\"x\",\"/bin/a,b\",1,5000,100,1,1,W,,7\n"
 #define CSV_5 "1764460802000000000,42,\"cat,dog\",,3,1,511,0,1,R,,\n"
 
@@ -200,6 +200,20 @@ static void test_damaged(void)
 					   NULL, NULL, NULL),
 			      SQLITE_OK);
 	text = export_text(state, HY_TRACE_MSR, INT64_MIN, INT64_MAX, &rows, &rc);
+	CU_ASSERT_EQUAL(rc, -EUCLEAN);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "row 1 is damaged"));
+	free(text);
+	close_db(state, tmp);
+
+	/* a class no enum hy_request_class has: no name to give it */
+	state = open_db(&tmp, false);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(state);
+	CU_ASSERT_EQUAL_FATAL(sqlite3_exec(state->db,
+					   "INSERT INTO access_log VALUES (1, 1, 1, 0, 1, 0, 4,"
+					   " NULL);",
+					   NULL, NULL, NULL),
+			      SQLITE_OK);
+	text = export_text(state, HY_TRACE_CSV, INT64_MIN, INT64_MAX, &rows, &rc);
 	CU_ASSERT_EQUAL(rc, -EUCLEAN);
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "row 1 is damaged"));
 	free(text);
