@@ -86,7 +86,7 @@ says "$ERR" '(did you mean "partial"?)' "--mode partail"
 expect 2 status --json=yes
 says "$ERR" "takes no value" "--json=yes"
 expect 2 status --format=xml
-says "$ERR" 'use text or json' "--format xml"
+says "$ERR" 'use text, json or prometheus' "--format xml"
 expect 2 explain
 says "$ERR" "no PATH" "explain without a path"
 expect 2 format-cache "$HY_TMP/fc.img" --size
