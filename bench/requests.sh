@@ -76,7 +76,9 @@ while [ $# -gt 0 ]; do
 	shift
 done
 case $WRITES$ENTRIES in *[!0-9]*) die "--writes and --entries want numbers" ;; esac
-[ "$WRITES" -gt 0 ] && [ "$ENTRIES" -gt 0 ] || die "--writes and --entries want positive numbers"
+if [ "$WRITES" -le 0 ] || [ "$ENTRIES" -le 0 ]; then
+	die "--writes and --entries want positive numbers"
+fi
 [ -n "$HYBRIDFS" ] || HYBRIDFS=$SRCDIR/hybridfs
 [ -x "$HYBRIDFS" ] || die "no daemon at $HYBRIDFS (--hybridfs)"
 [ -n "$HYBRIDCTL" ] || HYBRIDCTL=$(dirname "$HYBRIDFS")/hybridctl
@@ -178,14 +180,14 @@ EOF
 # run MODE [OPTIONS]: mounts (with -o OPTIONS), runs the driver, unmounts;
 # the driver's lines go to $TMP/MODE.jsonl
 run() {
-	local mode=$1 opts=$2 b=$TMP/$1/b m=$TMP/$1/m pid i
+	local mode=$1 opts=$2 b=$TMP/$1/b m=$TMP/$1/m pid
 	mkdir -p "$b/big" "$m" || die "mkdir $TMP/$mode"
 	(cd "$b/big" && seq -f 'file%05g' 1 "$ENTRIES" | xargs touch) || die "cannot make the folder"
 	"$HYBRIDFS" "$b" "$m" -f ${opts:+-o "$opts"} 2>>"$TMP/daemon.log" &
 	pid=$!
 	PIDS="$PIDS $pid"
 	MOUNTS="$MOUNTS $m"
-	for i in $(seq 1 600); do
+	for _ in $(seq 1 600); do
 		grep -q " $m " /proc/mounts && break
 		kill -0 "$pid" 2>/dev/null || die "the daemon exited: $(tail -n 3 "$TMP/daemon.log")"
 		sleep 0.05
