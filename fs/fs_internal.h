@@ -42,6 +42,7 @@ struct hy_profiler;
 struct hy_borg;
 struct hy_cache;
 struct hy_fs_pins;
+struct hy_fuse_channel;
 struct json_object;
 
 /* The link every open file and directory handle has in its struct hy_fs,
@@ -125,6 +126,11 @@ struct hy_fs {
 	 * why (fs/main.c; owned by main; NULL: not known) */
 	struct json_object *disks;
 	int64_t started; /* seconds since the epoch */
+	/* /dev/fuse through the daemon (fuse_channel.h): the request counts,
+	 * and whether the daemon clears setuid, setgid and security.capability
+	 * (hy_ops_kill_privs); NULL: libfuse's own reads. Owned by main; set
+	 * before the session loop. */
+	struct hy_fuse_channel *channel;
 };
 
 /* Parts of "status" (fs/status.c puts them together): BORG's (the

@@ -41,6 +41,7 @@
 #include "hybridfs/emuvfs.h"
 #include "hybridfs/engine.h"
 #include "hybridfs/fault.h"
+#include "hybridfs/fuse_channel.h"
 #include "hybridfs/inode.h"
 #include "hybridfs/profiler.h"
 #include "hybridfs/reca.h"
@@ -1369,6 +1370,7 @@ int main(int argc, char **argv)
 	struct hy_profiler *profiler = NULL;
 	struct hy_reca *reca = NULL;
 	struct hy_device_emulation *emulation = NULL;
+	struct hy_fuse_channel *channel = NULL;
 	int root_fd = -1, rc, status = 1;
 	char backing_id[128] = "", store_why[512] = "";
 	bool registered = false, ready = false;
@@ -1544,6 +1546,26 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: cannot mount on \"%s\"\n", program, opts.mountpoint);
 		goto out_signals;
 	}
+	/* The device through the daemon's channel: requests counted, and
+	 * FUSE_HANDLE_KILLPRIV_V2 taken (fuse_channel.h). The descriptor is
+	 * the one fuse_session_mount() got, from mount(2) as root or from
+	 * fusermount3 otherwise; the kernel reads and writes both alike. A
+	 * channel that cannot be had leaves libfuse's own reads and writes:
+	 * the mount works as before. */
+	rc = hy_fuse_channel_new(opts.killpriv_v2, &channel);
+	if (rc == 0)
+		rc = hy_fuse_channel_install(channel, se, why, sizeof(why));
+	else
+		snprintf(why, sizeof(why), "fuse: no channel: out of memory");
+	if (rc < 0) {
+		hy_log(LOG_WARNING,
+		       "%s; FUSE requests go uncounted, and the kernel asks for "
+		       "security.capability before every write",
+		       why);
+		hy_fuse_channel_free(channel);
+		channel = NULL;
+	}
+	fs.channel = channel;
 	/* the backing directory's volume and path were followed by the open
 	 * before the mount; looked at by path now, a mount in place would be
 	 * asked about itself before it serves */
@@ -1732,6 +1754,9 @@ out_signals:
 out_session:
 	fuse_session_destroy(se);
 out:
+	/* after the session, whose reads and writes it served */
+	fs.channel = NULL;
+	hy_fuse_channel_free(channel);
 	if (loop_config)
 		fuse_loop_cfg_destroy(loop_config);
 	hy_control_server_stop(control);

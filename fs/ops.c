@@ -27,6 +27,7 @@
 #include "hybridfs/device.h"
 #include "hybridfs/engine.h"
 #include "fs_internal.h"
+#include "hybridfs/fuse_channel.h"
 #include "hybridfs/inode.h"
 #include "hybridfs/log.h"
 #include "hybridfs/identity.h"
@@ -239,6 +240,159 @@ void hy_ops_creds_leave(struct creds_saved *saved)
 		hy_log(LOG_ERR, "fs: cannot restore the daemon's groups: %s", strerror(errno));
 }
 
+/* ---- setuid, setgid and security.capability ------------------------- */
+
+/* The attribute file capabilities live in (<linux/xattr.h> XATTR_NAME_CAPS) */
+#define CAPS_XATTR "security.capability"
+
+void hy_ops_privs_changed(struct hy_inode *inode)
+{
+	uint64_t seen = atomic_load_explicit(&inode->privs, memory_order_relaxed);
+
+	/* even, and above what any check running now has read: that check
+	 * cannot mark the inode clear any more (its compare-and-swap fails) */
+	while (!atomic_compare_exchange_weak_explicit(&inode->privs, &seen, (seen | 1) + 1,
+						      memory_order_acq_rel, memory_order_relaxed))
+		;
+}
+
+/* Whether the caller is in group @gid (its fsgid or a supplementary group),
+ * for the setgid rule; false when its groups cannot be read, the side on
+ * which the bit goes. */
+static bool caller_in_group(fuse_req_t req, gid_t gid)
+{
+	gid_t some[64], *groups = some;
+	int n, i;
+	bool in = false;
+
+	if (fuse_req_ctx(req)->gid == gid)
+		return true;
+	n = fuse_req_getgroups(req, 64, some);
+	if (n > 64) {
+		groups = malloc((size_t)n * sizeof(*groups));
+		n = groups ? fuse_req_getgroups(req, n, groups) : -ENOMEM;
+	}
+	if (n < 0)
+		hy_log(LOG_WARNING,
+		       "fs: the groups of pid %d cannot be read (%s): taken as outside the "
+		       "file's group",
+		       (int)fuse_req_ctx(req)->pid, strerror(-n));
+	for (i = 0; i < n && !in; i++)
+		in = groups[i] == gid;
+	if (groups != some)
+		free(groups);
+	return in;
+}
+
+/*
+ * What a change of a file's data takes away on Linux, done here once the
+ * kernel leaves it to the daemon (FUSE_HANDLE_KILLPRIV_V2; fuse_channel.h):
+ * security.capability always; setuid and setgid as @what says (the VFS's
+ * rules since Linux 6.2: should_remove_suid, setattr_should_drop_sgid;
+ * CAP_FSETID is the kernel's to know, and it says so by the request's
+ * kill flag). An inode found with
+ * none of them is marked clear and not looked at again until a change
+ * through the mount that may add one (hy_ops_privs_changed: setattr,
+ * setxattr, and every open, which is where changes made behind the mount
+ * are noticed, as the kernel notices them at its next attribute refresh).
+ *
+ * @fd: a descriptor of the file; @path: NULL when @fd is open for reading
+ * or writing, else a path to it (the /proc/self/fd link of an O_PATH @fd,
+ * on which fchmod and fgetxattr do not work). @known: the file's fresh
+ * attributes, or NULL to take them here. @tell_kernel: the reply carries
+ * no attributes (WRITE, OPEN), so a mode changed here is made known by
+ * invalidating the kernel's copy, which it would otherwise keep for
+ * attr_timeout (and exec would honour a setuid bit already gone).
+ *
+ * Returns 1 when the mode changed, 0 when it did not, or the negative
+ * errno of the change: the request then fails, as it did when the kernel's
+ * own SETATTR or REMOVEXATTR failed.
+ */
+int hy_ops_kill_privs(struct hy_fs *fs, fuse_req_t req, struct hy_inode *inode, int fd,
+		      const char *path, const struct stat *known, enum hy_ops_kill what,
+		      bool tell_kernel)
+{
+	struct meta_gate gate;
+	struct stat st;
+	mode_t kill = 0;
+	uint64_t seen;
+	ssize_t caps;
+	int rc = 0, err;
+
+	if (!hy_fuse_channel_killpriv_v2(fs->channel) || !inode || inode->type != S_IFREG)
+		return 0;
+	seen = atomic_load_explicit(&inode->privs, memory_order_acquire);
+	if (seen & 1)
+		return 0;
+	if (!known) {
+		if (fstat(fd, &st) < 0) {
+			rc = -errno;
+			hy_log(LOG_ERR, "fs: inode %llu: cannot stat it to clear setuid/setgid: %s",
+			       (unsigned long long)inode->ino, strerror(errno));
+			return rc;
+		}
+		known = &st;
+	}
+	if (what != HY_KILL_CAPS && (known->st_mode & S_ISUID))
+		kill |= S_ISUID;
+	if (what != HY_KILL_CAPS && (known->st_mode & S_ISGID) &&
+	    ((known->st_mode & S_IXGRP) || !caller_in_group(req, known->st_gid)))
+		kill |= S_ISGID;
+	caps = path ? getxattr(path, CAPS_XATTR, NULL, 0) : fgetxattr(fd, CAPS_XATTR, NULL, 0);
+	err = errno;
+	if (caps < 0 && !kill) {
+		/* a bit a caller with CAP_FSETID keeps still needs the next look;
+		 * an xattr that cannot be read is not taken for absent for good */
+		if (!(known->st_mode & (S_ISUID | S_ISGID)) && (err == ENODATA || err == ENOTSUP))
+			atomic_compare_exchange_strong_explicit(&inode->privs, &seen, seen | 1,
+								memory_order_acq_rel,
+								memory_order_relaxed);
+		return 0;
+	}
+	/* the change moves the ctime: cached and relocated blocks stay current */
+	hy_ops_meta_gate_begin(fs, inode, fd, &gate);
+	if (caps >= 0) {
+		rc = (path ? removexattr(path, CAPS_XATTR) : fremovexattr(fd, CAPS_XATTR)) < 0
+			     ? -errno
+			     : 0;
+		if (rc == -ENODATA) /* gone meanwhile */
+			rc = 0;
+	}
+	if (rc == 0 && kill) {
+		mode_t mode = known->st_mode & 07777 & ~kill;
+
+		rc = (path ? fchmodat(AT_FDCWD, path, mode, 0) : fchmod(fd, mode)) < 0 ? -errno : 0;
+	}
+	hy_ops_meta_gate_end(fs, &gate, rc == 0);
+	if (rc < 0) {
+		hy_log(LOG_WARNING,
+		       "fs: inode %llu: cannot clear %s%s%s after a change of its data by uid %u: "
+		       "%s; the request fails",
+		       (unsigned long long)inode->ino, caps >= 0 ? "security.capability" : "",
+		       caps >= 0 && kill ? " and " : "", kill ? "setuid/setgid" : "",
+		       (unsigned)fuse_req_ctx(req)->uid, strerror(-rc));
+		return rc;
+	}
+	/* the next fsync makes it durable */
+	hy_engine_home_changed(fs->engine, hy_ops_file_id_of(fs, inode, fd));
+	if (!kill)
+		return 0;
+	if (tell_kernel)
+		hy_ops_privs_shown(fs, inode);
+	return 1;
+}
+
+void hy_ops_privs_shown(struct hy_fs *fs, struct hy_inode *inode)
+{
+	int rc = hy_fuse_channel_invalidate(fs->channel, hy_ops_ino_of(fs, inode));
+
+	if (rc < 0)
+		hy_log(LOG_WARNING,
+		       "fs: inode %llu: the kernel may show its old mode for up to attr_timeout: "
+		       "its attributes cannot be invalidated: %s",
+		       (unsigned long long)inode->ino, strerror(-rc));
+}
+
 /* ---- session ----------------------------------------------------------- */
 
 static void hy_init(void *userdata, struct fuse_conn_info *conn)
@@ -282,8 +436,16 @@ static void hy_init(void *userdata, struct fuse_conn_info *conn)
 		hy_log(LOG_WARNING,
 		       "fs: the kernel offers no POSIX ACLs on FUSE: an ACL "
 		       "stricter than its file's mode is not enforced for other users");
-	/* Locks stay in the kernel, local to this mount (see fs.h). */
+	/* Locks stay in the kernel, local to this mount (see fs.h). Setuid,
+	 * setgid and capabilities are cleared by the kernel, or with
+	 * FUSE_HANDLE_KILLPRIV_V2 (which libfuse does not know; the channel
+	 * asks for it) here, never by the first protocol's rules. */
 	conn->want &= ~(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS | FUSE_CAP_HANDLE_KILLPRIV);
+	/* Every request and reply must pass the channel's read and writev
+	 * (fuse_channel.h); a spliced one would not. */
+	if (fs->channel)
+		conn->want &=
+			~(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
 }
 
 const struct fuse_lowlevel_ops hy_fs_operations = {

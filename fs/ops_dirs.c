@@ -352,6 +352,8 @@ void hy_ops_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const cha
 	hy_ops_meta_gate_begin(fs, hy_ops_inode_of(fs, ino), obj.fd, &gate);
 	rc = setxattr(obj.path, name, value, size, flags) < 0 ? errno : 0;
 	hy_ops_meta_gate_end(fs, &gate, rc == 0);
+	/* security.capability, say: the next write looks again */
+	hy_ops_privs_changed(hy_ops_inode_of(fs, ino));
 	if (rc == 0) /* the next fsync makes it durable */
 		hy_engine_home_changed(fs->engine,
 				       hy_ops_file_id_of(fs, hy_ops_inode_of(fs, ino), obj.fd));

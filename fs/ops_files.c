@@ -25,6 +25,7 @@
 #include "hybridfs/borg.h"
 #include "hybridfs/device.h"
 #include "hybridfs/engine.h"
+#include "hybridfs/fuse_channel.h"
 #include "fs_internal.h"
 #include "hybridfs/inode.h"
 #include "hybridfs/log.h"
@@ -127,14 +128,27 @@ static int do_open(struct hy_fs *fs, fuse_req_t req, struct hy_inode *inode,
 {
 	struct creds_saved saved = {.switched = false};
 	struct hy_inode_ref ref;
-	struct stat st;
+	struct stat st, was;
+	mode_t before = 0;
 	uint64_t trunc_id;
-	bool gated;
+	bool gated, watch;
 	int fd, rc, flags = backing_flags(fs, fi);
 
 	rc = hy_inode_pin(fs->inodes, inode, false, &ref);
 	if (rc)
 		return rc;
+	/* An O_TRUNC open that drops setuid or setgid (here, or in the backing
+	 * filesystem for a caller without CAP_FSETID) must make the kernel
+	 * forget the mode it keeps: with FUSE_HANDLE_KILLPRIV_V2 it neither
+	 * drops the bits itself nor refreshes them after OPEN. So the mode
+	 * before is taken, unless the file is known to have none. */
+	watch = (flags & O_TRUNC) && hy_fuse_channel_killpriv_v2(fs->channel) &&
+		!(atomic_load_explicit(&inode->privs, memory_order_acquire) & 1);
+	if (watch)
+		before = (ref.self ? fstat(ref.dirfd, &was)
+				   : fstatat(ref.dirfd, ref.name, &was, AT_SYMLINK_NOFOLLOW)) < 0
+				 ? S_ISUID | S_ISGID /* unknown: the kernel forgets it anyway */
+				 : was.st_mode;
 	/* With FUSE_CAP_ATOMIC_O_TRUNC the kernel sends no setattr for
 	 * O_TRUNC, so clearing setuid/setgid on a truncate by a non-owner is
 	 * left to the backing filesystem: open as the caller, who (unlike the
@@ -166,7 +180,18 @@ static int do_open(struct hy_fs *fs, fuse_req_t req, struct hy_inode *inode,
 		close(fd);
 		return -ESTALE;
 	}
-	rc = file_new(fs, req, inode, fd, &st, fi);
+	/* a bit or capability set behind the mount is noticed here */
+	hy_ops_privs_changed(inode);
+	/* what the truncation takes away, beyond what the backing filesystem
+	 * took as the caller (fuse_channel.h) */
+	rc = (flags & O_TRUNC) ? hy_ops_kill_privs(fs, req, inode, fd, NULL, &st,
+						   hy_ops_kill_of_request(), false)
+			       : 0;
+	if (rc >= 0 && (before & (S_ISUID | S_ISGID)) &&
+	    (rc > 0 || (st.st_mode & 07777) != (before & 07777)))
+		hy_ops_privs_shown(fs, inode);
+	if (rc >= 0)
+		rc = file_new(fs, req, inode, fd, &st, fi);
 	if (rc)
 		close(fd);
 	return rc;
@@ -217,6 +242,18 @@ static int do_create(struct hy_fs *fs, fuse_req_t req, struct hy_inode *parent, 
 	rc = hy_inode_add_lookup(fs->inodes, parent, name, &st, -1, &inode);
 	if (rc)
 		goto out;
+	hy_ops_privs_changed(inode);
+	/* an O_TRUNC create that met a file made meanwhile truncated it */
+	rc = (fi->flags & O_TRUNC) ? hy_ops_kill_privs(fs, req, inode, fd, NULL, &st,
+						       hy_ops_kill_of_request(), false)
+				   : 0;
+	/* the reply's attributes are the ones after it */
+	if (rc > 0)
+		rc = fstat(fd, &st) < 0 ? -errno : 0;
+	if (rc) {
+		hy_inode_forget(fs->inodes, inode, 1);
+		goto out;
+	}
 	hy_ops_entry_fill(fs, e, inode, &st);
 	rc = file_new(fs, req, inode, fd, &st, fi);
 	if (rc) {
@@ -360,6 +397,14 @@ void hy_ops_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, 
 		.pid = request_pid(file, fi->writepage ? 0 : fuse_req_ctx(req)->pid)};
 	ssize_t n;
 
+	/* what a write takes away, before it, as the VFS does (fuse_channel.h);
+	 * nothing but two atomic loads once the file is known clear */
+	n = hy_ops_kill_privs(fs, req, file->inode, file->fd, NULL, NULL, hy_ops_kill_of_request(),
+			      true);
+	if (n < 0) {
+		fuse_reply_err(req, (int)-n);
+		return;
+	}
 	n = hy_engine_write_as(fs->engine, &file->engine, logged ? &er : NULL, buf, size, off);
 	/* A write from the kernel's write-back cache (fi->writepage) that
 	 * comes back short is not resent: the kernel takes its pages as
@@ -411,10 +456,18 @@ void hy_ops_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, of
 		      struct fuse_file_info *fi)
 {
 	struct hy_fs *fs = hy_ops_fs_of(req);
+	struct hy_file *file = hy_ops_file_of(fi);
+	int rc;
 
 	hy_ops_count_op(fs, HY_OP_OTHER);
-	fuse_reply_err(req, -hy_engine_fallocate(fs->engine, &hy_ops_file_of(fi)->engine, mode,
-						 offset, length));
+	/* FALLOCATE has no kill flag, and the empty SETATTR the kernel may
+	 * send first clears the bits for the owner only (fs/ops_names.c,
+	 * do_setattr): the caller's uid stands in for its lack of CAP_FSETID */
+	rc = hy_ops_kill_privs(fs, req, file->inode, file->fd, NULL, NULL,
+			       fuse_req_ctx(req)->uid != 0 ? HY_KILL_SUIDGID : HY_KILL_CAPS, true);
+	if (rc >= 0)
+		rc = hy_engine_fallocate(fs->engine, &file->engine, mode, offset, length);
+	fuse_reply_err(req, rc < 0 ? -rc : 0);
 }
 
 void hy_ops_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
@@ -454,9 +507,15 @@ void hy_ops_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 			    struct fuse_file_info *fi_out, size_t len, int flags)
 {
 	struct hy_fs *fs = hy_ops_fs_of(req);
-	ssize_t n = hy_engine_copy_range(fs->engine, &hy_ops_file_of(fi_in)->engine, off_in,
-					 &hy_ops_file_of(fi_out)->engine, off_out, len, flags);
+	struct hy_file *out = hy_ops_file_of(fi_out);
+	/* as fallocate: no kill flag on COPY_FILE_RANGE */
+	ssize_t n = hy_ops_kill_privs(fs, req, out->inode, out->fd, NULL, NULL,
+				      fuse_req_ctx(req)->uid != 0 ? HY_KILL_SUIDGID : HY_KILL_CAPS,
+				      true);
 
+	if (n >= 0)
+		n = hy_engine_copy_range(fs->engine, &hy_ops_file_of(fi_in)->engine, off_in,
+					 &out->engine, off_out, len, flags);
 	hy_ops_count_op(fs, HY_OP_OTHER);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);

@@ -22,6 +22,7 @@
 #include <fuse_lowlevel.h>
 
 #include "hybridfs/engine.h"
+#include "hybridfs/fuse_channel.h"
 #include "hybridfs/inode.h"
 #include "hybridfs/profiler.h"
 
@@ -138,6 +139,25 @@ int hy_ops_file_free(struct hy_fs *fs, struct hy_file *file);
 uint64_t hy_ops_file_id_of(struct hy_fs *fs, struct hy_inode *inode, int fd);
 void hy_ops_forget_if_gone(struct hy_fs *fs, struct hy_inode *inode, int fd);
 void hy_ops_handle_track(struct hy_fs *fs, struct hy_fs_handle *h, bool is_dir);
+/* What hy_ops_kill_privs() takes away besides security.capability. */
+enum hy_ops_kill {
+	HY_KILL_CAPS,	 /* nothing more */
+	HY_KILL_SUIDGID, /* the caller lacks CAP_FSETID (the request's kill flag):
+			  * setuid; setgid when group-executable or the caller
+			  * is outside the file's group */
+};
+int hy_ops_kill_privs(struct hy_fs *fs, fuse_req_t req, struct hy_inode *inode, int fd,
+		      const char *path, const struct stat *known, enum hy_ops_kill what,
+		      bool tell_kernel);
+/* The request's kill flag as a hy_ops_kill_privs() argument. */
+static inline enum hy_ops_kill hy_ops_kill_of_request(void)
+{
+	return hy_fuse_channel_kill_suidgid() ? HY_KILL_SUIDGID : HY_KILL_CAPS;
+}
+void hy_ops_privs_changed(struct hy_inode *inode);
+/* The kernel forgets the attributes it keeps of @inode, whose mode the
+ * daemon changed while answering a request whose reply carries none. */
+void hy_ops_privs_shown(struct hy_fs *fs, struct hy_inode *inode);
 bool hy_ops_is_state_entry(struct hy_fs *fs, struct hy_inode *parent, const char *name);
 void hy_ops_meta_gate_begin(struct hy_fs *fs, struct hy_inode *inode, int fd,
 			    struct meta_gate *gate);

@@ -24,6 +24,7 @@
 
 #include "hybridfs/device.h"
 #include "hybridfs/engine.h"
+#include "hybridfs/fuse_channel.h"
 #include "fs_internal.h"
 #include "hybridfs/inode.h"
 #include "hybridfs/log.h"
@@ -262,8 +263,9 @@ static int set_size(struct hy_fs *fs, struct hy_inode *inode, const struct hy_ob
 	return rc;
 }
 
-static int do_setattr(struct hy_fs *fs, struct hy_inode *inode, const struct stat *attr, int to_set,
-		      struct fuse_file_info *fi, struct stat *out)
+static int do_setattr(struct hy_fs *fs, fuse_req_t req, struct hy_inode *inode,
+		      const struct stat *attr, int to_set, struct fuse_file_info *fi,
+		      struct stat *out)
 {
 	const int meta_bits = FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID |
 			      FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
@@ -274,6 +276,21 @@ static int do_setattr(struct hy_fs *fs, struct hy_inode *inode, const struct sta
 	struct hy_inode_ref ref;
 	int rc, fd = fi && fi->fh ? hy_ops_file_of(fi)->fd : -1, meta_fd;
 	bool fresh = false, gated = false;
+	/* With FUSE_HANDLE_KILLPRIV_V2 the kernel turns what the VFS asks to
+	 * take away, with nothing else to set, into a SETATTR with nothing to
+	 * set: for a chown(f, -1, -1); before a write or a fallocate by a
+	 * caller without CAP_FSETID, when the kernel's copy of the mode has
+	 * setuid (file_remove_privs); after it removed security.capability
+	 * for any writer, root too. Which one it is does not show, so the
+	 * bits go for the file's owner only (all three cases mean that for
+	 * the owner; its own chown(f, -1, -1) clears them on Linux): another
+	 * user's write clears them with its own kill flag, fallocate and
+	 * copy_file_range by its uid (fs/ops_files.c), while root's write to
+	 * a file with a capability keeps them, and so, unlike the plain
+	 * directory, does root's chown(f, -1, -1); another user's is not
+	 * refused, and changes nothing (docs/architecture.md). */
+	bool empty = !(to_set & (meta_bits | FUSE_SET_ATTR_SIZE)) && inode->type == S_IFREG &&
+		     hy_fuse_channel_killpriv_v2(fs->channel) && fuse_req_ctx(req)->uid != 0;
 
 	rc = hy_inode_pin(fs->inodes, inode, false, &ref);
 	if (rc)
@@ -290,6 +307,12 @@ static int do_setattr(struct hy_fs *fs, struct hy_inode *inode, const struct sta
 	 * the file, which meta_begin holds until meta_end. */
 	if (to_set & FUSE_SET_ATTR_SIZE) {
 		rc = set_size(fs, inode, &obj, fi, attr->st_size);
+		/* what a truncation takes away (fuse_channel.h) */
+		if (rc == 0)
+			rc = hy_ops_kill_privs(fs, req, inode, meta_fd, fd >= 0 ? NULL : obj.path,
+					       NULL, hy_ops_kill_of_request(), false);
+		if (rc > 0) /* the reply's attributes are taken after it */
+			rc = 0;
 		if (rc)
 			goto out;
 	}
@@ -327,12 +350,26 @@ static int do_setattr(struct hy_fs *fs, struct hy_inode *inode, const struct sta
 			goto out;
 		}
 	}
+	/* (with no gate held: it takes the file's own) */
+	if (empty) {
+		struct stat now;
+
+		rc = fstat(meta_fd, &now) < 0 ? -errno : 0;
+		if (rc == 0 && now.st_uid == fuse_req_ctx(req)->uid)
+			rc = hy_ops_kill_privs(fs, req, inode, meta_fd, fd >= 0 ? NULL : obj.path,
+					       &now, HY_KILL_SUIDGID, false);
+		if (rc < 0)
+			goto out;
+	}
 	if (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
 		      FUSE_SET_ATTR_MTIME_NOW)) {
 		rc = set_times(&obj, fd, attr, to_set);
 		if (rc)
 			goto out;
 	}
+	/* a new mode may have a setuid or setgid bit */
+	if (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))
+		hy_ops_privs_changed(inode);
 	rc = fstat(meta_fd, out) < 0 ? -errno : 0;
 	/* the next fsync makes the new mode, owner or times durable too */
 	if (to_set & meta_bits)
@@ -350,7 +387,7 @@ void hy_ops_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_se
 {
 	struct hy_fs *fs = hy_ops_fs_of(req);
 	struct stat st;
-	int rc = do_setattr(fs, hy_ops_inode_of(fs, ino), attr, to_set, fi, &st);
+	int rc = do_setattr(fs, req, hy_ops_inode_of(fs, ino), attr, to_set, fi, &st);
 
 	hy_ops_count_op(fs, HY_OP_SETATTR);
 	if (rc) {

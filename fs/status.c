@@ -13,6 +13,7 @@
 #include "hybridfs/inode.h"
 #include "hybridfs/classify.h"
 #include "hybridfs/engine.h"
+#include "hybridfs/fuse_channel.h"
 #include "hybridfs/profiler.h"
 #include "hybridfs/reca.h"
 
@@ -79,6 +80,38 @@ static struct json_object *classes_json(uint64_t c[2][HY_CLASS_COUNT])
 	return o;
 }
 
+/* {"killpriv_v2": bool, "killpriv_v2_why": text or null, "requests":
+ * {"lookup": n, ...}}: the FUSE requests read, by opcode, those seen at
+ * least once (null: the channel is not in; fuse_channel.h). */
+static struct json_object *fuse_status(struct hy_fs *fs)
+{
+	struct json_object *o = json_object_new_object(), *req;
+
+	if (!o)
+		return NULL;
+	json_object_object_add(o, "killpriv_v2",
+			       json_object_new_boolean(hy_fuse_channel_killpriv_v2(fs->channel)));
+	add_str(o, "killpriv_v2_why",
+		fs->channel ? hy_fuse_channel_why(fs->channel)
+			    : "the daemon could not read /dev/fuse itself (see its log)");
+	req = fs->channel ? json_object_new_object() : NULL;
+	for (unsigned i = 0; req && i < HY_FUSE_CHANNEL_OPCODES; i++) {
+		uint64_t n = hy_fuse_channel_count(fs->channel, i);
+		const char *name = hy_fuse_channel_opcode_name(i);
+		char unnamed[24];
+
+		if (!n)
+			continue;
+		if (!name) {
+			snprintf(unnamed, sizeof(unnamed), "opcode_%u", i);
+			name = unnamed;
+		}
+		add_u64(req, name, n);
+	}
+	json_object_object_add(o, "requests", req);
+	return o;
+}
+
 struct json_object *hy_fs_status(struct hy_fs *fs)
 {
 	struct json_object *root = json_object_new_object(), *ops, *bytes, *inodes, *prof, *procs;
@@ -107,6 +140,7 @@ struct json_object *hy_fs_status(struct hy_fs *fs)
 	add_u64(bytes, "read", atomic_load_explicit(&fs->bytes_read, memory_order_relaxed));
 	add_u64(bytes, "written", atomic_load_explicit(&fs->bytes_written, memory_order_relaxed));
 	json_object_object_add(root, "bytes", bytes);
+	json_object_object_add(root, "fuse", fuse_status(fs));
 
 	json_object_object_add(root, "backing_device", hy_fs_device_status(fs->backing));
 

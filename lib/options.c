@@ -342,6 +342,8 @@ static int parse_one_word(struct hy_options *opts, char *word, char *why, size_t
 	}
 	if (strcmp(name, "writeback_cache") == 0)
 		return parse_bool(name, value, &opts->writeback_cache, why, why_size);
+	if (strcmp(name, "killpriv_v2") == 0)
+		return parse_bool(name, value, &opts->killpriv_v2, why, why_size);
 	if (strcmp(name, "attr_timeout") == 0)
 		return parse_seconds(name, value, &opts->attr_timeout, why, why_size);
 	if (strcmp(name, "entry_timeout") == 0)
@@ -579,6 +581,7 @@ static void options_reset(struct hy_options *opts)
 	memset(opts, 0, sizeof(*opts));
 	/* off: see docs/reliability.md, "The kernel's write-back cache" */
 	opts->writeback_cache = false;
+	opts->killpriv_v2 = true;
 	opts->attr_timeout = 1.0;
 	opts->entry_timeout = 1.0;
 	opts->negative_timeout = 0.0;
@@ -1100,6 +1103,8 @@ void hy_options_usage(const char *program, FILE *out)
 		"  allow_other            let other users in (the kernel then checks permissions)\n"
 		"  ro, rw                 read-only or read-write mount\n"
 		"  writeback_cache=on|off the kernel's write-back page cache (default off)\n"
+		"  killpriv_v2=on|off     the daemon clears setuid, setgid and capabilities on\n"
+		"                         writes, sparing a request per write (default on)\n"
 		"  attr_timeout=SEC       how long the kernel keeps attributes (default 1)\n"
 		"  entry_timeout=SEC      how long the kernel keeps names (default 1)\n"
 		"  negative_timeout=SEC   how long the kernel keeps missing names (default 0)\n"

@@ -21,8 +21,10 @@
  * (FUSE_CAP_POSIX_ACL, which implies default_permissions; a kernel without
  * it checks the mode alone when other users are let in, and otherwise the
  * backing filesystem does, since only the mounting user, as whom the daemon
- * runs, gets in); setuid and setgid bits are cleared by the kernel on a
- * write by a non-owner (we do not claim FUSE_CAP_HANDLE_KILLPRIV); POSIX and
+ * runs, gets in); setuid, setgid and security.capability are cleared by the
+ * daemon on a write, truncation or O_TRUNC open, as Linux clears them
+ * (FUSE_HANDLE_KILLPRIV_V2, taken through fuse_channel.h; hy_ops_kill_privs
+ * in fs/ops.c), or by the kernel where it does not offer the flag; POSIX and
  * flock locks are handled by the FUSE kernel module for the mount, which is
  * correct for everything that goes through the mount; O_DIRECT is honoured
  * by FUSE's direct_io (the backing file is opened without it, since request

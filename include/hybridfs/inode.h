@@ -51,6 +51,10 @@ struct hy_inode {
 	mode_t type;		  /* S_IFMT bits; never change */
 	_Atomic uint64_t file_id; /* its file id (identity.h) once known, else 0 */
 	_Atomic unsigned opens;	  /* open file handles (the kernel keeps the inode) */
+	/* Bit 0: no setuid or setgid bit and no security.capability at the
+	 * last look, so a write has nothing to clear; the other bits count the
+	 * changes that may have added one since (fs/ops.c, hy_ops_kill_privs) */
+	_Atomic uint64_t privs;
 
 	/* protected by table->lock: */
 	uint64_t nlookup;	 /* the kernel's lookup count */

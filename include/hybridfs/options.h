@@ -105,6 +105,7 @@ struct hy_options {
 	bool allow_other; /* implies default_permissions */
 	bool read_only;
 	bool writeback_cache;	 /* kernel write-back page cache (on by default) */
+	bool killpriv_v2;	 /* the daemon clears setuid/setgid (fuse_channel.h; on) */
 	double attr_timeout;	 /* seconds the kernel may keep attributes */
 	double entry_timeout;	 /* seconds the kernel may keep a name */
 	double negative_timeout; /* seconds the kernel may keep "no such name" */

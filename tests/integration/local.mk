@@ -52,6 +52,12 @@ EXTRA_DIST += tests/integration/cachekeep.sh
 TESTS += tests/integration/metrics.sh
 EXTRA_DIST += tests/integration/metrics.sh
 
+# FUSE_HANDLE_KILLPRIV_V2 (issue 20): no GETXATTR per write, and setuid,
+# setgid and security.capability cleared by the daemon as the kernel would
+# (killpriv.sh; a user's mount through fusermount3 too).
+TESTS += tests/integration/killpriv.sh
+EXTRA_DIST += tests/integration/killpriv.sh
+
 # ReCA: categories of real programs, the policy table, metadata priority.
 TESTS += tests/integration/reca.sh
 EXTRA_DIST += tests/integration/reca.sh

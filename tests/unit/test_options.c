@@ -36,6 +36,7 @@ static void test_defaults(void)
 	CU_ASSERT_FALSE(o.foreground);
 	CU_ASSERT_FALSE(o.mount_helper);
 	CU_ASSERT_FALSE(o.writeback_cache);
+	CU_ASSERT_TRUE(o.killpriv_v2);
 	CU_ASSERT_DOUBLE_EQUAL(o.attr_timeout, 1.0, 1e-9);
 	CU_ASSERT_PTR_NULL(o.state_dir);
 	hy_options_free(&o);
@@ -43,10 +44,15 @@ static void test_defaults(void)
 
 static void test_known_options(void)
 {
-	const char *argv[] = {
-		"hybridfs", "-o", "allow_other,state=/s,attr_timeout=2.5",	     "/b",
-		"/m",	    "-o", "nosuid,noatime,writeback_cache=on,max_threads=4", "-d",
-		NULL};
+	const char *argv[] = {"hybridfs",
+			      "-o",
+			      "allow_other,state=/s,attr_timeout=2.5",
+			      "/b",
+			      "/m",
+			      "-o",
+			      "nosuid,noatime,writeback_cache=on,max_threads=4,killpriv_v2=off",
+			      "-d",
+			      NULL};
 	struct hy_options o;
 
 	CU_ASSERT_EQUAL(parse(&o, argv), 0);
@@ -54,6 +60,7 @@ static void test_known_options(void)
 	CU_ASSERT_STRING_EQUAL(o.state_dir, "/s");
 	CU_ASSERT_DOUBLE_EQUAL(o.attr_timeout, 2.5, 1e-9);
 	CU_ASSERT_TRUE(o.writeback_cache);
+	CU_ASSERT_FALSE(o.killpriv_v2);
 	CU_ASSERT_EQUAL(o.max_threads, 4);
 	CU_ASSERT_TRUE(o.debug);
 	CU_ASSERT_TRUE(o.foreground);
