@@ -6,7 +6,8 @@ HY_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # Debian packages the build, the tests and the demo need.
 HY_PACKAGES="gcc make autoconf automake pkg-config libfuse3-dev fuse3 libsqlite3-dev
 sqlite3 libevent-dev libblkid-dev libjson-c-dev libcunit1-dev mandoc git rsync tar util-linux procps
-attr acl xz-utils jq zlib1g-dev clang libclang-rt-14-dev"
+attr acl xz-utils jq zlib1g-dev clang libclang-rt-14-dev
+libncurses-dev tmux"
 
 hy_say() { printf '==> %s\n' "$*"; }
 
