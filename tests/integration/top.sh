@@ -43,6 +43,7 @@ release() {
 
 # ---- on a terminal ---------------------------------------------------------
 SOCK=$HY_TMP/tmux.sock
+unset TMUX # a run from inside another tmux: this server is the test's own
 tm() { tmux -S "$SOCK" -f /dev/null "$@"; }
 tm new-session -d -s top -x 120 -y 30 "bash --norc --noprofile" \; set -g status off ||
 	hy_die "tmux could not start a session"
