@@ -6,13 +6,13 @@ HY_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # Debian packages the build, the tests and the demo need.
 HY_PACKAGES="gcc make autoconf automake pkg-config libfuse3-dev fuse3 libsqlite3-dev
 sqlite3 libevent-dev libblkid-dev libjson-c-dev libcunit1-dev mandoc git rsync tar util-linux procps
-attr acl xz-utils jq zlib1g-dev clang libclang-rt-14-dev"
+attr acl xz-utils jq zlib1g-dev clang libclang-rt-14-dev
+libncurses-dev tmux"
 # ... and those only the tests need, installed without their recommended
 # packages: prometheus for promtool (tests/integration/metrics.sh checks
 # the metrics with it; about 100 MB installed, without recommends:
-# node_exporter and its tools would add as much again). Debian enables
-# the Prometheus server's service as it installs it (where services start:
-# not in a container); `systemctl disable --now prometheus` stops it.
+# node_exporter and its tools would add as much again). Its server is
+# neither started nor left enabled (hy_install_test_packages).
 HY_TEST_PACKAGES="prometheus"
 
 hy_say() { printf '==> %s\n' "$*"; }

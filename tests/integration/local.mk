@@ -62,6 +62,12 @@ EXTRA_DIST += tests/integration/killpriv.sh
 TESTS += tests/integration/reca.sh
 EXTRA_DIST += tests/integration/reca.sh
 
+# hybridctl top (issue 21, item 3): its ncurses screen in a tmux pane
+# (resize, sort keys, the terminal given back on q and SIGTERM) and exited
+# processes gone from batch mode's samples after one interval.
+TESTS += tests/integration/top.sh
+EXTRA_DIST += tests/integration/top.sh
+
 # Long control requests off the control loop: status answers while a
 # flush is held at a fault point (ctlbusy.sh; uses hy-ctlpeer).
 TESTS += tests/integration/ctlbusy.sh
