@@ -559,9 +559,12 @@ static void options_reset(struct hy_options *opts)
 	memset(opts, 0, sizeof(*opts));
 	/* off: see docs/reliability.md, "The kernel's write-back cache" */
 	opts->writeback_cache = false;
-	opts->attr_timeout = 1.0;
-	opts->entry_timeout = 1.0;
-	opts->negative_timeout = 0.0;
+	/* changes through the mount keep the kernel's caches right at any
+	 * length; these bound how long one made in the backing directory
+	 * itself may be missed (fs/kcache.c) */
+	opts->attr_timeout = 5.0;
+	opts->entry_timeout = 5.0;
+	opts->negative_timeout = 5.0;
 	opts->max_threads = HY_DEFAULT_MAX_THREADS;
 	opts->profile = true;
 	opts->profile_max_age_s = 30 * 86400;
@@ -1029,9 +1032,9 @@ void hy_options_usage(const char *program, FILE *out)
 		"  allow_other            let other users in (the kernel then checks permissions)\n"
 		"  ro, rw                 read-only or read-write mount\n"
 		"  writeback_cache=on|off the kernel's write-back page cache (default off)\n"
-		"  attr_timeout=SEC       how long the kernel keeps attributes (default 1)\n"
-		"  entry_timeout=SEC      how long the kernel keeps names (default 1)\n"
-		"  negative_timeout=SEC   how long the kernel keeps missing names (default 0)\n"
+		"  attr_timeout=SEC       how long the kernel keeps attributes (default 5)\n"
+		"  entry_timeout=SEC      how long the kernel keeps names, listings (default 5)\n"
+		"  negative_timeout=SEC   how long the kernel keeps missing names (default 5)\n"
 		"  max_threads=N          FUSE worker threads at most (default %d)\n"
 		"  profile=on|off         log every read and write into the state database\n"
 		"                         (default on)\n"

@@ -51,6 +51,10 @@ struct hy_inode {
 	mode_t type;		  /* S_IFMT bits; never change */
 	_Atomic uint64_t file_id; /* its file id (identity.h) once known, else 0 */
 	_Atomic unsigned opens;	  /* open file handles (the kernel keeps the inode) */
+	/* A directory: until when (CLOCK_MONOTONIC, ns) the listing the
+	 * kernel keeps, and the entries that came with it, are fresh; 0:
+	 * never listed whole (fs/kcache.c) */
+	_Atomic int64_t listed_until;
 
 	/* protected by table->lock: */
 	uint64_t nlookup;	 /* the kernel's lookup count */
