@@ -75,3 +75,10 @@ EXTRA_DIST += tests/fuzz/run.sh
 EXTRA_DIST += tests/fuzz/fuzz_options.c tests/fuzz/fuzz_control.c tests/fuzz/fuzz_cache_store.c \
 	tests/fuzz/fuzz_bopt.c tests/fuzz/fuzz_common.h tests/fuzz/make_seeds.c
 EXTRA_DIST += tests/fuzz/corpus
+
+# The kernel's caches (issue 20.2): a second stat and a second listing
+# reach the daemon zero times (status "requests"); changes through the
+# mount are seen at once by another user; the cache's flush and a
+# reorganization leave the kernel no stale attributes.
+TESTS += tests/integration/kcache.sh
+EXTRA_DIST += tests/integration/kcache.sh
