@@ -95,8 +95,10 @@ static void notify_inode(struct hy_fs *fs, fuse_ino_t ino, off_t off)
 	rc = fuse_lowlevel_notify_inval_inode(se, ino, off, 0);
 	atomic_fetch_add_explicit(&fs->kcache.invalidations, 1, memory_order_relaxed);
 	/* ENOENT: the kernel holds nothing of it, nothing to drop; ENOTCONN,
-	 * EBADF: before the session's INIT, after the unmount */
-	if (rc == 0 || rc == -ENOENT || rc == -ENOTCONN || rc == -EBADF)
+	 * ENODEV, EBADF: before the session's INIT, once the kernel has let
+	 * go of the mount (the cache writes everything home after that),
+	 * after the unmount */
+	if (rc == 0 || rc == -ENOENT || rc == -ENOTCONN || rc == -ENODEV || rc == -EBADF)
 		return;
 	atomic_fetch_add_explicit(&fs->kcache.invalidation_errors, 1, memory_order_relaxed);
 	hy_log_debug("kcache: node %llu: the kernel refused an invalidation: %s",
