@@ -938,7 +938,20 @@ int hy_device_stamp(struct hy_device *dev, int64_t object, int64_t *stamp)
 
 int hy_device_set_mtime(struct hy_device *dev, int64_t object, int64_t mtime_ns)
 {
-	return dev->ops->set_mtime ? dev->ops->set_mtime(dev, object, mtime_ns) : -EOPNOTSUPP;
+	int rc = dev->ops->set_mtime ? dev->ops->set_mtime(dev, object, mtime_ns) : -EOPNOTSUPP;
+
+	/* told even when the time could not be put back: the blocks went
+	 * home all the same */
+	if (mtime_ns >= 0 && dev->changed)
+		dev->changed(dev->changed_ctx, object);
+	return rc;
+}
+
+void hy_device_set_changed_hook(struct hy_device *dev, void (*changed)(void *ctx, int64_t object),
+				void *ctx)
+{
+	dev->changed = changed;
+	dev->changed_ctx = ctx;
 }
 
 int hy_device_writable(struct hy_device *dev, int64_t object, int64_t *out, bool *opened)

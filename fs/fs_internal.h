@@ -70,10 +70,64 @@ enum hy_fs_op {
 	HY_OP_COUNT
 };
 
+/* Every request that reaches the daemon's handlers, by FUSE opcode, for
+ * `hybridctl status` ("requests"): what the kernel did not answer from
+ * its own caches. Requests libfuse answers itself (FLUSH without the
+ * operation, INIT, INTERRUPT) are not counted. */
+enum hy_fs_request {
+	HY_REQ_LOOKUP,
+	HY_REQ_FORGET,
+	HY_REQ_BATCH_FORGET,
+	HY_REQ_GETATTR,
+	HY_REQ_SETATTR,
+	HY_REQ_ACCESS,
+	HY_REQ_READLINK,
+	HY_REQ_MKNOD,
+	HY_REQ_MKDIR,
+	HY_REQ_SYMLINK,
+	HY_REQ_LINK,
+	HY_REQ_UNLINK,
+	HY_REQ_RMDIR,
+	HY_REQ_RENAME,
+	HY_REQ_OPEN,
+	HY_REQ_CREATE,
+	HY_REQ_READ,
+	HY_REQ_WRITE,
+	HY_REQ_RELEASE,
+	HY_REQ_FSYNC,
+	HY_REQ_FALLOCATE,
+	HY_REQ_LSEEK,
+	HY_REQ_COPY_FILE_RANGE,
+	HY_REQ_OPENDIR,
+	HY_REQ_READDIR,
+	HY_REQ_READDIRPLUS,
+	HY_REQ_RELEASEDIR,
+	HY_REQ_FSYNCDIR,
+	HY_REQ_STATFS,
+	HY_REQ_GETXATTR,
+	HY_REQ_LISTXATTR,
+	HY_REQ_SETXATTR,
+	HY_REQ_REMOVEXATTR,
+	HY_REQ_COUNT
+};
+
+/* The names "status" gives them (fs/status.c). */
+extern const char *const hy_fs_request_names[HY_REQ_COUNT];
+
 struct hy_profiler;
 struct hy_borg;
 struct hy_cache;
 struct json_object;
+struct fuse_session;
+
+/* What fs/kcache.c counts of its work with the kernel's caches. */
+struct hy_fs_kcache_stats {
+	_Atomic uint64_t invalidations;	      /* notices sent to the kernel */
+	_Atomic uint64_t invalidation_errors; /* ... refused (other than "not cached") */
+	_Atomic uint64_t home_changes;	      /* files the daemon wrote home behind it */
+	_Atomic uint64_t listings_kept;	      /* opendirs told to keep the kernel's listing */
+	_Atomic uint64_t listings_renewed;    /* ... told to drop it and list again */
+};
 
 struct hy_fs {
 	struct hy_inode_table *inodes;
@@ -109,7 +163,13 @@ struct hy_fs {
 	uint64_t emulation_buffer; /* emulate=smr's persistent buffer, bytes (0: none) */
 	uint64_t cache_seq_cutoff; /* ... and its sequential cutoff, for "status" */
 	_Atomic uint64_t ops[HY_OP_COUNT];
+	_Atomic uint64_t requests[HY_REQ_COUNT];
 	_Atomic uint64_t bytes_read, bytes_written;
+
+	/* The session the kernel's caches are told through (fs/kcache.c):
+	 * set once the session exists, NULL again before it is destroyed. */
+	struct fuse_session *_Atomic session;
+	struct hy_fs_kcache_stats kcache;
 
 	/* for status; borrowed from main's options and state */
 	const char *mountpoint, *backing_path, *state_dir, *db_path, *uuid;
@@ -153,5 +213,13 @@ struct hy_fs_metrics;
 struct json_object *hy_fs_metrics_status(struct hy_fs_metrics *m, struct json_object *status);
 struct json_object *hy_fs_process_policy(struct hy_fs *fs, const struct hy_workload_policy_table *t,
 					 const struct hy_reca_process *p);
+
+/* fs/kcache.c: keeping the kernel's caches right (see there). attach
+ * after fuse_session_new(), detach before fuse_session_destroy(), with no
+ * thread that writes home running by then (the cache and BORG are closed
+ * first); the "kernel_cache" part of "status". */
+void hy_fs_kcache_attach(struct hy_fs *fs, struct fuse_session *se);
+void hy_fs_kcache_detach(struct hy_fs *fs);
+struct json_object *hy_fs_kcache_status(struct hy_fs *fs);
 
 #endif

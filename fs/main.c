@@ -1534,6 +1534,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: libfuse refused the options\n", program);
 		goto out;
 	}
+	hy_fs_kcache_attach(&fs, se);
 	/* A shell starts background jobs with SIGINT ignored, and libfuse only
 	 * takes over signals left at their default: SIGINT and SIGTERM must
 	 * unmount however the daemon was started. (SIGHUP is left as it is, so
@@ -1752,6 +1753,7 @@ out_unmount:
 out_signals:
 	fuse_remove_signal_handlers(se);
 out_session:
+	hy_fs_kcache_detach(&fs);
 	fuse_session_destroy(se);
 out:
 	/* after the session, whose reads and writes it served */

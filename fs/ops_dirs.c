@@ -66,6 +66,16 @@ static int do_opendir(struct hy_fs *fs, struct hy_inode *inode, struct fuse_file
 	}
 	hy_ops_handle_track(fs, &dir->link, true);
 	fi->fh = (uint64_t)(uintptr_t)dir;
+	/* The kernel keeps the listing it reads (its own changes through the
+	 * mount drop it, and so does a new modification time of the folder
+	 * once its attributes are asked again); kept across opens while its
+	 * entries are fresh (fs/kcache.c). With entry_timeout=0 nothing is
+	 * kept: two changes behind the mount in one tick of the clock leave
+	 * the folder's time as it was. */
+	if (fs->entry_timeout > 0) {
+		fi->cache_readdir = 1;
+		fi->keep_cache = hy_fs_kcache_keep_listing(fs, inode);
+	}
 	return 0;
 }
 
@@ -101,6 +111,12 @@ static int do_readdir(struct hy_fs *fs, struct hy_inode *inode, fuse_req_t req, 
 		seekdir(dir->dp, offset);
 		dir->entry = NULL;
 		dir->offset = offset;
+	}
+	/* a listing from its start, which the kernel keeps once it reads to
+	 * the end (fs/kcache.c: how long) */
+	if (offset == 0) {
+		dir->listing_began = hy_fs_kcache_listing_begins();
+		dir->listing_plus = plus;
 	}
 	if (plus) {
 		rc = hy_inode_pin(fs->inodes, inode, true, &ref);
@@ -176,6 +192,7 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 			   struct fuse_file_info *fi, bool plus)
 {
 	struct hy_fs *fs = hy_ops_fs_of(req);
+	struct hy_dir *dir = hy_ops_dir_of(fi);
 	char *buf = malloc(size);
 	size_t filled = 0;
 	double timeout;
@@ -186,8 +203,18 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 		return;
 	}
 	timeout = hy_ops_count_meta(fs, req, HY_OP_READDIR, HY_META_READDIR, fs->entry_timeout);
-	rc = do_readdir(fs, hy_ops_inode_of(fs, ino), req, hy_ops_dir_of(fi), buf, size, offset,
-			plus, timeout, &filled);
+	rc = do_readdir(fs, hy_ops_inode_of(fs, ino), req, dir, buf, size, offset, plus, timeout,
+			&filled);
+	if (rc == 0 && filled == 0 && dir->listing_began) {
+		/* the end: the kernel's listing is whole, its entries as fresh
+		 * as the shorter of their timeouts */
+		double entry = fs->entry_timeout > timeout ? fs->entry_timeout : timeout;
+		double attr = fs->attr_timeout > timeout ? fs->attr_timeout : timeout;
+
+		hy_fs_kcache_listed(hy_ops_inode_of(fs, ino), dir->listing_began, dir->listing_plus,
+				    entry < attr ? entry : attr);
+		dir->listing_began = 0;
+	}
 	if (rc)
 		fuse_reply_err(req, -rc);
 	else

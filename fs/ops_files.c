@@ -292,6 +292,8 @@ void hy_ops_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t m
 		fuse_reply_err(req, -rc);
 	else if (fuse_reply_create(req, &e, fi) == -ENOENT)
 		hy_ops_file_free(fs, hy_ops_file_of(fi));
+	if (rc == 0) /* after the reply (fs/kcache.c) */
+		hy_fs_kcache_inval_dir(fs, parent);
 }
 
 /* One buffer per worker thread, grown to the largest request seen: a read

@@ -42,8 +42,10 @@ struct hy_file {
 struct hy_dir {
 	struct hy_fs_handle link; /* first */
 	DIR *dp;
-	off_t offset;	      /* where dp is, as telldir() values */
-	struct dirent *entry; /* read but not yet returned, or NULL */
+	off_t offset;	       /* where dp is, as telldir() values */
+	struct dirent *entry;  /* read but not yet returned, or NULL */
+	int64_t listing_began; /* when the listing read from offset 0 began, or 0 */
+	bool listing_plus;     /* ... with readdirplus */
 };
 
 /*
@@ -162,6 +164,19 @@ bool hy_ops_is_state_entry(struct hy_fs *fs, struct hy_inode *parent, const char
 void hy_ops_meta_gate_begin(struct hy_fs *fs, struct hy_inode *inode, int fd,
 			    struct meta_gate *gate);
 void hy_ops_meta_gate_end(struct hy_fs *fs, struct meta_gate *gate, bool changed);
+/* fs/kcache.c: the kernel's caches (comments there). inval_attr drops a
+ * node's attributes (safe inside a request); inval_dir a directory's
+ * attributes and listing (after the reply). Both take a node id as a
+ * number only, never reading the entry, which may be gone once the reply
+ * is out. keep_listing: whether an
+ * opendir keeps the kernel's listing; listing_begins and listed bracket a
+ * listing read to its end (@plus: with readdirplus, its entries given for
+ * @timeout seconds). */
+void hy_fs_kcache_inval_attr(struct hy_fs *fs, fuse_ino_t ino);
+void hy_fs_kcache_inval_dir(struct hy_fs *fs, fuse_ino_t ino);
+bool hy_fs_kcache_keep_listing(struct hy_fs *fs, struct hy_inode *dir);
+int64_t hy_fs_kcache_listing_begins(void);
+void hy_fs_kcache_listed(struct hy_inode *dir, int64_t began, bool plus, double timeout);
 /* fs/ops_dirs.c: handlers of hy_fs_operations */
 void hy_ops_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
 void hy_ops_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);

@@ -489,12 +489,18 @@ out:
 	return rc;
 }
 
-static void reply_entry_or_err(fuse_req_t req, int rc, const struct fuse_entry_param *e)
+/* The reply of a call that made a name in @parent; then the kernel drops
+ * @parent's attributes and listing (fs/kcache.c), after the reply, since
+ * dropping a listing takes the locks of its pages. */
+static void reply_made(struct hy_fs *fs, fuse_req_t req, int rc, const struct fuse_entry_param *e,
+		       fuse_ino_t parent)
 {
-	if (rc)
+	if (rc) {
 		fuse_reply_err(req, -rc);
-	else
-		fuse_reply_entry(req, e);
+		return;
+	}
+	fuse_reply_entry(req, e);
+	hy_fs_kcache_inval_dir(fs, parent);
 }
 
 void hy_ops_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
@@ -505,7 +511,7 @@ void hy_ops_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 			 &e);
 
 	hy_ops_count_op(fs, HY_OP_NAMESPACE);
-	reply_entry_or_err(req, rc, &e);
+	reply_made(fs, req, rc, &e, parent);
 }
 
 void hy_ops_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
@@ -515,7 +521,7 @@ void hy_ops_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	int rc = do_make(fs, req, hy_ops_inode_of(fs, parent), name, MAKE_DIR, mode, 0, NULL, &e);
 
 	hy_ops_count_op(fs, HY_OP_NAMESPACE);
-	reply_entry_or_err(req, rc, &e);
+	reply_made(fs, req, rc, &e, parent);
 }
 
 void hy_ops_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
@@ -525,7 +531,7 @@ void hy_ops_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const c
 	int rc = do_make(fs, req, hy_ops_inode_of(fs, parent), name, MAKE_SYMLINK, 0, 0, link, &e);
 
 	hy_ops_count_op(fs, HY_OP_NAMESPACE);
-	reply_entry_or_err(req, rc, &e);
+	reply_made(fs, req, rc, &e, parent);
 }
 
 static int do_link(struct hy_fs *fs, struct hy_inode *inode, struct hy_inode *new_parent,
@@ -572,10 +578,12 @@ void hy_ops_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t new_parent, const ch
 			 &e);
 
 	hy_ops_count_op(fs, HY_OP_NAMESPACE);
-	reply_entry_or_err(req, rc, &e);
+	reply_made(fs, req, rc, &e, new_parent);
 }
 
-static int do_unlink(struct hy_fs *fs, struct hy_inode *parent, const char *name, int flags)
+/* @victim_ino: the node the name led to, when the table knew it (else 0) */
+static int do_unlink(struct hy_fs *fs, struct hy_inode *parent, const char *name, int flags,
+		     fuse_ino_t *victim_ino)
 {
 	struct hy_inode_ref pref;
 	struct hy_inode *victim;
@@ -589,6 +597,7 @@ static int do_unlink(struct hy_fs *fs, struct hy_inode *parent, const char *name
 	if (rc)
 		return rc;
 	victim = hy_inode_pin_child(fs->inodes, parent, name);
+	*victim_ino = victim ? hy_ops_ino_of(fs, victim) : 0;
 	/* a file that keeps another name, or a handle: its ctime moves, its
 	 * data stays. An open file's handles still read it, from its BOPT
 	 * copies too (the stamp follows the unlink, so they are not taken
@@ -608,20 +617,41 @@ static int do_unlink(struct hy_fs *fs, struct hy_inode *parent, const char *name
 	return rc;
 }
 
-void hy_ops_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+/* After the reply of a call that removed or replaced names: the kernel
+ * drops the folders' attributes and listings, and the attributes of the
+ * node that lost a name (its link count; it may have other names, or be
+ * open). The victim's entry may be gone by now: its node id is only a
+ * number here (an id the kernel no longer has is refused, harmlessly). */
+static void names_gone(struct hy_fs *fs, fuse_ino_t parent, fuse_ino_t new_parent,
+		       fuse_ino_t victim)
+{
+	hy_fs_kcache_inval_dir(fs, parent);
+	if (new_parent && new_parent != parent)
+		hy_fs_kcache_inval_dir(fs, new_parent);
+	if (victim)
+		hy_fs_kcache_inval_attr(fs, victim);
+}
+
+static void unlink_common(fuse_req_t req, fuse_ino_t parent, const char *name, int flags)
 {
 	struct hy_fs *fs = hy_ops_fs_of(req);
+	fuse_ino_t victim;
+	int rc = do_unlink(fs, hy_ops_inode_of(fs, parent), name, flags, &victim);
 
 	hy_ops_count_op(fs, HY_OP_NAMESPACE);
-	fuse_reply_err(req, -do_unlink(fs, hy_ops_inode_of(fs, parent), name, 0));
+	fuse_reply_err(req, -rc);
+	if (rc == 0)
+		names_gone(fs, parent, 0, victim);
+}
+
+void hy_ops_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	unlink_common(req, parent, name, 0);
 }
 
 void hy_ops_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	struct hy_fs *fs = hy_ops_fs_of(req);
-
-	hy_ops_count_op(fs, HY_OP_NAMESPACE);
-	fuse_reply_err(req, -do_unlink(fs, hy_ops_inode_of(fs, parent), name, AT_REMOVEDIR));
+	unlink_common(req, parent, name, AT_REMOVEDIR);
 }
 
 /* @name in the folder @dir (pinned as @dirfd), relative to the backing
@@ -682,14 +712,17 @@ static void dirs_moved(struct hy_fs *fs, struct hy_inode *parent, struct hy_inod
 	free(b);
 }
 
+/* @victim_ino: the node @new_name led to before, when the table knew it */
 static int do_rename(struct hy_fs *fs, struct hy_inode *parent, const char *name,
-		     struct hy_inode *new_parent, const char *new_name, unsigned flags)
+		     struct hy_inode *new_parent, const char *new_name, unsigned flags,
+		     fuse_ino_t *victim_ino)
 {
 	struct hy_inode_ref pref, npref;
 	struct hy_inode *moved, *victim;
 	struct meta_gate gate;
 	int rc;
 
+	*victim_ino = 0;
 	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE))
 		return -EINVAL;
 	if (hy_ops_is_state_entry(fs, parent, name))
@@ -711,6 +744,7 @@ static int do_rename(struct hy_fs *fs, struct hy_inode *parent, const char *name
 		hy_inode_unpin_child(fs->inodes, victim, false);
 		victim = NULL;
 	}
+	*victim_ino = victim ? hy_ops_ino_of(fs, victim) : 0;
 	/* the moved file's ctime moves (an exchanged one's too: left to its
 	 * stamp, one gate at a time) */
 	hy_ops_meta_gate_begin(fs, moved, moved ? moved->fd : -1, &gate);
@@ -746,8 +780,12 @@ void hy_ops_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino
 		   const char *new_name, unsigned int flags)
 {
 	struct hy_fs *fs = hy_ops_fs_of(req);
+	fuse_ino_t victim;
+	int rc = do_rename(fs, hy_ops_inode_of(fs, parent), name, hy_ops_inode_of(fs, new_parent),
+			   new_name, flags, &victim);
 
 	hy_ops_count_op(fs, HY_OP_NAMESPACE);
-	fuse_reply_err(req, -do_rename(fs, hy_ops_inode_of(fs, parent), name,
-				       hy_ops_inode_of(fs, new_parent), new_name, flags));
+	fuse_reply_err(req, -rc);
+	if (rc == 0)
+		names_gone(fs, parent, new_parent, victim);
 }

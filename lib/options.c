@@ -582,9 +582,12 @@ static void options_reset(struct hy_options *opts)
 	/* off: see docs/reliability.md, "The kernel's write-back cache" */
 	opts->writeback_cache = false;
 	opts->killpriv_v2 = true;
-	opts->attr_timeout = 1.0;
-	opts->entry_timeout = 1.0;
-	opts->negative_timeout = 0.0;
+	/* changes through the mount keep the kernel's caches right at any
+	 * length; these bound how long one made in the backing directory
+	 * itself may be missed (fs/kcache.c) */
+	opts->attr_timeout = 5.0;
+	opts->entry_timeout = 5.0;
+	opts->negative_timeout = 5.0;
 	opts->max_threads = HY_DEFAULT_MAX_THREADS;
 	opts->profile = true;
 	opts->profile_max_age_s = 30 * 86400;
@@ -1105,9 +1108,9 @@ void hy_options_usage(const char *program, FILE *out)
 		"  writeback_cache=on|off the kernel's write-back page cache (default off)\n"
 		"  killpriv_v2=on|off     the daemon clears setuid, setgid and capabilities on\n"
 		"                         writes, sparing a request per write (default on)\n"
-		"  attr_timeout=SEC       how long the kernel keeps attributes (default 1)\n"
-		"  entry_timeout=SEC      how long the kernel keeps names (default 1)\n"
-		"  negative_timeout=SEC   how long the kernel keeps missing names (default 0)\n"
+		"  attr_timeout=SEC       how long the kernel keeps attributes (default 5)\n"
+		"  entry_timeout=SEC      how long the kernel keeps names, listings (default 5)\n"
+		"  negative_timeout=SEC   how long the kernel keeps missing names (default 5)\n"
 		"  max_threads=N          FUSE worker threads at most (default %d)\n"
 		"  metrics=FILE|none      Prometheus metrics for node_exporter's textfile\n"
 		"                         collector, rewritten every metrics_interval\n"

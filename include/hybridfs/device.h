@@ -126,6 +126,11 @@ struct hy_device {
 	 * @ops now (hy_device_new() attaches it when a rule names the
 	 * device); owned by that table's destroy. */
 	void *fault;
+	/* Who is told when the daemon changed an object's attributes behind
+	 * the kernel (hy_device_set_changed_hook); NULL: nobody. Set before
+	 * any request, never changed after. */
+	void (*changed)(void *ctx, int64_t object);
+	void *changed_ctx;
 };
 
 /* A device over open files: the object is a file descriptor. */
@@ -159,7 +164,18 @@ int hy_device_allocate(struct hy_device *dev, int64_t object, int mode, off_t of
 /* Not counted as requests: metadata. stamp() is getattr()'s stamp. */
 int hy_device_getattr(struct hy_device *dev, int64_t object, struct hy_device_attr *out);
 int hy_device_stamp(struct hy_device *dev, int64_t object, int64_t *stamp);
+/* With @mtime_ns >= 0 the caller puts back the time a file had before
+ * the daemon wrote its blocks home (the cache's cleaner, BORG's flush):
+ * the file's ctime moved and perhaps its block count, while whoever
+ * caches its attributes (the kernel) still holds the old ones, so the
+ * changed hook is told once the time is set. A time of now (< 0) is a
+ * request's own write, which the kernel accounts for itself. */
 int hy_device_set_mtime(struct hy_device *dev, int64_t object, int64_t mtime_ns);
+/* Sets the hook hy_device_set_mtime() calls (see above): @changed(@ctx,
+ * object), from whatever thread wrote the file home, with no lock of the
+ * device's held. Before the device serves anything. */
+void hy_device_set_changed_hook(struct hy_device *dev, void (*changed)(void *ctx, int64_t object),
+				void *ctx);
 int hy_device_writable(struct hy_device *dev, int64_t object, int64_t *out, bool *opened);
 /* The table's hold(), else writable(); *@opened says whether *@out must
  * go back through hy_device_close_object(). */

@@ -55,6 +55,10 @@ struct hy_inode {
 	 * last look, so a write has nothing to clear; the other bits count the
 	 * changes that may have added one since (fs/ops.c, hy_ops_kill_privs) */
 	_Atomic uint64_t privs;
+	/* A directory: until when (CLOCK_MONOTONIC, ns) the listing the
+	 * kernel keeps, and the entries that came with it, are fresh; 0:
+	 * never listed whole (fs/kcache.c) */
+	_Atomic int64_t listed_until;
 
 	/* protected by table->lock: */
 	uint64_t nlookup;	 /* the kernel's lookup count */

@@ -98,3 +98,9 @@ EXTRA_DIST += tests/fuzz/corpus
 # daemon does not answer), the trace's class names.
 TESTS += tests/integration/cli.sh
 EXTRA_DIST += tests/integration/cli.sh
+# The kernel's caches (issue 20.2): a second stat and a second listing
+# reach the daemon zero times (status "requests"); changes through the
+# mount are seen at once by another user; the cache's flush and a
+# reorganization leave the kernel no stale attributes.
+TESTS += tests/integration/kcache.sh
+EXTRA_DIST += tests/integration/kcache.sh

@@ -3,7 +3,8 @@
  * (EIO and ENOSPC on the Nth, every Nth and after N calls; short reads
  * and writes, which the device layer completes; sync; tables without an
  * operation; devices no rule names are not wrapped), the cache store's
- * line I/O through it, and crash points counted through the test hook.
+ * line I/O through it, crash points counted through the test hook, and the
+ * device's changed hook (the kernel's caches are told of writes home).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -386,6 +387,50 @@ static void test_points(void)
 	CU_ASSERT_EQUAL(crashes, 2);
 }
 
+/* The changed hook (device.h, hy_device_set_mtime): told when a time is
+ * put back after a write home, not for a request's own time (now), and
+ * through the fault wrapper too; told even when the table cannot set
+ * times, since the blocks went home all the same. */
+static int64_t told_object;
+static int told;
+
+static void changed(void *ctx, int64_t object)
+{
+	CU_ASSERT_PTR_EQUAL(ctx, &told);
+	told++;
+	told_object = object;
+}
+
+static void test_changed_hook(void)
+{
+	struct hy_device *dev;
+	struct mem m;
+	char why[256];
+
+	hy_fault_reset();
+	dev = mem_device("backing", &m);
+	told = 0;
+	CU_ASSERT_EQUAL(hy_device_set_mtime(dev, 7, -1), -EOPNOTSUPP);
+	CU_ASSERT_EQUAL(told, 0); /* no hook yet */
+	hy_device_set_changed_hook(dev, changed, &told);
+	CU_ASSERT_EQUAL(hy_device_set_mtime(dev, 7, -1), -EOPNOTSUPP);
+	CU_ASSERT_EQUAL(told, 0); /* now: the request's own write */
+	CU_ASSERT_EQUAL(hy_device_set_mtime(dev, 7, 1000000000), -EOPNOTSUPP);
+	CU_ASSERT_EQUAL(told, 1);
+	CU_ASSERT_EQUAL(told_object, 7);
+	hy_device_free(dev);
+	/* wrapped by a rule that names the device */
+	CU_ASSERT_EQUAL(hy_fault_init("dev=backing:op=write:err=EIO:after=0", why, sizeof(why)), 0);
+	dev = mem_device("backing", &m);
+	CU_ASSERT_PTR_NOT_NULL(dev->fault);
+	hy_device_set_changed_hook(dev, changed, &told);
+	CU_ASSERT_EQUAL(hy_device_set_mtime(dev, 9, 0), -EOPNOTSUPP);
+	CU_ASSERT_EQUAL(told, 2);
+	CU_ASSERT_EQUAL(told_object, 9);
+	hy_device_free(dev);
+	hy_fault_reset();
+}
+
 int hy_test_add_fault(void)
 {
 	CU_pSuite s = CU_add_suite("fault", NULL, NULL);
@@ -399,6 +444,7 @@ int hy_test_add_fault(void)
 	    !CU_add_test(s, "every Nth read, syncs after N", test_every_after) ||
 	    !CU_add_test(s, "short writes and reads are completed", test_short) ||
 	    !CU_add_test(s, "a table without sync", test_missing_ops) ||
+	    !CU_add_test(s, "the changed hook follows a time put back", test_changed_hook) ||
 	    !CU_add_test(s, "the cache store's line I/O", test_cache_store) ||
 	    !CU_add_test(s, "crash points", test_points))
 		return -1;

@@ -37,7 +37,9 @@ static void test_defaults(void)
 	CU_ASSERT_FALSE(o.mount_helper);
 	CU_ASSERT_FALSE(o.writeback_cache);
 	CU_ASSERT_TRUE(o.killpriv_v2);
-	CU_ASSERT_DOUBLE_EQUAL(o.attr_timeout, 1.0, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(o.attr_timeout, 5.0, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(o.entry_timeout, 5.0, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(o.negative_timeout, 5.0, 1e-9);
 	CU_ASSERT_PTR_NULL(o.state_dir);
 	hy_options_free(&o);
 }

@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# The kernel's caches of names, attributes and listings (issue 20.2), by
+# the requests that reach the daemon (status "requests", by opcode):
+#   1. a second stat of a file, of a missing name, and a second listing
+#      of a folder reach the daemon zero times (a listing: OPENDIR and
+#      RELEASEDIR only); `ls -l` after a listing asks no attributes (they
+#      came with readdirplus);
+#   2. changes through the mount are seen at once by another user's
+#      processes, whatever the kernel keeps: a new name, a rename, an
+#      unlink, chmod, chown and an ACL (permissions enforced at once), a
+#      hard link's count, a rename over a name whose file has another,
+#      an unlinked open file, a name made where a missing one was kept;
+#   3. what the daemon changes behind the kernel does not leave it stale
+#      attributes: the cache's flush of a written file home, and a
+#      reorganization that sends a block written into the BOPT home, each
+#      move the home file's ctime, and a stat through the mount then
+#      shows the home file's.
+# Every mount keeps names and attributes for an hour, so nothing here
+# depends on how fast it runs: what the kernel would keep, it keeps for
+# the whole test.
+. "$(dirname "$0")/lib.sh"
+hy_setup
+hy_need_root
+command -v jq >/dev/null || hy_skip "jq is missing (scripts/test installs it)"
+command -v setpriv >/dev/null || hy_skip "setpriv (util-linux) is missing"
+command -v setfacl >/dev/null || hy_skip "setfacl (acl) is missing"
+HYBRIDCTL=${HYBRIDCTL:-$(dirname "$HYBRIDFS")/hybridctl}
+bin=${HY_TESTBIN:-$(dirname "$0")}
+[ -x "$bin/hy-iogen" ] || hy_die "no hy-iogen at $bin (run make check)"
+long="attr_timeout=3600,entry_timeout=3600,negative_timeout=3600"
+
+# snap: the requests so far; since OPCODE...: how many of those came after
+snap() { before=$(hy_status "$m" '.requests'); }
+since() {
+	local now
+	now=$(hy_status "$m" '.requests')
+	jq -n --argjson a "$before" --argjson b "$now" "[$(printf '"%s",' "$@" | sed 's/,$//')] |
+		map(\$b[.] - \$a[.]) | add"
+}
+# as_nobody COMMAND...: another user, with no capabilities
+as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$@"; }
+
+# ---- 1. what the kernel answers itself ------------------------------------
+b=$HY_TMP/b m=$HY_TMP/m
+mkdir -p "$b/d/sub"
+echo data >"$b/f"
+touch "$b/d/a" "$b/d/b" "$b/d/c"
+hy_mount_ready "$b" "$m" "state=$HY_TMP/s1,allow_other,$long"
+[ "$(hy_status "$m" '.requests.lookup')" != null ] || hy_fail "status has no requests by opcode"
+
+stat "$m/f" >/dev/null || hy_fail "stat of f failed"
+snap
+stat "$m/f" >/dev/null
+n=$(since lookup getattr)
+[ "$n" = 0 ] || hy_fail "a second stat of f reached the daemon ($n lookups and getattrs)"
+
+stat "$m/nothere" >/dev/null 2>&1 && hy_fail "a missing name was found"
+snap
+stat "$m/nothere" >/dev/null 2>&1
+n=$(since lookup)
+[ "$n" = 0 ] || hy_fail "a second stat of a missing name reached the daemon ($n lookups)"
+
+ls "$m/d" >/dev/null || hy_fail "ls of d failed"
+# the listing left the folder's atime to be asked again: asked here once
+stat "$m/d" >/dev/null
+snap
+out=$(ls "$m/d")
+n=$(since lookup getattr readdir readdirplus)
+[ "$n" = 0 ] || hy_fail "a second listing of d reached the daemon ($n lookups, getattrs, readdirs)"
+[ "$(since opendir)" = 1 ] || hy_fail "the second listing did not open d once"
+[ "$out" = $'a\nb\nc\nsub' ] || hy_fail "the kept listing of d is wrong: $out"
+snap
+ls -l "$m/d" >/dev/null
+n=$(since lookup getattr)
+[ "$n" = 0 ] || hy_fail "ls -l after the listing asked $n entries' attributes"
+
+# ---- 2. changes through the mount, seen at once by another user ------------
+as_nobody ls "$m/d" >/dev/null || hy_fail "nobody cannot list d"
+touch "$m/d/new"
+out=$(as_nobody ls "$m/d" | tr '\n' ' ')
+[ "$out" = "a b c new sub " ] || hy_fail "a new name is not in the kept listing: $out"
+mv "$m/d/a" "$m/d/a2"
+out=$(as_nobody ls "$m/d" | tr '\n' ' ')
+[ "$out" = "a2 b c new sub " ] || hy_fail "after a rename the listing shows: $out"
+as_nobody stat "$m/d/a" >/dev/null 2>&1 && hy_fail "the renamed name is still there"
+rm "$m/d/b"
+out=$(as_nobody ls "$m/d" | tr '\n' ' ')
+[ "$out" = "a2 c new sub " ] || hy_fail "after an unlink the listing shows: $out"
+as_nobody stat "$m/d/b" >/dev/null 2>&1 && hy_fail "the removed name is still there"
+
+chmod 644 "$m/f"
+as_nobody cat "$m/f" >/dev/null || hy_fail "nobody cannot read f (644)"
+chmod 600 "$m/f"
+as_nobody cat "$m/f" >/dev/null 2>&1 && hy_fail "nobody still reads f after chmod 600"
+[ "$(as_nobody stat -c %a "$m/f")" = 600 ] || hy_fail "nobody sees f's old mode"
+chown 65534 "$m/f"
+[ "$(as_nobody stat -c %u "$m/f")" = 65534 ] || hy_fail "nobody does not see f's new owner"
+as_nobody cat "$m/f" >/dev/null || hy_fail "nobody cannot read the f it now owns"
+chown 0 "$m/f"
+chmod 644 "$m/f"
+as_nobody cat "$m/f" >/dev/null || hy_fail "nobody cannot read f (644 again)"
+setfacl -m u:65534:--- "$m/f" || hy_fail "setfacl failed"
+as_nobody cat "$m/f" >/dev/null 2>&1 && hy_fail "nobody still reads f after an ACL denied it"
+setfacl -b "$m/f" || hy_fail "setfacl -b failed"
+as_nobody cat "$m/f" >/dev/null || hy_fail "nobody cannot read f after its ACL went"
+
+ln "$m/f" "$m/f2"
+[ "$(as_nobody stat -c %h "$m/f")" = 2 ] || hy_fail "f's link count is not 2 after ln"
+rm "$m/f2"
+[ "$(as_nobody stat -c %h "$m/f")" = 1 ] || hy_fail "f's link count is not 1 after rm of its link"
+echo x >"$m/x"
+echo y >"$m/y"
+ln "$m/y" "$m/z"
+stat "$m/z" >/dev/null
+mv "$m/x" "$m/y"
+[ "$(as_nobody stat -c %h "$m/z")" = 1 ] || hy_fail "z's link count is not 1 after mv x y"
+[ "$(as_nobody cat "$m/y")" = x ] || hy_fail "y is not x's file after mv x y"
+[ "$(as_nobody cat "$m/z")" = y ] || hy_fail "z lost y's data"
+
+echo open >"$m/u"
+exec 3<"$m/u"
+rm "$m/u"
+[ "$(stat -L -c %h /proc/$$/fd/3)" = 0 ] || hy_fail "an unlinked open file still counts a link"
+[ "$(cat <&3)" = open ] || hy_fail "the unlinked open file cannot be read"
+exec 3<&-
+as_nobody stat "$m/u" >/dev/null 2>&1 && hy_fail "the unlinked file's name is still there"
+
+stat "$m/later" >/dev/null 2>&1 && hy_fail "later exists before it was made"
+echo now >"$m/later"
+[ "$(as_nobody cat "$m/later")" = now ] || hy_fail "a name made where a missing one was kept is not seen"
+mkdir "$m/d/sub/deeper"
+[ "$(as_nobody stat -c %h "$m/d/sub")" = 3 ] || hy_fail "a folder's link count did not follow mkdir"
+rmdir "$m/d/sub/deeper"
+[ "$(as_nobody stat -c %h "$m/d/sub")" = 2 ] || hy_fail "a folder's link count did not follow rmdir"
+hy_umount "$m"
+
+# ---- 3. what the daemon changes behind the kernel ------------------------
+# same_ctime NAME: the mount's ctime of NAME is the home file's
+same_ctime() {
+	local mine home
+	mine=$(stat -c %z "$m/$1") home=$(stat -c %z "$b/$1")
+	[ "$mine" = "$home" ] || hy_fail "$2: the mount shows ctime $mine for $1, home has $home"
+}
+# the cache's flush: a write kept dirty in the store (the holder keeps the
+# file open, so the cleaner leaves it), then flush sends it home and puts
+# the file's time back, which moves its ctime
+b=$HY_TMP/b2 m=$HY_TMP/m2
+mkdir -p "$b"
+head -c 64K /dev/urandom >"$b/w"
+hy_mount_ready "$b" "$m" "state=$HY_TMP/s2,cache=$HY_TMP/store,cache_size=16M,cache_write=back,bopt=none,writeback_cache=off,$long"
+mkfifo "$HY_TMP/go"
+"$bin/hy-iogen" holder "$m/w" w:8192:4096 wait:"$HY_TMP/go" &
+wpid=$!
+hy_wait_status "$m" '.cache.dirty_bytes > 0'
+stat "$m/w" >/dev/null
+same_ctime w "before the flush"
+"$HYBRIDCTL" flush "$m" >/dev/null || hy_fail "hybridctl flush failed"
+[ "$(hy_status "$m" '.cache.dirty_bytes')" = 0 ] || hy_fail "the flush left dirty bytes"
+same_ctime w "after the cache's flush"
+echo >"$HY_TMP/go"
+wait $wpid || hy_fail "the holder of w failed"
+[ "$(hy_status "$m" '.kernel_cache.home_changes')" -ge 1 ] || hy_fail "no file written home was told"
+hy_umount "$m"
+
+# a reorganization: a's blocks are relocated, one of them written into
+# the BOPT (dirty); a plan of c alone takes a's room, so that block goes
+# home first (reorganize.sh, part 6)
+specs() { local blk; for blk in "$@"; do printf 'r:%d:4096 ' $((blk * 4096)); done; }
+b=$HY_TMP/b3 m=$HY_TMP/m3
+mkdir -p "$b"
+head -c 64K /dev/urandom >"$b/a"
+head -c 64K /dev/urandom >"$b/c"
+hy_mount_ready "$b" "$m" "state=$HY_TMP/s3,cache=none,bopt_size=8M,bopt_on_ssd,reorg_rate=0,writeback_cache=off,$long"
+for pass in 1 2 3; do
+	# shellcheck disable=SC2046
+	"$bin/hy-iogen" reader "$m/a" $(specs 5 1 9) || hy_die "reading a failed"
+done
+"$HYBRIDCTL" reorganize "$m" --gap 3600 --always --quiet || hy_fail "the first reorganization failed"
+rm -f "$HY_TMP/go" && mkfifo "$HY_TMP/go"
+"$bin/hy-iogen" holder "$m/a" w:$((5 * 4096)):4096 wait:"$HY_TMP/go" &
+wpid=$!
+hy_wait_status "$m" '.bopt.dirty_blocks == 1'
+stat "$m/a" >/dev/null
+same_ctime a "before the reorganization"
+for pass in 1 2 3; do
+	# shellcheck disable=SC2046
+	"$bin/hy-iogen" reader "$m/c" $(specs 2 7 4 11) || hy_die "reading c failed"
+done
+"$HYBRIDCTL" reorganize "$m" --gap 3600 --always --mode partial --quiet ||
+	hy_fail "the second reorganization failed"
+[ "$(hy_status "$m" '.bopt.dirty_blocks')" = 0 ] || hy_fail "the reorganization left a dirty block"
+same_ctime a "after the reorganization"
+echo >"$HY_TMP/go"
+wait $wpid || hy_fail "the holder of a failed"
+hy_umount "$m"
+hy_pass
