@@ -2,7 +2,7 @@
 # kcache.sh - the kernel's metadata caches (issue 20.2): metadata-heavy
 # programs on a real repository, warm, through a default hybridfs mount
 # against the same folder without FUSE, and how many FUSE requests each
-# run sent to the daemon (status "requests", by opcode).
+# run sent to the daemon (status "fuse.requests", by opcode).
 #
 #   bench/kcache.sh [--rounds N] [--pause S] [--dir DIR] [--repo REPO]
 #                   [--extra DIR] [--opts O] BUILD [BUILD...]

@@ -70,50 +70,6 @@ enum hy_fs_op {
 	HY_OP_COUNT
 };
 
-/* Every request that reaches the daemon's handlers, by FUSE opcode, for
- * `hybridctl status` ("requests"): what the kernel did not answer from
- * its own caches. Requests libfuse answers itself (FLUSH without the
- * operation, INIT, INTERRUPT) are not counted. */
-enum hy_fs_request {
-	HY_REQ_LOOKUP,
-	HY_REQ_FORGET,
-	HY_REQ_BATCH_FORGET,
-	HY_REQ_GETATTR,
-	HY_REQ_SETATTR,
-	HY_REQ_ACCESS,
-	HY_REQ_READLINK,
-	HY_REQ_MKNOD,
-	HY_REQ_MKDIR,
-	HY_REQ_SYMLINK,
-	HY_REQ_LINK,
-	HY_REQ_UNLINK,
-	HY_REQ_RMDIR,
-	HY_REQ_RENAME,
-	HY_REQ_OPEN,
-	HY_REQ_CREATE,
-	HY_REQ_READ,
-	HY_REQ_WRITE,
-	HY_REQ_RELEASE,
-	HY_REQ_FSYNC,
-	HY_REQ_FALLOCATE,
-	HY_REQ_LSEEK,
-	HY_REQ_COPY_FILE_RANGE,
-	HY_REQ_OPENDIR,
-	HY_REQ_READDIR,
-	HY_REQ_READDIRPLUS,
-	HY_REQ_RELEASEDIR,
-	HY_REQ_FSYNCDIR,
-	HY_REQ_STATFS,
-	HY_REQ_GETXATTR,
-	HY_REQ_LISTXATTR,
-	HY_REQ_SETXATTR,
-	HY_REQ_REMOVEXATTR,
-	HY_REQ_COUNT
-};
-
-/* The names "status" gives them (fs/status.c). */
-extern const char *const hy_fs_request_names[HY_REQ_COUNT];
-
 struct hy_profiler;
 struct hy_borg;
 struct hy_cache;
@@ -163,7 +119,6 @@ struct hy_fs {
 	uint64_t emulation_buffer; /* emulate=smr's persistent buffer, bytes (0: none) */
 	uint64_t cache_seq_cutoff; /* ... and its sequential cutoff, for "status" */
 	_Atomic uint64_t ops[HY_OP_COUNT];
-	_Atomic uint64_t requests[HY_REQ_COUNT];
 	_Atomic uint64_t bytes_read, bytes_written;
 
 	/* The session the kernel's caches are told through (fs/kcache.c):

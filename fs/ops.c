@@ -456,182 +456,45 @@ static void hy_init(void *userdata, struct fuse_conn_info *conn)
 			~(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
 }
 
-/* ---- requests, counted by opcode -------------------------------------- */
-
-const char *const hy_fs_request_names[HY_REQ_COUNT] = {
-	[HY_REQ_LOOKUP] = "lookup",
-	[HY_REQ_FORGET] = "forget",
-	[HY_REQ_BATCH_FORGET] = "batch_forget",
-	[HY_REQ_GETATTR] = "getattr",
-	[HY_REQ_SETATTR] = "setattr",
-	[HY_REQ_ACCESS] = "access",
-	[HY_REQ_READLINK] = "readlink",
-	[HY_REQ_MKNOD] = "mknod",
-	[HY_REQ_MKDIR] = "mkdir",
-	[HY_REQ_SYMLINK] = "symlink",
-	[HY_REQ_LINK] = "link",
-	[HY_REQ_UNLINK] = "unlink",
-	[HY_REQ_RMDIR] = "rmdir",
-	[HY_REQ_RENAME] = "rename",
-	[HY_REQ_OPEN] = "open",
-	[HY_REQ_CREATE] = "create",
-	[HY_REQ_READ] = "read",
-	[HY_REQ_WRITE] = "write",
-	[HY_REQ_RELEASE] = "release",
-	[HY_REQ_FSYNC] = "fsync",
-	[HY_REQ_FALLOCATE] = "fallocate",
-	[HY_REQ_LSEEK] = "lseek",
-	[HY_REQ_COPY_FILE_RANGE] = "copy_file_range",
-	[HY_REQ_OPENDIR] = "opendir",
-	[HY_REQ_READDIR] = "readdir",
-	[HY_REQ_READDIRPLUS] = "readdirplus",
-	[HY_REQ_RELEASEDIR] = "releasedir",
-	[HY_REQ_FSYNCDIR] = "fsyncdir",
-	[HY_REQ_STATFS] = "statfs",
-	[HY_REQ_GETXATTR] = "getxattr",
-	[HY_REQ_LISTXATTR] = "listxattr",
-	[HY_REQ_SETXATTR] = "setxattr",
-	[HY_REQ_REMOVEXATTR] = "removexattr",
-};
-
-/* Each handler of the table is entered through one of these, which
- * counts the request (one relaxed atomic add) and calls it: the count is
- * kept in one place for all of them, and says what reached the daemon,
- * whatever the handler does. */
-#define COUNTED(op, name, params, args)                                                            \
-	static void counted_##name params                                                          \
-	{                                                                                          \
-		struct hy_fs *fs = fuse_req_userdata(req);                                         \
-                                                                                                   \
-		atomic_fetch_add_explicit(&fs->requests[op], 1, memory_order_relaxed);             \
-		hy_ops_##name args;                                                                \
-	}
-
-COUNTED(HY_REQ_LOOKUP, lookup, (fuse_req_t req, fuse_ino_t parent, const char *name),
-	(req, parent, name))
-COUNTED(HY_REQ_FORGET, forget, (fuse_req_t req, fuse_ino_t ino, uint64_t nlookup),
-	(req, ino, nlookup))
-COUNTED(HY_REQ_BATCH_FORGET, forget_multi,
-	(fuse_req_t req, size_t count, struct fuse_forget_data *forgets), (req, count, forgets))
-COUNTED(HY_REQ_GETATTR, getattr, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi),
-	(req, ino, fi))
-COUNTED(HY_REQ_SETATTR, setattr,
-	(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi),
-	(req, ino, attr, to_set, fi))
-COUNTED(HY_REQ_ACCESS, access, (fuse_req_t req, fuse_ino_t ino, int mask), (req, ino, mask))
-COUNTED(HY_REQ_READLINK, readlink, (fuse_req_t req, fuse_ino_t ino), (req, ino))
-COUNTED(HY_REQ_MKNOD, mknod,
-	(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev),
-	(req, parent, name, mode, rdev))
-COUNTED(HY_REQ_MKDIR, mkdir, (fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode),
-	(req, parent, name, mode))
-COUNTED(HY_REQ_SYMLINK, symlink,
-	(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name),
-	(req, link, parent, name))
-COUNTED(HY_REQ_LINK, link,
-	(fuse_req_t req, fuse_ino_t ino, fuse_ino_t new_parent, const char *new_name),
-	(req, ino, new_parent, new_name))
-COUNTED(HY_REQ_UNLINK, unlink, (fuse_req_t req, fuse_ino_t parent, const char *name),
-	(req, parent, name))
-COUNTED(HY_REQ_RMDIR, rmdir, (fuse_req_t req, fuse_ino_t parent, const char *name),
-	(req, parent, name))
-COUNTED(HY_REQ_RENAME, rename,
-	(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t new_parent,
-	 const char *new_name, unsigned int flags),
-	(req, parent, name, new_parent, new_name, flags))
-COUNTED(HY_REQ_OPEN, open, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi),
-	(req, ino, fi))
-COUNTED(HY_REQ_CREATE, create,
-	(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-	 struct fuse_file_info *fi),
-	(req, parent, name, mode, fi))
-COUNTED(HY_REQ_READ, read,
-	(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi),
-	(req, ino, size, off, fi))
-COUNTED(HY_REQ_WRITE, write,
-	(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
-	 struct fuse_file_info *fi),
-	(req, ino, buf, size, off, fi))
-COUNTED(HY_REQ_RELEASE, release, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi),
-	(req, ino, fi))
-COUNTED(HY_REQ_FSYNC, fsync,
-	(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi),
-	(req, ino, datasync, fi))
-COUNTED(HY_REQ_FALLOCATE, fallocate,
-	(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
-	 struct fuse_file_info *fi),
-	(req, ino, mode, offset, length, fi))
-COUNTED(HY_REQ_LSEEK, lseek,
-	(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi),
-	(req, ino, off, whence, fi))
-COUNTED(HY_REQ_COPY_FILE_RANGE, copy_file_range,
-	(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fuse_file_info *fi_in,
-	 fuse_ino_t ino_out, off_t off_out, struct fuse_file_info *fi_out, size_t len, int flags),
-	(req, ino_in, off_in, fi_in, ino_out, off_out, fi_out, len, flags))
-COUNTED(HY_REQ_OPENDIR, opendir, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi),
-	(req, ino, fi))
-COUNTED(HY_REQ_READDIR, readdir,
-	(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset, struct fuse_file_info *fi),
-	(req, ino, size, offset, fi))
-COUNTED(HY_REQ_READDIRPLUS, readdirplus,
-	(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset, struct fuse_file_info *fi),
-	(req, ino, size, offset, fi))
-COUNTED(HY_REQ_RELEASEDIR, releasedir, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi),
-	(req, ino, fi))
-COUNTED(HY_REQ_FSYNCDIR, fsyncdir,
-	(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi),
-	(req, ino, datasync, fi))
-COUNTED(HY_REQ_STATFS, statfs, (fuse_req_t req, fuse_ino_t ino), (req, ino))
-COUNTED(HY_REQ_GETXATTR, getxattr, (fuse_req_t req, fuse_ino_t ino, const char *name, size_t size),
-	(req, ino, name, size))
-COUNTED(HY_REQ_LISTXATTR, listxattr, (fuse_req_t req, fuse_ino_t ino, size_t size),
-	(req, ino, size))
-COUNTED(HY_REQ_SETXATTR, setxattr,
-	(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
-	 int flags),
-	(req, ino, name, value, size, flags))
-COUNTED(HY_REQ_REMOVEXATTR, removexattr, (fuse_req_t req, fuse_ino_t ino, const char *name),
-	(req, ino, name))
-
 const struct fuse_lowlevel_ops hy_fs_operations = {
 	.init = hy_init,
-	.lookup = counted_lookup,
-	.forget = counted_forget,
-	.forget_multi = counted_forget_multi,
-	.getattr = counted_getattr,
-	.setattr = counted_setattr,
-	.access = counted_access,
-	.readlink = counted_readlink,
-	.mknod = counted_mknod,
-	.mkdir = counted_mkdir,
-	.symlink = counted_symlink,
-	.link = counted_link,
-	.unlink = counted_unlink,
-	.rmdir = counted_rmdir,
-	.rename = counted_rename,
-	.open = counted_open,
-	.create = counted_create,
-	.read = counted_read,
-	.write = counted_write,
+	.lookup = hy_ops_lookup,
+	.forget = hy_ops_forget,
+	.forget_multi = hy_ops_forget_multi,
+	.getattr = hy_ops_getattr,
+	.setattr = hy_ops_setattr,
+	.access = hy_ops_access,
+	.readlink = hy_ops_readlink,
+	.mknod = hy_ops_mknod,
+	.mkdir = hy_ops_mkdir,
+	.symlink = hy_ops_symlink,
+	.link = hy_ops_link,
+	.unlink = hy_ops_unlink,
+	.rmdir = hy_ops_rmdir,
+	.rename = hy_ops_rename,
+	.open = hy_ops_open,
+	.create = hy_ops_create,
+	.read = hy_ops_read,
+	.write = hy_ops_write,
 	/* No flush: data is in the backing file once written, nothing is held
 	 * back for close(2) to report, and without the operation the kernel
 	 * stops sending FLUSH, one round trip less per close. (The cache
 	 * issue's session write-back belongs in release, not flush.) */
-	.release = counted_release,
-	.fsync = counted_fsync,
-	.fallocate = counted_fallocate,
-	.lseek = counted_lseek,
-	.copy_file_range = counted_copy_file_range,
-	.opendir = counted_opendir,
-	.readdir = counted_readdir,
-	.readdirplus = counted_readdirplus,
-	.releasedir = counted_releasedir,
-	.fsyncdir = counted_fsyncdir,
-	.statfs = counted_statfs,
-	.getxattr = counted_getxattr,
-	.listxattr = counted_listxattr,
-	.setxattr = counted_setxattr,
-	.removexattr = counted_removexattr,
+	.release = hy_ops_release,
+	.fsync = hy_ops_fsync,
+	.fallocate = hy_ops_fallocate,
+	.lseek = hy_ops_lseek,
+	.copy_file_range = hy_ops_copy_file_range,
+	.opendir = hy_ops_opendir,
+	.readdir = hy_ops_readdir,
+	.readdirplus = hy_ops_readdirplus,
+	.releasedir = hy_ops_releasedir,
+	.fsyncdir = hy_ops_fsyncdir,
+	.statfs = hy_ops_statfs,
+	.getxattr = hy_ops_getxattr,
+	.listxattr = hy_ops_listxattr,
+	.setxattr = hy_ops_setxattr,
+	.removexattr = hy_ops_removexattr,
 };
 
 int hy_fs_init(struct hy_fs *fs, int root_fd, size_t fd_cap, const char *state_dir)

@@ -136,13 +136,6 @@ struct json_object *hy_fs_status(struct hy_fs *fs)
 	for (int i = 0; i < HY_OP_COUNT; i++)
 		add_u64(ops, op_names[i], atomic_load_explicit(&fs->ops[i], memory_order_relaxed));
 	json_object_object_add(root, "operations", ops);
-	/* what reached the daemon, by FUSE opcode: the kernel answered the
-	 * rest from its caches */
-	ops = json_object_new_object();
-	for (int i = 0; i < HY_REQ_COUNT; i++)
-		add_u64(ops, hy_fs_request_names[i],
-			atomic_load_explicit(&fs->requests[i], memory_order_relaxed));
-	json_object_object_add(root, "requests", ops);
 	json_object_object_add(root, "kernel_cache", hy_fs_kcache_status(fs));
 	bytes = json_object_new_object();
 	add_u64(bytes, "read", atomic_load_explicit(&fs->bytes_read, memory_order_relaxed));

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The kernel's caches of names, attributes and listings (issue 20.2), by
-# the requests that reach the daemon (status "requests", by opcode):
+# the requests that reach the daemon (status "fuse.requests", by opcode):
 #   1. a second stat of a file, of a missing name, and a second listing
 #      of a folder reach the daemon zero times (a listing: OPENDIR and
 #      RELEASEDIR only); `ls -l` after a listing asks no attributes (they
@@ -30,12 +30,12 @@ bin=${HY_TESTBIN:-$(dirname "$0")}
 long="attr_timeout=3600,entry_timeout=3600,negative_timeout=3600"
 
 # snap: the requests so far; since OPCODE...: how many of those came after
-snap() { before=$(hy_status "$m" '.requests'); }
+snap() { before=$(hy_status "$m" '.fuse.requests'); }
 since() {
 	local now
-	now=$(hy_status "$m" '.requests')
+	now=$(hy_status "$m" '.fuse.requests')
 	jq -n --argjson a "$before" --argjson b "$now" "[$(printf '"%s",' "$@" | sed 's/,$//')] |
-		map(\$b[.] - \$a[.]) | add"
+		map((\$b[.] // 0) - (\$a[.] // 0)) | add"
 }
 # as_nobody COMMAND...: another user, with no capabilities
 as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$@"; }
@@ -46,7 +46,7 @@ mkdir -p "$b/d/sub"
 echo data >"$b/f"
 touch "$b/d/a" "$b/d/b" "$b/d/c"
 hy_mount_ready "$b" "$m" "state=$HY_TMP/s1,allow_other,$long"
-[ "$(hy_status "$m" '.requests.lookup')" != null ] || hy_fail "status has no requests by opcode"
+[ "$(hy_status "$m" '.fuse.requests | type')" = object ] || hy_fail "status has no requests by opcode"
 
 stat "$m/f" >/dev/null || hy_fail "stat of f failed"
 snap
