@@ -55,6 +55,13 @@ struct hy_inode {
 	 * last look, so a write has nothing to clear; the other bits count the
 	 * changes that may have added one since (fs/ops.c, hy_ops_kill_privs) */
 	_Atomic uint64_t privs;
+	/* Passthrough (passthrough.h), under that module's lock stripe of the
+	 * inode: the kernel's backing id while handles are open through it
+	 * (0: none), how many, and whether one could write since the last
+	 * open without it (that open then drops the kernel's page cache). */
+	int passthrough_id;
+	unsigned passthrough_opens;
+	bool passthrough_wrote;
 
 	/* protected by table->lock: */
 	uint64_t nlookup;	 /* the kernel's lookup count */
