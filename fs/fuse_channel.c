@@ -452,12 +452,12 @@ static ssize_t write_open_reply(int fd, const struct iovec *iov, int count)
 	struct iovec out[2];
 
 	if (!patch_open_reply(iov, count, out, copy, sizeof(copy))) {
-		/* an error reply (the open failed after all) is as it should be */
-		if (count != 2 || iov[0].iov_len != sizeof(struct fuse_out_header) ||
-		    ((const struct fuse_out_header *)iov[0].iov_base)->error == 0)
+		/* the caller checked the header; an error reply (the open
+		 * failed after all) is as it should be */
+		if (((const struct fuse_out_header *)iov[0].iov_base)->error == 0)
 			hy_log(LOG_ERR,
-			       "fuse: the reply to request %llu has a form this daemon "
-			       "does not know: sent without passthrough",
+			       "fuse: the reply to request %llu has a form this daemon does not "
+			       "know: sent without passthrough",
 			       (unsigned long long)request_unique);
 		return writev(fd, iov, count);
 	}
