@@ -1361,7 +1361,7 @@ static int usage_error(const char *program, const char *why)
 /* Overlayfs and eCryptfs stack on another filesystem (s_stack_depth 1):
  * backing files there need a mount that stacks two deep. */
 #define OVERLAYFS_MAGIC 0x794c7630
-#define ECRYPTFS_MAGIC 0xf15f
+#define ECRYPTFS_MAGIC	0xf15f
 
 /* What the channel asks the kernel at INIT for passthrough=, or why it
  * asks nothing (fuse_channel.h, passthrough.h). */
@@ -1381,7 +1381,8 @@ static void want_passthrough(const struct hy_options *opts, struct hy_fs *fs,
 	}
 	if (!opts->profile) {
 		hy_fuse_channel_want_passthrough(
-			channel, 0, "profile=off: no file ids, so no exclude rule is known at open");
+			channel, 0,
+			"profile=off: no file ids, so no exclude rule is known at open");
 		return;
 	}
 	/* 1 unless the backing files lie on a stacked filesystem: with 1
@@ -1812,10 +1813,10 @@ out:
 	hy_fs_close_pins(&fs);
 	hy_borg_close(fs.borg);
 	fs.borg = NULL;
-	hy_fs_destroy(&fs);	    /* closes handles first: they hold profiler state */
+	hy_fs_destroy(&fs);	      /* closes handles first: they hold profiler state */
 	hy_fs_close_passthrough(&fs); /* after the handles, which held its ids */
-	hy_profiler_free(profiler); /* drains the log into the database */
-	hy_reca_free(reca);	    /* after the profiler's writer, which feeds it */
+	hy_profiler_free(profiler);   /* drains the log into the database */
+	hy_reca_free(reca);	      /* after the profiler's writer, which feeds it */
 	hy_state_close(state);
 	/* after every device and database that used it */
 	hy_emuvfs_detach();
