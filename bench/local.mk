@@ -15,3 +15,4 @@ EXTRA_DIST += bench/datapath-ab.sh bench/agedisk.sh bench/blkprice.c
 EXTRA_DIST += bench/gonefiles.sh
 EXTRA_DIST += bench/dramline.sh
 EXTRA_DIST += bench/requests.sh
+EXTRA_DIST += bench/passthrough.sh

@@ -33,6 +33,7 @@
 #include <sys/types.h>
 
 #include "hybridfs/fs.h"
+#include "hybridfs/rules.h" /* enum hy_rule */
 
 struct hy_inode_table;
 struct hy_engine;
@@ -42,6 +43,7 @@ struct hy_profiler;
 struct hy_borg;
 struct hy_cache;
 struct hy_fs_pins;
+struct hy_fs_passthrough;
 struct hy_fuse_channel;
 struct json_object;
 
@@ -146,6 +148,10 @@ struct hy_fs {
 	 * (hy_ops_kill_privs); NULL: libfuse's own reads. Owned by main; set
 	 * before the session loop. */
 	struct hy_fuse_channel *channel;
+	/* passthrough=excluded (passthrough.h): the open files the kernel
+	 * reads and writes itself; NULL with passthrough=off. Owned here:
+	 * hy_fs_open_passthrough(), before the session loop. */
+	struct hy_fs_passthrough *passthrough;
 };
 
 /* Parts of "status" (fs/status.c puts them together): BORG's (the
@@ -158,8 +164,9 @@ struct json_object *hy_fs_device_status(struct hy_device *device);
 struct hy_workload_policy_table;
 struct hy_reca_process;
 /* fs/pin_glue.c: a file opened with its id (ops_files.c; matched once per
- * id and rules generation), and the rules' part of "status". */
-void hy_fs_pins_opened(struct hy_fs *fs, int fd, uint64_t file_id);
+ * id and rules generation), its rule returned (HY_RULE_NONE without the
+ * cache unless passthrough asks), and the rules' part of "status". */
+enum hy_rule hy_fs_pins_opened(struct hy_fs *fs, int fd, uint64_t file_id);
 struct json_object *hy_fs_pins_status(struct hy_fs *fs);
 /* fs/metrics_glue.c: "metrics" of status, from the figures of @status
  * (the rest of the answer, built already): the totals kept across mounts,

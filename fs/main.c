@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -49,6 +50,7 @@
 #include "hybridfs/map_journal.h"
 #include "hybridfs/ondisk.h"
 #include "hybridfs/options.h"
+#include "hybridfs/passthrough.h"
 #include "hybridfs/runtime.h"
 #include "hybridfs/state.h"
 
@@ -1356,6 +1358,42 @@ static int usage_error(const char *program, const char *why)
 	return 2;
 }
 
+/* Overlayfs and eCryptfs stack on another filesystem (s_stack_depth 1):
+ * backing files there need a mount that stacks two deep. */
+#define OVERLAYFS_MAGIC 0x794c7630
+#define ECRYPTFS_MAGIC	0xf15f
+
+/* What the channel asks the kernel at INIT for passthrough=, or why it
+ * asks nothing (fuse_channel.h, passthrough.h). */
+static void want_passthrough(const struct hy_options *opts, struct hy_fs *fs,
+			     struct hy_fuse_channel *channel)
+{
+	struct statfs sf;
+
+	if (opts->passthrough == HY_PASSTHROUGH_OFF)
+		return; /* the channel's default: passthrough=off */
+	if (geteuid() != 0) {
+		hy_fuse_channel_want_passthrough(
+			channel, 0,
+			"the daemon is not root: the kernel takes backing files only from "
+			"CAP_SYS_ADMIN");
+		return;
+	}
+	if (!opts->profile) {
+		hy_fuse_channel_want_passthrough(
+			channel, 0,
+			"profile=off: no file ids, so no exclude rule is known at open");
+		return;
+	}
+	/* 1 unless the backing files lie on a stacked filesystem: with 1
+	 * the mount may itself be an overlayfs layer */
+	if (fstatfs(fs->inodes->root->fd, &sf) == 0 &&
+	    (sf.f_type == OVERLAYFS_MAGIC || sf.f_type == ECRYPTFS_MAGIC))
+		hy_fuse_channel_want_passthrough(channel, 2, NULL);
+	else
+		hy_fuse_channel_want_passthrough(channel, 1, NULL);
+}
+
 int main(int argc, char **argv)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
@@ -1567,6 +1605,8 @@ int main(int argc, char **argv)
 		channel = NULL;
 	}
 	fs.channel = channel;
+	if (channel)
+		want_passthrough(&opts, &fs, channel);
 	/* the backing directory's volume and path were followed by the open
 	 * before the mount; looked at by path now, a mount in place would be
 	 * asked about itself before it serves */
@@ -1672,6 +1712,13 @@ int main(int argc, char **argv)
 			snprintf(store_why, sizeof(store_why),
 				 "none: no room for the default store in the state folder");
 	}
+	/* which open files the kernel serves itself, before the pins
+	 * (whose rules it asks for) */
+	if (opts.passthrough == HY_PASSTHROUGH_EXCLUDED && fs.profiler &&
+	    hy_fs_open_passthrough(&fs) < 0) {
+		hy_log(LOG_ERR, "passthrough: out of memory");
+		goto out_unmount;
+	}
 	/* pins and excludes, after the cache (its share for pins) */
 	if (fs.profiler && hy_fs_open_pins(&fs, &opts, state->db) < 0) {
 		hy_log(LOG_ERR, "pins: out of memory");
@@ -1768,9 +1815,10 @@ out:
 	hy_fs_close_pins(&fs);
 	hy_borg_close(fs.borg);
 	fs.borg = NULL;
-	hy_fs_destroy(&fs);	    /* closes handles first: they hold profiler state */
-	hy_profiler_free(profiler); /* drains the log into the database */
-	hy_reca_free(reca);	    /* after the profiler's writer, which feeds it */
+	hy_fs_destroy(&fs);	      /* closes handles first: they hold profiler state */
+	hy_fs_close_passthrough(&fs); /* after the handles, which held its ids */
+	hy_profiler_free(profiler);   /* drains the log into the database */
+	hy_reca_free(reca);	      /* after the profiler's writer, which feeds it */
 	hy_state_close(state);
 	/* after every device and database that used it */
 	hy_emuvfs_detach();

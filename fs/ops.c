@@ -30,6 +30,7 @@
 #include "hybridfs/fuse_channel.h"
 #include "hybridfs/inode.h"
 #include "hybridfs/log.h"
+#include "hybridfs/passthrough.h"
 #include "hybridfs/identity.h"
 #include "hybridfs/profiler.h"
 #include "hybridfs/reca.h"
@@ -157,6 +158,10 @@ int hy_ops_file_free(struct hy_fs *fs, struct hy_file *file)
 {
 	int rc, home = 0;
 
+	/* its share of the inode's backing id first: the kernel left
+	 * passthrough for this handle before it sent RELEASE */
+	if (file->passthrough_id)
+		hy_fs_passthrough_release(fs, file->inode);
 	/* when the last handle goes, the session's writes into the BOPT go
 	 * home, while the descriptor is still open (FusionCache's session
 	 * write-back) */

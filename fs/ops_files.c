@@ -30,6 +30,7 @@
 #include "hybridfs/inode.h"
 #include "hybridfs/log.h"
 #include "hybridfs/identity.h"
+#include "hybridfs/passthrough.h"
 #include "hybridfs/profiler.h"
 #include "hybridfs/reca.h"
 
@@ -72,6 +73,8 @@ static int file_new(struct hy_fs *fs, fuse_req_t req, struct hy_inode *inode, in
 		    const struct stat *st, struct fuse_file_info *fi)
 {
 	struct hy_file *file = calloc(1, sizeof(*file));
+	enum hy_rule rule = HY_RULE_NONE;
+	bool drop_pages;
 
 	if (!file)
 		return -ENOMEM;
@@ -96,8 +99,24 @@ static int file_new(struct hy_fs *fs, fuse_req_t req, struct hy_inode *inode, in
 		/* the indirection map knows files by this id */
 		hy_engine_file_set_id(&file->engine, file->prof.file_id);
 		/* its pin or exclude, once per id and rules (fs/pin_glue.c) */
-		hy_fs_pins_opened(fs, fd, file->prof.file_id);
+		rule = hy_fs_pins_opened(fs, fd, file->prof.file_id);
 	}
+	/* through the kernel or the daemon (passthrough.h); the flags the
+	 * user opened with, which the kernel's backing file gets too */
+	file->passthrough_id =
+		hy_fs_passthrough_open(fs, inode, fd, fi->flags,
+				       file->profiled ? file->prof.file_id : 0, rule, &drop_pages);
+	/* The kernel takes FOPEN_PASSTHROUGH with no flag beside it but
+	 * DIRECT_IO, PARALLEL_DIRECT_WRITES and NOFLUSH (else EIO:
+	 * FOPEN_PASSTHROUGH_MASK, fs/fuse/iomode.c), and DIRECT_IO would
+	 * send reads and writes to the daemon after all. */
+	if (file->passthrough_id) {
+		fi->direct_io = 0;
+		fi->keep_cache = 0;
+		fi->cache_readdir = 0;
+		fi->nonseekable = 0;
+	} else if (drop_pages)
+		fi->keep_cache = 0; /* written through the kernel since it kept them */
 	hy_ops_handle_track(fs, &file->link, false);
 	fi->fh = (uint64_t)(uintptr_t)file;
 	return 0;
@@ -203,9 +222,14 @@ void hy_ops_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int rc = do_open(fs, req, hy_ops_inode_of(fs, ino), fi);
 
 	hy_ops_count_op(fs, HY_OP_OPEN);
-	if (rc)
+	if (rc) {
 		fuse_reply_err(req, -rc);
-	else if (fuse_reply_open(req, fi) == -ENOENT)
+		return;
+	}
+	/* the reply's writev, on this thread, names the backing id; once it
+	 * is out the handle may be released (and freed) on another thread */
+	hy_fuse_channel_reply_passthrough(hy_ops_file_of(fi)->passthrough_id);
+	if (fuse_reply_open(req, fi) == -ENOENT)
 		hy_ops_file_free(fs, hy_ops_file_of(fi)); /* the caller was interrupted */
 }
 
@@ -288,9 +312,12 @@ void hy_ops_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t m
 	}
 	rc = do_create(fs, req, hy_ops_inode_of(fs, parent), name, mode, fi, &e);
 	hy_ops_count_op(fs, HY_OP_CREATE);
-	if (rc)
+	if (rc) {
 		fuse_reply_err(req, -rc);
-	else if (fuse_reply_create(req, &e, fi) == -ENOENT)
+		return;
+	}
+	hy_fuse_channel_reply_passthrough(hy_ops_file_of(fi)->passthrough_id);
+	if (fuse_reply_create(req, &e, fi) == -ENOENT)
 		hy_ops_file_free(fs, hy_ops_file_of(fi));
 	if (rc == 0) /* after the reply (fs/kcache.c) */
 		hy_fs_kcache_inval_dir(fs, parent);

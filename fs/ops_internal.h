@@ -34,6 +34,9 @@ struct hy_file {
 	struct hy_engine_file engine; /* engine.backing_fd is fd */
 	struct hy_inode *inode;	      /* held by the kernel while the file is open */
 	int fd;
+	/* the kernel's backing id this handle was opened with (passthrough.h;
+	 * 0: served by the daemon) */
+	int passthrough_id;
 	bool profiled; /* prof is set up */
 	struct hy_profile_handle prof;
 };

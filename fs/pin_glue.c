@@ -121,21 +121,28 @@ static bool relative_path(const struct hy_fs *fs, int fd, char *out, size_t size
 	return true;
 }
 
-static void seen_set(struct hy_fs_pins *p, uint64_t id, uint32_t gen)
+/* A seen entry: the generation it was matched under (its low 30 bits)
+ * and the rule found, in one value. */
+#define SEEN_RULE_BITS 2
+#define SEEN_GEN_MASK  (UINT32_MAX >> SEEN_RULE_BITS)
+
+static void seen_set(struct hy_fs_pins *p, uint64_t id, uint32_t gen, enum hy_rule rule)
 {
+	uint32_t v = (gen & SEEN_GEN_MASK) << SEEN_RULE_BITS | (uint32_t)rule;
+
 	pthread_mutex_lock(&p->seen_lock);
 	{
 		uint64_t slot = hy_keymap_slot(&p->seen, id);
 
 		if (p->seen.keys[slot] == id)
-			p->seen.values[slot] = gen;
-		else if (hy_keymap_put(&p->seen, id, gen) < 0)
+			p->seen.values[slot] = v;
+		else if (hy_keymap_put(&p->seen, id, v) < 0)
 			hy_log(LOG_DEBUG, "pins: out of memory for file %" PRIu64, id);
 	}
 	pthread_mutex_unlock(&p->seen_lock);
 }
 
-void hy_fs_pins_opened(struct hy_fs *fs, int fd, uint64_t file_id)
+enum hy_rule hy_fs_pins_opened(struct hy_fs *fs, int fd, uint64_t file_id)
 {
 	struct hy_fs_pins *p = fs->pins;
 	char path[PATH_MAX];
@@ -143,31 +150,37 @@ void hy_fs_pins_opened(struct hy_fs *fs, int fd, uint64_t file_id)
 	uint32_t gen, seen;
 	bool known;
 
-	if (!p || !file_id || !fs->cache || fd < 0)
-		return;
+	/* without the cache the rules matter only to passthrough (the
+	 * analyzer matches paths itself) */
+	if (!p || !file_id || (!fs->cache && !fs->passthrough) || fd < 0)
+		return HY_RULE_NONE;
 	gen = atomic_load(&p->gen);
 	pthread_mutex_lock(&p->seen_lock);
-	known = hy_keymap_get(&p->seen, file_id, &seen) && seen == gen;
+	known = hy_keymap_get(&p->seen, file_id, &seen) &&
+		seen >> SEEN_RULE_BITS == (gen & SEEN_GEN_MASK);
 	pthread_mutex_unlock(&p->seen_lock);
 	if (known)
-		return;
+		return (enum hy_rule)(seen & ((1u << SEEN_RULE_BITS) - 1));
 	/* no rule at all: nothing to match (the cache's map is empty too:
 	 * the change that removed the last rule told it) */
-	if (!atomic_load(&p->active) && hy_pin_file_rule(fs->cache, file_id) == HY_RULE_NONE)
-		return;
+	if (!atomic_load(&p->active) &&
+	    (!fs->cache || hy_pin_file_rule(fs->cache, file_id) == HY_RULE_NONE))
+		return HY_RULE_NONE;
 	if (!relative_path(fs, fd, path, sizeof(path)))
-		return;
+		return HY_RULE_NONE;
 	pthread_rwlock_rdlock(&p->lock);
 	rule = hy_rules_match(&p->rules, path);
 	pthread_rwlock_unlock(&p->lock);
-	if (hy_pin_file_rule(fs->cache, file_id) != rule) {
+	if (fs->cache && hy_pin_file_rule(fs->cache, file_id) != rule) {
 		if (hy_pin_set_files(fs->cache, &file_id, 1, rule) < 0) {
 			hy_log(LOG_WARNING, "pins: out of memory for \"%s\"'s rule", path);
-			return;
+			/* the cache goes on with the rule it had: so does the caller */
+			return hy_pin_file_rule(fs->cache, file_id);
 		}
 		atomic_fetch_add(&p->matched, 1);
 	}
-	seen_set(p, file_id, gen);
+	seen_set(p, file_id, gen, rule);
+	return rule;
 }
 
 /* ---- walking a pinned tree ---------------------------------------------------- */

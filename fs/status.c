@@ -14,6 +14,7 @@
 #include "hybridfs/classify.h"
 #include "hybridfs/engine.h"
 #include "hybridfs/fuse_channel.h"
+#include "hybridfs/passthrough.h"
 #include "hybridfs/profiler.h"
 #include "hybridfs/reca.h"
 
@@ -80,9 +81,11 @@ static struct json_object *classes_json(uint64_t c[2][HY_CLASS_COUNT])
 	return o;
 }
 
-/* {"killpriv_v2": bool, "killpriv_v2_why": text or null, "requests":
- * {"lookup": n, ...}}: the FUSE requests read, by opcode, those seen at
- * least once (null: the channel is not in; fuse_channel.h). */
+/* {"killpriv_v2": bool, "killpriv_v2_why": text or null, "passthrough":
+ * bool, "passthrough_why": text or null, "passthrough_files": {...} or
+ * null (passthrough.h), "requests": {"lookup": n, ...}}: the FUSE requests
+ * read, by opcode, those seen at least once (null: the channel is not in;
+ * fuse_channel.h). */
 static struct json_object *fuse_status(struct hy_fs *fs)
 {
 	struct json_object *o = json_object_new_object(), *req;
@@ -94,6 +97,15 @@ static struct json_object *fuse_status(struct hy_fs *fs)
 	add_str(o, "killpriv_v2_why",
 		fs->channel ? hy_fuse_channel_why(fs->channel)
 			    : "the daemon could not read /dev/fuse itself (see its log)");
+	json_object_object_add(o, "passthrough",
+			       json_object_new_boolean(hy_fuse_channel_passthrough(fs->channel) &&
+						       fs->passthrough));
+	add_str(o, "passthrough_why",
+		!fs->channel || !hy_fuse_channel_passthrough(fs->channel)
+			? hy_fuse_channel_passthrough_why(fs->channel)
+		: !fs->passthrough ? "the profiler is not running: no exclude rule is known at open"
+				   : NULL);
+	json_object_object_add(o, "passthrough_files", hy_fs_passthrough_status(fs));
 	req = fs->channel ? json_object_new_object() : NULL;
 	for (unsigned i = 0; req && i < HY_FUSE_CHANNEL_OPCODES; i++) {
 		uint64_t n = hy_fuse_channel_count(fs->channel, i);

@@ -344,6 +344,23 @@ static int parse_one_word(struct hy_options *opts, char *word, char *why, size_t
 		return parse_bool(name, value, &opts->writeback_cache, why, why_size);
 	if (strcmp(name, "killpriv_v2") == 0)
 		return parse_bool(name, value, &opts->killpriv_v2, why, why_size);
+	if (strcmp(name, "passthrough") == 0) {
+		if (value && (strcmp(value, "off") == 0 || strcmp(value, "excluded") == 0)) {
+			opts->passthrough =
+				value[0] == 'o' ? HY_PASSTHROUGH_OFF : HY_PASSTHROUGH_EXCLUDED;
+			return 0;
+		}
+		/* hybridfs(8) says why there is no "auto" */
+		if (value && strcmp(value, "auto") == 0)
+			return hy_log_why(
+				-EINVAL, why, why_size,
+				"option \"passthrough=auto\" is not offered: nothing known at "
+				"open tells a file that will be read or written in one "
+				"sequential stream (see hybridfs(8)); expected off or excluded");
+		return hy_log_why(-EINVAL, why, why_size,
+				  "option \"passthrough%s%s\": expected off or excluded",
+				  value ? "=" : "", value ? value : "");
+	}
 	if (strcmp(name, "attr_timeout") == 0)
 		return parse_seconds(name, value, &opts->attr_timeout, why, why_size);
 	if (strcmp(name, "entry_timeout") == 0)
@@ -1108,6 +1125,8 @@ void hy_options_usage(const char *program, FILE *out)
 		"  writeback_cache=on|off the kernel's write-back page cache (default off)\n"
 		"  killpriv_v2=on|off     the daemon clears setuid, setgid and capabilities on\n"
 		"                         writes, sparing a request per write (default on)\n"
+		"  passthrough=off|excluded  the kernel reads and writes excluded files\n"
+		"                         itself, without the daemon (root; default off)\n"
 		"  attr_timeout=SEC       how long the kernel keeps attributes (default 5)\n"
 		"  entry_timeout=SEC      how long the kernel keeps names, listings (default 5)\n"
 		"  negative_timeout=SEC   how long the kernel keeps missing names (default 5)\n"

@@ -4,7 +4,7 @@
  * libfuse 3.13+), so the daemon sees each request as the kernel sent it,
  * before libfuse parses it, and the INIT reply before the kernel does.
  *
- * What it is for: two things libfuse 3.14's API cannot do.
+ * What it is for: three things libfuse 3.14's API cannot do.
  *
  *  1. FUSE_HANDLE_KILLPRIV_V2 (init flag 1 << 28, protocol 7.33, Linux
  *     5.11). A FUSE superblock lacks SB_NOSEC unless the daemon takes it,
@@ -28,11 +28,35 @@
  *     fields every minor has.
  *  2. Requests counted by opcode, for "status": what an operation costs
  *     in round trips (BENCHMARKS.md, "Requests per operation").
+ *  3. FUSE passthrough (protocol 7.40, Linux 6.9; the kernel's
+ *     Documentation/filesystems/fuse-passthrough.rst): the kernel reads
+ *     and writes an open file's backing file itself, without a READ or
+ *     WRITE request (fs/passthrough.c decides which files). At INIT, when
+ *     the mount asked (hy_fuse_channel_want_passthrough) and the kernel
+ *     offers FUSE_PASSTHROUGH (flags2 bit 5, with FUSE_INIT_EXT), the
+ *     reply gets FUSE_INIT_EXT, the flag and max_stack_depth (the field
+ *     after flags2, padding in libfuse 3.14's struct, which zeroes it) --
+ *     unless libfuse's reply asks for the kernel's write-back cache, with
+ *     which the kernel refuses passthrough. Per file, the daemon registers
+ *     the backing descriptor (hy_fuse_channel_backing_open, the
+ *     FUSE_DEV_IOC_BACKING_OPEN ioctl on the device: CAP_SYS_ADMIN) and
+ *     names the id for this thread's OPEN or CREATE reply
+ *     (hy_fuse_channel_reply_passthrough); the reply's writev ORs
+ *     FOPEN_PASSTHROUGH into a copy of its fuse_open_out and puts the id
+ *     in the field after open_flags (padding in libfuse 3.14, whose
+ *     fuse_reply_open and fuse_reply_create do not fill it). libfuse 3.14
+ *     writes a handler's reply on the handler's thread, inside
+ *     fuse_reply_open/_create, so the id is a thread-local, taken by the
+ *     one writev whose header has this thread's request's unique (a
+ *     notification the handler sends first passes untouched).
  *
  * Fallback: a kernel that does not offer the flag, a daemon started with
  * killpriv_v2=off, or an INIT reply of a form the channel does not know
  * leave the reply as libfuse made it: the kernel keeps clearing the bits
  * itself, with a GETXATTR per write, and hy_fuse_channel_why() says why.
+ * Passthrough alike: not asked for (passthrough=off, not root), not
+ * offered, the write-back cache, or an unknown reply leave every file's
+ * data to the daemon, and hy_fuse_channel_passthrough_why() says why.
  * If the channel cannot be installed at all, the session keeps libfuse's
  * own reads and writes (fs/main.c logs the reason) and nothing is counted.
  *
@@ -52,6 +76,9 @@
  * bypass the read call; libfuse 3.14 splices only for filesystems with
  * write_buf, which hybridfs has not, and fs/ops.c turns
  * FUSE_CAP_SPLICE_READ off anyway while the channel is in.
+ *
+ * The request's unique and opcode, and an OPEN or CREATE reply's backing
+ * id, are thread-locals too, for the same reason.
  *
  * Memory: the caller owns the channel (hy_fuse_channel_new/_free); it must
  * outlive the session (fuse_session_destroy). One session per process: the
@@ -118,6 +145,34 @@ int hy_fuse_channel_invalidate(struct hy_fuse_channel *channel, uint64_t nodeid)
  * WRITE, FATTR_KILL_SUIDGID on SETATTR, FUSE_OPEN_KILL_SUIDGID on OPEN and
  * CREATE. For the FUSE handlers, on the thread libfuse calls them on. */
 bool hy_fuse_channel_kill_suidgid(void);
+
+/* Passthrough: asks for it at INIT with @max_stack_depth (1: the backing
+ * files are on a filesystem that stacks on nothing, and the mount itself
+ * may lie under an overlayfs; 2: the backing files may be on an overlayfs,
+ * the mount may not be under one), or not (0; @why_not the reason shown,
+ * NULL for passthrough=off, which is not logged). Before install. */
+void hy_fuse_channel_want_passthrough(struct hy_fuse_channel *channel, unsigned max_stack_depth,
+				      const char *why_not);
+/* Whether the kernel was told FUSE_PASSTHROUGH (set before the INIT reply
+ * is written, cleared if that write fails); false for NULL. */
+bool hy_fuse_channel_passthrough(const struct hy_fuse_channel *channel);
+/* Why not (NULL once it was told, or before INIT); lives as long as the
+ * channel. For NULL, a text saying the channel is not in. */
+const char *hy_fuse_channel_passthrough_why(const struct hy_fuse_channel *channel);
+/* Registers @fd (a descriptor open for reading or writing, not O_PATH)
+ * with the kernel as a backing file: its id (> 0) or a negative errno
+ * (-ENOTCONN: no passthrough; -EPERM: no CAP_SYS_ADMIN; -ELOOP: @fd's
+ * filesystem stacks deeper than max_stack_depth allows). */
+int hy_fuse_channel_backing_open(struct hy_fuse_channel *channel, int fd);
+/* Lets the kernel drop the id (after the last release of the files
+ * opened with it: an open reply still on its way would fail). 0 or a
+ * negative errno. */
+int hy_fuse_channel_backing_close(struct hy_fuse_channel *channel, int backing_id);
+/* For the OPEN or CREATE handler, right before fuse_reply_open/_create:
+ * the reply this thread writes for its request carries @backing_id with
+ * FOPEN_PASSTHROUGH (0: nothing). A reply of a form the channel does not
+ * know goes out without it, logged (libfuse 3.14's never does). */
+void hy_fuse_channel_reply_passthrough(int backing_id);
 
 /* Requests read with @opcode (slot 0: the others); 0 for NULL. */
 uint64_t hy_fuse_channel_count(const struct hy_fuse_channel *channel, unsigned opcode);

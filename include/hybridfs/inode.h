@@ -59,6 +59,13 @@ struct hy_inode {
 	 * kernel keeps, and the entries that came with it, are fresh; 0:
 	 * never listed whole (fs/kcache.c) */
 	_Atomic int64_t listed_until;
+	/* Passthrough (passthrough.h), under that module's lock stripe of the
+	 * inode: the kernel's backing id while handles are open through it
+	 * (0: none), how many, and whether one could write since the last
+	 * open without it (that open then drops the kernel's page cache). */
+	int passthrough_id;
+	unsigned passthrough_opens;
+	bool passthrough_wrote;
 
 	/* protected by table->lock: */
 	uint64_t nlookup;	 /* the kernel's lookup count */

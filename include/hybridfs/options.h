@@ -104,8 +104,11 @@ struct hy_options {
 
 	bool allow_other; /* implies default_permissions */
 	bool read_only;
-	bool writeback_cache;	 /* kernel write-back page cache (on by default) */
-	bool killpriv_v2;	 /* the daemon clears setuid/setgid (fuse_channel.h; on) */
+	bool writeback_cache; /* kernel write-back page cache (on by default) */
+	bool killpriv_v2;     /* the daemon clears setuid/setgid (fuse_channel.h; on) */
+	/* passthrough=: the files the kernel reads and writes itself
+	 * (passthrough.h): none (off, the default) or those of exclude rules */
+	enum { HY_PASSTHROUGH_OFF, HY_PASSTHROUGH_EXCLUDED } passthrough;
 	double attr_timeout;	 /* seconds the kernel may keep attributes */
 	double entry_timeout;	 /* seconds the kernel may keep a name */
 	double negative_timeout; /* seconds the kernel may keep "no such name" */

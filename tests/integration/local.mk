@@ -57,6 +57,11 @@ EXTRA_DIST += tests/integration/metrics.sh
 # (killpriv.sh; a user's mount through fusermount3 too).
 TESTS += tests/integration/killpriv.sh
 EXTRA_DIST += tests/integration/killpriv.sh
+# FUSE passthrough for excluded files (issue 20, item 3): no READ or WRITE
+# request for them, dirty cache blocks home first, no stale copies after,
+# refusals and the write-back cache fallback said why (passthrough.sh).
+TESTS += tests/integration/passthrough.sh
+EXTRA_DIST += tests/integration/passthrough.sh
 
 # ReCA: categories of real programs, the policy table, metadata priority.
 TESTS += tests/integration/reca.sh

@@ -210,6 +210,33 @@ static void test_cache_keep(void)
 	expect_bad(bare, "expected auto, on or off");
 }
 
+/* passthrough=: off by default; excluded; auto refused with the reason;
+ * anything else named */
+static void test_passthrough_option(void)
+{
+	const char *defaults[] = {"hybridfs", "/b", "/m", NULL};
+	const char *ex[] = {"hybridfs", "-o", "passthrough=excluded", "/b", "/m", NULL};
+	const char *off[] = {"hybridfs", "-o", "passthrough=excluded,passthrough=off",
+			     "/b",	 "/m", NULL};
+	const char *autom[] = {"hybridfs", "-o", "passthrough=auto", "/b", "/m", NULL};
+	const char *bad[] = {"hybridfs", "-o", "passthrough=all", "/b", "/m", NULL};
+	const char *bare[] = {"hybridfs", "-o", "passthrough", "/b", "/m", NULL};
+	struct hy_options o;
+
+	CU_ASSERT_EQUAL_FATAL(parse(&o, defaults), 0);
+	CU_ASSERT_EQUAL(o.passthrough, HY_PASSTHROUGH_OFF);
+	hy_options_free(&o);
+	CU_ASSERT_EQUAL_FATAL(parse(&o, ex), 0);
+	CU_ASSERT_EQUAL(o.passthrough, HY_PASSTHROUGH_EXCLUDED);
+	hy_options_free(&o);
+	CU_ASSERT_EQUAL_FATAL(parse(&o, off), 0);
+	CU_ASSERT_EQUAL(o.passthrough, HY_PASSTHROUGH_OFF);
+	hy_options_free(&o);
+	expect_bad(autom, "not offered");
+	expect_bad(bad, "passthrough=all");
+	expect_bad(bare, "expected off or excluded");
+}
+
 /* metrics=: none by default, an absolute path or none; metrics_interval=
  * 1 to 300, 60 by default. (Its folder is checked at mount: metrics.sh.) */
 static void test_metrics_options(void)
@@ -741,6 +768,7 @@ int hy_test_add_options(void)
 	    !CU_add_test(s, "BOPT options", test_bopt_options) ||
 	    !CU_add_test(s, "SSD cache options", test_cache_options) ||
 	    !CU_add_test(s, "cache_keep: auto, on, off", test_cache_keep) ||
+	    !CU_add_test(s, "passthrough: off, excluded; no auto", test_passthrough_option) ||
 	    !CU_add_test(s, "metrics and metrics_interval", test_metrics_options) ||
 	    !CU_add_test(s, "bad SSD cache options name the problem", test_bad_cache_options) ||
 	    !CU_add_test(s, "cache_policy names agree with the policy module",
