@@ -131,7 +131,8 @@ int main(void)
 	    hy_test_add_workload_policy() || hy_test_add_trace_reader() || hy_test_add_replay() ||
 	    hy_test_add_devmodel() || hy_test_add_sim_borg() || hy_test_add_stack() ||
 	    hy_test_add_fuzz_regress() || hy_test_add_fault() || hy_test_add_reca() ||
-	    hy_test_add_identity() || hy_test_add_emulation() || hy_test_add_rules()) {
+	    hy_test_add_identity() || hy_test_add_emulation() || hy_test_add_rules() ||
+	    hy_test_add_log()) {
 		fprintf(stderr, "hytest: cannot register the suites\n");
 		CU_cleanup_registry();
 		return 1;

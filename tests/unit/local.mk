@@ -10,7 +10,7 @@ tests_unit_hytest_SOURCES = tests/unit/hytest.c tests/unit/suites.h \
 	tests/unit/test_workload_policy.c tests/unit/test_trace_reader.c tests/unit/test_replay.c tests/unit/test_devmodel.c \
 	tests/unit/test_sim_borg.c tests/unit/test_stack.c tests/unit/test_fuzz_regress.c \
 	tests/unit/test_fault.c tests/unit/test_reca.c tests/unit/test_identity.c \
-	tests/unit/test_emulation.c tests/unit/test_rules.c \
+	tests/unit/test_emulation.c tests/unit/test_rules.c tests/unit/test_log.c \
 	tests/unit/profiler_fixture.h
 tests_unit_hytest_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(FUSE_CFLAGS) $(SQLITE_CFLAGS) $(JSONC_CFLAGS) $(BLKID_CFLAGS) $(ZLIB_CFLAGS)
 tests_unit_hytest_LDADD = sim/libhysim.a fs/libhyfs.a reconfig/libhyreconfig.a reconfig/libhyreorganize.a analyzer/libhyanalyzer.a planner/libhyplanner.a \

@@ -40,6 +40,7 @@ int hy_test_add_reca(void);
 int hy_test_add_identity(void);
 int hy_test_add_emulation(void);
 int hy_test_add_rules(void);
+int hy_test_add_log(void);
 
 /* A fresh temporary directory for one test; removed by hy_test_rmtree(). */
 char *hy_test_tmpdir(void);
