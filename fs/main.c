@@ -1348,6 +1348,28 @@ static void daemon_ready(int status, bool detach)
 	}
 }
 
+/* Where the daemon logs once in the background: the file of log=FILE,
+ * else syslog. Where no syslog takes the lines (no /dev/log: a container,
+ * a minimal system), they go to the state folder's hybridfs.log instead of
+ * nowhere, as the caller is told now, while it still sees stderr. */
+static unsigned background_sinks(const struct hy_options *opts)
+{
+	char path[sizeof(state_at) + sizeof(HY_OPTIONS_LOG_NAME) + 1];
+	int rc;
+
+	if (opts->log_file)
+		return HY_LOG_FILE;
+	snprintf(path, sizeof(path), "%s/%s", state_at, HY_OPTIONS_LOG_NAME);
+	hy_log_set_fallback(path);
+	rc = hy_log_syslog_probe();
+	if (rc < 0)
+		hy_log(LOG_NOTICE,
+		       "no syslog here (\"%s\": %s): the daemon's messages go to \"%s/%s\" "
+		       "(log=FILE names another file)",
+		       hy_log_syslog_socket(), strerror(-rc), opts->state_dir, HY_OPTIONS_LOG_NAME);
+	return HY_LOG_SYSLOG;
+}
+
 static int usage_error(const char *program, const char *why)
 {
 	fprintf(stderr, "%s: %s\n", program, why);
@@ -1395,6 +1417,13 @@ int main(int argc, char **argv)
 	if (opts.debug)
 		hy_log_init(HY_LOG_STDERR, LOG_DEBUG, program);
 	rc = hy_options_check(&opts, why, sizeof(why));
+	/* log=FILE: from now on, so that the file tells the whole story */
+	if (rc == 0 && opts.log_file) {
+		rc = hy_log_open_file(opts.log_file, why, sizeof(why));
+		if (rc == 0)
+			hy_log_init(HY_LOG_STDERR | HY_LOG_FILE,
+				    opts.debug ? LOG_DEBUG : LOG_NOTICE, program);
+	}
 	/* fault injection (tests): read once, before any device or thread;
 	 * a bad spec refuses to start like a bad option */
 	if (rc == 0)
@@ -1685,8 +1714,10 @@ int main(int argc, char **argv)
 	/* Ready: the mount and the control socket are there. */
 	ready = true;
 	if (!opts.foreground) {
+		unsigned sinks = background_sinks(&opts);
+
 		daemon_ready(0, true);
-		hy_log_init(HY_LOG_SYSLOG, opts.debug ? LOG_DEBUG : LOG_NOTICE, "hybridfs");
+		hy_log_init(sinks, opts.debug ? LOG_DEBUG : LOG_NOTICE, "hybridfs");
 	}
 	hy_log(LOG_NOTICE, "mounted \"%s\" on \"%s\" (state in \"%s\", mount %s)",
 	       opts.backing_real, opts.mountpoint_real, opts.state_dir, state->uuid);

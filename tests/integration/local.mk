@@ -75,3 +75,15 @@ EXTRA_DIST += tests/fuzz/run.sh
 EXTRA_DIST += tests/fuzz/fuzz_options.c tests/fuzz/fuzz_control.c tests/fuzz/fuzz_cache_store.c \
 	tests/fuzz/fuzz_bopt.c tests/fuzz/fuzz_common.h tests/fuzz/make_seeds.c
 EXTRA_DIST += tests/fuzz/corpus
+
+# Where the daemon's messages go: log=FILE (timestamps, logrotate's rename
+# and copytruncate), the state folder's hybridfs.log when no syslog takes
+# them, and log= refusals (logfile.sh; issue 21, item 5).
+TESTS += tests/integration/logfile.sh
+EXTRA_DIST += tests/integration/logfile.sh
+
+# A mount where a mount is: the one a killed daemon left (refused with the
+# umount that clears it), a live hybridfs mount (refused without stack),
+# a backing directory on one (remount.sh; issue 21, item 7).
+TESTS += tests/integration/remount.sh
+EXTRA_DIST += tests/integration/remount.sh
