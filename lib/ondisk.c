@@ -29,6 +29,7 @@
 #include <linux/magic.h>
 
 #include "hybridfs/log.h"
+#include "hybridfs/runtime.h"
 #include "hybridfs/ondisk.h"
 
 void hy_ondisk_say(char *why, size_t why_size, const char *fmt, ...)
@@ -362,12 +363,17 @@ int hy_ondisk_check_overwrite(const struct hy_ondisk_format *fmt, const char *pa
 	switch (fmt->classify(buf, uuid, other, sizeof(other), msg, sizeof(msg))) {
 	case HY_ONDISK_OURS:
 		return 0;
-	case HY_ONDISK_OTHER_MOUNT:
+	case HY_ONDISK_OTHER_MOUNT: {
+		char owner[1024], self[1024];
+
+		hy_runtime_describe(other, path, owner, sizeof(owner));
+		hy_runtime_describe(uuid, path, self, sizeof(self));
 		hy_ondisk_say(why, why_size,
-			      "%s: \"%s\" is the %s of mount %s, not of %s; refusing to overwrite "
-			      "it without force",
-			      fmt->what, path, fmt->noun, other, uuid);
+			      "%s: \"%s\" is the %s of %s, not of %s; refusing to overwrite it "
+			      "without force",
+			      fmt->what, path, fmt->noun, owner, self);
 		return -EEXIST;
+	}
 	case HY_ONDISK_DAMAGED:
 		hy_ondisk_say(why, why_size,
 			      "%s: \"%s\" holds a %s that cannot be read (%s); refusing to "

@@ -18,7 +18,8 @@
 #include "hybridfs/options.h"
 #include "hybridfs/policy.h" /* the enum only: libhycommon does not link the cache */
 #include "hybridfs/rules.h"
-#include "hybridfs/state.h" /* HY_STATE_DB_NAME */
+#include "hybridfs/runtime.h" /* the state root */
+#include "hybridfs/state.h"   /* HY_STATE_DB_NAME */
 #include "hybridfs/units.h"
 
 #define HY_DEFAULT_MAX_THREADS 16
@@ -883,29 +884,7 @@ int hy_options_escape_path(const char *path, char *out, size_t size)
 
 int hy_options_state_root(char *out, size_t size)
 {
-	const char *env;
-
-	if (geteuid() == 0) {
-		env = getenv("HYBRIDFS_STATE_ROOT");
-		snprintf(out, size, "%s", env && env[0] == '/' ? env : HY_STATE_ROOT_SYSTEM);
-		return 0;
-	}
-	/* the XDG base directory rules: a relative $XDG_STATE_HOME is ignored */
-	env = getenv("XDG_STATE_HOME");
-	if (env && env[0] == '/') {
-		snprintf(out, size, "%s/hybridfs", env);
-		return 0;
-	}
-	env = getenv("HOME");
-	if (!env || env[0] != '/') {
-		struct passwd *pw = getpwuid(geteuid());
-
-		env = pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
-	}
-	if (!env)
-		return -ENOENT;
-	snprintf(out, size, "%s/.local/state/hybridfs", strcmp(env, "/") == 0 ? "" : env);
-	return 0;
+	return hy_runtime_state_root(out, size);
 }
 
 char *hy_options_default_state(const char *backing_real)

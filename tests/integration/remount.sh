@@ -8,8 +8,11 @@
 #      mount below, which hybridctl would still report); in place over
 #      it; a backing directory that lies on one (two caches); with stack,
 #      the mount over it goes ahead
-# Without the checks a. says only "Transport endpoint is not connected"
-# and b. mounts without a word.
+#   c. another mount's cache store and BOPT, refused: the message names
+#      both mounts by their directories (running: backing and mountpoint;
+#      not: backing and state folder), not by uuids alone
+# Without the checks a. says only "Transport endpoint is not connected",
+# b. mounts without a word, and c. gives two uuids.
 . "$(dirname "$0")/lib.sh"
 
 hy_setup
@@ -106,5 +109,26 @@ hy_exited "$upper" || hy_fail "b: the upper daemon still runs"
 HY_PID=$lower
 [ -d "$m/sub" ] || hy_fail "b: the lower mount is not back after the upper one went"
 hy_umount "$m"
+
+# ---- c. another mount's store and BOPT: named by its directories -------------
+# (the store's superblock and the BOPT's header know the owner by its
+# uuid only; the message says which directories that is, running or not)
+c=$HY_TMP/c
+mkdir -p "$c/b1" "$c/m1" "$c/b2" "$c/m2"
+hy_mount_ready "$c/b1" "$c/m1" "state=$c/s1,cache=$c/s1/x.cache,cache_size=1M"
+live="(\"$c/b1\" on \"$c/m1\"), not of mount "
+self="(\"$c/b2\" on \"$c/m2\")"
+gone="(\"$c/b1\", not mounted; state in \"$c/s1\"), not of mount "
+# the refusals come after the mount shows (the store is opened then): the
+# daemon unmounts itself
+hy_mount_refused store-live "$live" "$c/b2" "$c/m2" "state=$c/s2,cache=$c/s1/x.cache"
+grep -qF -- "$self" "$HY_TMP/refused.out" ||
+	hy_fail "store-live: the refusal does not name this mount $self: $(cat "$HY_TMP/refused.out")"
+hy_mount_refused bopt-live "$live" "$c/b2" "$c/m2" "state=$c/s2,cache=none,bopt=$c/s1/bopt"
+grep -qF -- "$self" "$HY_TMP/refused.out" ||
+	hy_fail "bopt-live: the refusal does not name this mount $self: $(cat "$HY_TMP/refused.out")"
+hy_umount "$c/m1"
+hy_mount_refused store-gone "$gone" "$c/b2" "$c/m2" "state=$c/s2,cache=$c/s1/x.cache"
+hy_mount_refused bopt-gone "$gone" "$c/b2" "$c/m2" "state=$c/s2,cache=none,bopt=$c/s1/bopt"
 
 hy_pass
