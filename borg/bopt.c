@@ -21,7 +21,6 @@
 #include "hybridfs/bopt.h"
 #include "hybridfs/device.h"
 #include "hybridfs/log.h"
-#include "hybridfs/runtime.h"
 #include "hybridfs/ondisk.h"
 
 #define OFF_MAGIC	0
@@ -308,8 +307,8 @@ static int check_existing_file(const char *path, const char *uuid, char *why, si
 	if (rc == 0) {
 		char owner[1024], self[1024];
 
-		hy_runtime_describe(old.uuid, path, owner, sizeof(owner));
-		hy_runtime_describe(uuid, path, self, sizeof(self));
+		hy_ondisk_name_mount(old.uuid, path, owner, sizeof(owner));
+		hy_ondisk_name_mount(uuid, path, self, sizeof(self));
 		hy_ondisk_say(why, why_size,
 			      "bopt: \"%s\" exists and is the BOPT of %s, not of %s; refusing to "
 			      "replace it",
@@ -478,8 +477,8 @@ int hy_bopt_open(const char *path, const char *uuid, struct hy_bopt **out, char 
 	if (uuid && strcmp(h.uuid, uuid) != 0) {
 		char owner[1024], self[1024];
 
-		hy_runtime_describe(h.uuid, path, owner, sizeof(owner));
-		hy_runtime_describe(uuid, path, self, sizeof(self));
+		hy_ondisk_name_mount(h.uuid, path, owner, sizeof(owner));
+		hy_ondisk_name_mount(uuid, path, self, sizeof(self));
 		hy_ondisk_say(why, why_size, "bopt: \"%s\" is the BOPT of %s, not of %s", path,
 			      owner, self);
 		rc = -EEXIST;

@@ -21,7 +21,6 @@
 #include "hybridfs/device.h"
 #include "hybridfs/group_commit.h"
 #include "hybridfs/log.h"
-#include "hybridfs/runtime.h"
 #include "hybridfs/ondisk.h"
 
 #include "cache_store_internal.h"
@@ -152,8 +151,8 @@ static int store_open(const char *path, const char *uuid, bool salvage, struct h
 	if (uuid && h.uuid[0] && strcmp(h.uuid, uuid) != 0) {
 		char owner[1024], self[1024];
 
-		hy_runtime_describe(h.uuid, path, owner, sizeof(owner));
-		hy_runtime_describe(uuid, path, self, sizeof(self));
+		hy_ondisk_name_mount(h.uuid, path, owner, sizeof(owner));
+		hy_ondisk_name_mount(uuid, path, self, sizeof(self));
 		hy_ondisk_say(why, why_size, "cache: \"%s\" is the cache store of %s, not of %s",
 			      path, owner, self);
 		rc = -EEXIST;
@@ -717,8 +716,8 @@ int hy_cache_store_claim(struct hy_cache_store *s, const char *uuid, char *why, 
 	if (h.uuid[0]) {
 		char owner[1024], self[1024];
 
-		hy_runtime_describe(h.uuid, s->path, owner, sizeof(owner));
-		hy_runtime_describe(uuid, s->path, self, sizeof(self));
+		hy_ondisk_name_mount(h.uuid, s->path, owner, sizeof(owner));
+		hy_ondisk_name_mount(uuid, s->path, self, sizeof(self));
 		hy_ondisk_say(why, why_size, "cache: \"%s\" is the cache store of %s, not of %s",
 			      s->path, owner, self);
 		return -EINVAL;
@@ -738,7 +737,7 @@ int hy_cache_store_claim(struct hy_cache_store *s, const char *uuid, char *why, 
 	{
 		char self[1024];
 
-		hy_runtime_describe(uuid, s->path, self, sizeof(self));
+		hy_ondisk_name_mount(uuid, s->path, self, sizeof(self));
 		hy_log(LOG_INFO, "cache: \"%s\" was unclaimed; it is now the cache store of %s",
 		       s->path, self);
 	}

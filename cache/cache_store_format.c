@@ -22,7 +22,6 @@
 
 #include "hybridfs/cache_store.h"
 #include "hybridfs/ondisk.h"
-#include "hybridfs/runtime.h"
 
 #include "cache_store_internal.h"
 
@@ -574,7 +573,7 @@ static int refuse_existing_store(const char *path, char *why, size_t why_size)
 	if (old.uuid[0]) {
 		char owner[1024];
 
-		hy_runtime_describe(old.uuid, path, owner, sizeof(owner));
+		hy_ondisk_name_mount(old.uuid, path, owner, sizeof(owner));
 		hy_ondisk_say(why, why_size,
 			      "cache: \"%s\" already holds a cache store (%" PRIu64
 			      " lines, of %s); refusing to overwrite it without force",

@@ -46,6 +46,7 @@
 #include "hybridfs/reca.h"
 #include "hybridfs/log.h"
 #include "hybridfs/map_journal.h"
+#include "hybridfs/mount_name.h"
 #include "hybridfs/ondisk.h"
 #include "hybridfs/options.h"
 #include "hybridfs/runtime.h"
@@ -1399,6 +1400,8 @@ int main(int argc, char **argv)
 	memset(&fs, 0, sizeof(fs));
 	rc = hy_options_parse(argc, argv, &opts, why, sizeof(why));
 	program = opts.program ? opts.program : "hybridfs";
+	/* refusals name another mount's store or BOPT by its directories */
+	hy_ondisk_set_mount_namer(hy_mount_name_describe);
 	hy_log_init(HY_LOG_STDERR, LOG_NOTICE, program);
 	if (rc) {
 		status = usage_error(program, rc == -ENOMEM ? "out of memory" : why);

@@ -479,7 +479,7 @@ static void flush_once(struct hy_profiler *p, struct hy_profile_record *buf)
 		lost = p->written - written_before;
 		if (!p->commit_failing)
 			hy_log(LOG_ERR,
-			       "profiler: commit into \"%s\": %s; the access log loses records "
+			       "profiler: commit: \"%s\": %s; the access log loses records "
 			       "until a commit works again (counted as errors), file and process "
 			       "rows wait for it",
 			       sqlite3_db_filename(p->db, "main"), sqlite3_errmsg(p->db));
@@ -491,7 +491,7 @@ static void flush_once(struct hy_profiler *p, struct hy_profile_record *buf)
 	} else if (p->commit_failing && (p->written > written_before || carried)) {
 		/* (an empty transaction commits even on a full disk) */
 		hy_log(LOG_NOTICE,
-		       "profiler: commits into \"%s\" work again; %" PRIu64 " records were lost",
+		       "profiler: commits work again in \"%s\"; %" PRIu64 " records were lost",
 		       sqlite3_db_filename(p->db, "main"), p->commit_lost);
 		p->commit_failing = false;
 		p->commit_lost = 0;

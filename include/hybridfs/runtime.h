@@ -18,8 +18,7 @@
  * skips it, and removes it when it can.
  *
  * Who calls it: fs/main.c (register, unregister); ctl/ (list: hybridctl.c,
- * mounts.c, explain_cmd.c, reorganize_cmd.c); the cache store's, the
- * BOPT's and lib/ondisk.c's refusals (describe).
+ * mounts.c, explain_cmd.c, reorganize_cmd.c); lib/mount_name.c.
  * Memory: hy_runtime_list() gives an array the caller frees with free().
  * Locks: none; the rename makes each file appear whole.
  */
@@ -53,17 +52,6 @@ int hy_runtime_list(struct hy_runtime_entry **out, size_t *count);
  * @out: hy_options_state_root() (options.h) says which; here so that
  * hybridctl, which does not link the option parser, has it too. */
 int hy_runtime_state_root(char *out, size_t size);
-
-/* A person's name for mount @uuid, into @out, for a message that would
- * give only the uuid (the store or BOPT of another mount):
- *   mount UUID ("BACKING" on "MOUNTPOINT")          it runs (the registry)
- *   mount UUID ("BACKING", not mounted; state in "DIR")
- *                      its state folder is the folder of @near (a file's
- *                      path, or NULL) or one of the default state folders
- *   mount UUID (not mounted; its state folder is not in "ROOT")
- * Reads the registry and at most each default state folder's database
- * (read-only): for refusals, never for a request. */
-void hy_runtime_describe(const char *uuid, const char *near, char *out, size_t size);
 
 /* Parses one registry file's text into @entry: 0, or -EINVAL naming the
  * bad line in @why. */
