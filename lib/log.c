@@ -162,8 +162,8 @@ static int file_reopen(struct log_file *f)
 		out = atomic_load(&f->fd);
 		if (!atomic_exchange(&f->reopen_failed, true)) {
 			int n = snprintf(note, sizeof(note),
-					 "%s: log file \"%s\": cannot open it again: %s; %s\n",
-					 log_ident, f->path, strerror(-fd),
+					 "%s: log file \"%s\": cannot open it: %s; %s\n", log_ident,
+					 f->path, strerror(-fd),
 					 out >= 0 ? "writing on into the file as it was open"
 						  : "writing to standard error");
 
