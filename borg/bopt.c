@@ -305,11 +305,14 @@ static int check_existing_file(const char *path, const char *uuid, char *why, si
 	if (rc == 0 && strcmp(old.uuid, uuid) == 0)
 		return 0;
 	if (rc == 0) {
-		hy_ondisk_say(
-			why, why_size,
-			"bopt: \"%s\" exists and is the BOPT of mount %s, not of %s; refusing to "
-			"replace it",
-			path, old.uuid, uuid);
+		char owner[1024], self[1024];
+
+		hy_ondisk_name_mount(old.uuid, path, owner, sizeof(owner));
+		hy_ondisk_name_mount(uuid, path, self, sizeof(self));
+		hy_ondisk_say(why, why_size,
+			      "bopt: \"%s\" exists and is the BOPT of %s, not of %s; refusing to "
+			      "replace it",
+			      path, owner, self);
 	} else {
 		char note[128];
 
@@ -472,9 +475,12 @@ int hy_bopt_open(const char *path, const char *uuid, struct hy_bopt **out, char 
 		goto fail;
 	}
 	if (uuid && strcmp(h.uuid, uuid) != 0) {
-		hy_ondisk_say(why, why_size,
-			      "bopt: \"%s\" is the BOPT of mount %s, not of mount %s", path, h.uuid,
-			      uuid);
+		char owner[1024], self[1024];
+
+		hy_ondisk_name_mount(h.uuid, path, owner, sizeof(owner));
+		hy_ondisk_name_mount(uuid, path, self, sizeof(self));
+		hy_ondisk_say(why, why_size, "bopt: \"%s\" is the BOPT of %s, not of %s", path,
+			      owner, self);
 		rc = -EEXIST;
 		goto fail;
 	}

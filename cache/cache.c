@@ -850,7 +850,9 @@ static void keep_dirty(struct hy_cache *c)
 	size_t nfiles = 0, kept = 0;
 
 	if (hy_file_table_snapshot(c->files, &files, &nfiles) < 0) {
-		hy_log(LOG_ERR, "cache: out of memory keeping the dirty blocks in the store");
+		hy_log(LOG_ERR,
+		       "cache: \"%s\": out of memory keeping the dirty blocks in the store",
+		       c->store_path);
 		return;
 	}
 	for (size_t i = 0; i < nfiles; i++) {
@@ -867,9 +869,9 @@ static void keep_dirty(struct hy_cache *c)
 		k = hy_cache_fsync_file(c, &f, &token, true);
 		if (k < 0)
 			hy_log(LOG_ERR,
-			       "cache: file %" PRIu64 ": its dirty blocks cannot be kept in the "
-			       "store either: %s",
-			       f.file_id, strerror(-k));
+			       "cache: file %" PRIu64 ": its dirty blocks cannot be kept in \"%s\" "
+			       "either: %s",
+			       f.file_id, c->store_path, strerror(-k));
 		else
 			kept++;
 	}
@@ -904,8 +906,9 @@ int hy_cache_close(struct hy_cache *c)
 	r = hy_cache_flush(c);
 	if (r < 0) {
 		rc = (int)r;
-		hy_log(LOG_ERR, "cache: dirty blocks could not all be written home at close: %s",
-		       strerror(-rc));
+		hy_log(LOG_ERR,
+		       "cache: \"%s\": dirty blocks could not all be written home at close: %s",
+		       c->store_path, strerror(-rc));
 	}
 	/* what could not go home stays in the store, journaled, so that the
 	 * next mount tries again instead of dropping it */

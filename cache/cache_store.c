@@ -149,9 +149,12 @@ static int store_open(const char *path, const char *uuid, bool salvage, struct h
 		goto fail;
 	}
 	if (uuid && h.uuid[0] && strcmp(h.uuid, uuid) != 0) {
-		hy_ondisk_say(why, why_size,
-			      "cache: \"%s\" is the cache store of mount %s, not of mount %s", path,
-			      h.uuid, uuid);
+		char owner[1024], self[1024];
+
+		hy_ondisk_name_mount(h.uuid, path, owner, sizeof(owner));
+		hy_ondisk_name_mount(uuid, path, self, sizeof(self));
+		hy_ondisk_say(why, why_size, "cache: \"%s\" is the cache store of %s, not of %s",
+			      path, owner, self);
 		rc = -EEXIST;
 		goto fail;
 	}
@@ -711,9 +714,12 @@ int hy_cache_store_claim(struct hy_cache_store *s, const char *uuid, char *why, 
 	if (strcmp(h.uuid, uuid) == 0)
 		return 0;
 	if (h.uuid[0]) {
-		hy_ondisk_say(why, why_size,
-			      "cache: \"%s\" is the cache store of mount %s, not of mount %s",
-			      s->path, h.uuid, uuid);
+		char owner[1024], self[1024];
+
+		hy_ondisk_name_mount(h.uuid, s->path, owner, sizeof(owner));
+		hy_ondisk_name_mount(uuid, s->path, self, sizeof(self));
+		hy_ondisk_say(why, why_size, "cache: \"%s\" is the cache store of %s, not of %s",
+			      s->path, owner, self);
 		return -EINVAL;
 	}
 	snprintf(h.uuid, sizeof(h.uuid), "%s", uuid);
@@ -728,8 +734,13 @@ int hy_cache_store_claim(struct hy_cache_store *s, const char *uuid, char *why, 
 		return rc;
 	}
 	s->header = h;
-	hy_log(LOG_INFO, "cache: \"%s\" was unclaimed; it is now the cache store of mount %s",
-	       s->path, uuid);
+	{
+		char self[1024];
+
+		hy_ondisk_name_mount(uuid, s->path, self, sizeof(self));
+		hy_log(LOG_INFO, "cache: \"%s\" was unclaimed; it is now the cache store of %s",
+		       s->path, self);
+	}
 	return 0;
 }
 

@@ -570,12 +570,15 @@ static int refuse_existing_store(const char *path, char *why, size_t why_size)
 	close(fd);
 	if (rc < 0 || hy_cache_store_decode(buf, &old, NULL, 0) < 0)
 		return 0;
-	if (old.uuid[0])
+	if (old.uuid[0]) {
+		char owner[1024];
+
+		hy_ondisk_name_mount(old.uuid, path, owner, sizeof(owner));
 		hy_ondisk_say(why, why_size,
 			      "cache: \"%s\" already holds a cache store (%" PRIu64
-			      " lines, of mount %s); refusing to overwrite it without force",
-			      path, old.capacity, old.uuid);
-	else
+			      " lines, of %s); refusing to overwrite it without force",
+			      path, old.capacity, owner);
+	} else
 		hy_ondisk_say(why, why_size,
 			      "cache: \"%s\" already holds a cache store (%" PRIu64
 			      " lines, unclaimed); refusing to overwrite it without force",

@@ -342,8 +342,10 @@ uint64_t hy_cache_front_keep(struct hy_cache *c)
 		return 0;
 	keys = calloc(fr->nslots, sizeof(*keys));
 	if (!keys) {
-		hy_log(LOG_WARNING, "cache: out of memory keeping the front buffer's blocks in "
-				    "the store; the next mount starts without them");
+		hy_log(LOG_WARNING,
+		       "cache: out of memory keeping the front buffer's blocks in \"%s\"; the "
+		       "next mount starts without them",
+		       c->store_path);
 		return 0;
 	}
 	pthread_mutex_lock(&fr->lock);

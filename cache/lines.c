@@ -348,8 +348,8 @@ void hy_cache_lines_store_refused(struct hy_cache *c, uint32_t line, int rc)
 		hy_cache_lines_give_back(c, line);
 	if (!atomic_exchange(&c->store_refused, true))
 		hy_log(LOG_WARNING,
-		       "cache: writing a line into the store failed (%s): blocks go home instead",
-		       strerror(-rc));
+		       "cache: writing a line into \"%s\" failed (%s): blocks go home instead",
+		       c->store_path, strerror(-rc));
 }
 
 /* Records @line's tail (0: the whole line). lines_lock held. A map that

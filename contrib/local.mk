@@ -4,7 +4,7 @@
 # hybridctl's folder (configure would leave it as ${exec_prefix}/bin).
 contrib_files = contrib/hybridfs-reorganize.cron \
 	contrib/hybridfs-reorganize.service contrib/hybridfs-reorganize.timer
-contrib_edit = sed -e 's|@bindir[@]|$(bindir)|g' -e 's|@sysconfdir[@]|$(sysconfdir)|g'
+contrib_edit = sed -e 's|@bindir[@]|$(bindir)|g' -e 's|@crondir[@]|$(crondir)|g'
 
 contrib/hybridfs-reorganize.cron: $(srcdir)/contrib/hybridfs-reorganize.cron.in Makefile
 	$(AM_V_GEN)$(MKDIR_P) contrib && rm -f $@ $@.tmp && \
@@ -30,14 +30,21 @@ noinst_DATA += contrib/hybridfs-reorganize.service contrib/hybridfs-reorganize.t
 endif
 
 # Debian's cron(8) ignores cron.d files whose names have a dot: installed
-# without the .cron suffix.
-crondir = $(sysconfdir)/cron.d
+# without the .cron suffix, into --with-crondir (default /etc/cron.d,
+# whatever the prefix: cron reads no other folder; empty with "no").
 install-data-local: contrib/hybridfs-reorganize.cron
-	$(MKDIR_P) "$(DESTDIR)$(crondir)"
-	$(INSTALL_DATA) contrib/hybridfs-reorganize.cron "$(DESTDIR)$(crondir)/hybridfs-reorganize"
+	@if test -n "$(crondir)"; then \
+	  echo " $(MKDIR_P) '$(DESTDIR)$(crondir)'"; \
+	  $(MKDIR_P) "$(DESTDIR)$(crondir)" || exit 1; \
+	  echo " $(INSTALL_DATA) contrib/hybridfs-reorganize.cron '$(DESTDIR)$(crondir)/hybridfs-reorganize'"; \
+	  $(INSTALL_DATA) contrib/hybridfs-reorganize.cron "$(DESTDIR)$(crondir)/hybridfs-reorganize"; \
+	fi
 
 uninstall-local:
-	rm -f "$(DESTDIR)$(crondir)/hybridfs-reorganize"
+	@if test -n "$(crondir)"; then \
+	  echo " rm -f '$(DESTDIR)$(crondir)/hybridfs-reorganize'"; \
+	  rm -f "$(DESTDIR)$(crondir)/hybridfs-reorganize"; \
+	fi
 
 # The generated files are checked: cron syntax, root, the installed hybridctl.
 TESTS += tests/contrib-lint.sh

@@ -48,6 +48,7 @@
 #include "hybridfs/reca.h"
 #include "hybridfs/log.h"
 #include "hybridfs/map_journal.h"
+#include "hybridfs/mount_name.h"
 #include "hybridfs/ondisk.h"
 #include "hybridfs/options.h"
 #include "hybridfs/passthrough.h"
@@ -1351,6 +1352,28 @@ static void daemon_ready(int status, bool detach)
 	}
 }
 
+/* Where the daemon logs once in the background: the file of log=FILE,
+ * else syslog. Where no syslog takes the lines (no /dev/log: a container,
+ * a minimal system), they go to the state folder's hybridfs.log instead of
+ * nowhere, as the caller is told now, while it still sees stderr. */
+static unsigned background_sinks(const struct hy_options *opts)
+{
+	char path[sizeof(state_at) + sizeof(HY_OPTIONS_LOG_NAME) + 1];
+	int rc;
+
+	if (opts->log_file)
+		return HY_LOG_FILE;
+	snprintf(path, sizeof(path), "%s/%s", state_at, HY_OPTIONS_LOG_NAME);
+	hy_log_set_fallback(path);
+	rc = hy_log_syslog_probe();
+	if (rc < 0)
+		hy_log(LOG_NOTICE,
+		       "no syslog here (\"%s\": %s): the daemon's messages go to \"%s/%s\" "
+		       "(log=FILE names another file)",
+		       hy_log_syslog_socket(), strerror(-rc), opts->state_dir, HY_OPTIONS_LOG_NAME);
+	return HY_LOG_SYSLOG;
+}
+
 static int usage_error(const char *program, const char *why)
 {
 	fprintf(stderr, "%s: %s\n", program, why);
@@ -1417,6 +1440,8 @@ int main(int argc, char **argv)
 	memset(&fs, 0, sizeof(fs));
 	rc = hy_options_parse(argc, argv, &opts, why, sizeof(why));
 	program = opts.program ? opts.program : "hybridfs";
+	/* refusals name another mount's store or BOPT by its directories */
+	hy_ondisk_set_mount_namer(hy_mount_name_describe);
 	hy_log_init(HY_LOG_STDERR, LOG_NOTICE, program);
 	if (rc) {
 		status = usage_error(program, rc == -ENOMEM ? "out of memory" : why);
@@ -1435,6 +1460,13 @@ int main(int argc, char **argv)
 	if (opts.debug)
 		hy_log_init(HY_LOG_STDERR, LOG_DEBUG, program);
 	rc = hy_options_check(&opts, why, sizeof(why));
+	/* log=FILE: from now on, so that the file tells the whole story */
+	if (rc == 0 && opts.log_file) {
+		rc = hy_log_open_file(opts.log_file, why, sizeof(why));
+		if (rc == 0)
+			hy_log_init(HY_LOG_STDERR | HY_LOG_FILE,
+				    opts.debug ? LOG_DEBUG : LOG_NOTICE, program);
+	}
 	/* fault injection (tests): read once, before any device or thread;
 	 * a bad spec refuses to start like a bad option */
 	if (rc == 0)
@@ -1761,8 +1793,10 @@ int main(int argc, char **argv)
 	/* Ready: the mount and the control socket are there. */
 	ready = true;
 	if (!opts.foreground) {
+		unsigned sinks = background_sinks(&opts);
+
 		daemon_ready(0, true);
-		hy_log_init(HY_LOG_SYSLOG, opts.debug ? LOG_DEBUG : LOG_NOTICE, "hybridfs");
+		hy_log_init(sinks, opts.debug ? LOG_DEBUG : LOG_NOTICE, "hybridfs");
 	}
 	hy_log(LOG_NOTICE, "mounted \"%s\" on \"%s\" (state in \"%s\", mount %s)",
 	       opts.backing_real, opts.mountpoint_real, opts.state_dir, state->uuid);

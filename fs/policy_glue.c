@@ -29,9 +29,9 @@ int hy_fs_open_policy(struct hy_fs *fs, struct sqlite3 *db)
 	rc = hy_workload_policy_load(db, &t);
 	if (rc < 0) {
 		hy_log(LOG_WARNING,
-		       "policy: cannot read the policy table from the state database (%s); the "
-		       "defaults are in force",
-		       strerror(-rc));
+		       "policy: cannot read the policy table from \"%s\" (%s); the defaults are "
+		       "in force",
+		       sqlite3_db_filename(db, "main"), strerror(-rc));
 		hy_workload_policy_defaults(&t);
 	}
 	return hy_reca_set_policy(fs->engine->reca, &t);

@@ -479,10 +479,10 @@ static void flush_once(struct hy_profiler *p, struct hy_profile_record *buf)
 		lost = p->written - written_before;
 		if (!p->commit_failing)
 			hy_log(LOG_ERR,
-			       "profiler: commit: %s; the access log loses records until a "
-			       "commit works again (counted as errors), file and process rows "
-			       "wait for it",
-			       sqlite3_errmsg(p->db));
+			       "profiler: commit: \"%s\": %s; the access log loses records "
+			       "until a commit works again (counted as errors), file and process "
+			       "rows wait for it",
+			       sqlite3_db_filename(p->db, "main"), sqlite3_errmsg(p->db));
 		p->commit_failing = true;
 		p->commit_lost += lost;
 		if (sqlite3_exec(p->db, "ROLLBACK", NULL, NULL, NULL) != SQLITE_OK &&
@@ -490,8 +490,9 @@ static void flush_once(struct hy_profiler *p, struct hy_profile_record *buf)
 			hy_log(LOG_ERR, "profiler: rollback: %s", sqlite3_errmsg(p->db));
 	} else if (p->commit_failing && (p->written > written_before || carried)) {
 		/* (an empty transaction commits even on a full disk) */
-		hy_log(LOG_NOTICE, "profiler: commits work again; %" PRIu64 " records were lost",
-		       p->commit_lost);
+		hy_log(LOG_NOTICE,
+		       "profiler: commits work again in \"%s\"; %" PRIu64 " records were lost",
+		       sqlite3_db_filename(p->db, "main"), p->commit_lost);
 		p->commit_failing = false;
 		p->commit_lost = 0;
 	}

@@ -331,6 +331,21 @@ int hy_ondisk_sync_parent(const char *path, const char *what)
 	return rc;
 }
 
+static hy_ondisk_mount_namer *mount_namer;
+
+void hy_ondisk_set_mount_namer(hy_ondisk_mount_namer *namer)
+{
+	mount_namer = namer;
+}
+
+void hy_ondisk_name_mount(const char *uuid, const char *near, char *out, size_t size)
+{
+	if (mount_namer)
+		mount_namer(uuid, near, out, size);
+	else
+		snprintf(out, size, "mount %s", uuid ? uuid : "");
+}
+
 /* ---- making a region on a path ---- */
 
 int hy_ondisk_check_overwrite(const struct hy_ondisk_format *fmt, const char *path,
@@ -362,12 +377,17 @@ int hy_ondisk_check_overwrite(const struct hy_ondisk_format *fmt, const char *pa
 	switch (fmt->classify(buf, uuid, other, sizeof(other), msg, sizeof(msg))) {
 	case HY_ONDISK_OURS:
 		return 0;
-	case HY_ONDISK_OTHER_MOUNT:
+	case HY_ONDISK_OTHER_MOUNT: {
+		char owner[1024], self[1024];
+
+		hy_ondisk_name_mount(other, path, owner, sizeof(owner));
+		hy_ondisk_name_mount(uuid, path, self, sizeof(self));
 		hy_ondisk_say(why, why_size,
-			      "%s: \"%s\" is the %s of mount %s, not of %s; refusing to overwrite "
-			      "it without force",
-			      fmt->what, path, fmt->noun, other, uuid);
+			      "%s: \"%s\" is the %s of %s, not of %s; refusing to overwrite it "
+			      "without force",
+			      fmt->what, path, fmt->noun, owner, self);
 		return -EEXIST;
+	}
 	case HY_ONDISK_DAMAGED:
 		hy_ondisk_say(why, why_size,
 			      "%s: \"%s\" holds a %s that cannot be read (%s); refusing to "

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <fuse_lowlevel.h>
@@ -16,7 +18,8 @@
 #include "hybridfs/options.h"
 #include "hybridfs/policy.h" /* the enum only: libhycommon does not link the cache */
 #include "hybridfs/rules.h"
-#include "hybridfs/state.h" /* HY_STATE_DB_NAME */
+#include "hybridfs/runtime.h" /* the state root */
+#include "hybridfs/state.h"   /* HY_STATE_DB_NAME */
 #include "hybridfs/units.h"
 
 #define HY_DEFAULT_MAX_THREADS 16
@@ -528,6 +531,14 @@ static int parse_one_word(struct hy_options *opts, char *word, char *why, size_t
 					  value);
 		return 0;
 	}
+	if (strcmp(name, "log") == 0) {
+		if (!value || !*value)
+			return hy_log_why(-EINVAL, why, why_size,
+					  "option \"log\" needs a file: log=FILE");
+		return set_string(&opts->log_file, value);
+	}
+	if (strcmp(name, "stack") == 0)
+		return parse_bool(name, value, &opts->stack, why, why_size);
 	if (strcmp(name, "max_threads") == 0)
 		return parse_uint(name, value, 1, 256, &opts->max_threads, why, why_size);
 	if (strcmp(name, "metrics") == 0) {
@@ -715,14 +726,85 @@ static bool path_within(const char *inner, const char *outer)
 	return strncmp(inner, outer, n) == 0 && (inner[n] == '\0' || inner[n] == '/');
 }
 
+/* @path for a shell command line: as it is when it holds only characters
+ * no shell treats specially, else in single quotes. */
+static void shell_word(const char *path, char *out, size_t size)
+{
+	size_t n = 0;
+
+	if (path[strspn(path, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+			      "/._-+,:@%")] == '\0') {
+		snprintf(out, size, "%s", path);
+		return;
+	}
+	if (size < 3) {
+		if (size)
+			out[0] = '\0';
+		return;
+	}
+	out[n++] = '\'';
+	for (; *path && n + 5 < size; path++) {
+		if (*path == '\'') {
+			memcpy(out + n, "'\\''", 4);
+			n += 4;
+		} else {
+			out[n++] = *path;
+		}
+	}
+	out[n++] = '\'';
+	out[n] = '\0';
+}
+
+/* Where the dead mount that makes @path answer ENOTCONN is: the highest
+ * folder of @path (made absolute) whose statfs still answers so. */
+static void dead_mount_of(const char *path, char *out, size_t size)
+{
+	char cwd[PATH_MAX], *slash;
+	struct statfs sfs;
+
+	if (path[0] == '/' || !getcwd(cwd, sizeof(cwd)) ||
+	    (size_t)snprintf(out, size, "%s/%s", strcmp(cwd, "/") == 0 ? "" : cwd, path) >= size)
+		snprintf(out, size, "%s", path);
+	for (;;) {
+		size_t len = strlen(out);
+
+		while (len > 1 && out[len - 1] == '/')
+			out[--len] = '\0';
+		slash = strrchr(out, '/');
+		if (!slash || slash == out)
+			return;
+		*slash = '\0';
+		if (statfs(out, &sfs) == 0 || errno != ENOTCONN) {
+			*slash = '/';
+			return;
+		}
+	}
+}
+
 static int resolve_dir(const char *what, const char *path, char **out, char *why, size_t why_size)
 {
+	struct statfs sfs;
 	struct stat st;
 	char *real;
 
-	if (stat(path, &st) < 0) {
+	/* statfs: the kernel may answer a stat from its cache for a while
+	 * after the daemon died, never a statfs */
+	if (stat(path, &st) < 0 || statfs(path, &sfs) < 0) {
 		int err = errno;
 
+		if (err == ENOTCONN) {
+			char dead[PATH_MAX], word[2 * PATH_MAX];
+
+			/* a FUSE mount whose daemon is gone (killed, crashed):
+			 * only an unmount clears it */
+			dead_mount_of(path, dead, sizeof(dead));
+			shell_word(dead, word, sizeof(word));
+			snprintf(why, why_size,
+				 "%s \"%s\": the mount at \"%s\" is left from a daemon that died "
+				 "(%s); run umount %s (or fusermount3 -u %s) first",
+				 what, path, dead, strerror(err), word, word);
+			return -err;
+		}
 		snprintf(why, why_size, "%s \"%s\": %s", what, path, strerror(err));
 		return -err;
 	}
@@ -846,29 +928,7 @@ int hy_options_escape_path(const char *path, char *out, size_t size)
 
 int hy_options_state_root(char *out, size_t size)
 {
-	const char *env;
-
-	if (geteuid() == 0) {
-		env = getenv("HYBRIDFS_STATE_ROOT");
-		snprintf(out, size, "%s", env && env[0] == '/' ? env : HY_STATE_ROOT_SYSTEM);
-		return 0;
-	}
-	/* the XDG base directory rules: a relative $XDG_STATE_HOME is ignored */
-	env = getenv("XDG_STATE_HOME");
-	if (env && env[0] == '/') {
-		snprintf(out, size, "%s/hybridfs", env);
-		return 0;
-	}
-	env = getenv("HOME");
-	if (!env || env[0] != '/') {
-		struct passwd *pw = getpwuid(geteuid());
-
-		env = pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
-	}
-	if (!env)
-		return -ENOENT;
-	snprintf(out, size, "%s/.local/state/hybridfs", strcmp(env, "/") == 0 ? "" : env);
-	return 0;
+	return hy_runtime_state_root(out, size);
 }
 
 char *hy_options_default_state(const char *backing_real)
@@ -960,6 +1020,128 @@ static int check_metrics_file(struct hy_options *opts, char *why, size_t why_siz
 	return rc;
 }
 
+/* Unescapes a field of /proc/self/mountinfo in place (\040 for a space,
+ * \011, \012, \134). */
+static void unescape_mountinfo(char *s)
+{
+	char *out = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*out++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*out++ = *s;
+		}
+	}
+	*out = '\0';
+}
+
+/* The live hybridfs mount that @path lies on, by its device number in
+ * /proc/self/mountinfo: 1 with its mountpoint in @at and its source (the
+ * backing directory: fsname) in @source, else 0. With @root, only a mount
+ * whose mountpoint is @path itself counts. A mount table that cannot be
+ * read tells nothing: 0. */
+static int hybridfs_mount_of(const char *path, bool root, char *at, size_t at_size, char *source,
+			     size_t source_size)
+{
+	unsigned major, minor;
+	char *line = NULL;
+	size_t cap = 0;
+	struct stat st;
+	int found = 0;
+	FILE *f;
+
+	if (stat(path, &st) < 0)
+		return 0;
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return 0;
+	while (!found && getline(&line, &cap, f) > 0) {
+		char point[PATH_MAX], type[64], src[PATH_MAX], *dash;
+
+		/* ID PARENT MAJOR:MINOR ROOT MOUNTPOINT OPTIONS [TAGS...] - TYPE SOURCE ... */
+		dash = strstr(line, " - ");
+		if (!dash || sscanf(line, "%*u %*u %u:%u %*s %4095s", &major, &minor, point) != 3 ||
+		    sscanf(dash + 3, "%63s %4095s", type, src) != 2)
+			continue;
+		if (strcmp(type, "fuse.hybridfs") != 0 || major != major(st.st_dev) ||
+		    minor != minor(st.st_dev))
+			continue;
+		unescape_mountinfo(point);
+		unescape_mountinfo(src);
+		if (root && strcmp(point, path) != 0)
+			continue;
+		snprintf(at, at_size, "%s", point);
+		snprintf(source, source_size, "%s", src);
+		found = 1;
+	}
+	free(line);
+	fclose(f);
+	return found;
+}
+
+/* A hybridfs mount on a live hybridfs mount, refused without stack: over
+ * it, it would hide the mount below (and hybridctl would still find the
+ * one below by the path); served from it, every block would pass two
+ * caches and two profilers. */
+static int check_stacking(const struct hy_options *opts, char *why, size_t why_size)
+{
+	char at[PATH_MAX], source[PATH_MAX], word[2 * PATH_MAX];
+
+	if (opts->stack)
+		return 0;
+	if (hybridfs_mount_of(opts->mountpoint_real, true, at, sizeof(at), source,
+			      sizeof(source))) {
+		shell_word(at, word, sizeof(word));
+		snprintf(why, why_size,
+			 "mountpoint \"%s\" is a live hybridfs mount (of \"%s\"): a mount over it "
+			 "would hide it, and hybridctl would still report the mount below; "
+			 "unmount it first (umount %s), or give stack to mount over it anyway",
+			 opts->mountpoint, source, word);
+		return -EBUSY;
+	}
+	if (hybridfs_mount_of(opts->backing_real, false, at, sizeof(at), source, sizeof(source))) {
+		snprintf(why, why_size,
+			 "backing directory \"%s\" lies on the live hybridfs mount at \"%s\" (of "
+			 "\"%s\"): every block would pass through two caches; name the directory "
+			 "below it (in \"%s\"), or give stack to mount it anyway",
+			 opts->backing, at, source, source);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+/* log=FILE: absolute (the daemon leaves its working folder), and never
+ * inside the mountpoint, where each line would be a request to the
+ * daemon that writes it. */
+static int check_log_file(struct hy_options *opts, char *why, size_t why_size)
+{
+	char *real;
+
+	if (!opts->log_file)
+		return 0;
+	real = resolve_folder_of(opts->log_file);
+	if (!real) {
+		int err = errno ? errno : ENOMEM;
+
+		snprintf(why, why_size, "log file \"%s\": %s", opts->log_file, strerror(err));
+		return -err;
+	}
+	if (path_within(real, opts->mountpoint_real)) {
+		snprintf(why, why_size,
+			 "option \"log=%s\": inside the mountpoint \"%s\", where the daemon would "
+			 "write each line through its own mount: name a file outside it",
+			 opts->log_file, opts->mountpoint);
+		free(real);
+		return -EINVAL;
+	}
+	free(opts->log_file);
+	opts->log_file = real;
+	return 0;
+}
+
 int hy_options_check(struct hy_options *opts, char *why, size_t why_size)
 {
 	int rc;
@@ -1049,6 +1231,10 @@ int hy_options_check(struct hy_options *opts, char *why, size_t why_size)
 		rc = check_place(opts, "cache", opts->cache, why, why_size);
 	if (rc == 0)
 		rc = check_metrics_file(opts, why, why_size);
+	if (rc == 0)
+		rc = check_log_file(opts, why, why_size);
+	if (rc == 0)
+		rc = check_stacking(opts, why, why_size);
 	return rc;
 }
 
@@ -1123,13 +1309,16 @@ void hy_options_usage(const char *program, FILE *out)
 		"  allow_other            let other users in (the kernel then checks permissions)\n"
 		"  ro, rw                 read-only or read-write mount\n"
 		"  writeback_cache=on|off the kernel's write-back page cache (default off)\n"
-		"  killpriv_v2=on|off     the daemon clears setuid, setgid and capabilities on\n"
-		"                         writes, sparing a request per write (default on)\n"
-		"  passthrough=off|excluded  the kernel reads and writes excluded files\n"
-		"                         itself, without the daemon (root; default off)\n"
-		"  attr_timeout=SEC       how long the kernel keeps attributes (default 5)\n"
-		"  entry_timeout=SEC      how long the kernel keeps names, listings (default 5)\n"
-		"  negative_timeout=SEC   how long the kernel keeps missing names (default 5)\n"
+		rc = check_metrics_file(opts, why, why_size);
+	if (rc == 0)
+		"  attr_timeout=SEC       how long the kernel keeps attributes (default 1)\n"
+		"  entry_timeout=SEC      how long the kernel keeps names (default 1)\n"
+		"  negative_timeout=SEC   how long the kernel keeps missing names (default 0)\n"
+		"  log=FILE               append the daemon's messages to FILE, timestamped\n"
+		"                         (default: syslog in the background, or the state\n"
+		"                         folder's %s where there is none)\n"
+		"  stack                  mount over a live hybridfs mount, or from a backing\n"
+		"                         directory on one (refused without)\n"
 		"  max_threads=N          FUSE worker threads at most (default %d)\n"
 		"  metrics=FILE|none      Prometheus metrics for node_exporter's textfile\n"
 		"                         collector, rewritten every metrics_interval\n"
@@ -1203,7 +1392,8 @@ void hy_options_usage(const char *program, FILE *out)
 		"  nosuid, nodev, noexec, noatime, ... passed to the kernel\n"
 		"\n"
 		"See hybridfs(8).\n",
-		program, HY_STATE_DIR_NAME, HY_DEFAULT_MAX_THREADS, HY_OPTIONS_CACHE_NAME);
+		program, HY_STATE_DIR_NAME, HY_OPTIONS_LOG_NAME, HY_DEFAULT_MAX_THREADS,
+		HY_OPTIONS_CACHE_NAME);
 }
 
 void hy_options_free(struct hy_options *opts)
@@ -1221,7 +1411,9 @@ void hy_options_free(struct hy_options *opts)
 	free(opts->cache);
 	free(opts->cache_default);
 	free(opts->emulate);
-	free(opts->metrics);
+		rc = check_metrics_file(opts, why, why_size);
+	if (rc == 0)
+	free(opts->log_file);
 	for (size_t i = 0; i < opts->nexclude; i++)
 		free(opts->exclude[i]);
 	free(opts->exclude);

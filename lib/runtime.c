@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "hybridfs/log.h"
+#include "hybridfs/options.h" /* HY_STATE_ROOT_SYSTEM */
 #include "hybridfs/runtime.h"
 
 int hy_runtime_dir(char *buf, size_t size, int create)
@@ -246,5 +248,32 @@ int hy_runtime_list(struct hy_runtime_entry **out, size_t *count)
 		qsort(list, n, sizeof(*list), compare_entries);
 	*out = list;
 	*count = n;
+	return 0;
+}
+
+int hy_runtime_state_root(char *out, size_t size)
+{
+	const char *env;
+
+	if (geteuid() == 0) {
+		env = getenv("HYBRIDFS_STATE_ROOT");
+		snprintf(out, size, "%s", env && env[0] == '/' ? env : HY_STATE_ROOT_SYSTEM);
+		return 0;
+	}
+	/* the XDG base directory rules: a relative $XDG_STATE_HOME is ignored */
+	env = getenv("XDG_STATE_HOME");
+	if (env && env[0] == '/') {
+		snprintf(out, size, "%s/hybridfs", env);
+		return 0;
+	}
+	env = getenv("HOME");
+	if (!env || env[0] != '/') {
+		struct passwd *pw = getpwuid(geteuid());
+
+		env = pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
+	}
+	if (!env)
+		return -ENOENT;
+	snprintf(out, size, "%s/.local/state/hybridfs", strcmp(env, "/") == 0 ? "" : env);
 	return 0;
 }

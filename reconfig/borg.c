@@ -110,7 +110,8 @@ static void salvage_dirty(struct hy_borg *b, const char *path)
 	if (!generation || hy_map_new(&map))
 		return;
 	if (hy_map_load(map, b->db, generation, &epoch, why, sizeof(why)) < 0) {
-		hy_log(LOG_WARNING, "bopt: cannot read the map of the damaged BOPT: %s", why);
+		hy_log(LOG_WARNING, "bopt: cannot read the map of the damaged BOPT \"%s\": %s",
+		       path, why);
 		goto out;
 	}
 	jpath = join_path(b->state_dir, HY_MAP_JOURNAL_NAME);
@@ -118,7 +119,8 @@ static void salvage_dirty(struct hy_borg *b, const char *path)
 	 * what they gave even when one is refused */
 	if (jpath && hy_map_journal_open(jpath, generation, epoch, map, &journal, NULL, why,
 					 sizeof(why)) < 0)
-		hy_log(LOG_WARNING, "bopt: the map journal of the damaged BOPT: %s", why);
+		hy_log(LOG_WARNING, "bopt: the map journal \"%s\" of the damaged BOPT \"%s\": %s",
+		       jpath, path, why);
 	hy_map_journal_close(journal);
 	if (hy_map_snapshot(map, &ext, &n) < 0)
 		goto out;
@@ -513,13 +515,14 @@ void hy_borg_close(struct hy_borg *b)
 
 		if (hy_borg_flush(b, &synced, why, sizeof(why)) < 0)
 			hy_log(LOG_ERR,
-			       "flush at unmount: %s; those blocks stay in the BOPT, "
+			       "flush at unmount: %s; those blocks stay in the BOPT \"%s\", "
 			       "journaled, and go home at the next mount",
-			       why);
+			       why, b->bopt->path);
 	}
 	if (checkpoint(b, why, sizeof(why)) < 0)
-		hy_log(LOG_ERR, "the map's checkpoint at unmount failed: %s; the journal keeps it",
-		       why);
+		hy_log(LOG_ERR,
+		       "the map's checkpoint at unmount failed: %s; the journal in \"%s\" keeps it",
+		       why, b->state_dir);
 	else if (hy_bopt_set_clean(b->bopt, true) < 0)
 		hy_log(LOG_ERR, "bopt: \"%s\": cannot mark it clean", b->bopt->path);
 	hy_stack_set_bopt(b->config.engine, NULL);

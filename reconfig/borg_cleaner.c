@@ -157,7 +157,10 @@ static void cleaner_checkpoint(struct hy_borg *b)
 	}
 	sqlite3_busy_timeout(db, 10000);
 	if (checkpoint_with(b, db, why, sizeof(why)) < 0)
-		hy_log(LOG_ERR, "background checkpoint: %s; the journal keeps the map", why);
+		hy_log(LOG_ERR,
+		       "background checkpoint of the map into \"%s\": %s; the journal keeps the "
+		       "map",
+		       b->db_path, why);
 	else
 		b->checkpointed_ns = now_ns();
 	sqlite3_close(db);

@@ -131,8 +131,8 @@ static void remember_paths(sqlite3 *db, const struct search *s)
 fail:
 	hy_log(LOG_WARNING,
 	       "borg: the paths of %zu files found by a walk of the backing directory cannot be "
-	       "kept: %s (the next search walks again)",
-	       n, sqlite3_errmsg(db));
+	       "kept in \"%s\": %s (the next search walks again)",
+	       n, sqlite3_db_filename(db, "main"), sqlite3_errmsg(db));
 }
 
 /* The files of @ids (sorted, unique) with their identity from the files

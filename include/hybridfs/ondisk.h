@@ -35,6 +35,15 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+/* How a refusal names the mount @uuid (a store or BOPT's owner, or the
+ * mount asking), into @out: "mount UUID", unless the program installed a
+ * namer (the daemon: hy_mount_name_describe of mount_name.h, which adds
+ * the mount's directories). @near is the file's path. The namer is set
+ * once at start, before any thread; NULL puts the plain name back. */
+typedef void hy_ondisk_mount_namer(const char *uuid, const char *near, char *out, size_t size);
+void hy_ondisk_set_mount_namer(hy_ondisk_mount_namer *namer);
+void hy_ondisk_name_mount(const char *uuid, const char *near, char *out, size_t size);
+
 /* Formats a message into @why (nothing if @why is NULL or @why_size 0). */
 void hy_ondisk_say(char *why, size_t why_size, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -48,6 +48,9 @@
 #define HY_OPTIONS_BOPT_MIN	      (1ULL << 20)
 #define HY_OPTIONS_REORG_RATE	      (64ULL << 20)
 #define HY_OPTIONS_CACHE_NAME	      "cache" /* the default SSD cache store, in the state folder */
+/* where a daemon in the background logs when there is no syslog to take
+ * its lines and no log=FILE, in the state folder */
+#define HY_OPTIONS_LOG_NAME	      "hybridfs.log"
 #define HY_OPTIONS_CACHE_SIZE	      (256ULL << 20)
 #define HY_OPTIONS_CACHE_MIN	      (1ULL << 20)
 #define HY_OPTIONS_FRONT_BUFFER	      (16ULL << 20)
@@ -206,6 +209,14 @@ struct hy_options {
 	 * counters kept across mounts are saved */
 	char *metrics;
 	unsigned metrics_interval;
+	/* log=FILE: the daemon's messages are appended to FILE (absolute
+	 * once checked), timestamped, instead of going to syslog; NULL:
+	 * syslog once in the background (log.h). Owned. */
+	char *log_file;
+	/* stack: the mountpoint may be a live hybridfs mount, and the
+	 * backing directory may lie on one (refused without: the mount below
+	 * would be hidden, or served through a second cache) */
+	bool stack;
 
 	/* Mount options passed to the kernel unchanged, comma separated
 	 * (nosuid, nodev, noexec, noatime, ...). Owned. */
@@ -223,9 +234,12 @@ int hy_options_parse_list(struct hy_options *opts, const char *list, char *why, 
 
 /* Checks the paths: BACKING must be a directory, MOUNTPOINT a directory that
  * is BACKING itself (a mount in place) or neither inside it nor holding it;
- * the state folder, and a BOPT or store named by path, must not be inside
- * the mountpoint. Fills backing_real, mountpoint_real and state_dir (the
- * default: BACKING/.hybridfs when it holds a database, else
+ * the state folder, the log file, and a BOPT or store named by path, must
+ * not be inside the mountpoint. A path under a mount whose daemon died
+ * (ENOTCONN) is refused with the umount that clears it; without stack, a
+ * MOUNTPOINT that is a live hybridfs mount, and a BACKING on one, are
+ * refused (the mount table, /proc/self/mountinfo, says which they are). Fills backing_real,
+ * mountpoint_real and state_dir (the default: BACKING/.hybridfs when it holds a database, else
  * hy_options_default_state()). Returns 0 or a negative errno with a message
  * in @why. */
 int hy_options_check(struct hy_options *opts, char *why, size_t why_size);

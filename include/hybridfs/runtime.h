@@ -18,7 +18,7 @@
  * skips it, and removes it when it can.
  *
  * Who calls it: fs/main.c (register, unregister); ctl/ (list: hybridctl.c,
- * mounts.c, explain_cmd.c, reorganize_cmd.c).
+ * mounts.c, explain_cmd.c, reorganize_cmd.c); lib/mount_name.c.
  * Memory: hy_runtime_list() gives an array the caller frees with free().
  * Locks: none; the rename makes each file appear whole.
  */
@@ -47,6 +47,11 @@ int hy_runtime_unregister(const char *uuid);
 
 /* Every live mount of this user, sorted by mountpoint. */
 int hy_runtime_list(struct hy_runtime_entry **out, size_t *count);
+
+/* The folder of the default state folders for the calling user, into
+ * @out: hy_options_state_root() (options.h) says which; here so that
+ * hybridctl, which does not link the option parser, has it too. */
+int hy_runtime_state_root(char *out, size_t size);
 
 /* Parses one registry file's text into @entry: 0, or -EINVAL naming the
  * bad line in @why. */

@@ -72,7 +72,7 @@ shared_disk="lib/ondisk.c lib/group_commit.c device/device.c device/fault.c devi
 sources() {
 	case $1 in
 	fuzz_trace_reader) echo "sim/trace_reader.c sim/trace_formats.c lib/log.c" ;;
-	fuzz_options) echo "lib/options.c lib/rules.c lib/units.c lib/pore.c lib/keymap.c device/devmodel.c lib/log.c" ;;
+	fuzz_options) echo "lib/options.c lib/rules.c lib/units.c lib/pore.c lib/keymap.c device/devmodel.c lib/log.c lib/runtime.c" ;;
 	fuzz_control)
 		echo "lib/control.c engine/workload_policy.c engine/category.c engine/classify.c" \
 			"lib/ondisk.c lib/state.c lib/log.c" ;;

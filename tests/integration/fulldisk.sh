@@ -216,6 +216,9 @@ errors=$(hy_status "$m" .profiler.errors)
 [ "${errors:-0}" -gt 0 ] || hy_fail "state full: the log's lost records are not counted (errors $errors)"
 n=$(grep -c "profiler: commit:" "$HY_TMP/daemon.log")
 [ "$n" -le 2 ] || hy_fail "state full: the failed commit was logged $n times, not once"
+# and it names the database (issue 21, item 5)
+grep "profiler: commit:" "$HY_TMP/daemon.log" | grep -vqF "\"$(cd "$t/s" && pwd -P)/hybridfs.db\"" &&
+	hy_fail "state full: the failed commit's line does not name the database: $(grep "profiler: commit" "$HY_TMP/daemon.log")"
 hy_umount "$m"
 [ "${HY_DAEMON_STATUS:-0}" = 0 ] || hy_fail "state full: the daemon exited with status $HY_DAEMON_STATUS"
 for i in 1 2 3 4 5; do cmp -s "$HY_TMP/src$i" "$b/g$i" || hy_fail "state full: g$i differs at home"; done

@@ -85,6 +85,9 @@ statefull() {
 		grep -q "profiler: commit:" "$HY_TMP/daemon.log" && break
 	done
 	wait_log "profiler: commit:" || hy_die "statefull: the state folder filled, but no commit failed"
+	# the line names the database it concerns (issue 21, item 5)
+	grep -qF "profiler: commit: \"$(cd "$t/s" && pwd -P)/hybridfs.db\": " "$HY_TMP/daemon.log" ||
+		hy_fail "statefull: the failed commit's line does not name the database: $(grep 'profiler: commit:' "$HY_TMP/daemon.log")"
 	# the sync tells the truth: rows are not in the database
 	ctl_sync "$t/s" >"$HY_TMP/sync1.out" &&
 		hy_fail "statefull: the control socket's sync succeeded while the profiler's commits fail: $(cat "$HY_TMP/sync1.out")"

@@ -109,3 +109,25 @@ EXTRA_DIST += tests/integration/cli.sh
 # reorganization leave the kernel no stale attributes.
 TESTS += tests/integration/kcache.sh
 EXTRA_DIST += tests/integration/kcache.sh
+# Where the daemon's messages go: log=FILE (timestamps, logrotate's rename
+# and copytruncate), the state folder's hybridfs.log when no syslog takes
+# them, and log= refusals (logfile.sh; issue 21, item 5).
+TESTS += tests/integration/logfile.sh
+EXTRA_DIST += tests/integration/logfile.sh
+
+# A mount where a mount is: the one a killed daemon left (refused with the
+# umount that clears it), a live hybridfs mount (refused without stack),
+# a backing directory on one (remount.sh; issue 21, item 7).
+TESTS += tests/integration/remount.sh
+EXTRA_DIST += tests/integration/remount.sh
+
+# make install DESTDIR=... puts the cron file in /etc/cron.d whatever the
+# prefix (or --with-crondir's folder), the units, the helper, the pages and
+# the documents where they belong, and make uninstall takes them away
+# (install.sh; no mount; issue 21, item 6).
+TESTS += tests/integration/install.sh
+EXTRA_DIST += tests/integration/install.sh
+AM_TESTS_ENVIRONMENT += HY_CRONDIR='$(crondir)' HY_CRONDIR_GIVEN='$(crondir_given)' \
+	HY_UNITDIR='$(systemdsystemunitdir)' HY_MOUNTHELPERDIR='$(mounthelperdir)' \
+	HY_MANDIR='$(mandir)' HY_DOCDIR='$(docdir)'; \
+	export HY_CRONDIR HY_CRONDIR_GIVEN HY_UNITDIR HY_MOUNTHELPERDIR HY_MANDIR HY_DOCDIR;

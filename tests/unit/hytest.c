@@ -133,7 +133,7 @@ int main(void)
 	    hy_test_add_fuzz_regress() || hy_test_add_fault() || hy_test_add_reca() ||
 	    hy_test_add_identity() || hy_test_add_emulation() || hy_test_add_rules() ||
 	    hy_test_add_metrics() || hy_test_add_cli() || hy_test_add_progress() ||
-	    hy_test_add_fuse_channel()) {
+	    hy_test_add_fuse_channel() || hy_test_add_log()) {
 		fprintf(stderr, "hytest: cannot register the suites\n");
 		CU_cleanup_registry();
 		return 1;

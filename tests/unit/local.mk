@@ -12,6 +12,7 @@ tests_unit_hytest_SOURCES = tests/unit/hytest.c tests/unit/suites.h \
 	tests/unit/test_fault.c tests/unit/test_reca.c tests/unit/test_identity.c \
 	tests/unit/test_emulation.c tests/unit/test_rules.c tests/unit/test_metrics.c \
 	tests/unit/test_cli.c tests/unit/test_progress.c tests/unit/test_fuse_channel.c \
+	tests/unit/test_log.c \
 	tests/unit/profiler_fixture.h
 tests_unit_hytest_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(FUSE_CFLAGS) $(SQLITE_CFLAGS) $(JSONC_CFLAGS) $(BLKID_CFLAGS) $(ZLIB_CFLAGS)
 tests_unit_hytest_LDADD = ctl/libhyctl.a sim/libhysim.a fs/libhyfs.a reconfig/libhyreconfig.a reconfig/libhyreorganize.a analyzer/libhyanalyzer.a planner/libhyplanner.a \

@@ -44,6 +44,7 @@ int hy_test_add_metrics(void);
 int hy_test_add_cli(void);
 int hy_test_add_progress(void);
 int hy_test_add_fuse_channel(void);
+int hy_test_add_log(void);
 
 /* A fresh temporary directory for one test; removed by hy_test_rmtree(). */
 char *hy_test_tmpdir(void);

@@ -680,6 +680,60 @@ static void test_paths(void)
 	free(root), free(xdg), free(real), free(want), free(legacy), free(db);
 }
 
+/* log=FILE: made absolute (the daemon leaves its working folder), never
+ * inside the mountpoint; stack is a flag */
+static void test_log_and_stack(void)
+{
+	char *tmp = hy_test_tmpdir(), *b, *m, *opt, *want, cwd[4096];
+	const char *argv[6] = {"hybridfs", NULL, NULL, "-o", NULL, NULL};
+	struct hy_options o;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(tmp);
+	CU_ASSERT(asprintf(&b, "%s/b", tmp) > 0);
+	CU_ASSERT(asprintf(&m, "%s/m", tmp) > 0);
+	CU_ASSERT_EQUAL(mkdir(b, 0755), 0);
+	CU_ASSERT_EQUAL(mkdir(m, 0755), 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
+	CU_ASSERT_EQUAL_FATAL(chdir(tmp), 0);
+	argv[1] = b, argv[2] = m;
+
+	argv[4] = "state=/x,log=hy.log,stack";
+	CU_ASSERT_EQUAL(hy_options_parse(5, (char **)argv, &o, why, sizeof(why)), 0);
+	CU_ASSERT_TRUE(o.stack);
+	CU_ASSERT_STRING_EQUAL(o.log_file, "hy.log");
+	CU_ASSERT_EQUAL(hy_options_check(&o, why, sizeof(why)), 0);
+	CU_ASSERT(asprintf(&want, "%s/hy.log", tmp) > 0);
+	CU_ASSERT_STRING_EQUAL(o.log_file, want);
+	hy_options_free(&o);
+
+	argv[4] = "state=/x";
+	CU_ASSERT_EQUAL(hy_options_parse(5, (char **)argv, &o, why, sizeof(why)), 0);
+	CU_ASSERT_FALSE(o.stack);
+	CU_ASSERT_PTR_NULL(o.log_file);
+	hy_options_free(&o);
+
+	argv[4] = "log=";
+	CU_ASSERT_EQUAL(hy_options_parse(5, (char **)argv, &o, why, sizeof(why)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "needs a file"));
+	hy_options_free(&o);
+	argv[4] = "stack=maybe";
+	CU_ASSERT_EQUAL(hy_options_parse(5, (char **)argv, &o, why, sizeof(why)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "stack=maybe"));
+	hy_options_free(&o);
+
+	/* each line would be a request to the daemon that writes it */
+	CU_ASSERT(asprintf(&opt, "state=/x,log=%s/sub/x.log", m) > 0);
+	argv[4] = opt;
+	CU_ASSERT_EQUAL(hy_options_parse(5, (char **)argv, &o, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(hy_options_check(&o, why, sizeof(why)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "inside the mountpoint"));
+	hy_options_free(&o);
+
+	CU_ASSERT_EQUAL(chdir(cwd), 0);
+	hy_test_rmtree(tmp);
+	free(tmp), free(b), free(m), free(opt), free(want);
+}
+
 /* the state folder's name: systemd-escape --path */
 static void test_escape_path(void)
 {
@@ -775,6 +829,7 @@ int hy_test_add_options(void)
 			 test_cache_policy_names) ||
 	    !CU_add_test(s, "mount(8) helper mode", test_mount_helper) ||
 	    !CU_add_test(s, "path checks", test_paths) ||
+	    !CU_add_test(s, "log=FILE and stack", test_log_and_stack) ||
 	    !CU_add_test(s, "state folder names (systemd-escape --path)", test_escape_path) ||
 	    !CU_add_test(s, "state=LINK is not followed", test_state_link) ||
 	    !CU_add_test(s, "libfuse arguments", test_fuse_args))
