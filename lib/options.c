@@ -1309,11 +1309,13 @@ void hy_options_usage(const char *program, FILE *out)
 		"  allow_other            let other users in (the kernel then checks permissions)\n"
 		"  ro, rw                 read-only or read-write mount\n"
 		"  writeback_cache=on|off the kernel's write-back page cache (default off)\n"
-		rc = check_metrics_file(opts, why, why_size);
-	if (rc == 0)
-		"  attr_timeout=SEC       how long the kernel keeps attributes (default 1)\n"
-		"  entry_timeout=SEC      how long the kernel keeps names (default 1)\n"
-		"  negative_timeout=SEC   how long the kernel keeps missing names (default 0)\n"
+		"  killpriv_v2=on|off     the daemon clears setuid, setgid and capabilities on\n"
+		"                         writes, sparing a request per write (default on)\n"
+		"  passthrough=off|excluded  the kernel reads and writes excluded files\n"
+		"                         itself, without the daemon (root; default off)\n"
+		"  attr_timeout=SEC       how long the kernel keeps attributes (default 5)\n"
+		"  entry_timeout=SEC      how long the kernel keeps names, listings (default 5)\n"
+		"  negative_timeout=SEC   how long the kernel keeps missing names (default 5)\n"
 		"  log=FILE               append the daemon's messages to FILE, timestamped\n"
 		"                         (default: syslog in the background, or the state\n"
 		"                         folder's %s where there is none)\n"
@@ -1411,8 +1413,7 @@ void hy_options_free(struct hy_options *opts)
 	free(opts->cache);
 	free(opts->cache_default);
 	free(opts->emulate);
-		rc = check_metrics_file(opts, why, why_size);
-	if (rc == 0)
+	free(opts->metrics);
 	free(opts->log_file);
 	for (size_t i = 0; i < opts->nexclude; i++)
 		free(opts->exclude[i]);
