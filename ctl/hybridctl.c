@@ -26,6 +26,8 @@
 #include "hybridfs/cli.h"
 #include "hybridfs/control.h"
 #include "hybridfs/log.h"
+#include "hybridfs/mount_name.h"
+#include "hybridfs/ondisk.h"
 #include "hybridfs/runtime.h"
 #include "hybridfs/state.h"
 #include "ctl.h"
@@ -676,6 +678,9 @@ static const struct hy_cli_command hybridctl_command = {
 int main(int argc, char **argv)
 {
 	hy_log_init(HY_LOG_STDERR, LOG_ERR, "hybridctl");
+	/* a refusal about another mount's store names its directories, as the
+	 * daemon's do (format-cache) */
+	hy_ondisk_set_mount_namer(hy_mount_name_describe);
 	if (argc >= 2 && (strcmp(argv[1], "-V") == 0 || strcmp(argv[1], "--version") == 0)) {
 		printf("hybridctl %s\n", PACKAGE_VERSION);
 		return 0;

@@ -92,4 +92,15 @@ expect 0 "unclaimed" "an ext4 image, --force" "$img" --force
 [ "$(stat -c %s "$img")" -le $((4 * 1024 * 1024)) ] || hy_fail "the forced store outgrew the image"
 [ "$(head -c 8 "$img" | tr -d '\0')" = HYCACHE ] || hy_fail "no cache store magic in $img"
 
+# ------------------------------------------- a store a mount claimed
+# the refusal names the mount's directories, not only its uuid
+b=$HY_TMP/claim.b m=$HY_TMP/claim.m
+mkdir -p "$b" "$m"
+hy_mount_ready "$b" "$m" "state=$HY_TMP/claim.state,cache=$store"
+"$HYBRIDCTL" format-cache "$store" >"$OUT" 2>"$ERR" && RC=0 || RC=$?
+[ "$RC" = 1 ] || hy_fail "a claimed store: exit status $RC, expected 1"
+grep -qF "(\"$(realpath "$b")\" on \"$(realpath "$m")\")" "$ERR" ||
+	hy_fail "the refusal of a claimed store does not name its directories: $(cat "$ERR")"
+hy_umount "$m"
+
 hy_pass
