@@ -406,6 +406,10 @@ static void hy_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 	else
 		fs->writeback_cache = false;
+	/* as far as main.c raised the mount's read-ahead before this reply
+	 * (the kernel takes the smaller of the two) */
+	if (fs->readahead > conn->max_readahead)
+		conn->max_readahead = fs->readahead;
 	if (conn->capable & FUSE_CAP_READDIRPLUS)
 		conn->want |= FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO;
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)

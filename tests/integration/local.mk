@@ -92,3 +92,8 @@ EXTRA_DIST += tests/fuzz/corpus
 # daemon does not answer), the trace's class names.
 TESTS += tests/integration/cli.sh
 EXTRA_DIST += tests/integration/cli.sh
+
+# The mount's read-ahead window raised to a full request (issue 20): a
+# sequential read cold in READs of 1 MiB, not 128 KiB (readahead.sh).
+TESTS += tests/integration/readahead.sh
+EXTRA_DIST += tests/integration/readahead.sh
