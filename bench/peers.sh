@@ -3,7 +3,7 @@
 # peers.sh - issue 20's goal table: the plain folder (native), hybridfs
 # with its defaults, hybridfs bare (profile=off,cache=none,bopt=none),
 # mergerfs and libfuse's passthrough_hp, side by side in one run, on the
-# same disk.
+# same disk (and, with --before, an older build of hybridfs beside).
 #
 # Workloads, per round; inside a round every workload runs on each system
 # in turn, the systems' order turned by one each round (so no system is
@@ -58,6 +58,7 @@ GREP_WORD=include
 BARE_OPTS=profile=off,cache=none,bopt=none
 PHP_CACHE=${PHP_CACHE:-/var/tmp/hybridfs-bench}
 PASSTHROUGH_HP=${PASSTHROUGH_HP:-}
+HYBRIDFS_BEFORE=""
 WORKLOADS="seqwrite seqread_cold seqread_warm randread randwrite create stat unlink untar readtree rmtree gitstatus grep"
 ONLY_WL=""
 SET_RAND="" SET_RUNTIME="" SET_FILES="" SET_TREE="" SET_REPO="" SET_REPEAT=""
@@ -76,6 +77,9 @@ native,hybridfs,bare,mergerfs,passthrough_hp):
   --workloads LIST  comma separated subset of:
                     $(echo "$WORKLOADS" | tr ' ' ',')
   --passthrough-hp PATH  a passthrough_hp binary to use instead of building one
+  --before PATH     another hybridfs daemon (an older build) with the same
+                    defaults: a column "before" beside hybridfs, alternated
+                    with the others in the same rounds
 Environment: HYBRIDFS_OPTS (extra -o for both hybridfs mounts),
 MERGERFS_OPTS, PASSTHROUGH_HP, PHP_CACHE (where the built passthrough_hp is
 kept, default $PHP_CACHE).
@@ -94,10 +98,18 @@ while [ $# -gt 0 ]; do
 	--repeat) SET_REPEAT=${2:?--repeat needs a number}; shift ;;
 	--workloads) ONLY_WL=$(echo "${2:?--workloads needs a list}" | tr ',' ' '); shift ;;
 	--passthrough-hp) PASSTHROUGH_HP=${2:?--passthrough-hp needs a path}; shift ;;
+	--before) HYBRIDFS_BEFORE=${2:?--before needs a hybridfs daemon}; shift ;;
 	*) args+=("$1") ;;
 	esac
 	shift
 done
+
+if [ -n "$HYBRIDFS_BEFORE" ]; then
+	[ -x "$HYBRIDFS_BEFORE" ] || bn_die "--before: '$HYBRIDFS_BEFORE' is not executable"
+	HYBRIDFS_BEFORE=$(cd "$(dirname "$HYBRIDFS_BEFORE")" && pwd)/$(basename "$HYBRIDFS_BEFORE")
+	BN_ALL_SYSTEMS="native before hybridfs bare mergerfs passthrough_hp"
+	BN_SYSTEMS=$BN_ALL_SYSTEMS
+fi
 
 # mergerfs must be there before bn_init checks for it (parsing twice is
 # harmless: the options only set variables).
@@ -270,6 +282,10 @@ pm_prepare_and_mount() {
 			bn_start_fuse "$s" "$base/mnt" "$HYBRIDFS" "$under" "$base/mnt" -f \
 				-o "state=$base/state${HYBRIDFS_OPTS:+,$HYBRIDFS_OPTS}"
 			;;
+		before)
+			bn_start_fuse "$s" "$base/mnt" "$HYBRIDFS_BEFORE" "$under" "$base/mnt" -f \
+				-o "state=$base/state${HYBRIDFS_OPTS:+,$HYBRIDFS_OPTS}"
+			;;
 		bare)
 			bn_start_fuse "$s" "$base/mnt" "$HYBRIDFS" "$under" "$base/mnt" -f \
 				-o "state=$base/state,$BARE_OPTS${HYBRIDFS_OPTS:+,$HYBRIDFS_OPTS}"
@@ -310,7 +326,19 @@ pm_measure() {
 	local wl=$1 s=$2 c0 c1 v
 	shift 2
 	c0=$(pm_cpu "$s")
-	v=$("$@") || bn_die "$wl on $s failed"
+	if ! v=$("$@" 2>"$BN_TMP/logs/last.err"); then
+		cat "$BN_TMP/logs/last.err" >&2
+		case $s in
+		mergerfs | passthrough_hp)
+			# a peer's failure is its own: noted under the table, the run goes on
+			bn_log "WARNING: $wl failed on $s"
+			printf -- '- %s failed on %s: %s\n' "$wl" "$s" \
+				"$(tail -n 1 "$BN_TMP/logs/last.err")" >>"$BN_TMP/notes.md"
+			return 0
+			;;
+		esac
+		bn_die "$wl on $s failed"
+	fi
 	c1=$(pm_cpu "$s")
 	bn_record "$wl" "$s" "$v"
 	if [ -n "$c0" ] && [ -n "$c1" ]; then
@@ -417,6 +445,7 @@ grep_repo() {
 # ---- the run ------------------------------------------------------------------
 
 : >"$BN_TMP/cpu.tsv"
+: >"$BN_TMP/notes.md"
 bn_log "systems: $BN_SYSTEMS; $BN_RUNS round(s); workloads: $WORKLOADS; temp $BN_TMP"
 read -r -a SYS <<<"$BN_SYSTEMS"
 
@@ -428,16 +457,27 @@ for ROUND in $(seq 1 "$BN_RUNS"); do
 	for i in "${!SYS[@]}"; do
 		order+=("${SYS[$(((i + ROUND - 1) % ${#SYS[@]}))]}")
 	done
-	for wl in seqwrite seqread_cold seqread_warm; do
-		wl_on "$wl" || continue
+	if wl_on seqwrite; then
+		for s in "${order[@]}"; do
+			pm_measure seqwrite "$s" wl_seqwrite "$s" "$(bn_target "$s")"
+		done
+	fi
+	# the warm read straight after the same system's cold one: the next
+	# system's cold read drops the page cache
+	if wl_on seqread_cold || wl_on seqread_warm; then
 		for s in "${order[@]}"; do
 			t=$(bn_target "$s")
-			if [ "$wl" != seqwrite ] && [ ! -f "$t/seq.dat" ]; then
+			if [ ! -f "$t/seq.dat" ]; then
 				wl_seqwrite "$s" "$t" >/dev/null || bn_die "writing $t/seq.dat failed"
 			fi
-			pm_measure "$wl" "$s" "wl_$wl" "$s" "$t"
+			if wl_on seqread_cold; then
+				pm_measure seqread_cold "$s" wl_seqread_cold "$s" "$t"
+			else
+				wl_seqread_cold "$s" "$t" >/dev/null || bn_die "reading $t/seq.dat failed"
+			fi
+			wl_on seqread_warm && pm_measure seqread_warm "$s" wl_seqread_warm "$s" "$t"
 		done
-	done
+	fi
 	for s in "${order[@]}"; do rm -f "$(bn_target "$s")/seq.dat"; done
 	if wl_on randread || wl_on randwrite; then
 		for s in "${order[@]}"; do
@@ -445,13 +485,16 @@ for ROUND in $(seq 1 "$BN_RUNS"); do
 			fio_run "prepare-$s-$ROUND" write bw_bytes --filename="$t/rand.dat" --rw=write \
 				--bs=1M --size="$RAND_BYTES" --end_fsync=1 >/dev/null ||
 				bn_die "preparing $t/rand.dat failed"
-			cat "$t/rand.dat" >/dev/null # hot through the system itself
 		done
 	fi
+	# hot: the file read whole through the system just before (no cache
+	# drop between systems here, but the page cache may not hold them all)
 	for wl in randread randwrite; do
 		wl_on "$wl" || continue
 		for s in "${order[@]}"; do
-			pm_measure "$wl" "$s" "wl_$wl" "$s" "$(bn_target "$s")"
+			t=$(bn_target "$s")
+			[ "$wl" = randread ] && cat "$t/rand.dat" >/dev/null
+			pm_measure "$wl" "$s" "wl_$wl" "$s" "$t"
 		done
 	done
 	for s in "${order[@]}"; do rm -f "$(bn_target "$s")/rand.dat"; done
@@ -461,7 +504,7 @@ for ROUND in $(seq 1 "$BN_RUNS"); do
 			t=$(bn_target "$s")
 			if [ "$wl" != create ] && [ ! -d "$t/small" ]; then
 				"$METADRV" create "$t/small" "$NFILES" "$FILE_SIZE" >/dev/null ||
-					bn_die "making $t/small failed"
+					bn_log "WARNING: making $t/small failed"
 			fi
 			pm_measure "$wl" "$s" wl_drv "$wl" "$t"
 		done
@@ -506,6 +549,7 @@ table=$BN_TMP/table.md
 	if bn_has hybridfs || bn_has bare; then
 		echo "- hybridfs: $HYBRIDFS ($("$HYBRIDFS" --version 2>&1 | head -n 1)); defaults${HYBRIDFS_OPTS:+ + $HYBRIDFS_OPTS}, state folder beside the backing one; bare: $BARE_OPTS"
 	fi
+	bn_has before && echo "- before: $HYBRIDFS_BEFORE, the same defaults"
 	bn_has mergerfs && echo "- mergerfs: $(mergerfs --version 2>&1 | head -n 1 | sed 's/^mergerfs version: //'), -o $MERGERFS_OPTS"
 	bn_has passthrough_hp && echo "- passthrough_hp: libfuse $(pkg-config --modversion fuse3) example, its defaults ($PASSTHROUGH_HP)"
 	echo "- load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -535,6 +579,12 @@ table=$BN_TMP/table.md
 		echo "$line |"
 	done
 	echo
+	if [ -s "$BN_TMP/notes.md" ]; then
+		echo "Failures (a dash in the table; open-file limit here: $(ulimit -n)):"
+		echo
+		sort -u "$BN_TMP/notes.md"
+		echo
+	fi
 	echo "Daemon CPU time per workload (ms, utime + stime of all its threads, median):"
 	echo
 	head="| workload"
