@@ -882,7 +882,7 @@ static void place_store(struct hy_options *opts, const struct disk *state_disk,
 static uint32_t raise_readahead(const char *mountpoint)
 {
 	const unsigned want_kb = HY_FS_READAHEAD / 1024;
-	char line[8192], want_path[PATH_MAX * 4 + 1], sysfs[96], *q;
+	char line[8192], want_path[PATH_MAX * 4 + 1] = "", sysfs[96], *q;
 	const char *c;
 	unsigned major = 0, minor = 0, now_kb = 0;
 	bool found = false;
