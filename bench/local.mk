@@ -1,5 +1,6 @@
 # Benchmark scripts (not built, not run by make check): see bench/README.md.
-EXTRA_DIST += bench/fio.sh bench/meta.sh bench/common.sh bench/README.md
+EXTRA_DIST += bench/fio.sh bench/meta.sh bench/metadrv.c bench/common.sh bench/README.md
+EXTRA_DIST += bench/peers.sh
 EXTRA_DIST += bench/profiler.sh bench/profiler-writer.c
 EXTRA_DIST += bench/borg.sh bench/borg.c
 EXTRA_DIST += bench/reorg.sh

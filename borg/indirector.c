@@ -80,6 +80,19 @@ static void gate_unlock(struct hy_indirector *ind, uint64_t file_id)
 	pthread_rwlock_unlock(&gate_of(ind, file_id)->lock);
 }
 
+/* A record of @file_id's was written without waiting: its fsync must
+ * wait for it (the journal's count now covers it). Under the file's gate,
+ * which a checkpoint's quiesce excludes. */
+static void note_unwaited(struct hy_indirector *ind, uint64_t file_id)
+{
+	struct hy_indirector_gate *gate = gate_of(ind, file_id);
+	uint64_t written = ind->journal ? hy_map_journal_records(ind->journal) : 0;
+	uint64_t at = atomic_load(&gate->journal_ticket);
+
+	while (at < written && !atomic_compare_exchange_weak(&gate->journal_ticket, &at, written))
+		;
+}
+
 static void quiesce(struct hy_indirector *ind)
 {
 	for (int i = 0; i < HY_INDIRECTOR_GATES; i++)
@@ -468,6 +481,7 @@ static int release(struct hy_indirector *ind, struct home_file *file, uint64_t b
 	 * ctime, so after a crash that lost this record the stamp check drops
 	 * the copies before any read could use them */
 	gone = hy_map_journal_release(ind->journal, ind->map, file->file_id, block, nblocks, false);
+	note_unwaited(ind, file->file_id);
 	if (gone < 0)
 		return (int)gone;
 	atomic_fetch_add(&ind->released_blocks, (uint64_t)gone);
@@ -645,6 +659,7 @@ static ssize_t write_mapped(struct hy_indirector *ind, struct home_file *file, c
 			continue;
 		if (ind->journal && (rc = hy_map_journal_write(ind->journal, &r, &ticket)) < 0)
 			return rc;
+		note_unwaited(ind, file->file_id);
 		if (hy_map_set_dirty(ind->map, file->file_id, pieces[i].block, pieces[i].nblocks,
 				     true) < 0)
 			return -EIO;
@@ -884,9 +899,11 @@ int hy_indirector_fsync(struct hy_indirector *ind, uint64_t file_id, int64_t obj
 
 	/* releases are journaled without waiting (a moved ctime covers a
 	 * crash); fdatasync need not make the ctime durable, so the records
-	 * must be */
+	 * must be: those of this file's gate, not every file's (a file
+	 * whose gate wrote none since the last sync waits for nothing) */
 	if (uses_map(ind, &file) && ind->journal) {
-		int rc = hy_map_journal_sync(ind->journal);
+		uint64_t ticket = atomic_load(&gate_of(ind, file_id)->journal_ticket);
+		int rc = ticket ? hy_map_journal_wait(ind->journal, ticket) : 0;
 
 		if (rc < 0)
 			return rc;
@@ -1203,6 +1220,12 @@ int hy_indirector_checkpoint(struct hy_indirector *ind, struct sqlite3 *db, char
 
 	quiesce(ind);
 	rc = hy_map_journal_checkpoint(ind->journal, ind->map, db, why, why_size);
+	/* the journal's count starts again: the checkpoint holds every
+	 * record an fsync waited for (kept when the journal could not be
+	 * emptied: its records are still to be made durable) */
+	if (rc == 0)
+		for (int i = 0; i < HY_INDIRECTOR_GATES; i++)
+			atomic_store(&ind->gates[i].journal_ticket, 0);
 	resume(ind);
 	return rc;
 }

@@ -421,7 +421,7 @@ int hy_cache_fsync_file(struct hy_cache *c, const struct hy_cache_file *f, uint6
 	 * find: the dirty blocks go home instead, as many blocks do, and the
 	 * caller's sync of home makes them durable there */
 	if (nrecs && !cf->id_durable && c->cfg.ids_durable) {
-		int why = c->cfg.ids_durable(c->cfg.ids_durable_arg);
+		int why = c->cfg.ids_durable(c->cfg.ids_durable_arg, f->file_id);
 
 		if (why < 0) {
 			if (!atomic_exchange(&c->ids_failing, true))

@@ -50,11 +50,11 @@ static int open_homes(void *arg, const uint64_t *ids, size_t n, int64_t *objects
  * so the row must be committed and on the disk before the journal names
  * it. A failure (the state folder's disk full) is the cache's to handle:
  * it sends the file's dirty blocks home instead. */
-static int ids_durable(void *arg)
+static int ids_durable(void *arg, uint64_t file_id)
 {
 	struct hy_fs *fs = arg;
 
-	return hy_identity_sync_ids(hy_profiler_identity(fs->profiler));
+	return hy_identity_sync_file(hy_profiler_identity(fs->profiler), file_id);
 }
 
 int hy_fs_open_cache(struct hy_fs *fs, const struct hy_options *opts)

@@ -35,6 +35,10 @@
 #include "hybridfs/fs.h"
 #include "hybridfs/rules.h" /* enum hy_rule */
 
+/* The read-ahead window main.c gives the mount (raise_readahead): one
+ * request as large as the kernel sends (max_pages, 256 pages). */
+#define HY_FS_READAHEAD (1024u * 1024u)
+
 struct hy_inode_table;
 struct hy_engine;
 struct hy_device;
@@ -103,8 +107,9 @@ struct hy_fs {
 	double entry_timeout;
 	double negative_timeout;
 	bool writeback_cache;
-	bool posix_acl;	   /* allow_other: the kernel checks ACLs (FUSE_CAP_POSIX_ACL) */
-	bool switch_creds; /* the daemon is root: create as the caller */
+	uint32_t readahead; /* bytes the INIT reply offers (0: libfuse's, the kernel's 128 KiB) */
+	bool posix_acl;	    /* allow_other: the kernel checks ACLs (FUSE_CAP_POSIX_ACL) */
+	bool switch_creds;  /* the daemon is root: create as the caller */
 
 	pthread_mutex_t handles_lock; /* protects handles */
 	struct hy_fs_handle handles;  /* sentinel of the open handles' list */

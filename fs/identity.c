@@ -67,8 +67,6 @@ struct hy_identity {
 	struct moved_file *moved; /* new paths still to be written, newest first */
 	uint64_t rows_queued;	  /* file rows and renames ever queued */
 	uint64_t rows_written;	  /* ... of which committed (a prefix) */
-	uint64_t files_queued;	  /* the same for file rows alone (recovery needs them) */
-	uint64_t files_written;
 	uint64_t batches_started, batches_done;
 	bool last_failed; /* the last transaction did not commit */
 	int last_error;	  /* ... and why, a negative errno */
@@ -78,17 +76,24 @@ struct hy_identity {
 	/* the writer thread's own: the batch in its transaction now */
 	struct gone_file *batch_gone;
 	struct moved_file *batch_moved; /* oldest first */
-	uint64_t batch_rows, batch_files;
+	uint64_t batch_rows;
 	sqlite3 *db; /* the writer's connection, borrowed */
 	sqlite3_stmt *insert_file, *set_path, *move_dir, *mark_gone, *prune_files;
 
-	/* Durability of the file rows, for hy_identity_sync_ids(): the
+	/* Durability of the file rows, for hy_identity_sync_file(): the
 	 * writer commits with synchronous=NORMAL (the WAL is not synced at a
-	 * commit); files_durable is the files_written that the last explicit
-	 * sync of the WAL covered. durable_lock serializes those syncs (held
-	 * across one fdatasync, never with lock). */
+	 * commit), so the cache's fsync syncs it when its file's row may not
+	 * be on the disk yet. durable_lock serializes those syncs (held
+	 * across one fdatasync, never with lock). Every id below written_below
+	 * has its row committed (ids are made and queued in order under lock,
+	 * and a transaction carries every row queued before it began), every
+	 * id below durable_below has it on the disk too; durable_below is read
+	 * without a lock, so that an fsync of a file whose row is durable
+	 * takes none. wal_syncs counts the syncs made. */
 	pthread_mutex_t durable_lock;
-	uint64_t files_durable;
+	uint64_t batch_below, written_below; /* lock */
+	_Atomic uint64_t durable_below;
+	_Atomic uint64_t wal_syncs;
 	char *wal_path, *db_path;
 	bool dir_synced;
 	char *backing; /* the backing directory (mount_info), for relative paths */
@@ -215,7 +220,6 @@ int hy_identity_file_id(struct hy_identity *idt, int fd, const struct stat *st, 
 			idt->files = pf;
 			idt->files_seen++;
 			idt->rows_queued++;
-			idt->files_queued++;
 			pthread_mutex_unlock(&idt->lock);
 		}
 	}
@@ -388,7 +392,7 @@ void hy_identity_batch_begin(struct hy_identity *idt)
 	for (struct pending_file *pf = idt->files; pf; pf = pf->next)
 		pf->in_flight = true;
 	idt->batch_rows = idt->rows_queued; /* every row queued so far is in it */
-	idt->batch_files = idt->files_queued;
+	idt->batch_below = atomic_load(&idt->next_file_id);
 	idt->batches_started++;
 	pthread_mutex_unlock(&idt->lock);
 }
@@ -489,7 +493,8 @@ void hy_identity_batch_end(struct hy_identity *idt, bool committed, bool marked,
 			}
 		}
 		idt->rows_written = idt->batch_rows;
-		idt->files_written = idt->batch_files;
+		if (idt->batch_below > idt->written_below)
+			idt->written_below = idt->batch_below;
 	}
 	idt->batches_done++;
 	if (moved && !committed) {
@@ -587,6 +592,7 @@ static int sync_wal(struct hy_identity *idt)
 		hy_log(LOG_ERR, "profiler: \"%s\": sync: %s", path, strerror(-rc));
 	}
 	close(fd);
+	atomic_fetch_add(&idt->wal_syncs, 1);
 	if (rc == 0 && !idt->dir_synced) {
 		char dir[4096];
 		const char *slash = strrchr(idt->db_path, '/');
@@ -607,16 +613,23 @@ static int sync_wal(struct hy_identity *idt)
 	return rc;
 }
 
-int hy_identity_sync_ids(struct hy_identity *idt)
+int hy_identity_sync_file(struct hy_identity *idt, uint64_t file_id)
 {
-	uint64_t files, first, written;
+	uint64_t first, written;
 	bool kick;
 	int rc = 0;
 
+	/* the common case, every fsync of a file after its first: no lock,
+	 * no statement, no system call */
+	if (file_id < atomic_load(&idt->durable_below))
+		return 0;
+	/* an id this identity never made (none should come) has no row to
+	 * wait for: every row made so far is what can be made durable */
+	if (file_id >= atomic_load(&idt->next_file_id))
+		file_id = atomic_load(&idt->next_file_id) - 1;
 	pthread_mutex_lock(&idt->lock);
-	files = idt->files_queued;
 	first = idt->batches_started + 1;
-	kick = idt->files_written < files;
+	kick = idt->written_below <= file_id;
 	pthread_mutex_unlock(&idt->lock);
 	if (kick && idt->kick)
 		idt->kick(idt->kick_arg); /* takes the writer's lock: not under ours */
@@ -626,7 +639,7 @@ int hy_identity_sync_ids(struct hy_identity *idt)
 			rc = -EIO;
 			break;
 		}
-		if (idt->files_written >= files)
+		if (idt->written_below > file_id)
 			break;
 		if (idt->batches_done >= first && idt->last_failed) {
 			rc = idt->last_error;
@@ -634,21 +647,25 @@ int hy_identity_sync_ids(struct hy_identity *idt)
 		}
 		pthread_cond_wait(&idt->batch_cond, &idt->lock);
 	}
-	written = idt->files_written;
+	written = idt->written_below;
 	pthread_mutex_unlock(&idt->lock);
 	if (rc)
 		return rc;
-	/* one sync covers every file row committed before it: the fsyncs of
-	 * a batch of new files share it, and an fsync that finds its file's
-	 * row durable already makes none */
+	/* one sync covers every row committed before it: the first fsyncs of
+	 * a batch of new files share it */
 	pthread_mutex_lock(&idt->durable_lock);
-	if (idt->files_durable < files) {
+	if (atomic_load(&idt->durable_below) <= file_id) {
 		rc = sync_wal(idt);
-		if (rc == 0)
-			idt->files_durable = written;
+		if (rc == 0 && atomic_load(&idt->durable_below) < written)
+			atomic_store(&idt->durable_below, written);
 	}
 	pthread_mutex_unlock(&idt->durable_lock);
 	return rc;
+}
+
+uint64_t hy_identity_wal_syncs(struct hy_identity *idt)
+{
+	return atomic_load(&idt->wal_syncs);
 }
 
 /* ---- life cycle ----------------------------------------------------------- */
@@ -699,6 +716,14 @@ int hy_identity_new(const struct hy_identity_config *config, struct hy_identity 
 		return -EUCLEAN;
 	}
 	atomic_store(&idt->next_file_id, (uint64_t)files + 1);
+	/* the rows of before this mount are committed; a crash of the last
+	 * one may have left the newest in a WAL not yet on the disk, which
+	 * this one sync covers: after it, an fsync of a file known before
+	 * the mount never waits for the identity (a failure leaves them to
+	 * their first fsync) */
+	idt->written_below = (uint64_t)files + 1;
+	if (sync_wal(idt) == 0)
+		atomic_store(&idt->durable_below, (uint64_t)files + 1);
 	if (sqlite3_prepare_v2(idt->db, "SELECT value FROM mount_info WHERE key = 'backing'", -1,
 			       &q, NULL) == SQLITE_OK) {
 		if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0))

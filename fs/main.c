@@ -870,6 +870,84 @@ static void place_store(struct hy_options *opts, const struct disk *state_disk,
  * backing directory (an older mount's, or state= naming one there) or
  * holds a BOPT already (an older mount's state folder moved out whole),
  * else the hidden folder BACKING/.hybridfs. */
+/* The kernel's read-ahead on a FUSE mount starts at 128 KiB (the bdi's
+ * default), and the kernel sends no read larger than its window: a
+ * sequential read of 1 MiB then costs 8 requests where one would carry it
+ * (max_pages lets a request hold 1 MiB), and 8 times the daemon's reads
+ * of the backing file (BENCHMARKS.md, "Issue 20: the data path and the
+ * peers": 1 GiB read cold took 8,192 READs and 1.26 s of the daemon's CPU
+ * at 128 KiB, 1,024 and 0.43-0.51 s at 1 MiB). So the mount's bdi
+ * (/sys/class/bdi/MAJ:MIN, MAJ:MIN from the mount's line in mountinfo,
+ * which asks the mount nothing) gets a window of one full request,
+ * before the INIT reply, which must offer as much for the kernel to keep
+ * it. Root only (sysfs); a user's mount keeps 128 KiB, said at info.
+ * Returns the window in bytes, or 0 when it was left alone. */
+static uint32_t raise_readahead(const char *mountpoint)
+{
+	const unsigned want_kb = HY_FS_READAHEAD / 1024;
+	char line[8192], want_path[PATH_MAX * 4 + 1] = "", sysfs[96], *q;
+	const char *c;
+	unsigned major = 0, minor = 0, now_kb = 0;
+	bool found = false;
+	FILE *f;
+
+	/* mountinfo escapes blank, tab, newline and backslash as \ooo */
+	for (c = mountpoint, q = want_path; *c && q < want_path + sizeof(want_path) - 5; c++) {
+		if (*c == ' ' || *c == '\t' || *c == '\n' || *c == '\\')
+			q += sprintf(q, "\\%03o", (unsigned char)*c);
+		else
+			*q++ = *c;
+	}
+	*q = '\0';
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return 0;
+	/* the last mount on that point is this one (a mount in place covers
+	 * the directory's own mount) */
+	while (fgets(line, sizeof(line), f)) {
+		unsigned ma, mi;
+		char point[sizeof(line)];
+		const char *dash = strstr(line, " - ");
+
+		if (sscanf(line, "%*u %*u %u:%u %*s %8191s", &ma, &mi, point) == 3 &&
+		    strcmp(point, want_path) == 0 && dash && strncmp(dash + 3, "fuse", 4) == 0) {
+			major = ma;
+			minor = mi;
+			found = true;
+		}
+	}
+	fclose(f);
+	if (!found)
+		return 0;
+	snprintf(sysfs, sizeof(sysfs), "/sys/class/bdi/%u:%u/read_ahead_kb", major, minor);
+	f = fopen(sysfs, "re");
+	if (f) {
+		if (fscanf(f, "%u", &now_kb) != 1)
+			now_kb = 0;
+		fclose(f);
+	}
+	if (now_kb >= want_kb)
+		return now_kb * 1024u;
+	{
+		char text[16];
+		int fd = open(sysfs, O_WRONLY | O_CLOEXEC), len, e = 0;
+
+		len = snprintf(text, sizeof(text), "%u\n", want_kb);
+		if (fd < 0 || write(fd, text, (size_t)len) != len)
+			e = errno;
+		if (fd >= 0)
+			close(fd);
+		if (e) {
+			hy_log(LOG_INFO,
+			       "fs: the kernel's read-ahead on the mount stays at %u KiB (%s: %s): "
+			       "sequential reads take a request per %u KiB",
+			       now_kb, sysfs, strerror(e), now_kb);
+			return 0;
+		}
+	}
+	return HY_FS_READAHEAD;
+}
+
 static bool state_in_backing, bopt_in_state;
 static int backing_fd = -1; /* the backing directory, for the daemon's own use */
 static char bopt_why[512];
@@ -1617,6 +1695,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: cannot mount on \"%s\"\n", program, opts.mountpoint);
 		goto out_signals;
 	}
+	/* before the session loop answers INIT (hy_init offers it) */
+	fs.readahead = raise_readahead(opts.mountpoint_real);
 	/* The device through the daemon's channel: requests counted, and
 	 * FUSE_HANDLE_KILLPRIV_V2 taken (fuse_channel.h). The descriptor is
 	 * the one fuse_session_mount() got, from mount(2) as root or from

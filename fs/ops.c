@@ -411,6 +411,10 @@ static void hy_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 	else
 		fs->writeback_cache = false;
+	/* as far as main.c raised the mount's read-ahead before this reply
+	 * (the kernel takes the smaller of the two) */
+	if (fs->readahead > conn->max_readahead)
+		conn->max_readahead = fs->readahead;
 	/* Listings with their entries' attributes. READDIRPLUS_AUTO (the
 	 * kernel asks for them on a listing's first request, which covers
 	 * the user's whole getdents buffer, some 190 entries, and later ones

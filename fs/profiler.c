@@ -796,7 +796,7 @@ int hy_profiler_new(const struct hy_profiler_config *config, struct hy_profiler 
 	/* WAL with synchronous=NORMAL: a commit does not wait for the disk; a
 	 * crash may lose the newest log rows, never corrupt the database. The
 	 * file rows that recovery needs are made durable on demand, by
-	 * hy_identity_sync_ids() (one sync of the WAL per batch of new files
+	 * hy_identity_sync_file() (one sync of the WAL per batch of new files
 	 * that are fsync'd, not one per commit nor per fsync) */
 	if (sqlite3_exec(p->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL) != SQLITE_OK)
 		hy_log(LOG_WARNING, "profiler: synchronous=NORMAL: %s", sqlite3_errmsg(p->db));

@@ -201,10 +201,10 @@ struct hy_cache_config {
 	bool no_keep;		    /* lines are not kept across mounts (cache_keep=, options.h) */
 	hy_cache_open_homes_fn open_homes; /* NULL: dirty lines left by a crash refuse the mount */
 	void *open_homes_arg;
-	/* Makes the ids of the files seen so far durable (so that
-	 * open_homes finds them after a crash); called before a file's first
-	 * dirty lines are journaled. NULL: ids are durable already. */
-	int (*ids_durable)(void *arg);
+	/* Makes @file_id durable (so that open_homes finds the file after a
+	 * crash); called before a file's first dirty lines are journaled, and
+	 * cheap when the id is durable already. NULL: ids are durable. */
+	int (*ids_durable)(void *arg, uint64_t file_id);
 	void *ids_durable_arg;
 };
 

@@ -21,9 +21,9 @@
  *     and prunes them once nothing refers to them (no access log row left,
  *     no indirection map entry, no master graph vertex, no plan range);
  *     the row with the highest id always stays: no id is given twice;
- *   - makes the rows durable on demand for the cache's fsync
- *     (hy_identity_sync_ids: one sync of the WAL for every row committed
- *     so far).
+ *   - makes a file's row durable on demand for the cache's fsync
+ *     (hy_identity_sync_file: once per new file, one sync of the WAL for
+ *     every row committed so far; nothing for a row already durable).
  *
  * Its rows are written by the profiler's writer thread (profiler.h), in
  * the same transaction as the access log's records and process rows, with
@@ -49,7 +49,7 @@
  * it; the profiler's queue_lock may be held when it is taken, never the
  * other way round) protects the pending rows and the counts of the
  * writer's batches; durable_lock (a leaf) is held across one fdatasync in
- * hy_identity_sync_ids().
+ * hy_identity_sync_file().
  */
 #ifndef HYBRIDFS_IDENTITY_H
 #define HYBRIDFS_IDENTITY_H
@@ -65,7 +65,7 @@ struct hy_identity;
 struct hy_identity_config {
 	const char *db_path;	   /* the state database (schema 2 or later) */
 	struct sqlite3 *writer_db; /* the connection whose transactions carry the rows */
-	/* Asks the writer for a transaction soon (hy_identity_sync_ids); called
+	/* Asks the writer for a transaction soon (hy_identity_sync_file); called
 	 * with no lock of the identity's held. */
 	void (*kick)(void *arg);
 	void *arg;
@@ -123,15 +123,22 @@ void hy_identity_dir_moved(struct hy_identity *identity, const char *from, const
  * /proc), malloc'd; NULL when it cannot be told (or is the root). */
 char *hy_identity_path_of(struct hy_identity *identity, int fd);
 
-/* For the cache's fsync (cache.h, ids_durable): waits until every file row
- * made before the call is committed and durable (the WAL synced once for
- * every row committed so far; nothing is synced when they were made
- * durable already), so that after a crash the rows name the files that
- * recovery finds in the store's journal. Returns 0, the negative errno of
- * the first transaction begun after the call when it failed (-ENOSPC: the
- * state folder's disk is full; the rows stay pending), -EIO when the
- * writer has failed, or the errno of the sync. */
-int hy_identity_sync_ids(struct hy_identity *identity);
+/* For the cache's fsync (cache.h, ids_durable): makes @file_id's row
+ * durable, so that after a crash it names the file that recovery finds in
+ * the store's journal. Once per new file: a row known to be on the disk
+ * (every row of before the mount, synced once when it began; every row
+ * an earlier call covered) costs an atomic load, no lock, no statement
+ * and no system call. Otherwise it waits until the writer has committed
+ * the row (asking it for a transaction now), then syncs the WAL once for
+ * every row committed so far. Returns 0, the negative errno of the first
+ * transaction begun after the call when it failed (-ENOSPC: the state
+ * folder's disk is full; the rows stay pending), -EIO when the writer
+ * has failed, or the errno of the sync. */
+int hy_identity_sync_file(struct hy_identity *identity, uint64_t file_id);
+
+/* The syncs of the WAL made for hy_identity_sync_file(), the one at the
+ * start included (for the tests and the status). */
+uint64_t hy_identity_wal_syncs(struct hy_identity *identity);
 
 /* ---- the writer's side (fs/profiler.c's writer thread) ------------------ */
 

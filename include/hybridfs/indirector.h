@@ -93,6 +93,11 @@ struct hy_indirector {
 	struct hy_indirector_gate {
 		pthread_rwlock_t lock;
 		_Atomic uint64_t changes; /* data changes begun under this gate */
+		/* the journal's count after the last record of this gate's
+		 * files that was not waited for (a release, a dirty mark): what
+		 * an fsync of one of them waits for, not every file's records
+		 * (0 at a checkpoint, which holds them all) */
+		_Atomic uint64_t journal_ticket;
 	} gates[HY_INDIRECTOR_GATES];
 	_Atomic uint64_t held_objects;
 

@@ -131,3 +131,8 @@ AM_TESTS_ENVIRONMENT += HY_CRONDIR='$(crondir)' HY_CRONDIR_GIVEN='$(crondir_give
 	HY_UNITDIR='$(systemdsystemunitdir)' HY_MOUNTHELPERDIR='$(mounthelperdir)' \
 	HY_MANDIR='$(mandir)' HY_DOCDIR='$(docdir)'; \
 	export HY_CRONDIR HY_CRONDIR_GIVEN HY_UNITDIR HY_MOUNTHELPERDIR HY_MANDIR HY_DOCDIR;
+
+# The mount's read-ahead window raised to a full request (issue 20): a
+# sequential read cold in READs of 1 MiB, not 128 KiB (readahead.sh).
+TESTS += tests/integration/readahead.sh
+EXTRA_DIST += tests/integration/readahead.sh

@@ -18,8 +18,11 @@ hy_setup
 
 B=$HY_TMP/backing M=$HY_TMP/mnt S=$HY_TMP/state
 mkdir -p "$B/tree" "$M"
-head -c 16M /dev/urandom >"$B/big"
-head -c 8M /dev/urandom >"$B/big2"
+# ReCA names a process once it has 32 requests in its window, and reads
+# reach the daemon in 1 MiB requests (the mount's read-ahead, issue 20):
+# the files read whole hold more than 32 of them
+head -c 48M /dev/urandom >"$B/big"
+head -c 40M /dev/urandom >"$B/big2"
 for i in 1 2 3 4; do head -c 4M /dev/urandom >"$B/tree/f$i"; done
 # the database is made before the mount: none of its pages is in the
 # kernel's page cache, so the workload's reads reach the daemon
@@ -88,7 +91,7 @@ out=$("$HYBRIDCTL" policy set "$M" archival-consumer.line_size=16K archival-cons
 	hy_fail "policy set failed: $out"
 case $out in *"2 settings changed"*) ;; *) hy_fail "policy set said: $out" ;; esac
 # a new archival consumer follows the new row at once
-head -c 8M "$M/big2" >/dev/null || hy_fail "head failed"
+head -c 40M "$M/big2" >/dev/null || hy_fail "head failed"
 expect head archival-consumer through 16384
 # bad settings are refused, naming the bad part, and change nothing
 # (each bad setting, then the part its message must name)

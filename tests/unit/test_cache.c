@@ -1204,9 +1204,10 @@ static void test_checkpoint_mid_clean(void)
 
 static int ids_fail_once;
 
-static int ids_durable_flaky(void *arg)
+static int ids_durable_flaky(void *arg, uint64_t file_id)
 {
 	(void)arg;
+	(void)file_id;
 	return ids_fail_once-- > 0 ? -EIO : 0;
 }
 

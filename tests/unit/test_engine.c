@@ -1919,6 +1919,44 @@ static void test_bopt_write_fsync_close(void)
 	fx_teardown(&fx);
 }
 
+/* An fsync waits only for the map journal's records of its own file's
+ * gate: a write home over another file's relocated block journals a
+ * release without waiting, and the fsync of a file with nothing
+ * relocated syncs no journal (before, every fsync synced every record
+ * written so far); the fsync of the file whose block was released makes
+ * the record durable, as fdatasync must (its ctime need not be). */
+static void test_fsync_waits_for_its_records(void)
+{
+	struct hy_engine_file other;
+	struct fixture fx;
+	char buf[BLK];
+
+	fx_setup(&fx, &stamped_ops, true, -1);
+	CU_ASSERT_NOT_EQUAL_FATAL(FX_FILE % HY_INDIRECTOR_GATES,
+				  (FX_FILE + 1) % HY_INDIRECTOR_GATES);
+	memset(buf, 'w', sizeof(buf));
+	CU_ASSERT_EQUAL(hy_engine_write(fx.engine, &fx.file, buf, BLK, 3 * BLK), BLK);
+	CU_ASSERT_EQUAL(fx.journal->commit.written, 1);
+	CU_ASSERT_EQUAL(fx.journal->commit.durable, 0);
+	CU_ASSERT_EQUAL(piece_at(fx.map, 3).bopt_block, HY_MAP_HOME);
+
+	hy_engine_file_init(fx.engine, &other, FX_OBJECT + 1);
+	hy_engine_file_set_id(&other, FX_FILE + 1);
+	CU_ASSERT_EQUAL(hy_engine_write(fx.engine, &other, buf, BLK, 0), BLK);
+	CU_ASSERT_EQUAL(hy_engine_fsync(fx.engine, &other, true), 0);
+	CU_ASSERT_EQUAL(fx.home->obj[FX_OBJECT + 1].syncs, 1);
+	CU_ASSERT_EQUAL(fx.journal->commit.durable, 0);
+
+	CU_ASSERT_EQUAL(hy_engine_fsync(fx.engine, &fx.file, true), 0);
+	CU_ASSERT_EQUAL(fx.journal->commit.durable, 1);
+	CU_ASSERT_EQUAL(fx.home->obj[FX_OBJECT].syncs, 1);
+	/* nothing new in its gate: no wait, and still one sync of the file */
+	CU_ASSERT_EQUAL(hy_engine_fsync(fx.engine, &fx.file, true), 0);
+	CU_ASSERT_EQUAL(fx.journal->commit.durable, 1);
+	CU_ASSERT_EQUAL(fx.home->obj[FX_OBJECT].syncs, 2);
+	fx_teardown(&fx);
+}
+
 /* A truncation inside a dirty block: the block goes home before the
  * relocations from it on are released, so its bytes below the new size
  * are home; a truncation to 0 leaves nothing relocated. */
@@ -2492,6 +2530,8 @@ int hy_test_add_engine(void)
 	    !CU_add_test(s, "a read meets a write in flight", test_read_meets_write_in_flight) ||
 	    !CU_add_test(s, "BORG's writes: fsync and close send them home",
 			 test_bopt_write_fsync_close) ||
+	    !CU_add_test(s, "an fsync waits for its own file's journal records only",
+			 test_fsync_waits_for_its_records) ||
 	    !CU_add_test(s, "BORG's writes: truncation", test_bopt_write_truncate) ||
 	    !CU_add_test(s, "BORG's writes: a hole punched", test_bopt_write_punch_hole) ||
 	    !CU_add_test(s, "BORG's writes: an outside change", test_bopt_write_outside_change) ||

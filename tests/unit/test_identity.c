@@ -339,6 +339,75 @@ static void test_full_paths(void)
 	fixture_done(&f);
 }
 
+/* hy_identity_sync_file, the cache's fsync of a journaled file: a new
+ * file's row is made durable once (one sync of the WAL, which commits it
+ * first); after that, and for every file known before the mount, an fsync
+ * syncs nothing, even while other new files wait for their rows (before,
+ * every first fsync of a file after any new file synced the WAL again,
+ * and waited for the writer's transaction). */
+static void test_sync_file_once(void)
+{
+	struct fixture f;
+	struct hy_profile_handle ha, hb, hc;
+	struct hy_profiler_config c;
+	struct hy_identity *idt;
+	uint64_t syncs;
+	int fa, fb, fc;
+
+	CU_ASSERT_TRUE_FATAL(fixture_init(&f, 1024, 0, 0));
+	idt = hy_profiler_identity(f.p);
+	fa = make_file(f.tmp, "a", 4096, false);
+	fb = make_file(f.tmp, "b", 4096, false);
+	fc = make_file(f.tmp, "c", 4096, false);
+	CU_ASSERT_TRUE_FATAL(fa >= 0 && fb >= 0 && fc >= 0);
+	syncs = hy_identity_wal_syncs(idt);
+
+	/* a new file: its row committed and synced, once */
+	CU_ASSERT_EQUAL(open_handle(f.p, &ha, fa, 0, "/a", getpid()), 0);
+	CU_ASSERT_NOT_EQUAL_FATAL(ha.file_id, 0);
+	CU_ASSERT_EQUAL(hy_identity_sync_file(idt, ha.file_id), 0);
+	CU_ASSERT_EQUAL(hy_identity_wal_syncs(idt), syncs + 1);
+	CU_ASSERT_EQUAL(q_int(f.db, "SELECT count(*) FROM files WHERE id = %" PRIu64, ha.file_id),
+			1);
+	CU_ASSERT_EQUAL(hy_identity_sync_file(idt, ha.file_id), 0);
+	CU_ASSERT_EQUAL(hy_identity_wal_syncs(idt), syncs + 1);
+
+	/* another new file, its row pending: the first one's fsync still
+	 * syncs nothing; the new one's syncs once */
+	CU_ASSERT_EQUAL(open_handle(f.p, &hb, fb, 0, "/b", getpid()), 0);
+	CU_ASSERT_EQUAL(hy_identity_sync_file(idt, ha.file_id), 0);
+	CU_ASSERT_EQUAL(hy_identity_wal_syncs(idt), syncs + 1);
+	CU_ASSERT_EQUAL(hy_identity_sync_file(idt, hb.file_id), 0);
+	CU_ASSERT_EQUAL(hy_identity_wal_syncs(idt), syncs + 2);
+	CU_ASSERT_EQUAL(q_int(f.db, "SELECT count(*) FROM files WHERE id = %" PRIu64, hb.file_id),
+			1);
+	hy_profiler_close(&ha);
+	hy_profiler_close(&hb);
+
+	/* the next mount: one sync at its start, none for the files of
+	 * before, even with a new file pending */
+	profiler_stop(&f);
+	c = config_of(&f, 1024, 0, 0);
+	CU_ASSERT_EQUAL_FATAL(hy_profiler_new(&c, &f.p, why, sizeof(why)), 0);
+	idt = hy_profiler_identity(f.p);
+	syncs = hy_identity_wal_syncs(idt);
+	CU_ASSERT_EQUAL(open_handle(f.p, &ha, fa, 0, "/a", getpid()), 0);
+	CU_ASSERT_EQUAL(open_handle(f.p, &hc, fc, 0, "/c", getpid()), 0);
+	CU_ASSERT_TRUE(hc.file_id > hb.file_id);
+	CU_ASSERT_EQUAL(hy_identity_sync_file(idt, ha.file_id), 0);
+	CU_ASSERT_EQUAL(hy_identity_sync_file(idt, hb.file_id), 0);
+	CU_ASSERT_EQUAL(hy_identity_wal_syncs(idt), syncs);
+	CU_ASSERT_EQUAL(hy_identity_sync_file(idt, hc.file_id), 0);
+	CU_ASSERT_EQUAL(hy_identity_wal_syncs(idt), syncs + 1);
+	hy_profiler_close(&ha);
+	hy_profiler_close(&hc);
+
+	close(fa);
+	close(fb);
+	close(fc);
+	fixture_done(&f);
+}
+
 int hy_test_add_identity(void)
 {
 	CU_pSuite s = CU_add_suite("identity", NULL, NULL);
@@ -346,7 +415,8 @@ int hy_test_add_identity(void)
 	if (!s || !CU_add_test(s, "file ids: pending, committed, after restart", test_file_ids) ||
 	    !CU_add_test(s, "file ids found by identity, none made", test_find_file) ||
 	    !CU_add_test(s, "a failed lookup makes no file id", test_lookup_error_makes_no_id) ||
-	    !CU_add_test(s, "full paths, moved with their folders", test_full_paths))
+	    !CU_add_test(s, "full paths, moved with their folders", test_full_paths) ||
+	    !CU_add_test(s, "a file's row made durable once, not per fsync", test_sync_file_once))
 		return -1;
 	return 0;
 }
