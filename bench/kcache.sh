@@ -20,7 +20,8 @@
 # names and attributes it keeps have expired.
 # Each BUILD (a build folder with a hybridfs) is mounted in turn over the
 # same backing folder, with the defaults (state folder outside the tree)
-# or --opts. Requests: the sum over one warm run, and the three opcodes
+# or --opts; BUILD:OPTS adds OPTS for that mount alone (the same build
+# twice, say: _build _build:opendir=daemon). Requests: the sum over one warm run, and the three opcodes
 # that sent most, from the daemon's -d output on a mount of its own (any
 # build prints them; nothing is timed there). Run as root: the mount, and
 # the page cache is kept warm (nothing is dropped: this measures warm runs).
@@ -34,13 +35,14 @@ while [ $# -gt 0 ]; do
 	--extra) extra=${2:?--extra needs a folder}; shift 2 ;;
 	--opts) opts=${2:?--opts needs mount options}; shift 2 ;;
 	--pause) pause=${2:?--pause needs seconds}; shift 2 ;;
-	-h | --help) sed -n '2,27p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,29p' "$0"; exit 0 ;;
 	*) break ;;
 	esac
 done
 [ $# -ge 1 ] || { echo "usage: $0 [--rounds N] [--dir DIR] [--repo REPO] [--extra DIR] [--opts O] BUILD [BUILD...]" >&2; exit 2; }
 [ -n "$repo" ] || repo=$(cd "$(dirname "$0")/.." && pwd)
-for b in "$@"; do
+for spec in "$@"; do
+	b=${spec%%:*}
 	[ -x "$b/hybridfs" ] && [ -x "$b/hybridctl" ] || { echo "kcache: no hybridfs or hybridctl in $b" >&2; exit 2; }
 done
 for t in git jq grep; do
@@ -81,7 +83,7 @@ echo "| build | workload | native ms | hybridfs ms | ratio | requests (warm run)
 echo "|---|---|---:|---:|---:|---:|---|"
 mount_build() { # BUILD [-d]: mounts it over the tree, waits for its control socket
 	mkdir -p "$T/m"
-	"$1/hybridfs" "$T/b" "$T/m" -f ${2:-} -o "state=$T/s${opts:+,$opts}" 2>"$T/daemon.log" &
+	"$1/hybridfs" "$T/b" "$T/m" -f ${2:-} -o "state=$T/s${opts:+,$opts}${bopts:+,$bopts}" 2>"$T/daemon.log" &
 	pid=$!
 	for _ in $(seq 1 600); do
 		"$1/hybridctl" status "$T/m" --json >/dev/null 2>&1 && return 0
@@ -97,8 +99,10 @@ umount_build() {
 	pid=""
 }
 
-for build in "$@"; do
-	label=$build
+for spec in "$@"; do
+	build=${spec%%:*} bopts=""
+	[ "$build" = "$spec" ] || bopts=${spec#*:}
+	label=$spec
 	# the requests: a mount with -d, which prints every request it gets
 	# (slower, so nothing is timed on it); a warm run, then the counted one
 	mount_build "$build" -d

@@ -81,6 +81,7 @@ struct hy_borg;
 struct hy_cache;
 struct json_object;
 struct fuse_session;
+struct hy_fs_kcache_sweeper;
 
 /* What fs/kcache.c counts of its work with the kernel's caches. */
 struct hy_fs_kcache_stats {
@@ -89,6 +90,7 @@ struct hy_fs_kcache_stats {
 	_Atomic uint64_t home_changes;	      /* files the daemon wrote home behind it */
 	_Atomic uint64_t listings_kept;	      /* opendirs told to keep the kernel's listing */
 	_Atomic uint64_t listings_renewed;    /* ... told to drop it and list again */
+	_Atomic uint64_t listings_dropped;    /* opendir=kernel: dropped as entries expired */
 };
 
 struct hy_fs {
@@ -132,6 +134,13 @@ struct hy_fs {
 	 * set once the session exists, NULL again before it is destroyed. */
 	struct fuse_session *_Atomic session;
 	struct hy_fs_kcache_stats kcache;
+	/* opendir=: asked (enum in options.h), and whether the kernel opens
+	 * folders itself (set at INIT, fs/ops.c); the thread that drops the
+	 * listings it keeps once their entries expire (fs/kcache.c; NULL:
+	 * none, and the daemon opens them) */
+	int opendir;
+	bool kernel_opens_dirs;
+	struct hy_fs_kcache_sweeper *kcache_sweeper;
 
 	/* for status; borrowed from main's options and state */
 	const char *mountpoint, *backing_path, *state_dir, *db_path, *uuid;

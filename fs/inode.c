@@ -255,6 +255,21 @@ struct hy_inode *hy_inode_find(struct hy_inode_table *table, dev_t dev, ino_t in
 	return inode;
 }
 
+struct hy_inode *hy_inode_find_listed(struct hy_inode_table *table, dev_t dev, ino_t ino,
+				      int64_t until)
+{
+	struct hy_inode *inode;
+	int64_t expected = until;
+
+	pthread_mutex_lock(&table->lock);
+	inode = hash_find(table, dev, ino);
+	/* under the lock the entry cannot be freed while its field is read */
+	if (inode && !atomic_compare_exchange_strong(&inode->listed_until, &expected, 0))
+		inode = NULL;
+	pthread_mutex_unlock(&table->lock);
+	return inode;
+}
+
 /* Sets @inode's name under table->lock; @name is consumed. */
 static void set_name(struct hy_inode_table *table, struct hy_inode *inode, struct hy_inode *parent,
 		     char *name, struct close_list *list)

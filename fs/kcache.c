@@ -47,20 +47,40 @@
  * expired name to a LOOKUP of its own once a program stats it (ls -l,
  * git status, make).
  *
+ * opendir=kernel (the default where the kernel offers it): the daemon
+ * answers the first OPENDIR "not implemented", and from then on the
+ * kernel opens every folder itself, with no OPENDIR or RELEASEDIR, and
+ * keeps each listing it reads until it sees the folder change (its own
+ * changes, or a new modification time once its attributes are asked
+ * again). The entries' attributes that came with a readdirplus listing
+ * expire with their timeouts, and a kept listing would then leave each
+ * name to a LOOKUP of its own; and a change behind the mount in the
+ * same tick of the clock as the listing leaves the time as it was. So
+ * the sweeper here drops each listing (an invalidation of the folder's
+ * pages) once its entries expire: the kernel's listing is never older
+ * than the entry timeout, as with opendir=daemon, and the next opendir
+ * lists again, some twenty entries with their attributes a request.
+ * Its thread sleeps on a heap of (when, folder), one entry per listing
+ * read whole; a folder listed again since is skipped (listed_until
+ * moved on).
+ *
  * Who calls it: fs/ops_names.c and fs/ops_dirs.c (invalidations after
  * their changes, listings), the backing device's changed hook (the
  * cleaner's and the reconfigurator's threads, requests that send blocks
  * home at close or fsync), fs/main.c (attach, detach), fs/status.c.
  *
- * Memory: nothing owned; the session is main's. Locks: none of its own;
- * the inode table's lock for one hash lookup in home_changed(), never
- * held across a notice. A notice of attributes only never blocks in the
+ * Memory: the sweeper and its heap, from attach to detach; the session
+ * is main's. Locks: the sweeper's mutex, over its heap only; the inode
+ * table's lock for one hash lookup in home_changed() and the sweeper,
+ * never held across a notice. A notice of attributes only never blocks in the
  * kernel, so it may be sent from inside a request; one that drops a
  * listing takes the listing's page locks, and is sent after the reply.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -71,6 +91,7 @@
 #include "hybridfs/device.h"
 #include "hybridfs/inode.h"
 #include "hybridfs/log.h"
+#include "hybridfs/options.h"
 
 #include "fs_internal.h"
 #include "ops_internal.h"
@@ -133,9 +154,206 @@ int64_t hy_fs_kcache_listing_begins(void)
 	return now_ns();
 }
 
-void hy_fs_kcache_listed(struct hy_inode *dir, int64_t began, bool plus, double timeout)
+/* A listing the kernel keeps (opendir=kernel), to drop at @until. */
+struct listing_due {
+	int64_t until;
+	dev_t dev;
+	ino_t ino;
+};
+
+struct hy_fs_kcache_sweeper {
+	struct hy_fs *fs;
+	pthread_mutex_t lock;	  /* protects the rest */
+	pthread_cond_t wake;	  /* on CLOCK_MONOTONIC */
+	struct listing_due *heap; /* a min-heap on until */
+	size_t count, capacity;
+	bool stopping;
+	pthread_t thread;
+};
+
+static void heap_swap(struct listing_due *a, struct listing_due *b)
+{
+	struct listing_due t = *a;
+
+	*a = *b;
+	*b = t;
+}
+
+static int heap_push(struct hy_fs_kcache_sweeper *sw, const struct listing_due *due)
+{
+	size_t i;
+
+	if (sw->count == sw->capacity) {
+		size_t capacity = sw->capacity ? 2 * sw->capacity : 256;
+		struct listing_due *heap = realloc(sw->heap, capacity * sizeof(*heap));
+
+		if (!heap)
+			return -ENOMEM;
+		sw->heap = heap;
+		sw->capacity = capacity;
+	}
+	i = sw->count++;
+	sw->heap[i] = *due;
+	while (i > 0 && sw->heap[(i - 1) / 2].until > sw->heap[i].until) {
+		heap_swap(&sw->heap[(i - 1) / 2], &sw->heap[i]);
+		i = (i - 1) / 2;
+	}
+	return 0;
+}
+
+static struct listing_due heap_pop(struct hy_fs_kcache_sweeper *sw)
+{
+	struct listing_due top = sw->heap[0];
+	size_t i = 0;
+
+	sw->heap[0] = sw->heap[--sw->count];
+	for (;;) {
+		size_t least = i, left = 2 * i + 1, right = left + 1;
+
+		if (left < sw->count && sw->heap[left].until < sw->heap[least].until)
+			least = left;
+		if (right < sw->count && sw->heap[right].until < sw->heap[least].until)
+			least = right;
+		if (least == i)
+			return top;
+		heap_swap(&sw->heap[i], &sw->heap[least]);
+		i = least;
+	}
+}
+
+static void drop_listing(struct hy_fs *fs, const struct listing_due *due)
+{
+	struct hy_inode *dir = hy_inode_find_listed(fs->inodes, due->dev, due->ino, due->until);
+
+	if (!dir)
+		return; /* forgotten, or listed again since */
+	atomic_fetch_add_explicit(&fs->kcache.listings_dropped, 1, memory_order_relaxed);
+	notify_inode(fs, hy_ops_ino_of(fs, dir), 0);
+}
+
+static void *sweeper_main(void *arg)
+{
+	struct hy_fs_kcache_sweeper *sw = arg;
+
+	pthread_mutex_lock(&sw->lock);
+	while (!sw->stopping) {
+		struct listing_due due;
+		struct timespec at;
+
+		if (sw->count == 0) {
+			pthread_cond_wait(&sw->wake, &sw->lock);
+			continue;
+		}
+		if (sw->heap[0].until > now_ns()) {
+			at.tv_sec = (time_t)(sw->heap[0].until / 1000000000);
+			at.tv_nsec = (long)(sw->heap[0].until % 1000000000);
+			pthread_cond_timedwait(&sw->wake, &sw->lock, &at);
+			continue;
+		}
+		due = heap_pop(sw);
+		pthread_mutex_unlock(&sw->lock);
+		drop_listing(sw->fs, &due);
+		pthread_mutex_lock(&sw->lock);
+	}
+	pthread_mutex_unlock(&sw->lock);
+	return NULL;
+}
+
+static int sweeper_start(struct hy_fs *fs)
+{
+	struct hy_fs_kcache_sweeper *sw = calloc(1, sizeof(*sw));
+	pthread_condattr_t attr;
+	int rc;
+
+	if (!sw)
+		return -ENOMEM;
+	sw->fs = fs;
+	rc = pthread_condattr_init(&attr);
+	if (rc == 0) {
+		rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+		if (rc == 0)
+			rc = pthread_cond_init(&sw->wake, &attr);
+		pthread_condattr_destroy(&attr);
+	}
+	if (rc) {
+		free(sw);
+		return -rc;
+	}
+	pthread_mutex_init(&sw->lock, NULL);
+	rc = pthread_create(&sw->thread, NULL, sweeper_main, sw);
+	if (rc) {
+		pthread_cond_destroy(&sw->wake);
+		pthread_mutex_destroy(&sw->lock);
+		free(sw);
+		return -rc;
+	}
+	fs->kcache_sweeper = sw;
+	return 0;
+}
+
+static void sweeper_stop(struct hy_fs *fs)
+{
+	struct hy_fs_kcache_sweeper *sw = fs->kcache_sweeper;
+	int rc;
+
+	if (!sw)
+		return;
+	pthread_mutex_lock(&sw->lock);
+	sw->stopping = true;
+	pthread_cond_signal(&sw->wake);
+	pthread_mutex_unlock(&sw->lock);
+	rc = pthread_join(sw->thread, NULL);
+	if (rc)
+		hy_log(LOG_ERR, "kcache: cannot join the listings' sweeper: %s", strerror(rc));
+	pthread_cond_destroy(&sw->wake);
+	pthread_mutex_destroy(&sw->lock);
+	free(sw->heap);
+	free(sw);
+	fs->kcache_sweeper = NULL;
+}
+
+bool hy_fs_kcache_can_keep_listings(struct hy_fs *fs)
+{
+	return fs->kcache_sweeper != NULL;
+}
+
+/* opendir=kernel: @dir's listing is dropped once its entries expire. */
+static void listed_by_kernel(struct hy_fs *fs, struct hy_inode *dir, int64_t began, double timeout)
+{
+	struct hy_fs_kcache_sweeper *sw = fs->kcache_sweeper;
+	struct listing_due due = {
+		.until = began + (timeout > 0 ? (int64_t)(timeout * 1e9) : 0),
+		.dev = dir->dev,
+		.ino = dir->ino,
+	};
+	int rc;
+
+	atomic_store_explicit(&dir->listed_until, due.until, memory_order_relaxed);
+	pthread_mutex_lock(&sw->lock);
+	rc = heap_push(sw, &due);
+	if (rc == 0 && sw->heap[0].until == due.until)
+		pthread_cond_signal(&sw->wake);
+	pthread_mutex_unlock(&sw->lock);
+	if (rc) {
+		/* the listing cannot wait for its drop: dropped at once (its
+		 * pages are unlocked: this request's reply is what fills them) */
+		hy_log_debug("kcache: node %llu: no memory to keep its listing",
+			     (unsigned long long)hy_ops_ino_of(fs, dir));
+		atomic_store_explicit(&dir->listed_until, 0, memory_order_relaxed);
+		atomic_fetch_add_explicit(&fs->kcache.listings_dropped, 1, memory_order_relaxed);
+		notify_inode(fs, hy_ops_ino_of(fs, dir), 0);
+	}
+}
+
+void hy_fs_kcache_listed(struct hy_fs *fs, struct hy_inode *dir, int64_t began, bool plus,
+			 double timeout)
 {
 	int64_t until;
+
+	if (fs->kernel_opens_dirs) {
+		listed_by_kernel(fs, dir, began, timeout);
+		return;
+	}
 
 	/* A timeout of 0 keeps nothing: the next opendir lists again. A
 	 * plain listing's entries bring no attributes to go stale: it stays
@@ -174,6 +392,13 @@ static void home_changed(void *ctx, int64_t object)
 
 void hy_fs_kcache_attach(struct hy_fs *fs, struct fuse_session *se)
 {
+	int rc = fs->entry_timeout > 0 && fs->opendir != HY_OPENDIR_DAEMON ? sweeper_start(fs) : 0;
+
+	if (rc)
+		hy_log(LOG_WARNING,
+		       "kcache: cannot start the listings' sweeper (%s): the daemon opens "
+		       "folders (opendir=daemon)",
+		       strerror(-rc));
 	hy_device_set_changed_hook(fs->backing, home_changed, fs);
 	atomic_store(&fs->session, se);
 }
@@ -181,6 +406,7 @@ void hy_fs_kcache_attach(struct hy_fs *fs, struct fuse_session *se)
 void hy_fs_kcache_detach(struct hy_fs *fs)
 {
 	atomic_store(&fs->session, NULL);
+	sweeper_stop(fs);
 }
 
 static void add_u64(struct json_object *obj, const char *key, _Atomic uint64_t *v)
@@ -198,10 +424,13 @@ struct json_object *hy_fs_kcache_status(struct hy_fs *fs)
 	json_object_object_add(o, "attr_timeout", json_object_new_double(fs->attr_timeout));
 	json_object_object_add(o, "entry_timeout", json_object_new_double(fs->entry_timeout));
 	json_object_object_add(o, "negative_timeout", json_object_new_double(fs->negative_timeout));
+	json_object_object_add(o, "opendir",
+			       json_object_new_string(fs->kernel_opens_dirs ? "kernel" : "daemon"));
 	add_u64(o, "invalidations", &fs->kcache.invalidations);
 	add_u64(o, "invalidation_errors", &fs->kcache.invalidation_errors);
 	add_u64(o, "home_changes", &fs->kcache.home_changes);
 	add_u64(o, "listings_kept", &fs->kcache.listings_kept);
 	add_u64(o, "listings_renewed", &fs->kcache.listings_renewed);
+	add_u64(o, "listings_dropped", &fs->kcache.listings_dropped);
 	return o;
 }

@@ -30,6 +30,7 @@
 #include "hybridfs/fuse_channel.h"
 #include "hybridfs/inode.h"
 #include "hybridfs/log.h"
+#include "hybridfs/options.h"
 #include "hybridfs/passthrough.h"
 #include "hybridfs/identity.h"
 #include "hybridfs/profiler.h"
@@ -425,6 +426,21 @@ static void hy_init(void *userdata, struct fuse_conn_info *conn)
 	 * alone costs less. */
 	if (conn->capable & FUSE_CAP_READDIRPLUS)
 		conn->want |= FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO;
+	/* opendir=kernel: folders opened by the kernel itself, sparing two
+	 * requests per opendir(3) and keeping every listing until its folder
+	 * changes or its entries expire (fs/kcache.c). Not with
+	 * entry_timeout=0 (nothing is to be kept), nor without the sweeper
+	 * that bounds how long a listing is kept. */
+	fs->kernel_opens_dirs = fs->opendir != HY_OPENDIR_DAEMON && fs->entry_timeout > 0 &&
+				(conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) &&
+				hy_fs_kcache_can_keep_listings(fs);
+	if (fs->kernel_opens_dirs)
+		conn->want |= FUSE_CAP_NO_OPENDIR_SUPPORT;
+	else if (fs->opendir == HY_OPENDIR_KERNEL)
+		hy_log(LOG_WARNING, "fs: opendir=kernel: %s; the daemon opens folders",
+		       (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT)
+			       ? "the listings' sweeper is not running"
+			       : "the kernel cannot open folders without the daemon");
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
 	if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)

@@ -35,7 +35,8 @@
 
 /* ---- directories ------------------------------------------------------- */
 
-static int do_opendir(struct hy_fs *fs, struct hy_inode *inode, struct fuse_file_info *fi)
+/* A stream on @inode's backing folder, at its start, in *@out. */
+static int dir_open(struct hy_fs *fs, struct hy_inode *inode, struct hy_dir **out)
 {
 	struct hy_inode_ref ref;
 	struct hy_dir *dir;
@@ -64,6 +65,17 @@ static int do_opendir(struct hy_fs *fs, struct hy_inode *inode, struct fuse_file
 		free(dir);
 		return rc;
 	}
+	*out = dir;
+	return 0;
+}
+
+static int do_opendir(struct hy_fs *fs, struct hy_inode *inode, struct fuse_file_info *fi)
+{
+	struct hy_dir *dir;
+	int rc = dir_open(fs, inode, &dir);
+
+	if (rc)
+		return rc;
 	hy_ops_handle_track(fs, &dir->link, true);
 	fi->fh = (uint64_t)(uintptr_t)dir;
 	/* The kernel keeps the listing it reads (its own changes through the
@@ -82,9 +94,16 @@ static int do_opendir(struct hy_fs *fs, struct hy_inode *inode, struct fuse_file
 void hy_ops_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct hy_fs *fs = hy_ops_fs_of(req);
-	int rc = do_opendir(fs, hy_ops_inode_of(fs, ino), fi);
+	int rc;
 
 	hy_ops_count_op(fs, HY_OP_OTHER);
+	/* opendir=kernel: the kernel opens this folder and every later one
+	 * itself, with no handle (fs/kcache.c) */
+	if (fs->kernel_opens_dirs) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	rc = do_opendir(fs, hy_ops_inode_of(fs, ino), fi);
 	if (rc) {
 		fuse_reply_err(req, -rc);
 	} else if (fuse_reply_open(req, fi) == -ENOENT) {
@@ -117,6 +136,9 @@ static int do_readdir(struct hy_fs *fs, struct hy_inode *inode, fuse_req_t req, 
 	if (offset == 0) {
 		dir->listing_began = hy_fs_kcache_listing_begins();
 		dir->listing_plus = plus;
+		/* a folder the kernel opened: the next request has a new stream */
+		atomic_store_explicit(&inode->listing_began, dir->listing_began,
+				      memory_order_relaxed);
 	}
 	if (plus) {
 		rc = hy_inode_pin(fs->inodes, inode, true, &ref);
@@ -192,26 +214,36 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 			   struct fuse_file_info *fi, bool plus)
 {
 	struct hy_fs *fs = hy_ops_fs_of(req);
-	struct hy_dir *dir = hy_ops_dir_of(fi);
+	struct hy_inode *inode = hy_ops_inode_of(fs, ino);
+	/* no handle: a folder the kernel opened itself (opendir=kernel) is
+	 * read with a stream of this request's own, from @offset, which is
+	 * a telldir() value as with a handle */
+	struct hy_dir *dir = fi->fh ? hy_ops_dir_of(fi) : NULL;
 	char *buf = malloc(size);
 	size_t filled = 0;
 	double timeout;
-	int rc;
+	int rc = buf ? 0 : -ENOMEM;
 
-	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
+	if (rc == 0 && !dir) {
+		rc = dir_open(fs, inode, &dir);
+		if (rc == 0 && offset != 0)
+			dir->listing_began =
+				atomic_load_explicit(&inode->listing_began, memory_order_relaxed);
+	}
+	if (rc) {
+		fuse_reply_err(req, -rc);
+		free(buf);
 		return;
 	}
 	timeout = hy_ops_count_meta(fs, req, HY_OP_READDIR, HY_META_READDIR, fs->entry_timeout);
-	rc = do_readdir(fs, hy_ops_inode_of(fs, ino), req, dir, buf, size, offset, plus, timeout,
-			&filled);
+	rc = do_readdir(fs, inode, req, dir, buf, size, offset, plus, timeout, &filled);
 	if (rc == 0 && filled == 0 && dir->listing_began) {
 		/* the end: the kernel's listing is whole, its entries as fresh
 		 * as the shorter of their timeouts */
 		double entry = fs->entry_timeout > timeout ? fs->entry_timeout : timeout;
 		double attr = fs->attr_timeout > timeout ? fs->attr_timeout : timeout;
 
-		hy_fs_kcache_listed(hy_ops_inode_of(fs, ino), dir->listing_began, dir->listing_plus,
+		hy_fs_kcache_listed(fs, inode, dir->listing_began, plus || dir->listing_plus,
 				    entry < attr ? entry : attr);
 		dir->listing_began = 0;
 	}
@@ -220,6 +252,10 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 	else
 		fuse_reply_buf(req, buf, filled);
 	free(buf);
+	if (!fi->fh) {
+		closedir(dir->dp);
+		free(dir);
+	}
 }
 
 void hy_ops_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
@@ -236,16 +272,32 @@ void hy_ops_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offse
 
 void hy_ops_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	hy_ops_dir_free(hy_ops_fs_of(req), hy_ops_dir_of(fi));
+	if (fi->fh) /* the kernel sends none for a folder it opened itself */
+		hy_ops_dir_free(hy_ops_fs_of(req), hy_ops_dir_of(fi));
 	fuse_reply_err(req, 0);
 }
 
 void hy_ops_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-	int fd = dirfd(hy_ops_dir_of(fi)->dp);
-	int rc = datasync ? fdatasync(fd) : fsync(fd);
+	struct hy_fs *fs = hy_ops_fs_of(req);
+	struct hy_inode_ref ref;
+	int fd = -1, rc = 0;
 
-	fuse_reply_err(req, rc < 0 ? errno : 0);
+	if (fi->fh) {
+		fd = dirfd(hy_ops_dir_of(fi)->dp);
+	} else { /* opened by the kernel: through a descriptor of its own */
+		rc = hy_inode_pin(fs->inodes, hy_ops_inode_of(fs, ino), true, &ref);
+		if (rc == 0) {
+			fd = openat(ref.dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			rc = fd < 0 ? -errno : 0;
+			hy_inode_unpin(fs->inodes, &ref);
+		}
+	}
+	if (rc == 0 && (datasync ? fdatasync(fd) : fsync(fd)) < 0)
+		rc = -errno;
+	if (!fi->fh && fd >= 0)
+		close(fd);
+	fuse_reply_err(req, -rc);
 }
 
 void hy_ops_statfs(fuse_req_t req, fuse_ino_t ino)

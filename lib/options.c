@@ -364,6 +364,23 @@ static int parse_one_word(struct hy_options *opts, char *word, char *why, size_t
 				  "option \"passthrough%s%s\": expected off or excluded",
 				  value ? "=" : "", value ? value : "");
 	}
+	if (strcmp(name, "opendir") == 0) {
+		static const char *const modes[] = {
+			[HY_OPENDIR_AUTO] = "auto",
+			[HY_OPENDIR_KERNEL] = "kernel",
+			[HY_OPENDIR_DAEMON] = "daemon",
+		};
+
+		for (size_t i = 0; value && i < sizeof(modes) / sizeof(modes[0]); i++) {
+			if (strcmp(value, modes[i]) == 0) {
+				opts->opendir = (int)i;
+				return 0;
+			}
+		}
+		return hy_log_why(-EINVAL, why, why_size,
+				  "option \"opendir%s%s\": expected auto, kernel or daemon",
+				  value ? "=" : "", value ? value : "");
+	}
 	if (strcmp(name, "attr_timeout") == 0)
 		return parse_seconds(name, value, &opts->attr_timeout, why, why_size);
 	if (strcmp(name, "entry_timeout") == 0)
@@ -713,6 +730,15 @@ int hy_options_parse(int argc, char **argv, struct hy_options *opts, char *why, 
 	if (!opts->mountpoint)
 		return hy_log_why(-EINVAL, why, why_size, "missing MOUNTPOINT after \"%s\"",
 				  opts->backing);
+	/* The kernel keeps a listing it opened itself until the folder
+	 * changes; only the daemon's drop at its entries' expiry bounds
+	 * how long a change behind the mount goes unseen (fs/kcache.c) */
+	if (opts->opendir == HY_OPENDIR_KERNEL && opts->entry_timeout <= 0) {
+		return hy_log_why(-EINVAL, why, why_size,
+				  "option \"opendir=kernel\" keeps folder listings in the kernel, "
+				  "and entry_timeout=0 asks for none kept: give opendir=daemon or "
+				  "auto, or an entry_timeout above 0");
+	}
 	return 0;
 }
 
@@ -1313,6 +1339,8 @@ void hy_options_usage(const char *program, FILE *out)
 		"                         writes, sparing a request per write (default on)\n"
 		"  passthrough=off|excluded  the kernel reads and writes excluded files\n"
 		"                         itself, without the daemon (root; default off)\n"
+		"  opendir=auto|kernel|daemon  who opens folders: the kernel keeps\n"
+		"                         listings without a request (default auto)\n"
 		"  attr_timeout=SEC       how long the kernel keeps attributes (default 5)\n"
 		"  entry_timeout=SEC      how long the kernel keeps names, listings (default 5)\n"
 		"  negative_timeout=SEC   how long the kernel keeps missing names (default 5)\n"

@@ -59,6 +59,9 @@ struct hy_inode {
 	 * kernel keeps, and the entries that came with it, are fresh; 0:
 	 * never listed whole (fs/kcache.c) */
 	_Atomic int64_t listed_until;
+	/* ... and when the listing being read from its start began (a folder
+	 * the kernel opened itself has no handle to keep it in) */
+	_Atomic int64_t listing_began;
 	/* Passthrough (passthrough.h), under that module's lock stripe of the
 	 * inode: the kernel's backing id while handles are open through it
 	 * (0: none), how many, and whether one could write since the last
@@ -126,6 +129,13 @@ void hy_inode_forget(struct hy_inode_table *table, struct hy_inode *inode, uint6
 
 /* Finds an entry by identity, or NULL. No reference is taken: for tests. */
 struct hy_inode *hy_inode_find(struct hy_inode_table *table, dev_t dev, ino_t ino);
+
+/* The directory (@dev, @ino) if the kernel knows it and its listed_until
+ * is still @until, which is then cleared to 0 (fs/kcache.c: a listing
+ * whose entries expired, not one made since); NULL otherwise. As with
+ * hy_inode_find(), the pointer is good for its node id only. */
+struct hy_inode *hy_inode_find_listed(struct hy_inode_table *table, dev_t dev, ino_t ino,
+				      int64_t until);
 
 /* Gives the way to reach @inode (see struct hy_inode_ref). With @want_fd
  * the inode's own descriptor is opened (O_PATH) when it has none, as

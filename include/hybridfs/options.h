@@ -112,6 +112,12 @@ struct hy_options {
 	/* passthrough=: the files the kernel reads and writes itself
 	 * (passthrough.h): none (off, the default) or those of exclude rules */
 	enum { HY_PASSTHROUGH_OFF, HY_PASSTHROUGH_EXCLUDED } passthrough;
+	/* opendir=: who opens directories (fs/kcache.c). kernel: the kernel
+	 * itself, with no OPENDIR and RELEASEDIR requests, keeping every
+	 * listing until its folder changes or its entries expire; daemon: a
+	 * request each way per opendir(3); auto (the default): kernel where
+	 * it offers that and entry_timeout is not 0, else daemon. */
+	enum { HY_OPENDIR_AUTO, HY_OPENDIR_KERNEL, HY_OPENDIR_DAEMON } opendir;
 	double attr_timeout;	 /* seconds the kernel may keep attributes */
 	double entry_timeout;	 /* seconds the kernel may keep a name */
 	double negative_timeout; /* seconds the kernel may keep "no such name" */

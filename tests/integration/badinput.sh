@@ -63,6 +63,9 @@ expect_bad frobnicate "unknown -o option after good ones" "$B" "$M" -o ro,frobni
 expect_bad attr_timeout "attr_timeout=abc" "$B" "$M" -o attr_timeout=abc
 expect_bad attr_timeout "attr_timeout=-1" "$B" "$M" -o attr_timeout=-1
 expect_bad entry_timeout "entry_timeout=1e9" "$B" "$M" -o entry_timeout=1e9
+expect_bad opendir "opendir=sometimes" "$B" "$M" -o opendir=sometimes
+expect_bad "entry_timeout=0" "opendir=kernel without timeouts" "$B" "$M" \
+	-o opendir=kernel,entry_timeout=0
 expect_bad max_threads "max_threads=0" "$B" "$M" -o max_threads=0
 expect_bad max_threads "max_threads=ten" "$B" "$M" -o max_threads=ten
 expect_bad writeback_cache "writeback_cache=maybe" "$B" "$M" -o writeback_cache=maybe

@@ -2,9 +2,9 @@
 # The kernel's caches of names, attributes and listings (issue 20.2), by
 # the requests that reach the daemon (status "fuse.requests", by opcode):
 #   1. a second stat of a file, of a missing name, and a second listing
-#      of a folder reach the daemon zero times (a listing: OPENDIR and
-#      RELEASEDIR only); `ls -l` after a listing asks no attributes (they
-#      came with readdirplus);
+#      of a folder reach the daemon zero times (the kernel opens folders
+#      itself: no OPENDIR, no RELEASEDIR); `ls -l` after a listing asks
+#      no attributes (they came with readdirplus);
 #   2. changes through the mount are seen at once by another user's
 #      processes, whatever the kernel keeps: a new name, a rename, an
 #      unlink, chmod, chown and an ACL (permissions enforced at once), a
@@ -14,7 +14,13 @@
 #      attributes: the cache's flush of a written file home, and a
 #      reorganization that sends a block written into the BOPT home, each
 #      move the home file's ctime, and a stat through the mount then
-#      shows the home file's.
+#      shows the home file's;
+#   4. folders the kernel opens itself (opendir=kernel): a folder of
+#      3,000 names, many requests long, listed plain and with attributes
+#      as the backing folder has it, kept, and right after changes; each
+#      listing dropped once its entries expire, and then read again, so
+#      a name made behind the mount is seen; opendir=daemon still opens
+#      and releases a handle per opendir(3).
 # Every mount keeps names and attributes for an hour, so nothing here
 # depends on how fast it runs: what the kernel would keep, it keeps for
 # the whole test.
@@ -67,7 +73,10 @@ snap
 out=$(ls "$m/d")
 n=$(since lookup getattr readdir readdirplus)
 [ "$n" = 0 ] || hy_fail "a second listing of d reached the daemon ($n lookups, getattrs, readdirs)"
-[ "$(since opendir)" = 1 ] || hy_fail "the second listing did not open d once"
+n=$(since opendir releasedir)
+[ "$n" = 0 ] || hy_fail "the second listing of d sent $n OPENDIR and RELEASEDIR requests"
+[ "$(hy_status "$m" '.kernel_cache.opendir')" = kernel ] ||
+	hy_fail "the default mount does not let the kernel open folders"
 [ "$out" = $'a\nb\nc\nsub' ] || hy_fail "the kept listing of d is wrong: $out"
 snap
 ls -l "$m/d" >/dev/null
@@ -192,5 +201,58 @@ done
 same_ctime a "after the reorganization"
 echo >"$HY_TMP/go"
 wait $wpid || hy_fail "the holder of a failed"
+hy_umount "$m"
+
+# ---- 4. folders the kernel opens itself ------------------------------------
+# names: a folder's names, sorted; with_sizes: each name and its size
+names() { ls -AU "$1" | sort; }
+with_sizes() { find "$1" -mindepth 1 -maxdepth 1 -printf '%f %s %y\n' | sort; }
+b=$HY_TMP/b4 m=$HY_TMP/m4
+mkdir -p "$b/big"
+for i in $(seq 1 3000); do printf '%*d' $((i % 97)) "$i" >"$b/big/name-number-$i"; done
+hy_mount_ready "$b" "$m" "state=$HY_TMP/s4,$long"
+snap
+[ "$(names "$m/big")" = "$(names "$b/big")" ] || hy_fail "the plain listing of big differs from the backing's"
+[ "$(since readdir readdirplus)" -ge 2 ] || hy_fail "big was listed in fewer than two requests"
+[ "$(with_sizes "$m/big")" = "$(with_sizes "$b/big")" ] ||
+	hy_fail "the listing of big with sizes differs from the backing's"
+snap
+[ "$(names "$m/big")" = "$(names "$b/big")" ] || hy_fail "the kept listing of big is wrong"
+n=$(since opendir readdir readdirplus releasedir)
+[ "$n" = 0 ] || hy_fail "a second listing of big sent $n requests"
+for i in $(seq 1 50); do rm "$m/big/name-number-$i"; done
+mkdir "$m/big/a-folder"
+mv "$m/big/name-number-51" "$m/big/renamed"
+[ "$(with_sizes "$m/big")" = "$(with_sizes "$b/big")" ] ||
+	hy_fail "after changes through the mount the listing of big differs"
+hy_umount "$m"
+
+# each listing is dropped once its entries expire: a name made behind
+# the mount right after a listing is seen once the listing is dropped
+b=$HY_TMP/b5 m=$HY_TMP/m5
+mkdir -p "$b/d"
+touch "$b/d/one"
+hy_mount_ready "$b" "$m" "state=$HY_TMP/s5,entry_timeout=1,attr_timeout=1,negative_timeout=1"
+[ "$(names "$m/d")" = one ] || hy_fail "the first listing of d is wrong"
+touch "$b/d/two"
+hy_wait_status "$m" '.kernel_cache.listings_dropped >= 1'
+snap
+[ "$(names "$m/d" | tr '\n' ' ')" = "one two " ] ||
+	hy_fail "a name made behind the mount is missing once the listing was dropped"
+[ "$(since readdir readdirplus)" -ge 1 ] || hy_fail "the dropped listing was not read again"
+hy_umount "$m"
+
+# opendir=daemon: a handle per opendir(3), the listing still kept
+b=$HY_TMP/b6 m=$HY_TMP/m6
+mkdir -p "$b/d"
+touch "$b/d/one"
+hy_mount_ready "$b" "$m" "state=$HY_TMP/s6,opendir=daemon,$long"
+[ "$(hy_status "$m" '.kernel_cache.opendir')" = daemon ] || hy_fail "opendir=daemon is not in status"
+names "$m/d" >/dev/null
+snap
+[ "$(names "$m/d")" = one ] || hy_fail "opendir=daemon: the listing of d is wrong"
+[ "$(since opendir)" = 1 ] || hy_fail "opendir=daemon: a listing did not open d once"
+[ "$(since releasedir)" = 1 ] || hy_fail "opendir=daemon: a listing did not release d once"
+[ "$(since readdir readdirplus)" = 0 ] || hy_fail "opendir=daemon: the listing of d was not kept"
 hy_umount "$m"
 hy_pass

@@ -237,6 +237,38 @@ static void test_passthrough_option(void)
 	expect_bad(bare, "expected off or excluded");
 }
 
+/* opendir=: auto by default; kernel, daemon; kernel refused with
+ * entry_timeout=0, which keeps no listings; anything else named */
+static void test_opendir_option(void)
+{
+	const char *defaults[] = {"hybridfs", "/b", "/m", NULL};
+	const char *kernel[] = {"hybridfs", "-o", "opendir=kernel", "/b", "/m", NULL};
+	const char *daemon[] = {"hybridfs", "-o", "opendir=kernel,opendir=daemon",
+				"/b",	    "/m", NULL};
+	const char *auto_zero[] = {"hybridfs", "-o", "entry_timeout=0", "/b", "/m", NULL};
+	const char *kernel_zero[] = {"hybridfs", "-o", "opendir=kernel,entry_timeout=0",
+				     "/b",	 "/m", NULL};
+	const char *bad[] = {"hybridfs", "-o", "opendir=sometimes", "/b", "/m", NULL};
+	const char *bare[] = {"hybridfs", "-o", "opendir", "/b", "/m", NULL};
+	struct hy_options o;
+
+	CU_ASSERT_EQUAL_FATAL(parse(&o, defaults), 0);
+	CU_ASSERT_EQUAL(o.opendir, HY_OPENDIR_AUTO);
+	hy_options_free(&o);
+	CU_ASSERT_EQUAL_FATAL(parse(&o, kernel), 0);
+	CU_ASSERT_EQUAL(o.opendir, HY_OPENDIR_KERNEL);
+	hy_options_free(&o);
+	CU_ASSERT_EQUAL_FATAL(parse(&o, daemon), 0);
+	CU_ASSERT_EQUAL(o.opendir, HY_OPENDIR_DAEMON);
+	hy_options_free(&o);
+	CU_ASSERT_EQUAL_FATAL(parse(&o, auto_zero), 0);
+	CU_ASSERT_EQUAL(o.opendir, HY_OPENDIR_AUTO);
+	hy_options_free(&o);
+	expect_bad(kernel_zero, "entry_timeout=0");
+	expect_bad(bad, "opendir=sometimes");
+	expect_bad(bare, "expected auto, kernel or daemon");
+}
+
 /* metrics=: none by default, an absolute path or none; metrics_interval=
  * 1 to 300, 60 by default. (Its folder is checked at mount: metrics.sh.) */
 static void test_metrics_options(void)
@@ -823,6 +855,8 @@ int hy_test_add_options(void)
 	    !CU_add_test(s, "SSD cache options", test_cache_options) ||
 	    !CU_add_test(s, "cache_keep: auto, on, off", test_cache_keep) ||
 	    !CU_add_test(s, "passthrough: off, excluded; no auto", test_passthrough_option) ||
+	    !CU_add_test(s, "opendir: auto, kernel, daemon; not kernel with no timeout",
+			 test_opendir_option) ||
 	    !CU_add_test(s, "metrics and metrics_interval", test_metrics_options) ||
 	    !CU_add_test(s, "bad SSD cache options name the problem", test_bad_cache_options) ||
 	    !CU_add_test(s, "cache_policy names agree with the policy module",
