@@ -58,7 +58,7 @@ GREP_WORD=include
 BARE_OPTS=profile=off,cache=none,bopt=none
 PHP_CACHE=${PHP_CACHE:-/var/tmp/hybridfs-bench}
 PASSTHROUGH_HP=${PASSTHROUGH_HP:-}
-HYBRIDFS_BEFORE=""
+HYBRIDFS_BEFORE="" BEFORE_OPTS=""
 WORKLOADS="seqwrite seqread_cold seqread_warm randread randwrite create stat unlink untar readtree rmtree gitstatus grep"
 ONLY_WL=""
 SET_RAND="" SET_RUNTIME="" SET_FILES="" SET_TREE="" SET_REPO="" SET_REPEAT=""
@@ -80,6 +80,8 @@ native,hybridfs,bare,mergerfs,passthrough_hp):
   --before PATH     another hybridfs daemon (an older build) with the same
                     defaults: a column "before" beside hybridfs, alternated
                     with the others in the same rounds
+  --before-opts O   extra -o for the "before" mount alone (the same daemon
+                    as --hybridfs with one option changed, say)
 Environment: HYBRIDFS_OPTS (extra -o for both hybridfs mounts),
 MERGERFS_OPTS, PASSTHROUGH_HP, PHP_CACHE (where the built passthrough_hp is
 kept, default $PHP_CACHE).
@@ -99,6 +101,7 @@ while [ $# -gt 0 ]; do
 	--workloads) ONLY_WL=$(echo "${2:?--workloads needs a list}" | tr ',' ' '); shift ;;
 	--passthrough-hp) PASSTHROUGH_HP=${2:?--passthrough-hp needs a path}; shift ;;
 	--before) HYBRIDFS_BEFORE=${2:?--before needs a hybridfs daemon}; shift ;;
+	--before-opts) BEFORE_OPTS=${2:?--before-opts needs mount options}; shift ;;
 	*) args+=("$1") ;;
 	esac
 	shift
@@ -284,7 +287,7 @@ pm_prepare_and_mount() {
 			;;
 		before)
 			bn_start_fuse "$s" "$base/mnt" "$HYBRIDFS_BEFORE" "$under" "$base/mnt" -f \
-				-o "state=$base/state${HYBRIDFS_OPTS:+,$HYBRIDFS_OPTS}"
+				-o "state=$base/state${HYBRIDFS_OPTS:+,$HYBRIDFS_OPTS}${BEFORE_OPTS:+,$BEFORE_OPTS}"
 			;;
 		bare)
 			bn_start_fuse "$s" "$base/mnt" "$HYBRIDFS" "$under" "$base/mnt" -f \
@@ -549,7 +552,7 @@ table=$BN_TMP/table.md
 	if bn_has hybridfs || bn_has bare; then
 		echo "- hybridfs: $HYBRIDFS ($("$HYBRIDFS" --version 2>&1 | head -n 1)); defaults${HYBRIDFS_OPTS:+ + $HYBRIDFS_OPTS}, state folder beside the backing one; bare: $BARE_OPTS"
 	fi
-	bn_has before && echo "- before: $HYBRIDFS_BEFORE, the same defaults"
+	bn_has before && echo "- before: $HYBRIDFS_BEFORE, the same defaults${BEFORE_OPTS:+ + $BEFORE_OPTS}"
 	bn_has mergerfs && echo "- mergerfs: $(mergerfs --version 2>&1 | head -n 1 | sed 's/^mergerfs version: //'), -o $MERGERFS_OPTS"
 	bn_has passthrough_hp && echo "- passthrough_hp: libfuse $(pkg-config --modversion fuse3) example, its defaults ($PASSTHROUGH_HP)"
 	echo "- load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
