@@ -17,3 +17,4 @@ EXTRA_DIST += bench/gonefiles.sh
 EXTRA_DIST += bench/dramline.sh
 EXTRA_DIST += bench/requests.sh
 EXTRA_DIST += bench/passthrough.sh
+EXTRA_DIST += bench/kcache.sh bench/bigdir.sh
