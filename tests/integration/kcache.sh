@@ -20,7 +20,8 @@
 #      as the backing folder has it, kept, and right after changes; each
 #      listing dropped once its entries expire, and then read again, so
 #      a name made behind the mount is seen; opendir=daemon still opens
-#      and releases a handle per opendir(3).
+#      and releases a handle per opendir(3), and so does the default
+#      with entry_timeout=0.
 # Every mount keeps names and attributes for an hour, so nothing here
 # depends on how fast it runs: what the kernel would keep, it keeps for
 # the whole test.
@@ -254,5 +255,11 @@ snap
 [ "$(since opendir)" = 1 ] || hy_fail "opendir=daemon: a listing did not open d once"
 [ "$(since releasedir)" = 1 ] || hy_fail "opendir=daemon: a listing did not release d once"
 [ "$(since readdir readdirplus)" = 0 ] || hy_fail "opendir=daemon: the listing of d was not kept"
+hy_umount "$m"
+# auto with entry_timeout=0, where nothing is to be kept: the daemon
+hy_mount_ready "$b" "$m" "state=$HY_TMP/s7,entry_timeout=0"
+[ "$(hy_status "$m" '.kernel_cache.opendir')" = daemon ] ||
+	hy_fail "entry_timeout=0 left the kernel to open folders"
+[ "$(names "$m/d")" = one ] || hy_fail "entry_timeout=0: the listing of d is wrong"
 hy_umount "$m"
 hy_pass
