@@ -19,6 +19,9 @@
 #   readdir   listing a folder of --entries files the kernel has never seen
 #             (made in the backing folder, not through the mount)
 #   readdir+stat   lstat(2) of each of them after that listing
+#   readdir again  the same listing once more (the kernel keeps it)
+# --before-opts O mounts the "before" column with O instead of
+# killpriv_v2=off (opendir=daemon, say).
 #
 # Counts, not times: the machine's load does not change them, so the
 # script runs anywhere (root, for the mount's defaults as they are used).
@@ -34,6 +37,7 @@ PYTHON=${PYTHON:-}
 WRITES=100
 ENTRIES=1000
 OUT=""
+BEFORE_OPTS=killpriv_v2=off
 DIR=${TMPDIR:-/tmp}
 TMP=""
 PIDS=""
@@ -47,10 +51,10 @@ die() {
 usage() {
 	cat <<EOF
 usage: $NAME [--hybridfs PATH] [--hybridctl PATH] [--writes N] [--entries N]
-                   [--dir DIR] [--out FILE]
+                   [--dir DIR] [--out FILE] [--before-opts O]
 
 FUSE requests per operation through a hybridfs mount, with
-killpriv_v2=off and with the default; a markdown table.
+killpriv_v2=off (or --before-opts) and with the default; a markdown table.
 
   --hybridfs PATH   the daemon (default \$HYBRIDFS, else ./hybridfs in the
                     build tree at the top of the sources)
@@ -59,6 +63,7 @@ killpriv_v2=off and with the default; a markdown table.
   --entries N       files in the listed folder (default $ENTRIES)
   --dir DIR         where the temporary folder goes (default \$TMPDIR or /tmp)
   --out FILE        also write the table to FILE
+  --before-opts O   the "before" mount's options (default killpriv_v2=off)
 EOF
 }
 
@@ -70,6 +75,7 @@ while [ $# -gt 0 ]; do
 	--entries) ENTRIES=${2:?}; shift ;;
 	--dir) DIR=${2:?}; shift ;;
 	--out) OUT=${2:?}; shift ;;
+	--before-opts) BEFORE_OPTS=${2:?}; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; die "unknown option: $1" ;;
 	esac
@@ -175,6 +181,7 @@ step("rename", lambda: os.rename(f, g))
 step("unlink", lambda: os.unlink(g))
 step("readdir (%d entries)" % entries, listing)
 step("stat of each entry after it", stat_all)
+step("readdir again", listing)
 EOF
 
 # run MODE [OPTIONS]: mounts (with -o OPTIONS), runs the driver, unmounts;
@@ -203,7 +210,7 @@ run() {
 	wait "$pid"
 }
 
-run before killpriv_v2=off
+run before "$BEFORE_OPTS"
 run after ""
 grep -q '^true' "$TMP/after.kp" || log "the default mount did not take FUSE_HANDLE_KILLPRIV_V2: $(cat "$TMP/after.kp")"
 
@@ -214,12 +221,12 @@ cell() {
 		map("\(.key) \(.value)") | join(", ")))"' "$TMP/$1.jsonl"
 }
 {
-	echo "| operation | requests, killpriv_v2=off (before) | requests, default (after) |"
+	echo "| operation | requests, $BEFORE_OPTS (before) | requests, default (after) |"
 	echo "| --- | --- | --- |"
 	jq -r .step "$TMP/after.jsonl" | while IFS= read -r s; do
 		echo "| $s | $(cell before "$s") | $(cell after "$s") |"
 	done
 	echo
 	echo "kernel $(uname -r), libfuse $("$HYBRIDFS" --version | sed -n 's/.*libfuse \([^)]*\).*/\1/p');" \
-		"after: killpriv_v2 $(cut -d' ' -f1 "$TMP/after.kp"); before: $(cut -d' ' -f2- "$TMP/before.kp")"
+		"after: killpriv_v2 $(cut -d' ' -f1 "$TMP/after.kp"); before (-o $BEFORE_OPTS): killpriv_v2 $(cat "$TMP/before.kp")"
 } | tee "${OUT:-/dev/null}"
