@@ -1,12 +1,17 @@
 #!/bin/bash
-# bigdir.sh - the first listing of a large folder through a fresh mount:
-# `ls -f` (plain READDIR) and `ls -l` (READDIRPLUS), each on a mount of its
-# own (nothing kept from an earlier listing), native alternated with each
-# hybridfs configuration round by round; medians, and the requests and
-# daemon CPU of one listing (status "fuse.requests"; /proc/PID/stat).
-# With opendir=kernel each READDIR reads through a stream of its own moved
-# to the request's offset; with opendir=daemon through the handle's one
-# stream: this is what that costs.
+# bigdir.sh - the first listing of a large folder through a fresh mount,
+# each on a mount of its own (nothing kept from an earlier listing),
+# native alternated with each hybridfs configuration round by round;
+# medians, and the requests and daemon CPU of one listing (status
+# "fuse.requests"; /proc/PID/stat). Listings:
+#   ls -f      names alone (plain READDIR under READDIRPLUS_AUTO)
+#   ls -l      a stat of each name as it is listed
+#   walk       the names listed whole, then each stat'ed (ls -U | xargs
+#              stat: what du, tar and rsync do)
+#   find       find -name, names alone
+# What they measure: with opendir=kernel each READDIR reads through a
+# stream of its own moved to the request's offset, with opendir=daemon
+# through the handle's one stream; readdirplus=always against auto.
 #
 #   bench/bigdir.sh [--rounds N] [--files N] [--dir DIR] BUILD[:OPTS]...
 #
@@ -20,7 +25,7 @@ while [ $# -gt 0 ]; do
 	--rounds) rounds=${2:?--rounds needs a number}; shift 2 ;;
 	--files) files=${2:?--files needs a number}; shift 2 ;;
 	--dir) dir=${2:?--dir needs a folder}; shift 2 ;;
-	-h | --help) sed -n '2,15p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,20p' "$0"; exit 0 ;;
 	*) break ;;
 	esac
 done
@@ -53,9 +58,12 @@ ms_of() { # command...: its wall time in ms
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 cpu_ms() { awk '{ print int(($14 + $15) * 1000 / '"$(getconf CLK_TCK)"') }' "/proc/$1/stat"; }
 drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
-flag() { if [ "$1" = plain ]; then echo f; else echo l; fi; }
 w_plain() { ls -f "$1/big"; }
 w_long() { ls -l "$1/big"; }
+w_walk() { (cd "$1/big" && ls -AU | xargs stat -c %s); }
+w_find() { find "$1/big" -name no-such-name; }
+label() { case $1 in plain) echo "ls -f" ;; long) echo "ls -l" ;; walk) echo "ls -U, stat each" ;; find) echo "find -name" ;; esac; }
+workloads="plain long walk find"
 mount_spec() { # SPEC: mounts it, waits for its control socket
 	local b=${1%%:*} o=""
 	[ "$b" = "$1" ] || o=${1#*:}
@@ -83,7 +91,7 @@ echo "| mount | listing | native ms | hybridfs ms | ratio | daemon CPU ms | requ
 echo "|---|---|---:|---:|---:|---:|---|"
 declare -A nat hyb cpu req
 for round in $(seq 1 "$rounds"); do
-	for w in plain long; do
+	for w in $workloads; do
 		for spec in "$@"; do
 			drop
 			nat[$w]="${nat[$w]:-} $(ms_of "w_$w" "$T/b")"
@@ -97,18 +105,18 @@ for round in $(seq 1 "$rounds"); do
 		done
 	done
 done
-for w in plain long; do
+for w in $workloads; do
 	n=$(tr ' ' '\n' <<<"${nat[$w]}" | grep . | median)
 	for spec in "$@"; do
 		h=$(tr ' ' '\n' <<<"${hyb[$spec/$w]}" | grep . | median)
 		c=$(tr ' ' '\n' <<<"${cpu[$spec/$w]}" | grep . | median)
 		ratio=$(awk -v n="$n" -v h="$h" 'BEGIN { printf "%.2f", (n > 0 ? h / n : 0) }')
-		echo "| $spec | ls -$(flag $w) | $n | $h | $ratio | $c | ${req[$spec/$w]} |"
+		echo "| $spec | $(label $w) | $n | $h | $ratio | $c | ${req[$spec/$w]} |"
 	done
 done
-for w in plain long; do
-	echo "- native ls -$(flag $w):${nat[$w]}"
+for w in $workloads; do
+	echo "- native $(label $w):${nat[$w]}"
 	for spec in "$@"; do
-		echo "- $spec ls -$(flag $w):${hyb[$spec/$w]} (daemon CPU${cpu[$spec/$w]})"
+		echo "- $spec $(label $w):${hyb[$spec/$w]} (daemon CPU${cpu[$spec/$w]})"
 	done
 done

@@ -140,6 +140,7 @@ struct hy_fs {
 	 * none, and the daemon opens them) */
 	int opendir;
 	bool kernel_opens_dirs;
+	bool readdirplus_always; /* readdirplus=always: no READDIRPLUS_AUTO */
 	struct hy_fs_kcache_sweeper *kcache_sweeper;
 
 	/* for status; borrowed from main's options and state */

@@ -426,6 +426,8 @@ struct json_object *hy_fs_kcache_status(struct hy_fs *fs)
 	json_object_object_add(o, "negative_timeout", json_object_new_double(fs->negative_timeout));
 	json_object_object_add(o, "opendir",
 			       json_object_new_string(fs->kernel_opens_dirs ? "kernel" : "daemon"));
+	json_object_object_add(o, "readdirplus",
+			       json_object_new_string(fs->readdirplus_always ? "always" : "auto"));
 	add_u64(o, "invalidations", &fs->kcache.invalidations);
 	add_u64(o, "invalidation_errors", &fs->kcache.invalidation_errors);
 	add_u64(o, "home_changes", &fs->kcache.home_changes);

@@ -1664,6 +1664,7 @@ int main(int argc, char **argv)
 	fs.attr_timeout = opts.attr_timeout;
 	fs.entry_timeout = opts.entry_timeout;
 	fs.opendir = opts.opendir;
+	fs.readdirplus_always = opts.readdirplus_always;
 	fs.negative_timeout = opts.negative_timeout;
 	fs.writeback_cache = opts.writeback_cache && !opts.read_only;
 	fs.posix_acl = opts.allow_other;

@@ -417,15 +417,20 @@ static void hy_init(void *userdata, struct fuse_conn_info *conn)
 	if (fs->readahead > conn->max_readahead)
 		conn->max_readahead = fs->readahead;
 	/* Listings with their entries' attributes. READDIRPLUS_AUTO (the
-	 * kernel asks for them on a listing's first request, which covers
-	 * the user's whole getdents buffer, some 190 entries, and later ones
-	 * after lookups in the folder) measured the same as every request
-	 * with them: the same requests for ls -lR, git status and a 3,000
-	 * name folder, warm and past the timeouts (BENCHMARKS.md, "Kernel
-	 * metadata caching"); it stays, and a folder read for its names
-	 * alone costs less. */
-	if (conn->capable & FUSE_CAP_READDIRPLUS)
+	 * kernel asks for them on a listing's first request, some 190
+	 * entries, and on later ones after lookups in the folder) measured
+	 * the same as every request with them for ls -lR, git status and a
+	 * program that stats as it lists; a folder read for its names alone
+	 * costs a third (find -name of 20,000 names: 95 ms against 257),
+	 * and one listed whole and then stat'ed (du, rsync, tar, os.walk)
+	 * a LOOKUP per name past the first request (the same folder: 501
+	 * ms against 255). readdirplus=always takes the second trade
+	 * (BENCHMARKS.md, "Kernel metadata caching"). */
+	if (conn->capable & FUSE_CAP_READDIRPLUS) {
 		conn->want |= FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO;
+		if (fs->readdirplus_always)
+			conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+	}
 	/* opendir=kernel: folders opened by the kernel itself, sparing two
 	 * requests per opendir(3) and keeping every listing until its folder
 	 * changes or its entries expire (fs/kcache.c). Not with

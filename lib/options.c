@@ -381,6 +381,15 @@ static int parse_one_word(struct hy_options *opts, char *word, char *why, size_t
 				  "option \"opendir%s%s\": expected auto, kernel or daemon",
 				  value ? "=" : "", value ? value : "");
 	}
+	if (strcmp(name, "readdirplus") == 0) {
+		if (value && (strcmp(value, "auto") == 0 || strcmp(value, "always") == 0)) {
+			opts->readdirplus_always = value[1] == 'l';
+			return 0;
+		}
+		return hy_log_why(-EINVAL, why, why_size,
+				  "option \"readdirplus%s%s\": expected auto or always",
+				  value ? "=" : "", value ? value : "");
+	}
 	if (strcmp(name, "attr_timeout") == 0)
 		return parse_seconds(name, value, &opts->attr_timeout, why, why_size);
 	if (strcmp(name, "entry_timeout") == 0)
@@ -1341,6 +1350,10 @@ void hy_options_usage(const char *program, FILE *out)
 		"                         itself, without the daemon (root; default off)\n"
 		"  opendir=auto|kernel|daemon  who opens folders: the kernel keeps\n"
 		"                         listings without a request (default auto)\n"
+		"  readdirplus=auto|always  attributes with every listing request, for\n"
+		"                         programs that list a folder, then stat it\n"
+		"                         (default auto: the first request, and after\n"
+		"                         lookups)\n"
 		"  attr_timeout=SEC       how long the kernel keeps attributes (default 5)\n"
 		"  entry_timeout=SEC      how long the kernel keeps names, listings (default 5)\n"
 		"  negative_timeout=SEC   how long the kernel keeps missing names (default 5)\n"

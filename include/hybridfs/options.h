@@ -118,6 +118,9 @@ struct hy_options {
 	 * request each way per opendir(3); auto (the default): kernel where
 	 * it offers that and entry_timeout is not 0, else daemon. */
 	enum { HY_OPENDIR_AUTO, HY_OPENDIR_KERNEL, HY_OPENDIR_DAEMON } opendir;
+	/* readdirplus=always: every listing request asks for the entries'
+	 * attributes, not only a listing's first (auto, the default) */
+	bool readdirplus_always;
 	double attr_timeout;	 /* seconds the kernel may keep attributes */
 	double entry_timeout;	 /* seconds the kernel may keep a name */
 	double negative_timeout; /* seconds the kernel may keep "no such name" */

@@ -21,7 +21,10 @@
 #      listing dropped once its entries expire, and then read again, so
 #      a name made behind the mount is seen; opendir=daemon still opens
 #      and releases a handle per opendir(3), and so does the default
-#      with entry_timeout=0.
+#      with entry_timeout=0;
+#   5. readdirplus=always: a folder of 1,000 names listed whole and then
+#      stat'ed costs no LOOKUP (the default, READDIRPLUS_AUTO, one per
+#      name past the listing's first request).
 # Every mount keeps names and attributes for an hour, so nothing here
 # depends on how fast it runs: what the kernel would keep, it keeps for
 # the whole test.
@@ -261,5 +264,26 @@ hy_mount_ready "$b" "$m" "state=$HY_TMP/s7,entry_timeout=0"
 [ "$(hy_status "$m" '.kernel_cache.opendir')" = daemon ] ||
 	hy_fail "entry_timeout=0 left the kernel to open folders"
 [ "$(names "$m/d")" = one ] || hy_fail "entry_timeout=0: the listing of d is wrong"
+hy_umount "$m"
+
+# ---- 5. readdirplus=always: a folder listed whole, then stat'ed ------------
+# (ls -U reads every name before it prints one; stat then asks each)
+list_then_stat() { (cd "$1" && ls -AU | xargs stat -c %s >/dev/null) || hy_fail "stat after ls in $1 failed"; }
+b=$HY_TMP/b8 m=$HY_TMP/m8
+mkdir -p "$b/many"
+(cd "$b/many" && seq -f 'name-%g' 1 1000 | xargs touch)
+hy_mount_ready "$b" "$m" "state=$HY_TMP/s8,$long"
+snap
+list_then_stat "$m/many"
+n=$(since lookup)
+[ "$n" -ge 500 ] || hy_fail "readdirplus=auto: only $n LOOKUPs after a listing of 1,000 names (READDIRPLUS_AUTO gives the first request's attributes alone)"
+hy_umount "$m"
+hy_mount_ready "$b" "$m" "state=$HY_TMP/s9,readdirplus=always,$long"
+[ "$(hy_status "$m" '.kernel_cache.readdirplus')" = always ] || hy_fail "readdirplus=always is not in status"
+snap
+list_then_stat "$m/many"
+n=$(since lookup)
+[ "$n" -le 1 ] || hy_fail "readdirplus=always: $n LOOKUPs after the listing of 1,000 names"
+[ "$(names "$m/many" | wc -l)" = 1000 ] || hy_fail "readdirplus=always: the listing of many is not 1,000 names"
 hy_umount "$m"
 hy_pass

@@ -269,6 +269,30 @@ static void test_opendir_option(void)
 	expect_bad(bare, "expected auto, kernel or daemon");
 }
 
+/* readdirplus=: auto by default; always; anything else named */
+static void test_readdirplus_option(void)
+{
+	const char *defaults[] = {"hybridfs", "/b", "/m", NULL};
+	const char *always[] = {"hybridfs", "-o", "readdirplus=always", "/b", "/m", NULL};
+	const char *back[] = {"hybridfs", "-o", "readdirplus=always,readdirplus=auto",
+			      "/b",	  "/m", NULL};
+	const char *bad[] = {"hybridfs", "-o", "readdirplus=never", "/b", "/m", NULL};
+	const char *bare[] = {"hybridfs", "-o", "readdirplus", "/b", "/m", NULL};
+	struct hy_options o;
+
+	CU_ASSERT_EQUAL_FATAL(parse(&o, defaults), 0);
+	CU_ASSERT_FALSE(o.readdirplus_always);
+	hy_options_free(&o);
+	CU_ASSERT_EQUAL_FATAL(parse(&o, always), 0);
+	CU_ASSERT_TRUE(o.readdirplus_always);
+	hy_options_free(&o);
+	CU_ASSERT_EQUAL_FATAL(parse(&o, back), 0);
+	CU_ASSERT_FALSE(o.readdirplus_always);
+	hy_options_free(&o);
+	expect_bad(bad, "readdirplus=never");
+	expect_bad(bare, "expected auto or always");
+}
+
 /* metrics=: none by default, an absolute path or none; metrics_interval=
  * 1 to 300, 60 by default. (Its folder is checked at mount: metrics.sh.) */
 static void test_metrics_options(void)
@@ -857,6 +881,7 @@ int hy_test_add_options(void)
 	    !CU_add_test(s, "passthrough: off, excluded; no auto", test_passthrough_option) ||
 	    !CU_add_test(s, "opendir: auto, kernel, daemon; not kernel with no timeout",
 			 test_opendir_option) ||
+	    !CU_add_test(s, "readdirplus: auto, always", test_readdirplus_option) ||
 	    !CU_add_test(s, "metrics and metrics_interval", test_metrics_options) ||
 	    !CU_add_test(s, "bad SSD cache options name the problem", test_bad_cache_options) ||
 	    !CU_add_test(s, "cache_policy names agree with the policy module",
