@@ -234,12 +234,17 @@ hy_umount "$m"
 # each listing is dropped once its entries expire: a name made behind
 # the mount right after a listing is seen once the listing is dropped
 b=$HY_TMP/b5 m=$HY_TMP/m5
-mkdir -p "$b/d"
+mkdir -p "$b/d" "$b/many"
 touch "$b/d/one"
+for i in $(seq 1 40); do mkdir "$b/many/s$i"; done
 hy_mount_ready "$b" "$m" "state=$HY_TMP/s5,entry_timeout=1,attr_timeout=1,negative_timeout=1"
 [ "$(names "$m/d")" = one ] || hy_fail "the first listing of d is wrong"
 touch "$b/d/two"
 hy_wait_status "$m" '.kernel_cache.listings_dropped >= 1'
+# forty folders listed in turn: each listing is dropped once (the
+# sweeper's heap gives every one back, in its time)
+for i in $(seq 1 40); do ls "$m/many/s$i" >/dev/null || hy_fail "ls of many/s$i failed"; done
+hy_wait_status "$m" '.kernel_cache.listings_dropped >= 41'
 snap
 [ "$(names "$m/d" | tr '\n' ' ')" = "one two " ] ||
 	hy_fail "a name made behind the mount is missing once the listing was dropped"
