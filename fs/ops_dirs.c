@@ -35,13 +35,15 @@
 
 /* ---- directories ------------------------------------------------------- */
 
-/* A stream on @inode's backing folder, at its start, in *@out. */
+/* A stream on @inode's backing folder, at its start, in *@out; 0 only
+ * with *@out set. */
 static int dir_open(struct hy_fs *fs, struct hy_inode *inode, struct hy_dir **out)
 {
 	struct hy_inode_ref ref;
 	struct hy_dir *dir;
-	int fd, rc = hy_inode_pin(fs->inodes, inode, true, &ref);
+	int fd = -1, rc = hy_inode_pin(fs->inodes, inode, true, &ref);
 
+	*out = NULL;
 	if (rc)
 		return rc;
 	for (int attempt = 0; attempt < 2; attempt++) {
@@ -51,8 +53,8 @@ static int dir_open(struct hy_fs *fs, struct hy_inode *inode, struct hy_dir **ou
 			break;
 	}
 	hy_inode_unpin(fs->inodes, &ref);
-	if (rc)
-		return rc;
+	if (fd < 0)
+		return rc ? rc : -EIO;
 	dir = calloc(1, sizeof(*dir));
 	if (!dir) {
 		close(fd);
@@ -60,7 +62,7 @@ static int dir_open(struct hy_fs *fs, struct hy_inode *inode, struct hy_dir **ou
 	}
 	dir->dp = fdopendir(fd);
 	if (!dir->dp) {
-		rc = -errno;
+		rc = errno ? -errno : -EIO;
 		close(fd);
 		free(dir);
 		return rc;
@@ -224,17 +226,17 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 	double timeout;
 	int rc = buf ? 0 : -ENOMEM;
 
-	if (rc == 0 && !dir) {
+	if (rc == 0 && !dir)
 		rc = dir_open(fs, inode, &dir);
-		if (rc == 0 && offset != 0)
-			dir->listing_began =
-				atomic_load_explicit(&inode->listing_began, memory_order_relaxed);
-	}
-	if (rc) {
-		fuse_reply_err(req, -rc);
+	if (rc || !dir) { /* (dir_open gives a stream whenever it returns 0) */
+		fuse_reply_err(req, rc ? -rc : EIO);
 		free(buf);
 		return;
 	}
+	/* a listing from its start begun by an earlier request (its stream) */
+	if (!fi->fh && offset != 0)
+		dir->listing_began =
+			atomic_load_explicit(&inode->listing_began, memory_order_relaxed);
 	timeout = hy_ops_count_meta(fs, req, HY_OP_READDIR, HY_META_READDIR, fs->entry_timeout);
 	rc = do_readdir(fs, inode, req, dir, buf, size, offset, plus, timeout, &filled);
 	if (rc == 0 && filled == 0 && dir->listing_began) {
