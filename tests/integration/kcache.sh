@@ -272,8 +272,11 @@ hy_mount_ready "$b" "$m" "state=$HY_TMP/s7,entry_timeout=0"
 hy_umount "$m"
 
 # ---- 5. readdirplus=always: a folder listed whole, then stat'ed ------------
-# (ls -U reads every name before it prints one; stat then asks each)
-list_then_stat() { (cd "$1" && ls -AU | xargs stat -c %s >/dev/null) || hy_fail "stat after ls in $1 failed"; }
+# (every name is read before the first stat: ls ends before xargs starts)
+list_then_stat() {
+	(cd "$1" && ls -AU >"$HY_TMP/names" && xargs stat -c %s <"$HY_TMP/names" >/dev/null) ||
+		hy_fail "stat after ls in $1 failed"
+}
 b=$HY_TMP/b8 m=$HY_TMP/m8
 mkdir -p "$b/many"
 (cd "$b/many" && seq -f 'name-%g' 1 1000 | xargs touch)
