@@ -317,8 +317,9 @@ bool hy_fs_kcache_can_keep_listings(struct hy_fs *fs)
 	return fs->kcache_sweeper != NULL;
 }
 
-/* opendir=kernel: @dir's listing is dropped once its entries expire. */
-static void listed_by_kernel(struct hy_fs *fs, struct hy_inode *dir, int64_t began, double timeout)
+/* opendir=kernel: @dir's listing is dropped once its entries expire;
+ * false when it cannot wait (no memory), and the caller drops it. */
+static bool listed_by_kernel(struct hy_fs *fs, struct hy_inode *dir, int64_t began, double timeout)
 {
 	struct hy_fs_kcache_sweeper *sw = fs->kcache_sweeper;
 	struct listing_due due = {
@@ -334,26 +335,22 @@ static void listed_by_kernel(struct hy_fs *fs, struct hy_inode *dir, int64_t beg
 	if (rc == 0 && sw->heap[0].until == due.until)
 		pthread_cond_signal(&sw->wake);
 	pthread_mutex_unlock(&sw->lock);
-	if (rc) {
-		/* the listing cannot wait for its drop: dropped at once (its
-		 * pages are unlocked: this request's reply is what fills them) */
-		hy_log_debug("kcache: node %llu: no memory to keep its listing",
-			     (unsigned long long)hy_ops_ino_of(fs, dir));
-		atomic_store_explicit(&dir->listed_until, 0, memory_order_relaxed);
-		atomic_fetch_add_explicit(&fs->kcache.listings_dropped, 1, memory_order_relaxed);
-		notify_inode(fs, hy_ops_ino_of(fs, dir), 0);
-	}
+	if (rc == 0)
+		return true;
+	hy_log_debug("kcache: node %llu: no memory to keep its listing",
+		     (unsigned long long)hy_ops_ino_of(fs, dir));
+	atomic_store_explicit(&dir->listed_until, 0, memory_order_relaxed);
+	atomic_fetch_add_explicit(&fs->kcache.listings_dropped, 1, memory_order_relaxed);
+	return false;
 }
 
-void hy_fs_kcache_listed(struct hy_fs *fs, struct hy_inode *dir, int64_t began, bool plus,
+bool hy_fs_kcache_listed(struct hy_fs *fs, struct hy_inode *dir, int64_t began, bool plus,
 			 double timeout)
 {
 	int64_t until;
 
-	if (fs->kernel_opens_dirs) {
-		listed_by_kernel(fs, dir, began, timeout);
-		return;
-	}
+	if (fs->kernel_opens_dirs)
+		return listed_by_kernel(fs, dir, began, timeout);
 
 	/* A timeout of 0 keeps nothing: the next opendir lists again. A
 	 * plain listing's entries bring no attributes to go stale: it stays
@@ -365,6 +362,7 @@ void hy_fs_kcache_listed(struct hy_fs *fs, struct hy_inode *dir, int64_t began, 
 	else
 		until = began + (int64_t)(timeout * 1e9);
 	atomic_store_explicit(&dir->listed_until, until, memory_order_relaxed);
+	return true;
 }
 
 /* The backing device's hook (device.h: hy_device_set_mtime): @object, a

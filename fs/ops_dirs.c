@@ -224,6 +224,7 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 	char *buf = malloc(size);
 	size_t filled = 0;
 	double timeout;
+	bool kept = true;
 	int rc = buf ? 0 : -ENOMEM;
 
 	if (rc == 0 && !dir)
@@ -245,14 +246,16 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 		double entry = fs->entry_timeout > timeout ? fs->entry_timeout : timeout;
 		double attr = fs->attr_timeout > timeout ? fs->attr_timeout : timeout;
 
-		hy_fs_kcache_listed(fs, inode, dir->listing_began, plus || dir->listing_plus,
-				    entry < attr ? entry : attr);
+		kept = hy_fs_kcache_listed(fs, inode, dir->listing_began, dir->listing_plus,
+					   entry < attr ? entry : attr);
 		dir->listing_began = 0;
 	}
 	if (rc)
 		fuse_reply_err(req, -rc);
 	else
 		fuse_reply_buf(req, buf, filled);
+	if (!kept) /* after the reply (fs/kcache.c) */
+		hy_fs_kcache_inval_dir(fs, ino);
 	free(buf);
 	if (!fi->fh) {
 		closedir(dir->dp);
@@ -281,24 +284,17 @@ void hy_ops_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 void hy_ops_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-	struct hy_fs *fs = hy_ops_fs_of(req);
-	struct hy_inode_ref ref;
-	int fd = -1, rc = 0;
+	/* opened by the kernel: through a stream of its own */
+	struct hy_dir *dir = fi->fh ? hy_ops_dir_of(fi) : NULL;
+	int rc = dir ? 0
+		     : dir_open(hy_ops_fs_of(req), hy_ops_inode_of(hy_ops_fs_of(req), ino), &dir);
 
-	if (fi->fh) {
-		fd = dirfd(hy_ops_dir_of(fi)->dp);
-	} else { /* opened by the kernel: through a descriptor of its own */
-		rc = hy_inode_pin(fs->inodes, hy_ops_inode_of(fs, ino), true, &ref);
-		if (rc == 0) {
-			fd = openat(ref.dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-			rc = fd < 0 ? -errno : 0;
-			hy_inode_unpin(fs->inodes, &ref);
-		}
-	}
-	if (rc == 0 && (datasync ? fdatasync(fd) : fsync(fd)) < 0)
+	if (rc == 0 && (datasync ? fdatasync(dirfd(dir->dp)) : fsync(dirfd(dir->dp))) < 0)
 		rc = -errno;
-	if (!fi->fh && fd >= 0)
-		close(fd);
+	if (!fi->fh && dir) {
+		closedir(dir->dp);
+		free(dir);
+	}
 	fuse_reply_err(req, -rc);
 }
 

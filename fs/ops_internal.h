@@ -174,13 +174,14 @@ void hy_ops_meta_gate_end(struct hy_fs *fs, struct meta_gate *gate, bool changed
  * is out. keep_listing: whether an
  * opendir keeps the kernel's listing; listing_begins and listed bracket a
  * listing read to its end (@plus: with readdirplus, its entries given for
- * @timeout seconds). can_keep_listings: whether the kernel may open
+ * @timeout seconds; false: the caller drops the listing after its reply,
+ * with inval_dir). can_keep_listings: whether the kernel may open
  * folders itself (opendir=kernel: the sweeper runs). */
 void hy_fs_kcache_inval_attr(struct hy_fs *fs, fuse_ino_t ino);
 void hy_fs_kcache_inval_dir(struct hy_fs *fs, fuse_ino_t ino);
 bool hy_fs_kcache_keep_listing(struct hy_fs *fs, struct hy_inode *dir);
 int64_t hy_fs_kcache_listing_begins(void);
-void hy_fs_kcache_listed(struct hy_fs *fs, struct hy_inode *dir, int64_t began, bool plus,
+bool hy_fs_kcache_listed(struct hy_fs *fs, struct hy_inode *dir, int64_t began, bool plus,
 			 double timeout);
 bool hy_fs_kcache_can_keep_listings(struct hy_fs *fs);
 /* fs/ops_dirs.c: handlers of hy_fs_operations */

@@ -245,6 +245,10 @@ hy_wait_status "$m" '.kernel_cache.listings_dropped >= 1'
 # sweeper's heap gives every one back, in its time)
 for i in $(seq 1 40); do ls "$m/many/s$i" >/dev/null || hy_fail "ls of many/s$i failed"; done
 hy_wait_status "$m" '.kernel_cache.listings_dropped >= 41'
+# a folder nothing changed: only the drop makes the kernel read it again
+snap
+ls "$m/many/s1" >/dev/null || hy_fail "ls of many/s1 failed"
+[ "$(since readdir readdirplus)" -ge 1 ] || hy_fail "the dropped listing of many/s1 was kept"
 snap
 [ "$(names "$m/d" | tr '\n' ' ')" = "one two " ] ||
 	hy_fail "a name made behind the mount is missing once the listing was dropped"
