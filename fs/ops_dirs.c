@@ -284,14 +284,18 @@ void hy_ops_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 void hy_ops_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
+	struct hy_fs *fs = hy_ops_fs_of(req);
 	/* opened by the kernel: through a stream of its own */
-	struct hy_dir *dir = fi->fh ? hy_ops_dir_of(fi) : NULL;
-	int rc = dir ? 0
-		     : dir_open(hy_ops_fs_of(req), hy_ops_inode_of(hy_ops_fs_of(req), ino), &dir);
+	bool own = !fi->fh;
+	struct hy_dir *dir = own ? NULL : hy_ops_dir_of(fi);
+	int fd, rc = own ? dir_open(fs, hy_ops_inode_of(fs, ino), &dir) : 0;
 
-	if (rc == 0 && (datasync ? fdatasync(dirfd(dir->dp)) : fsync(dirfd(dir->dp))) < 0)
-		rc = -errno;
-	if (!fi->fh && dir) {
+	if (rc == 0 && dir) {
+		fd = dirfd(dir->dp);
+		if ((datasync ? fdatasync(fd) : fsync(fd)) < 0)
+			rc = -errno;
+	}
+	if (own && dir) {
 		closedir(dir->dp);
 		free(dir);
 	}
