@@ -719,7 +719,9 @@ static int do_rename(struct hy_fs *fs, struct hy_inode *parent, const char *name
 {
 	struct hy_inode_ref pref, npref;
 	struct hy_inode *moved, *victim;
-	struct meta_gate gate;
+	struct meta_gate gate, vgate;
+	bool victim_fresh, victim_map = false, victim_cache = false;
+	struct stat vst;
 	int rc;
 
 	*victim_ino = 0;
@@ -745,12 +747,35 @@ static int do_rename(struct hy_fs *fs, struct hy_inode *parent, const char *name
 		victim = NULL;
 	}
 	*victim_ino = victim ? hy_ops_ino_of(fs, victim) : 0;
+	/* A victim that keeps a handle or another name loses a link, so
+	 * its ctime moves too, and its stamps must follow, as at an unlink,
+	 * or its copies are taken for changed behind the mount. One gate at
+	 * a time: whether they are current is asked before the moved file's
+	 * gate, and the stamps move after it. */
+	victim_fresh = false;
+	if (victim && !(flags & RENAME_EXCHANGE) && fstat(victim->fd, &vst) == 0 &&
+	    (vst.st_nlink > 1 || atomic_load(&victim->opens) > 0)) {
+		hy_ops_meta_gate_begin(fs, victim, victim->fd, &vgate);
+		victim_fresh = vgate.gated && vgate.fresh;
+		victim_map = vgate.file.meta_map;
+		victim_cache = vgate.file.meta_cache;
+		hy_ops_meta_gate_end(fs, &vgate, false);
+	}
 	/* the moved file's ctime moves (an exchanged one's too: left to its
 	 * stamp, one gate at a time) */
 	hy_ops_meta_gate_begin(fs, moved, moved ? moved->fd : -1, &gate);
 	rc = syscall(SYS_renameat2, pref.dirfd, name, npref.dirfd, new_name, flags) < 0 ? -errno
 											: 0;
 	hy_ops_meta_gate_end(fs, &gate, rc == 0);
+	if (rc == 0 && victim_fresh) {
+		hy_ops_meta_gate_begin(fs, victim, victim->fd, &vgate);
+		if (vgate.gated) {
+			vgate.fresh = true;
+			vgate.file.meta_map = victim_map;
+			vgate.file.meta_cache = victim_cache;
+		}
+		hy_ops_meta_gate_end(fs, &vgate, true);
+	}
 	if (rc == 0 && moved && moved->name)
 		rc = hy_inode_moved(fs->inodes, moved, new_parent, new_name);
 	if (rc == 0 && victim && (flags & RENAME_EXCHANGE))

@@ -14,7 +14,10 @@
 #      write (a build output) is left out of the plan, and explain says
 #      "written once"; a file read only is planned;
 #   5. a removed file's BOPT block that its last close could not send home
-#      (every write home fails) is discarded at the next flush.
+#      (every write home fails) is discarded at the next flush;
+#   6. a file renamed over while open keeps its copies for its handle (its
+#      ctime moved with the rename, and its stamp follows: not taken for
+#      changed behind the mount), and they go at its last close.
 . "$(dirname "$0")/lib.sh"
 hy_setup
 hy_need_iogen
@@ -125,5 +128,28 @@ jq -e '.reason == "removed" and .relocated_blocks == 1' <<<"$ex" >/dev/null ||
 "$HYBRIDCTL" flush "$m" >/dev/null || hy_fail "flush failed"
 [ "$(st .bopt.dirty_blocks)" = 0 ] || hy_fail "the removed file's dirty block stayed: $(st .bopt.dirty_blocks)"
 [ "$(st .bopt.map_blocks)" = 0 ] || hy_fail "the removed file still holds $(st .bopt.map_blocks) blocks"
+hy_umount "$m"
+
+# ---- 6. renamed over while open: its copies serve its handle -------------
+b=$HY_TMP/b6 m=$HY_TMP/m6
+mkdir -p "$b"
+head -c 1M /dev/urandom >"$b/h"
+opts="writeback_cache=off,cache=none,state=$HY_TMP/state6,bopt_size=4202496,reorg_rate=0"
+hy_mount_ready "$b" "$m" "$opts"
+for pass in 1 2 3; do cat "$m/h" >/dev/null || hy_die "reading h failed"; done
+reorganize
+[ "$(st .bopt.map_blocks)" = 256 ] || hy_die "h is not relocated: $(explain h)"
+exec 8<"$m/h"
+echo new >"$m/h.new"
+mv "$m/h.new" "$m/h"
+r0=$(st .bopt.bopt_reads)
+dd if=/proc/self/fd/8 of=/dev/null bs=64K iflag=direct status=none ||
+	hy_fail "reading the renamed-over file failed"
+[ "$(st .bopt.bopt_reads)" -gt "$r0" ] || hy_fail "the renamed-over file was not read from the BOPT"
+[ "$(st .bopt.stale_files)" = 0 ] ||
+	hy_fail "the renamed-over file's copies were taken for changed behind the mount"
+exec 8<&-
+hy_wait_status "$m" '.bopt.removed_files == 1'
+[ "$(st .bopt.map_blocks)" = 0 ] || hy_fail "after its last close h holds $(st .bopt.map_blocks) blocks"
 hy_umount "$m"
 hy_pass
