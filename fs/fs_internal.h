@@ -142,6 +142,13 @@ struct hy_fs {
 	bool kernel_opens_dirs;
 	bool readdirplus_always; /* readdirplus=always: no READDIRPLUS_AUTO */
 	struct hy_fs_kcache_sweeper *kcache_sweeper;
+	/* open=: asked (enum in options.h), whether the kernel opens files
+	 * itself (set at INIT, fs/ops.c), and the files the daemon opened
+	 * for it (fs/kfile.c; made by hy_fs_init) */
+	int open_mode;
+	bool open_files_unchecked_ok; /* the kernel checks opens, or need not */
+	bool kernel_opens_files;
+	struct hy_fs_kfiles *kfiles;
 
 	/* for status; borrowed from main's options and state */
 	const char *mountpoint, *backing_path, *state_dir, *db_path, *uuid;
@@ -198,5 +205,30 @@ struct json_object *hy_fs_process_policy(struct hy_fs *fs, const struct hy_workl
 void hy_fs_kcache_attach(struct hy_fs *fs, struct fuse_session *se);
 void hy_fs_kcache_detach(struct hy_fs *fs);
 struct json_object *hy_fs_kcache_status(struct hy_fs *fs);
+
+/* fs/kfile.c: the backing files of files the kernel opened itself
+ * (open=kernel; see there). new in hy_fs_init() (at most @cap kept open,
+ * least recently used closed first); close_all when the session loop has
+ * ended, before the cache and BORG close (their last close: BOPT writes go
+ * home); free in hy_fs_destroy(). forget wraps hy_inode_forget() for the
+ * kernel's FORGET: a forgotten inode's file is closed. shed closes up to
+ * @count unused ones (out of descriptors); returns how many. status: the
+ * "kernel_files" part of "kernel_cache". */
+struct hy_fs_kfiles;
+int hy_fs_kfiles_new(struct hy_fs *fs, size_t cap);
+void hy_fs_kfiles_close_all(struct hy_fs *fs);
+void hy_fs_kfiles_free(struct hy_fs *fs);
+struct hy_inode;
+void hy_fs_kfiles_forget(struct hy_fs *fs, struct hy_inode *inode, uint64_t n);
+/* A file just made by CREATE, whose reply then names no handle (once the
+ * kernel opens files itself it sends no RELEASE, not even for a created
+ * file): @fd, read-write, becomes @inode's kernel file. 0: @fd is owned
+ * here; a negative errno: still the caller's. */
+struct stat;
+struct fuse_req;
+int hy_fs_kfiles_adopt(struct hy_fs *fs, struct fuse_req *req, struct hy_inode *inode, int fd,
+		       const struct stat *st);
+size_t hy_fs_kfiles_shed(struct hy_fs *fs, size_t count);
+struct json_object *hy_fs_kfiles_status(struct hy_fs *fs);
 
 #endif

@@ -367,6 +367,34 @@ void hy_inode_forget(struct hy_inode_table *table, struct hy_inode *inode, uint6
 	close_all(&list);
 }
 
+void hy_inode_hold(struct hy_inode_table *table, struct hy_inode *inode)
+{
+	pthread_mutex_lock(&table->lock);
+	inode->refs++;
+	pthread_mutex_unlock(&table->lock);
+}
+
+void hy_inode_release(struct hy_inode_table *table, struct hy_inode *inode)
+{
+	struct close_list list = {.count = 0};
+
+	pthread_mutex_lock(&table->lock);
+	inode->refs--;
+	maybe_free(table, inode, &list);
+	pthread_mutex_unlock(&table->lock);
+	close_all(&list);
+}
+
+bool hy_inode_forgotten(struct hy_inode_table *table, struct hy_inode *inode)
+{
+	bool forgotten;
+
+	pthread_mutex_lock(&table->lock);
+	forgotten = inode->nlookup == 0;
+	pthread_mutex_unlock(&table->lock);
+	return forgotten;
+}
+
 /* Opens @name in @dirfd as an O_PATH descriptor and checks that it is still
  * the inode the table knows; a name that now leads elsewhere is -ESTALE. */
 static int open_checked(int dirfd, const char *name, const struct hy_inode *inode, int *out)

@@ -424,6 +424,10 @@ struct json_object *hy_fs_kcache_status(struct hy_fs *fs)
 	json_object_object_add(o, "negative_timeout", json_object_new_double(fs->negative_timeout));
 	json_object_object_add(o, "opendir",
 			       json_object_new_string(fs->kernel_opens_dirs ? "kernel" : "daemon"));
+	json_object_object_add(
+		o, "open", json_object_new_string(fs->kernel_opens_files ? "kernel" : "daemon"));
+	if (fs->kernel_opens_files)
+		json_object_object_add(o, "kernel_files", hy_fs_kfiles_status(fs));
 	json_object_object_add(o, "readdirplus",
 			       json_object_new_string(fs->readdirplus_always ? "always" : "auto"));
 	add_u64(o, "invalidations", &fs->kcache.invalidations);

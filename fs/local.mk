@@ -2,7 +2,7 @@ noinst_LIBRARIES += fs/libhyfs.a
 fs_libhyfs_a_SOURCES = fs/fs_internal.h fs/ops_internal.h fs/inode.c fs/ops.c fs/ops_names.c \
 	fs/ops_files.c fs/ops_dirs.c fs/creds.c fs/profiler.c \
 	fs/identity.c fs/control_server.c fs/status.c fs/borg_handlers.c fs/cache_glue.c \
-	fs/policy_glue.c fs/pin_glue.c fs/metrics_glue.c fs/fuse_channel.c fs/kcache.c \
+	fs/policy_glue.c fs/pin_glue.c fs/metrics_glue.c fs/fuse_channel.c fs/kcache.c fs/kfile.c \
 	fs/passthrough.c
 fs_libhyfs_a_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS) $(SQLITE_CFLAGS) $(LIBEVENT_CFLAGS) $(JSONC_CFLAGS)
 

@@ -1664,6 +1664,11 @@ int main(int argc, char **argv)
 	fs.attr_timeout = opts.attr_timeout;
 	fs.entry_timeout = opts.entry_timeout;
 	fs.opendir = opts.opendir;
+	fs.open_mode = opts.open;
+	/* a file the kernel opens itself is checked at open by the kernel
+	 * (default_permissions) or by nobody: enough where only root comes
+	 * in, which may open anything anyway */
+	fs.open_files_unchecked_ok = hy_options_default_permissions(&opts) || geteuid() == 0;
 	fs.readdirplus_always = opts.readdirplus_always;
 	fs.negative_timeout = opts.negative_timeout;
 	fs.writeback_cache = opts.writeback_cache && !opts.read_only;
@@ -1902,6 +1907,9 @@ int main(int argc, char **argv)
 out_unmount:
 	hy_control_server_stop(control);
 	control = NULL;
+	/* the files the kernel opened itself, closed as at a last close while
+	 * the cache and BORG still take their writes home (fs/kfile.c) */
+	hy_fs_kfiles_close_all(&fs);
 	/* the last snapshot, while the cache still reports its figures */
 	hy_fs_close_metrics(&fs);
 	/* no request is in flight: the loop has ended, or never ran */

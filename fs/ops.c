@@ -405,9 +405,30 @@ static void hy_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct hy_fs *fs = userdata;
 
-	/* One request for O_TRUNC instead of open plus setattr. */
-	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+	/* open=kernel: files opened by the kernel itself, sparing an OPEN
+	 * and a RELEASE per open(2) (fs/kfile.c). Not where nobody would
+	 * check permissions at open (a user's own mount without
+	 * default_permissions), nor with passthrough, which names its
+	 * backing file in the OPEN reply. auto leaves them to the daemon
+	 * with the write-back cache too: its writes come from kernel
+	 * threads, and only an OPEN tells the profiler whose they are. */
+	fs->kernel_opens_files = fs->open_mode != HY_OPEN_DAEMON && fs->kfiles &&
+				 (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) &&
+				 fs->open_files_unchecked_ok && !fs->passthrough &&
+				 (fs->open_mode == HY_OPEN_KERNEL || !fs->writeback_cache);
+	if (fs->kernel_opens_files)
+		conn->want |= FUSE_CAP_NO_OPEN_SUPPORT;
+	else if (fs->open_mode == HY_OPEN_KERNEL)
+		hy_log(LOG_WARNING, "fs: open=kernel: %s; the daemon opens files",
+		       !(conn->capable & FUSE_CAP_NO_OPEN_SUPPORT)
+			       ? "the kernel cannot open files without the daemon"
+			       : "passthrough needs an OPEN per file");
+	/* One request for O_TRUNC instead of open plus setattr; with no OPEN
+	 * at all, the truncation must come as a SETATTR. */
+	if ((conn->capable & FUSE_CAP_ATOMIC_O_TRUNC) && !fs->kernel_opens_files)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	else
+		conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
 	if (fs->writeback_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 	else
@@ -543,6 +564,13 @@ int hy_fs_init(struct hy_fs *fs, int root_fd, size_t fd_cap, const char *state_d
 	rc = hy_inode_table_new(root_fd, fd_cap, &fs->inodes);
 	if (rc)
 		return rc;
+	/* a quarter of the descriptors the folders may keep, and no more
+	 * than a few thousand: each one's close is a file's last close */
+	rc = hy_fs_kfiles_new(fs, fd_cap / 4 < 4096 ? fd_cap / 4 : 4096);
+	if (rc) {
+		hy_fs_destroy(fs);
+		return rc;
+	}
 	rc = hy_device_file_new("backing", &fs->backing);
 	if (rc == 0) {
 		/* the stack's engine and indirector; BORG's BOPT and the cache
@@ -592,6 +620,7 @@ void hy_fs_destroy(struct hy_fs *fs)
 			hy_log(LOG_WARNING, "fs: closing a backing file at unmount: %s",
 			       strerror(-rc));
 	}
+	hy_fs_kfiles_free(fs);
 	hy_stack_free(fs->engine);
 	hy_device_free(fs->backing);
 	hy_inode_table_free(fs->inodes);

@@ -45,7 +45,9 @@ bool hy_ops_out_of_descriptors(struct hy_fs *fs, int rc)
 {
 	if (rc != -EMFILE && rc != -ENFILE)
 		return false;
-	return hy_inode_shed(fs->inodes, fs->inodes->fds_cached / 2 + 1) > 0;
+	/* the folders' descriptors first: reopened by name at no cost */
+	return hy_inode_shed(fs->inodes, fs->inodes->fds_cached / 2 + 1) > 0 ||
+	       hy_fs_kfiles_shed(fs, 64) > 0;
 }
 
 /* What the backing file is opened with, and what FUSE is told. */
@@ -69,7 +71,7 @@ static int backing_flags(struct hy_fs *fs, struct fuse_file_info *fi)
 	return flags | O_CLOEXEC;
 }
 
-static int file_new(struct hy_fs *fs, fuse_req_t req, struct hy_inode *inode, int fd,
+int hy_ops_file_new(struct hy_fs *fs, fuse_req_t req, struct hy_inode *inode, int fd,
 		    const struct stat *st, struct fuse_file_info *fi)
 {
 	struct hy_file *file = calloc(1, sizeof(*file));
@@ -210,7 +212,7 @@ static int do_open(struct hy_fs *fs, fuse_req_t req, struct hy_inode *inode,
 	    (rc > 0 || (st.st_mode & 07777) != (before & 07777)))
 		hy_ops_privs_shown(fs, inode);
 	if (rc >= 0)
-		rc = file_new(fs, req, inode, fd, &st, fi);
+		rc = hy_ops_file_new(fs, req, inode, fd, &st, fi);
 	if (rc)
 		close(fd);
 	return rc;
@@ -219,9 +221,16 @@ static int do_open(struct hy_fs *fs, fuse_req_t req, struct hy_inode *inode,
 void hy_ops_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct hy_fs *fs = hy_ops_fs_of(req);
-	int rc = do_open(fs, req, hy_ops_inode_of(fs, ino), fi);
+	int rc;
 
 	hy_ops_count_op(fs, HY_OP_OPEN);
+	/* open=kernel: the kernel opens this file and every later one itself
+	 * (fs/kfile.c) */
+	if (fs->kernel_opens_files) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	rc = do_open(fs, req, hy_ops_inode_of(fs, ino), fi);
 	if (rc) {
 		fuse_reply_err(req, -rc);
 		return;
@@ -240,7 +249,7 @@ static int do_create(struct hy_fs *fs, fuse_req_t req, struct hy_inode *parent, 
 	struct hy_inode_ref pref;
 	struct hy_inode *inode;
 	struct stat st;
-	int fd = -1, rc;
+	int fd = -1, rc, flags;
 
 	if (hy_ops_is_state_entry(fs, parent, name))
 		return -EEXIST;
@@ -250,9 +259,22 @@ static int do_create(struct hy_fs *fs, fuse_req_t req, struct hy_inode *parent, 
 	rc = hy_ops_creds_enter(fs, req, &saved);
 	if (rc)
 		goto out;
+	flags = backing_flags(fs, fi) | O_CREAT | O_NOFOLLOW;
+	/* open=kernel: the inode's kernel file, read-write whatever the
+	 * caller asked (a new file may be opened so whatever its mode) */
+	if (fs->kernel_opens_files)
+		flags = (flags & ~O_ACCMODE) | O_RDWR;
 	for (int attempt = 0; attempt < 2; attempt++) {
-		fd = openat(pref.dirfd, name, backing_flags(fs, fi) | O_CREAT | O_NOFOLLOW, mode);
+		fd = openat(pref.dirfd, name, flags, mode);
 		rc = fd < 0 ? -errno : 0;
+		/* a file made meanwhile behind the mount, which the caller
+		 * may write but not read: as asked, then (no kernel file) */
+		if (rc == -EACCES && fs->kernel_opens_files &&
+		    (flags & O_ACCMODE) != (fi->flags & O_ACCMODE)) {
+			flags = (flags & ~O_ACCMODE) | (fi->flags & O_ACCMODE);
+			attempt--;
+			continue;
+		}
 		if (!hy_ops_out_of_descriptors(fs, rc))
 			break;
 	}
@@ -279,10 +301,18 @@ static int do_create(struct hy_fs *fs, fuse_req_t req, struct hy_inode *parent, 
 		goto out;
 	}
 	hy_ops_entry_fill(fs, e, inode, &st);
-	rc = file_new(fs, req, inode, fd, &st, fi);
-	if (rc) {
-		hy_inode_forget(fs->inodes, inode, 1);
-		goto out;
+	if (fs->kernel_opens_files) {
+		/* no handle in the reply: the kernel sends no RELEASE */
+		fi->fh = 0;
+		fi->keep_cache = 1;
+		if ((flags & O_ACCMODE) != O_RDWR || hy_fs_kfiles_adopt(fs, req, inode, fd, &st))
+			goto out; /* closed: opened again at its first use */
+	} else {
+		rc = hy_ops_file_new(fs, req, inode, fd, &st, fi);
+		if (rc) {
+			hy_inode_forget(fs->inodes, inode, 1);
+			goto out;
+		}
 	}
 	fd = -1;
 out:
@@ -316,8 +346,8 @@ void hy_ops_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t m
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	hy_fuse_channel_reply_passthrough(hy_ops_file_of(fi)->passthrough_id);
-	if (fuse_reply_create(req, &e, fi) == -ENOENT)
+	hy_fuse_channel_reply_passthrough(fi->fh ? hy_ops_file_of(fi)->passthrough_id : 0);
+	if (fuse_reply_create(req, &e, fi) == -ENOENT && fi->fh)
 		hy_ops_file_free(fs, hy_ops_file_of(fi));
 	if (rc == 0) /* after the reply (fs/kcache.c) */
 		hy_fs_kcache_inval_dir(fs, parent);
@@ -388,21 +418,25 @@ static void log_request(struct hy_fs *fs, struct hy_file *file, const struct hy_
 void hy_ops_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct hy_fs *fs = hy_ops_fs_of(req);
-	struct hy_file *file = hy_ops_file_of(fi);
+	int rc;
+	struct hy_file *file = hy_ops_file_get(fs, req, ino, fi, HY_KFILE_READ, &rc);
 	char *buf = read_buffer_get(size);
 	bool logged = fs->profiler && size > 0;
-	struct hy_engine_request er = {.pid = request_pid(file, fuse_req_ctx(req)->pid)};
+	struct hy_engine_request er;
 	ssize_t n;
 
-	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
+	if (!file || !buf) {
+		hy_ops_file_put(fs, file);
+		fuse_reply_err(req, file ? ENOMEM : -rc);
 		return;
 	}
+	er = (struct hy_engine_request){.pid = request_pid(file, fuse_req_ctx(req)->pid)};
 	/* the engine classifies it before serving it: the policy of the
 	 * process's category applies to it (ReCA), and the log has its class */
 	n = hy_engine_read_as(fs->engine, &file->engine, logged ? &er : NULL, buf, size, off);
 	if (logged)
 		log_request(fs, file, &er, HY_PROFILE_READ, off, size, n);
+	hy_ops_file_put(fs, file);
 	if (n < 0) {
 		fuse_reply_err(req, (int)-n);
 		return;
@@ -418,19 +452,27 @@ void hy_ops_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, 
 		  struct fuse_file_info *fi)
 {
 	struct hy_fs *fs = hy_ops_fs_of(req);
-	struct hy_file *file = hy_ops_file_of(fi);
+	int rc;
+	struct hy_file *file = hy_ops_file_get(fs, req, ino, fi, HY_KFILE_WRITE, &rc);
 	bool logged = fs->profiler && size > 0;
+	struct hy_engine_request er;
+	ssize_t n;
+
+	if (!file) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
 	/* A write from the kernel's write-back cache comes from a kernel
 	 * thread: it belongs to the process that opened the handle (pid 0). */
-	struct hy_engine_request er = {
+	er = (struct hy_engine_request){
 		.pid = request_pid(file, fi->writepage ? 0 : fuse_req_ctx(req)->pid)};
-	ssize_t n;
 
 	/* what a write takes away, before it, as the VFS does (fuse_channel.h);
 	 * nothing but two atomic loads once the file is known clear */
 	n = hy_ops_kill_privs(fs, req, file->inode, file->fd, NULL, NULL, hy_ops_kill_of_request(),
 			      true);
 	if (n < 0) {
+		hy_ops_file_put(fs, file);
 		fuse_reply_err(req, (int)-n);
 		return;
 	}
@@ -454,6 +496,7 @@ void hy_ops_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, 
 	}
 	if (logged)
 		log_request(fs, file, &er, HY_PROFILE_WRITE, off, size, n);
+	hy_ops_file_put(fs, file);
 	if (n < 0) {
 		fuse_reply_err(req, (int)-n);
 		return;
@@ -465,7 +508,15 @@ void hy_ops_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, 
 
 void hy_ops_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	int rc = hy_ops_file_free(hy_ops_fs_of(req), hy_ops_file_of(fi));
+	int rc;
+
+	/* the file opened when the daemon answered its OPEN with ENOSYS
+	 * (open=kernel): nothing was opened for it here */
+	if (!fi->fh) {
+		fuse_reply_err(req, 0);
+		return;
+	}
+	rc = hy_ops_file_free(hy_ops_fs_of(req), hy_ops_file_of(fi));
 
 	if (rc < 0)
 		hy_log(LOG_WARNING, "fs: closing a backing file: %s", strerror(-rc));
@@ -475,20 +526,30 @@ void hy_ops_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 void hy_ops_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	struct hy_fs *fs = hy_ops_fs_of(req);
+	int rc;
+	/* read-only where it cannot be written: fsync(2) of a file opened
+	 * read-only is allowed, and has no cached writes of its own */
+	struct hy_file *file = hy_ops_file_get(fs, req, ino, fi, HY_KFILE_WRITE_IF_CAN, &rc);
 
 	hy_ops_count_op(fs, HY_OP_FSYNC);
-	fuse_reply_err(req,
-		       -hy_engine_fsync(fs->engine, &hy_ops_file_of(fi)->engine, datasync != 0));
+	if (file)
+		rc = hy_engine_fsync(fs->engine, &file->engine, datasync != 0);
+	hy_ops_file_put(fs, file);
+	fuse_reply_err(req, -rc);
 }
 
 void hy_ops_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
 		      struct fuse_file_info *fi)
 {
 	struct hy_fs *fs = hy_ops_fs_of(req);
-	struct hy_file *file = hy_ops_file_of(fi);
 	int rc;
+	struct hy_file *file = hy_ops_file_get(fs, req, ino, fi, HY_KFILE_WRITE, &rc);
 
 	hy_ops_count_op(fs, HY_OP_OTHER);
+	if (!file) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
 	/* FALLOCATE has no kill flag, and the empty SETATTR the kernel may
 	 * send first clears the bits for the owner only (fs/ops_names.c,
 	 * do_setattr): the caller's uid stands in for its lack of CAP_FSETID */
@@ -496,11 +557,14 @@ void hy_ops_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, of
 			       fuse_req_ctx(req)->uid != 0 ? HY_KILL_SUIDGID : HY_KILL_CAPS, true);
 	if (rc >= 0)
 		rc = hy_engine_fallocate(fs->engine, &file->engine, mode, offset, length);
+	hy_ops_file_put(fs, file);
 	fuse_reply_err(req, rc < 0 ? -rc : 0);
 }
 
 void hy_ops_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
 {
+	struct hy_fs *fs = hy_ops_fs_of(req);
+	struct hy_file *file;
 	off_t res;
 	int rc = 0;
 
@@ -518,15 +582,20 @@ void hy_ops_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct 
 		return;
 	}
 	/* holes are looked for in the home file: cached writes go there first */
-	if (whence == SEEK_DATA || whence == SEEK_HOLE)
-		rc = hy_engine_prepare_seek(hy_ops_fs_of(req)->engine, &hy_ops_file_of(fi)->engine);
+	file = hy_ops_file_get(fs, req, ino, fi, HY_KFILE_READ, &rc);
+	if (file && (whence == SEEK_DATA || whence == SEEK_HOLE))
+		rc = hy_engine_prepare_seek(fs->engine, &file->engine);
 	if (rc < 0) {
+		hy_ops_file_put(fs, file);
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	res = lseek(hy_ops_file_of(fi)->fd, off, whence);
+	res = lseek(file->fd, off, whence);
 	if (res < 0)
-		fuse_reply_err(req, errno);
+		rc = errno;
+	hy_ops_file_put(fs, file);
+	if (res < 0)
+		fuse_reply_err(req, rc);
 	else
 		fuse_reply_lseek(req, res);
 }
@@ -536,15 +605,21 @@ void hy_ops_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 			    struct fuse_file_info *fi_out, size_t len, int flags)
 {
 	struct hy_fs *fs = hy_ops_fs_of(req);
-	struct hy_file *out = hy_ops_file_of(fi_out);
+	int rc_in, rc_out;
+	struct hy_file *in = hy_ops_file_get(fs, req, ino_in, fi_in, HY_KFILE_READ, &rc_in);
+	struct hy_file *out = hy_ops_file_get(fs, req, ino_out, fi_out, HY_KFILE_WRITE, &rc_out);
+	ssize_t n = !in ? rc_in : !out ? rc_out : 0;
+
 	/* as fallocate: no kill flag on COPY_FILE_RANGE */
-	ssize_t n = hy_ops_kill_privs(fs, req, out->inode, out->fd, NULL, NULL,
+	if (n >= 0)
+		n = hy_ops_kill_privs(fs, req, out->inode, out->fd, NULL, NULL,
 				      fuse_req_ctx(req)->uid != 0 ? HY_KILL_SUIDGID : HY_KILL_CAPS,
 				      true);
-
 	if (n >= 0)
-		n = hy_engine_copy_range(fs->engine, &hy_ops_file_of(fi_in)->engine, off_in,
-					 &out->engine, off_out, len, flags);
+		n = hy_engine_copy_range(fs->engine, &in->engine, off_in, &out->engine, off_out,
+					 len, flags);
+	hy_ops_file_put(fs, in);
+	hy_ops_file_put(fs, out);
 	hy_ops_count_op(fs, HY_OP_OTHER);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);

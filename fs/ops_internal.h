@@ -28,7 +28,9 @@
 
 #include "fs_internal.h"
 
-/* An open file: owned by fi->fh from open/create to release. */
+/* An open file: owned by fi->fh from open/create to release; or, opened
+ * for a file the kernel opened itself (open=kernel, fs/kfile.c), owned by
+ * the inode's kernel_file until that module closes it. */
 struct hy_file {
 	struct hy_fs_handle link;     /* first: a handle is found from its link */
 	struct hy_engine_file engine; /* engine.backing_fd is fd */
@@ -39,6 +41,14 @@ struct hy_file {
 	int passthrough_id;
 	bool profiled; /* prof is set up */
 	struct hy_profile_handle prof;
+	/* open=kernel: opened by fs/kfile.c; fd is read-write once a write
+	 * needed it (until then read-only); under that module's lock, the
+	 * requests using it now and its place in the least recently used
+	 * order */
+	bool kernel_opened;
+	_Atomic bool writable;
+	unsigned users;
+	struct hy_file *older, *newer;
 };
 
 /* An open directory: owned by fi->fh from opendir to releasedir. */
@@ -215,6 +225,19 @@ void hy_ops_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void hy_ops_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		  struct fuse_file_info *fi);
 bool hy_ops_out_of_descriptors(struct hy_fs *fs, int rc);
+int hy_ops_file_new(struct hy_fs *fs, fuse_req_t req, struct hy_inode *inode, int fd,
+		    const struct stat *st, struct fuse_file_info *fi);
+
+/* fs/kfile.c: the file a read, write or fsync is for. With a handle
+ * (fi->fh), its file; without one (open=kernel), the inode's kernel file,
+ * opened at its first use, read-write when @access asks for a write
+ * (HY_KFILE_WRITE; HY_KFILE_WRITE_IF_CAN: read-only where the backing file
+ * cannot be written, for an fsync). NULL with *@rc set on failure. Give it
+ * back with hy_ops_file_put(). */
+enum hy_kfile_access { HY_KFILE_READ, HY_KFILE_WRITE, HY_KFILE_WRITE_IF_CAN };
+struct hy_file *hy_ops_file_get(struct hy_fs *fs, fuse_req_t req, fuse_ino_t ino,
+				struct fuse_file_info *fi, enum hy_kfile_access access, int *rc);
+void hy_ops_file_put(struct hy_fs *fs, struct hy_file *file);
 void hy_ops_read_buffer_free(void *p);
 /* fs/ops_names.c: handlers of hy_fs_operations; an entry looked up and filled
  * (lookup and create share it), and the checked objects a change acts on */

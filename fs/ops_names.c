@@ -113,7 +113,7 @@ void hy_ops_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
 	struct hy_fs *fs = hy_ops_fs_of(req);
 
-	hy_inode_forget(fs->inodes, hy_ops_inode_of(fs, ino), nlookup);
+	hy_fs_kfiles_forget(fs, hy_ops_inode_of(fs, ino), nlookup);
 	fuse_reply_none(req);
 }
 
@@ -122,8 +122,7 @@ void hy_ops_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *
 	struct hy_fs *fs = hy_ops_fs_of(req);
 
 	for (size_t i = 0; i < count; i++)
-		hy_inode_forget(fs->inodes, hy_ops_inode_of(fs, forgets[i].ino),
-				forgets[i].nlookup);
+		hy_fs_kfiles_forget(fs, hy_ops_inode_of(fs, forgets[i].ino), forgets[i].nlookup);
 	fuse_reply_none(req);
 }
 
@@ -747,7 +746,8 @@ static int do_rename(struct hy_fs *fs, struct hy_inode *parent, const char *name
 		victim = NULL;
 	}
 	*victim_ino = victim ? hy_ops_ino_of(fs, victim) : 0;
-	/* A victim that keeps a handle or another name loses a link, so
+	/* A victim that keeps a handle (with open=kernel, any file read
+	 * since the kernel last forgot it) or another name loses a link, so
 	 * its ctime moves too, and its stamps must follow, as at an unlink,
 	 * or its copies are taken for changed behind the mount. One gate at
 	 * a time: whether they are current is asked before the moved file's

@@ -381,6 +381,23 @@ static int parse_one_word(struct hy_options *opts, char *word, char *why, size_t
 				  "option \"opendir%s%s\": expected auto, kernel or daemon",
 				  value ? "=" : "", value ? value : "");
 	}
+	if (strcmp(name, "open") == 0) {
+		static const char *const modes[] = {
+			[HY_OPEN_AUTO] = "auto",
+			[HY_OPEN_KERNEL] = "kernel",
+			[HY_OPEN_DAEMON] = "daemon",
+		};
+
+		for (size_t i = 0; value && i < sizeof(modes) / sizeof(modes[0]); i++) {
+			if (strcmp(value, modes[i]) == 0) {
+				opts->open = (int)i;
+				return 0;
+			}
+		}
+		return hy_log_why(-EINVAL, why, why_size,
+				  "option \"open%s%s\": expected auto, kernel or daemon",
+				  value ? "=" : "", value ? value : "");
+	}
 	if (strcmp(name, "readdirplus") == 0) {
 		if (value && (strcmp(value, "auto") == 0 || strcmp(value, "always") == 0)) {
 			opts->readdirplus_always = value[1] == 'l';
@@ -747,6 +764,14 @@ int hy_options_parse(int argc, char **argv, struct hy_options *opts, char *why, 
 				  "option \"opendir=kernel\" keeps folder listings in the kernel, "
 				  "and entry_timeout=0 asks for none kept: give opendir=daemon or "
 				  "auto, or an entry_timeout above 0");
+	}
+	/* a file the kernel opened itself has no OPEN to answer with a
+	 * backing id */
+	if (opts->open == HY_OPEN_KERNEL && opts->passthrough != HY_PASSTHROUGH_OFF) {
+		return hy_log_why(-EINVAL, why, why_size,
+				  "option \"open=kernel\" sends no OPEN, and passthrough needs one "
+				  "per file to name its backing file: give open=daemon or auto, or "
+				  "passthrough=off");
 	}
 	return 0;
 }
@@ -1290,6 +1315,11 @@ static char *escape_commas(const char *s)
 	return out;
 }
 
+bool hy_options_default_permissions(const struct hy_options *opts)
+{
+	return opts->allow_other || (opts->open == HY_OPEN_KERNEL && geteuid() != 0);
+}
+
 int hy_options_fuse_args(const struct hy_options *opts, struct fuse_args *args)
 {
 	char *fsname = escape_commas(opts->backing_real ? opts->backing_real : opts->backing);
@@ -1302,9 +1332,14 @@ int hy_options_fuse_args(const struct hy_options *opts, struct fuse_args *args)
 	 * the daemon may serve many users. Without it the kernel lets only the
 	 * mounting user in, the daemon runs as that user, and the backing
 	 * filesystem's own checks are the plain directory's; the kernel's
-	 * would cost a GETATTR of the parent after every create and unlink. */
-	if (asprintf(&list, "fsname=%s,subtype=hybridfs%s%s%s%s", fsname,
+	 * would cost a GETATTR of the parent after every create and unlink.
+	 * A file the kernel opens itself (open=kernel) is checked by nobody
+	 * else: a user's mount then needs the kernel's checks too. */
+	if (asprintf(&list, "fsname=%s,subtype=hybridfs%s%s%s%s%s", fsname,
 		     opts->allow_other ? ",default_permissions,allow_other" : "",
+		     hy_options_default_permissions(opts) && !opts->allow_other
+			     ? ",default_permissions"
+			     : "",
 		     opts->read_only ? ",ro" : "", opts->kernel_options ? "," : "",
 		     opts->kernel_options ? opts->kernel_options : "") < 0) {
 		list = NULL;
@@ -1350,6 +1385,9 @@ void hy_options_usage(const char *program, FILE *out)
 		"                         itself, without the daemon (root; default off)\n"
 		"  opendir=auto|kernel|daemon  who opens folders: the kernel keeps\n"
 		"                         listings without a request (default auto)\n"
+		"  open=auto|kernel|daemon  who opens files: the kernel opens them\n"
+		"                         without a request, the daemon at the first\n"
+		"                         read or write (default auto)\n"
 		"  readdirplus=auto|always  attributes with every listing request, for\n"
 		"                         programs that list a folder, then stat it\n"
 		"                         (default auto: the first request, and after\n"

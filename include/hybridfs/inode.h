@@ -45,6 +45,8 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+struct hy_file; /* fs/ops_internal.h */
+
 struct hy_inode {
 	dev_t dev; /* with ino: the key; never change */
 	ino_t ino;
@@ -69,6 +71,9 @@ struct hy_inode {
 	int passthrough_id;
 	unsigned passthrough_opens;
 	bool passthrough_wrote;
+	/* open=kernel (fs/kfile.c, under its lock): the backing file the
+	 * daemon opened for the kernel's fh-less reads and writes, or NULL */
+	struct hy_file *kernel_file;
 
 	/* protected by table->lock: */
 	uint64_t nlookup;	 /* the kernel's lookup count */
@@ -126,6 +131,14 @@ int hy_inode_add_lookup(struct hy_inode_table *table, struct hy_inode *parent, c
 
 /* The kernel forgets @n lookups; the entry may be freed. */
 void hy_inode_forget(struct hy_inode_table *table, struct hy_inode *inode, uint64_t n);
+
+/* A reference that keeps @inode (and its parents) alive after the kernel
+ * forgets it, until hy_inode_release(), which may free it; and whether
+ * the kernel has forgotten it (lookup count 0). For fs/kfile.c, whose
+ * open files outlive the kernel's lookups. */
+void hy_inode_hold(struct hy_inode_table *table, struct hy_inode *inode);
+void hy_inode_release(struct hy_inode_table *table, struct hy_inode *inode);
+bool hy_inode_forgotten(struct hy_inode_table *table, struct hy_inode *inode);
 
 /* Finds an entry by identity, or NULL. No reference is taken: for tests. */
 struct hy_inode *hy_inode_find(struct hy_inode_table *table, dev_t dev, ino_t ino);

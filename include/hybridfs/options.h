@@ -118,6 +118,15 @@ struct hy_options {
 	 * request each way per opendir(3); auto (the default): kernel where
 	 * it offers that and entry_timeout is not 0, else daemon. */
 	enum { HY_OPENDIR_AUTO, HY_OPENDIR_KERNEL, HY_OPENDIR_DAEMON } opendir;
+	/* open=: who opens regular files (fs/kfile.c). kernel: the kernel
+	 * itself, with no OPEN and RELEASE requests; the daemon opens its
+	 * backing file at the first read or write and keeps it while it is
+	 * used. daemon: a request each way per open(2). auto (the default):
+	 * kernel where the kernel offers it, passthrough=off, and the kernel
+	 * checks permissions at open (allow_other) or need not (the daemon
+	 * is root, and so is everyone it serves); else daemon. open=kernel
+	 * on a user's own mount turns on default_permissions. */
+	enum { HY_OPEN_AUTO, HY_OPEN_KERNEL, HY_OPEN_DAEMON } open;
 	/* readdirplus=always: every listing request asks for the entries'
 	 * attributes, not only a listing's first (auto, the default) */
 	bool readdirplus_always;
@@ -269,8 +278,14 @@ int hy_options_state_root(char *out, size_t size);
  * NULL (errno set). */
 char *hy_options_default_state(const char *backing_real);
 
+/* Whether the kernel checks permissions itself (default_permissions):
+ * with allow_other, and with open=kernel on a mount by a user other than
+ * root (nobody else sees an open then). */
+bool hy_options_default_permissions(const struct hy_options *opts);
+
 /* Builds the argument vector for fuse_session_new(): program name, -o with
- * fsname, subtype, default_permissions with allow_other, and the kernel
+ * fsname, subtype, default_permissions (hy_options_default_permissions),
+ * allow_other, and the kernel
  * options; -d when debugging. Returns 0 or -ENOMEM. @args is a struct fuse_args. */
 struct fuse_args;
 int hy_options_fuse_args(const struct hy_options *opts, struct fuse_args *args);

@@ -643,6 +643,35 @@ static void sc_unlink_open(void)
 	show_lstat("unlink_open.gone", "uo_file");
 }
 
+/* A file opened for reading and read, written through a second
+ * descriptor, then unlinked and read again once its pages are gone. With
+ * open=kernel the first read opens the backing file read-only, the write
+ * makes it read-write, and the last read reaches the unlinked file through
+ * what its entry keeps (fs/kfile.c). */
+static void sc_read_write_unlink(void)
+{
+	char buf[64];
+	int fd, fd2;
+
+	put_file("rwu_file", "readonly-data");
+	fd = res_ok("read_write_unlink.open", open("rwu_file", O_RDONLY | O_CLOEXEC));
+	memset(buf, 0, sizeof(buf));
+	res("read_write_unlink.pread", pread(fd, buf, sizeof(buf) - 1, 0));
+	say("read_write_unlink.pread.data", "\"%s\"", buf);
+	fd2 = res_ok("read_write_unlink.open_w", open("rwu_file", O_WRONLY | O_CLOEXEC));
+	res("read_write_unlink.pwrite", pwrite(fd2, "WRITTEN", 7, 0));
+	res("read_write_unlink.fsync", fsync(fd2));
+	close(fd2);
+	res("read_write_unlink.fsync_r", fsync(fd));
+	res("read_write_unlink.unlink", unlink("rwu_file"));
+	res("read_write_unlink.fadvise", posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED));
+	memset(buf, 0, sizeof(buf));
+	res("read_write_unlink.pread2", pread(fd, buf, sizeof(buf) - 1, 0));
+	say("read_write_unlink.pread2.data", "\"%s\"", buf);
+	res("read_write_unlink.pwrite_r", pwrite(fd, "x", 1, 0));
+	close(fd);
+}
+
 /* rename(2) and renameat2(2) over files and directories. */
 static void sc_rename(void)
 {
@@ -1572,6 +1601,7 @@ int main(int argc, char **argv)
 	sc_utimens();
 	sc_mkdir();
 	sc_unlink_open();
+	sc_read_write_unlink();
 	sc_rename();
 	sc_link();
 	sc_symlink();

@@ -24,7 +24,16 @@
 #      with entry_timeout=0;
 #   5. readdirplus=always: a folder of 1,000 names listed whole and then
 #      stat'ed costs no LOOKUP (the default, READDIRPLUS_AUTO, one per
-#      name past the listing's first request).
+#      name past the listing's first request);
+#   6. files the kernel opens itself (open=kernel, the default for root):
+#      200 files read twice, the second time with no request at all (no
+#      OPEN, no RELEASE, no READ); an O_TRUNC open through the shell
+#      truncates (it comes as a SETATTR); files made through the mount
+#      are written and read back, and the backing folder has them after
+#      the unmount; a removed file's backing file is closed once the
+#      kernel forgets it; with few descriptors (ulimit -n 256) the least
+#      recently used backing files are closed and reopened, and every
+#      file still reads right; open=daemon opens and releases per open.
 # Every mount keeps names and attributes for an hour, so nothing here
 # depends on how fast it runs: what the kernel would keep, it keeps for
 # the whole test.
@@ -297,5 +306,76 @@ list_then_stat "$m/many"
 n=$(since lookup)
 [ "$n" -le 1 ] || hy_fail "readdirplus=always: $n LOOKUPs after the listing of 1,000 names"
 [ "$(names "$m/many" | wc -l)" = 1000 ] || hy_fail "readdirplus=always: the listing of many is not 1,000 names"
+hy_umount "$m"
+
+# ---- 6. files the kernel opens itself ----------------------------------------
+b=$HY_TMP/b10 m=$HY_TMP/m10
+mkdir -p "$b/src"
+for i in $(seq 1 200); do echo "file $i" >"$b/src/f$i"; done
+(cd "$b/src" && md5sum f*) >"$HY_TMP/sums10"
+echo "old contents, longer than the new" >"$b/trunc"
+echo base >"$b/grow"
+hy_mount_ready "$b" "$m" "state=$HY_TMP/s10,$long"
+[ "$(hy_status "$m" '.kernel_cache.open')" = kernel ] ||
+	hy_fail "the default mount (root) does not let the kernel open files"
+snap
+cat "$m"/src/f* >/dev/null || hy_fail "reading src failed"
+[ "$(since open)" -le 1 ] || hy_fail "open=kernel: reading 200 files sent $(since open) OPENs"
+[ "$(since read)" = 200 ] || hy_fail "open=kernel: the first reading of 200 files sent $(since read) READs"
+# (a read that reached the daemon leaves the file's atime to be asked
+# again: md5sum's fstat asks it, once)
+(cd "$m/src" && md5sum -c --quiet "$HY_TMP/sums10") || hy_fail "open=kernel: src reads wrong"
+snap
+cat "$m"/src/f* >/dev/null || hy_fail "reading src again failed"
+n=$(since open release flush read lookup getattr)
+[ "$n" = 0 ] || hy_fail "open=kernel: reading 200 files again sent $n requests"
+echo new >"$m/trunc" || hy_fail "writing trunc through the shell failed"
+[ "$(cat "$m/trunc")" = new ] || hy_fail "an O_TRUNC open did not truncate: $(cat "$m/trunc")"
+[ "$(cat "$b/trunc")" = new ] || hy_fail "an O_TRUNC open did not truncate the backing file"
+# read first (its backing file opened read-only), then written: made
+# read-write, and the write reaches home
+[ "$(cat "$m/grow")" = base ] || hy_fail "grow reads wrong"
+echo appended >>"$m/grow" || hy_fail "appending to grow failed"
+[ "$(cat "$m/grow")" = $'base\nappended' ] || hy_fail "grow reads wrong after the append"
+[ "$(hy_status "$m" '.kernel_cache.kernel_files.made_writable')" -ge 1 ] ||
+	hy_fail "no kernel file was made writable: $(hy_status "$m" '.kernel_cache.kernel_files')"
+for i in 1 2 3; do echo "made $i" >"$m/made$i" || hy_fail "making made$i failed"; done
+echo more >>"$m/made2"
+[ "$(cat "$m/made2")" = $'made 2\nmore' ] || hy_fail "made2 reads wrong: $(cat "$m/made2")"
+[ "$(hy_status "$m" '.kernel_cache.kernel_files.opened')" -ge 203 ] ||
+	hy_fail "made files did not become kernel files: $(hy_status "$m" '.kernel_cache.kernel_files')"
+rm "$m/made3"
+hy_wait_status "$m" '.kernel_cache.kernel_files.closed_forgotten >= 1'
+hy_umount "$m"
+[ "$(cat "$b/made1")" = "made 1" ] && [ "$(cat "$b/made2")" = $'made 2\nmore' ] ||
+	hy_fail "the backing folder lacks what was written through the mount"
+[ ! -e "$b/made3" ] || hy_fail "made3 was removed through the mount, and is back"
+[ "$(cat "$b/grow")" = $'base\nappended' ] || hy_fail "the append to grow did not reach home: $(cat "$b/grow")"
+
+# few descriptors: a cap of 29 kernel files (a quarter of the 116 the
+# folders may keep), so reading 200 files closes the least used ones
+printf '#!/bin/sh\nexec prlimit --nofile=256:256 "%s" "$@"\n' "$HYBRIDFS" >"$HY_TMP/few-fds"
+chmod +x "$HY_TMP/few-fds"
+HYBRIDFS=$HY_TMP/few-fds hy_mount_ready "$b" "$m" "state=$HY_TMP/s11,$long"
+cap=$(hy_status "$m" '.kernel_cache.kernel_files.cap')
+[ "$cap" -lt 200 ] || hy_fail "with ulimit -n 256 the kernel files' cap is $cap"
+(cd "$m/src" && md5sum -c --quiet "$HY_TMP/sums10") || hy_fail "with few descriptors src reads wrong"
+[ "$(hy_status "$m" '.kernel_cache.kernel_files.closed_least_used')" -ge $((200 - cap)) ] ||
+	hy_fail "the least used kernel files were not closed: $(hy_status "$m" '.kernel_cache.kernel_files')"
+[ "$(hy_status "$m" '.kernel_cache.kernel_files.open_now')" -le "$cap" ] ||
+	hy_fail "more kernel files open than the cap: $(hy_status "$m" '.kernel_cache.kernel_files')"
+# their pages dropped, read again through reopened backing files
+for f in "$m"/src/f*; do dd if="$f" iflag=nocache count=0 status=none || hy_fail "dd of $f failed"; done
+(cd "$m/src" && md5sum -c --quiet "$HY_TMP/sums10") || hy_fail "reopened kernel files read wrong"
+hy_umount "$m"
+
+# open=daemon: an OPEN and a RELEASE per open(2)
+hy_mount_ready "$b" "$m" "state=$HY_TMP/s12,open=daemon,$long"
+[ "$(hy_status "$m" '.kernel_cache.open')" = daemon ] || hy_fail "open=daemon is not in status"
+cat "$m/src/f1" >/dev/null
+snap
+cat "$m/src/f1" >/dev/null
+[ "$(since open)" = 1 ] || hy_fail "open=daemon: a cat did not open f1 once"
+hy_wait_status "$m" '.fuse.requests.release >= 2'
 hy_umount "$m"
 hy_pass

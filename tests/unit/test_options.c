@@ -269,6 +269,40 @@ static void test_opendir_option(void)
 	expect_bad(bare, "expected auto, kernel or daemon");
 }
 
+/* open=: auto by default; kernel, daemon; kernel refused beside
+ * passthrough=excluded, which needs an OPEN per file; anything else named */
+static void test_open_option(void)
+{
+	const char *defaults[] = {"hybridfs", "/b", "/m", NULL};
+	const char *kernel[] = {"hybridfs", "-o", "open=kernel", "/b", "/m", NULL};
+	const char *daemon[] = {"hybridfs", "-o", "open=kernel,open=daemon", "/b", "/m", NULL};
+	const char *auto_pt[] = {"hybridfs", "-o", "passthrough=excluded", "/b", "/m", NULL};
+	const char *kernel_pt[] = {"hybridfs", "-o", "open=kernel,passthrough=excluded",
+				   "/b",       "/m", NULL};
+	const char *bad[] = {"hybridfs", "-o", "open=never", "/b", "/m", NULL};
+	const char *bare[] = {"hybridfs", "-o", "open", "/b", "/m", NULL};
+	struct hy_options o;
+
+	CU_ASSERT_EQUAL_FATAL(parse(&o, defaults), 0);
+	CU_ASSERT_EQUAL(o.open, HY_OPEN_AUTO);
+	hy_options_free(&o);
+	CU_ASSERT_EQUAL_FATAL(parse(&o, kernel), 0);
+	CU_ASSERT_EQUAL(o.open, HY_OPEN_KERNEL);
+	/* nobody else checks a user's open then */
+	CU_ASSERT_EQUAL(hy_options_default_permissions(&o), geteuid() != 0);
+	hy_options_free(&o);
+	CU_ASSERT_EQUAL_FATAL(parse(&o, daemon), 0);
+	CU_ASSERT_EQUAL(o.open, HY_OPEN_DAEMON);
+	CU_ASSERT_FALSE(hy_options_default_permissions(&o));
+	hy_options_free(&o);
+	CU_ASSERT_EQUAL_FATAL(parse(&o, auto_pt), 0);
+	CU_ASSERT_EQUAL(o.open, HY_OPEN_AUTO);
+	hy_options_free(&o);
+	expect_bad(kernel_pt, "passthrough needs one");
+	expect_bad(bad, "open=never");
+	expect_bad(bare, "expected auto, kernel or daemon");
+}
+
 /* readdirplus=: auto by default; always; anything else named */
 static void test_readdirplus_option(void)
 {
@@ -881,6 +915,7 @@ int hy_test_add_options(void)
 	    !CU_add_test(s, "passthrough: off, excluded; no auto", test_passthrough_option) ||
 	    !CU_add_test(s, "opendir: auto, kernel, daemon; not kernel with no timeout",
 			 test_opendir_option) ||
+	    !CU_add_test(s, "open: auto, kernel, daemon", test_open_option) ||
 	    !CU_add_test(s, "readdirplus: auto, always", test_readdirplus_option) ||
 	    !CU_add_test(s, "metrics and metrics_interval", test_metrics_options) ||
 	    !CU_add_test(s, "bad SSD cache options name the problem", test_bad_cache_options) ||
