@@ -285,7 +285,7 @@ struct hy_file *hy_ops_file_get(struct hy_fs *fs, fuse_req_t req, fuse_ino_t ino
 {
 	struct hy_fs_kfiles *kf = fs->kfiles;
 	struct hy_inode *inode;
-	struct hy_file *f, *fresh;
+	struct hy_file *f;
 	bool write = access != HY_KFILE_READ;
 
 	*rc = 0;
@@ -306,7 +306,8 @@ struct hy_file *hy_ops_file_get(struct hy_fs *fs, fuse_req_t req, fuse_ino_t ino
 	}
 	pthread_mutex_unlock(&kf->lock);
 	if (!f) {
-		fresh = kfile_open(fs, req, inode, write, rc);
+		struct hy_file *fresh = kfile_open(fs, req, inode, write, rc);
+
 		if (!fresh && write && access == HY_KFILE_WRITE_IF_CAN)
 			fresh = kfile_open(fs, req, inode, false, rc);
 		if (!fresh)
