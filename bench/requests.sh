@@ -14,6 +14,9 @@
 #   write     --writes write(2)s of 10 bytes on it
 #   close     close(2)
 #   stat      stat(2) of it
+#   open+read+close  open(2) of it read-only, a read(2), close(2); twice
+#             (with open=kernel the first OPEN is answered ENOSYS, and
+#             the kernel sends none after it)
 #   rename    rename(2) to a new name in the same folder
 #   unlink    unlink(2)
 #   readdir   listing a folder of --entries files the kernel has never seen
@@ -168,6 +171,10 @@ def write():
     for _ in range(writes):
         os.write(state["fd"], b"0123456789")
 def close(): os.close(state["fd"])
+def open_read_close():
+    fd = os.open(f, os.O_RDONLY)
+    os.read(fd, 4096)
+    os.close(fd)
 def listing(): state["names"] = os.listdir(big)
 def stat_all():
     for n in state["names"]:
@@ -177,6 +184,8 @@ step("create", create)
 step("write (%d write(2)s)" % writes, write)
 step("close", close)
 step("stat", lambda: os.stat(f))
+step("open+read+close", open_read_close)
+step("open+read+close again", open_read_close)
 step("rename", lambda: os.rename(f, g))
 step("unlink", lambda: os.unlink(g))
 step("readdir (%d entries)" % entries, listing)
