@@ -756,9 +756,11 @@ static int do_rename(struct hy_fs *fs, struct hy_inode *parent, const char *name
 	if (victim && !(flags & RENAME_EXCHANGE) && fstat(victim->fd, &vst) == 0 &&
 	    (vst.st_nlink > 1 || atomic_load(&victim->opens) > 0)) {
 		hy_ops_meta_gate_begin(fs, victim, victim->fd, &vgate);
-		victim_fresh = vgate.gated && vgate.fresh;
-		victim_map = vgate.file.meta_map;
-		victim_cache = vgate.file.meta_cache;
+		if (vgate.gated) {
+			victim_fresh = vgate.fresh;
+			victim_map = vgate.file.meta_map;
+			victim_cache = vgate.file.meta_cache;
+		}
 		hy_ops_meta_gate_end(fs, &vgate, false);
 	}
 	/* the moved file's ctime moves (an exchanged one's too: left to its
