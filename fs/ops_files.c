@@ -583,7 +583,11 @@ void hy_ops_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct 
 	}
 	/* holes are looked for in the home file: cached writes go there first */
 	file = hy_ops_file_get(fs, req, ino, fi, HY_KFILE_READ, &rc);
-	if (file && (whence == SEEK_DATA || whence == SEEK_HOLE))
+	if (!file) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	if (whence == SEEK_DATA || whence == SEEK_HOLE)
 		rc = hy_engine_prepare_seek(fs->engine, &file->engine);
 	if (rc < 0) {
 		hy_ops_file_put(fs, file);
@@ -611,11 +615,11 @@ void hy_ops_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 	ssize_t n = !in ? rc_in : !out ? rc_out : 0;
 
 	/* as fallocate: no kill flag on COPY_FILE_RANGE */
-	if (n >= 0)
+	if (in && out)
 		n = hy_ops_kill_privs(fs, req, out->inode, out->fd, NULL, NULL,
 				      fuse_req_ctx(req)->uid != 0 ? HY_KILL_SUIDGID : HY_KILL_CAPS,
 				      true);
-	if (n >= 0)
+	if (in && out && n >= 0)
 		n = hy_engine_copy_range(fs->engine, &in->engine, off_in, &out->engine, off_out,
 					 len, flags);
 	hy_ops_file_put(fs, in);

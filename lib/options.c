@@ -364,38 +364,26 @@ static int parse_one_word(struct hy_options *opts, char *word, char *why, size_t
 				  "option \"passthrough%s%s\": expected off or excluded",
 				  value ? "=" : "", value ? value : "");
 	}
-	if (strcmp(name, "opendir") == 0) {
-		static const char *const modes[] = {
-			[HY_OPENDIR_AUTO] = "auto",
-			[HY_OPENDIR_KERNEL] = "kernel",
-			[HY_OPENDIR_DAEMON] = "daemon",
-		};
+	/* who opens folders and files: the enums of both are auto, kernel,
+	 * daemon in that order */
+	if (strcmp(name, "opendir") == 0 || strcmp(name, "open") == 0) {
+		static const char *const modes[] = {"auto", "kernel", "daemon"};
+		_Static_assert(HY_OPENDIR_AUTO == 0 && HY_OPENDIR_KERNEL == 1 &&
+				       HY_OPENDIR_DAEMON == 2 && HY_OPEN_AUTO == 0 &&
+				       HY_OPEN_KERNEL == 1 && HY_OPEN_DAEMON == 2,
+			       "opendir= and open= list their modes as modes[] does");
 
-		for (size_t i = 0; value && i < sizeof(modes) / sizeof(modes[0]); i++) {
+		for (int i = 0; value && i < 3; i++) {
 			if (strcmp(value, modes[i]) == 0) {
-				opts->opendir = (int)i;
+				if (strcmp(name, "opendir") == 0)
+					opts->opendir = i;
+				else
+					opts->open = i;
 				return 0;
 			}
 		}
 		return hy_log_why(-EINVAL, why, why_size,
-				  "option \"opendir%s%s\": expected auto, kernel or daemon",
-				  value ? "=" : "", value ? value : "");
-	}
-	if (strcmp(name, "open") == 0) {
-		static const char *const modes[] = {
-			[HY_OPEN_AUTO] = "auto",
-			[HY_OPEN_KERNEL] = "kernel",
-			[HY_OPEN_DAEMON] = "daemon",
-		};
-
-		for (size_t i = 0; value && i < sizeof(modes) / sizeof(modes[0]); i++) {
-			if (strcmp(value, modes[i]) == 0) {
-				opts->open = (int)i;
-				return 0;
-			}
-		}
-		return hy_log_why(-EINVAL, why, why_size,
-				  "option \"open%s%s\": expected auto, kernel or daemon",
+				  "option \"%s%s%s\": expected auto, kernel or daemon", name,
 				  value ? "=" : "", value ? value : "");
 	}
 	if (strcmp(name, "readdirplus") == 0) {
