@@ -17,8 +17,9 @@
  * Memory: struct hy_fs owns its inode table, device and engine; the
  * profiler, BORG, the cache and the emulation are main's (see their
  * members). Open files and directories are owned by their FUSE handle
- * (fi->fh) from open to release, and are also listed in fs->handles so
- * hy_fs_destroy() closes those the kernel never released. Locks: see
+ * (fi->fh) from open to release, and the files the kernel opened itself
+ * (open=kernel) by their inode's kernel_file (fs/kfile.c); all are also
+ * listed in fs->handles so hy_fs_destroy() closes those left open. Locks: see
  * inode.h; handles_lock protects the handles' list; the counters are
  * atomics; nothing here is held across a reply.
  */
