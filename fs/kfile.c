@@ -46,6 +46,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -147,9 +148,9 @@ static size_t take_unused(struct hy_fs_kfiles *kf, size_t keep, struct hy_file *
 	return n;
 }
 
-/* A descriptor of @inode's backing file, opened with @flags and checked to
- * be that inode. */
-static int open_backing(struct hy_fs *fs, struct hy_inode *inode, int flags, struct stat *st)
+/* Opens @inode's backing file once, with @flags, by the name or the
+ * descriptor the table has for it, and checks that it is that inode. */
+static int open_backing_once(struct hy_fs *fs, struct hy_inode *inode, int flags, struct stat *st)
 {
 	struct hy_inode_ref ref;
 	int fd = -1, rc;
@@ -170,6 +171,28 @@ static int open_backing(struct hy_fs *fs, struct hy_inode *inode, int flags, str
 	if (fstat(fd, st) < 0 || st->st_ino != inode->ino || st->st_dev != inode->dev) {
 		close(fd);
 		return -ESTALE;
+	}
+	return fd;
+}
+
+/* A descriptor of @inode's backing file. The kernel opened the file long
+ * ago, perhaps, and a rename through the mount may be between its
+ * renameat2(2) and the table's new name for the file right now (the
+ * request that asks has the file open, so it is there): the name taken
+ * then is gone, or another file's, and the next look finds the new one,
+ * or the file's own descriptor that the rename pinned. A few looks; what
+ * still fails was changed behind the mount. */
+#define OPEN_LOOKS 8
+
+static int open_backing(struct hy_fs *fs, struct hy_inode *inode, int flags, struct stat *st)
+{
+	int fd = -ENOENT;
+
+	for (int look = 0; look < OPEN_LOOKS; look++) {
+		fd = open_backing_once(fs, inode, flags, st);
+		if (fd != -ENOENT && fd != -ESTALE)
+			break;
+		sched_yield();
 	}
 	return fd;
 }
