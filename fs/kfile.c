@@ -40,8 +40,8 @@
  * the kernel's lookups while the file is open. Locks: kfiles->lock protects
  * every inode's kernel_file, each kernel file's users and the LRU list; it
  * is taken before the inode table's lock, never inside it, and no system
- * call but dup3(2) runs under it: files are opened and closed with it
- * released.
+ * call runs under it: files are opened, made writable (dup3) and closed
+ * with it released.
  */
 #include <errno.h>
 #include <fcntl.h>
