@@ -846,6 +846,33 @@ ssize_t hy_indirector_read(struct hy_indirector *ind, uint64_t file_id, int64_t 
 	return lower_read(ind, &file, buf, len, off);
 }
 
+int hy_indirector_home_fd(struct hy_indirector *ind, uint64_t file_id, int64_t object, size_t len,
+			  off_t off)
+{
+	struct home_file file = {file_id, object};
+	struct hy_map_piece stack[PIECES_ON_STACK], *pieces, *heap;
+	uint64_t first, last;
+	int fd = hy_device_direct_fd(ind->backing, object), n;
+
+	if (fd < 0 || !uses_map(ind, &file) || len == 0 || off < 0)
+		return fd;
+	/* lower_read()'s common case: one piece, home (a block relocated
+	 * meanwhile is a clean copy of home) */
+	first = (uint64_t)off / BLOCK;
+	last = ((uint64_t)off + len - 1) / BLOCK;
+	if (last - first >= UINT32_MAX)
+		return -1;
+	n = lookup(ind, &file, first, (uint32_t)(last - first + 1), stack, &pieces, &heap);
+	free(heap);
+	return n == 1 && pieces[0].bopt_block == HY_MAP_HOME ? fd : -1;
+}
+
+void hy_indirector_home_read_done(struct hy_indirector *ind, int64_t object, off_t off,
+				  ssize_t done)
+{
+	hy_device_count_read(ind->backing, object, off, done);
+}
+
 ssize_t hy_indirector_write(struct hy_indirector *ind, uint64_t file_id, int64_t object,
 			    const void *buf, size_t len, off_t off)
 {

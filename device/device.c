@@ -1,6 +1,7 @@
 /* device.c - see include/hybridfs/device.h. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -766,6 +767,26 @@ ssize_t hy_device_read(struct hy_device *dev, int64_t object, void *buf, size_t 
 		emu_request(dev->emulation, emulation_fd(dev, object), dev->emulation_region,
 			    (uint64_t)off, done, cached, false, false);
 	return (ssize_t)done;
+}
+
+int hy_device_direct_fd(const struct hy_device *dev, int64_t object)
+{
+	/* emulate= must price every request and a fault rule must see it: a
+	 * read they do not see would make both lie */
+	if (dev->ops != &file_ops || dev->fault || dev->emulation || object < 0 || object > INT_MAX)
+		return -1;
+	return (int)object;
+}
+
+void hy_device_count_read(struct hy_device *dev, int64_t object, off_t off, ssize_t done)
+{
+	atomic_fetch_add_explicit(&dev->reads, 1, memory_order_relaxed);
+	if (done < 0) {
+		atomic_fetch_add_explicit(&dev->errors, 1, memory_order_relaxed);
+		return;
+	}
+	atomic_fetch_add_explicit(&dev->bytes_read, (uint64_t)done, memory_order_relaxed);
+	count_position(dev, object, off, (size_t)done);
 }
 
 ssize_t hy_device_write(struct hy_device *dev, int64_t object, const void *buf, size_t len,

@@ -164,6 +164,26 @@ ssize_t hy_engine_read_as(struct hy_engine *engine, struct hy_engine_file *file,
 				     buf, size, off);
 }
 
+int hy_engine_read_direct_as(struct hy_engine *engine, struct hy_engine_file *file,
+			     struct hy_engine_request *req, size_t size, off_t off)
+{
+	/* with a cache in the path the cache decides where each block comes
+	 * from, and what it takes in */
+	int fd = uses_cache(engine, file) ? -1
+					  : hy_indirector_home_fd(engine->indirector, file->file_id,
+								  file->backing_fd, size, off);
+
+	if (fd >= 0)
+		reca_hint(engine, file, req, false, size, off); /* its answer; no cache to hint */
+	return fd;
+}
+
+void hy_engine_read_direct_done(struct hy_engine *engine, struct hy_engine_file *file, off_t off,
+				ssize_t done)
+{
+	hy_indirector_home_read_done(engine->indirector, file->backing_fd, off, done);
+}
+
 ssize_t hy_engine_write_as(struct hy_engine *engine, struct hy_engine_file *file,
 			   struct hy_engine_request *req, const void *buf, size_t size, off_t off)
 {

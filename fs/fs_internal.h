@@ -130,6 +130,15 @@ struct hy_fs {
 	uint64_t cache_seq_cutoff; /* ... and its sequential cutoff, for "status" */
 	_Atomic uint64_t ops[HY_OP_COUNT];
 	_Atomic uint64_t bytes_read, bytes_written;
+	/* splice=: asked; whether reads of home blocks get spliced replies
+	 * (set at INIT, fs/ops.c; turned off for good if the backing
+	 * filesystem cannot splice, fs/ops_files.c), why not when asked and
+	 * not taken (for status), and the replies and bytes sent so */
+	bool splice;
+	uint32_t splice_max_read; /* the largest READ spliced (main.c; 0: none) */
+	_Atomic bool splice_reads;
+	char splice_why[200];
+	_Atomic uint64_t spliced_reads, spliced_bytes;
 
 	/* The session the kernel's caches are told through (fs/kcache.c):
 	 * set once the session exists, NULL again before it is destroyed. */
@@ -231,5 +240,11 @@ int hy_fs_kfiles_adopt(struct hy_fs *fs, struct fuse_req *req, struct hy_inode *
 		       const struct stat *st);
 size_t hy_fs_kfiles_shed(struct hy_fs *fs, size_t count);
 struct json_object *hy_fs_kfiles_status(struct hy_fs *fs);
+
+/* The largest READ a spliced reply (fs/ops_files.c) can carry in the pipes
+ * this process may make: HY_FS_READAHEAD (the largest the kernel sends),
+ * less where pipes are limited (the mount then asks for no larger reads:
+ * max_read), or -errno with the reason in @why. */
+int64_t hy_fs_splice_read_size(char *why, size_t why_size);
 
 #endif

@@ -1,5 +1,6 @@
 /* fuse_channel.c - the daemon's end of /dev/fuse; see include/hybridfs/fuse_channel.h. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -526,12 +527,22 @@ static ssize_t channel_writev(int fd, struct iovec *iov, int count, void *userda
 	return hy_fuse_channel_writev(installed, fd, iov, count);
 }
 
+/* A reply spliced from a pipe (fuse_reply_data(): READ's, fs/ops_files.c):
+ * none the channel changes, INIT's and OPEN's being written, so it goes as
+ * it is; here so that libfuse calls no device of its own. */
+static ssize_t channel_splice_send(int pipe_out, off_t *pipe_off, int fd, off_t *fd_off, size_t len,
+				   unsigned flags, void *userdata)
+{
+	(void)userdata;
+	return splice(pipe_out, pipe_off, fd, fd_off, len, flags);
+}
+
 int hy_fuse_channel_install(struct hy_fuse_channel *channel, struct fuse_session *se, char *why,
 			    size_t why_size)
 {
 	static const struct fuse_custom_io io = {
-		.read = channel_read, .writev = channel_writev,
-		/* no splice: every request must pass channel_read */
+		.read = channel_read, .writev = channel_writev, .splice_send = channel_splice_send,
+		/* no splice_receive: every request must pass channel_read */
 	};
 	int fd = fuse_session_fd(se), rc;
 

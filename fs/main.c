@@ -882,9 +882,9 @@ static void place_store(struct hy_options *opts, const struct disk *state_disk,
  * before the INIT reply, which must offer as much for the kernel to keep
  * it. Root only (sysfs); a user's mount keeps 128 KiB, said at info.
  * Returns the window in bytes, or 0 when it was left alone. */
-static uint32_t raise_readahead(const char *mountpoint)
+static uint32_t raise_readahead(const char *mountpoint, uint32_t want_bytes)
 {
-	const unsigned want_kb = HY_FS_READAHEAD / 1024;
+	const unsigned want_kb = want_bytes / 1024;
 	char line[8192], want_path[PATH_MAX * 4 + 1] = "", sysfs[96], *q;
 	const char *c;
 	unsigned major = 0, minor = 0, now_kb = 0;
@@ -945,7 +945,7 @@ static uint32_t raise_readahead(const char *mountpoint)
 			return 0;
 		}
 	}
-	return HY_FS_READAHEAD;
+	return want_kb * 1024u;
 }
 
 static bool state_in_backing, bopt_in_state;
@@ -1670,6 +1670,7 @@ int main(int argc, char **argv)
 	 * in, which may open anything anyway */
 	fs.open_files_unchecked_ok = hy_options_default_permissions(&opts) || geteuid() == 0;
 	fs.readdirplus_always = opts.readdirplus_always;
+	fs.splice = opts.splice;
 	fs.negative_timeout = opts.negative_timeout;
 	fs.writeback_cache = opts.writeback_cache && !opts.read_only;
 	fs.posix_acl = opts.allow_other;
@@ -1679,9 +1680,37 @@ int main(int argc, char **argv)
 		       "changes made in the backing folder while mounted may not be seen; new "
 		       "files are made with MKNOD and OPEN (hybridfs(8))");
 
+	if (fs.splice) {
+		struct rlimit lim;
+		int64_t most = 0;
+
+		/* two descriptors per worker thread for its pipe: out of the
+		 * headroom, which a limit this low does not leave */
+		if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
+		    lim.rlim_cur <= 2 * HY_FD_HEADROOM)
+			snprintf(fs.splice_why, sizeof(fs.splice_why),
+				 "the open-file limit (%llu) leaves no descriptors for a pipe per "
+				 "worker thread",
+				 (unsigned long long)lim.rlim_cur);
+		else
+			most = hy_fs_splice_read_size(fs.splice_why, sizeof(fs.splice_why));
+		fs.splice_max_read = most > 0 ? (uint32_t)most : 0;
+	}
 	if (hy_options_fuse_args(&opts, &args)) {
 		fprintf(stderr, "%s: out of memory\n", program);
 		goto out;
+	}
+	/* reads no larger than a spliced reply carries where pipes are
+	 * limited (1008 KiB for 1 MiB ones), and a read-ahead window of one
+	 * such read (raise_readahead): one request each, all spliced */
+	if (fs.splice_max_read && fs.splice_max_read < HY_FS_READAHEAD) {
+		char max_read[32];
+
+		snprintf(max_read, sizeof(max_read), "max_read=%u", fs.splice_max_read);
+		if (fuse_opt_add_arg(&args, "-o") || fuse_opt_add_arg(&args, max_read)) {
+			fprintf(stderr, "%s: out of memory\n", program);
+			goto out;
+		}
 	}
 	se = fuse_session_new(&args, hy_fs_umask_operations(), sizeof(struct fuse_lowlevel_ops),
 			      &fs);
@@ -1703,7 +1732,8 @@ int main(int argc, char **argv)
 		goto out_signals;
 	}
 	/* before the session loop answers INIT (hy_init offers it) */
-	fs.readahead = raise_readahead(opts.mountpoint_real);
+	fs.readahead = raise_readahead(opts.mountpoint_real,
+				       fs.splice_max_read ? fs.splice_max_read : HY_FS_READAHEAD);
 	/* The device through the daemon's channel: requests counted, and
 	 * FUSE_HANDLE_KILLPRIV_V2 taken (fuse_channel.h). The descriptor is
 	 * the one fuse_session_mount() got, from mount(2) as root or from

@@ -437,6 +437,10 @@ static void hy_init(void *userdata, struct fuse_conn_info *conn)
 	 * (the kernel takes the smaller of the two) */
 	if (fs->readahead > conn->max_readahead)
 		conn->max_readahead = fs->readahead;
+	/* the mount option main.c passed (libfuse refuses INIT unless the
+	 * two agree) */
+	if (fs->splice_max_read && fs->splice_max_read < HY_FS_READAHEAD)
+		conn->max_read = fs->splice_max_read;
 	/* Listings with their entries' attributes. READDIRPLUS_AUTO (the
 	 * kernel asks for them on a listing's first request, some 190
 	 * entries, and on later ones after lookups in the folder) measured
@@ -500,11 +504,25 @@ static void hy_init(void *userdata, struct fuse_conn_info *conn)
 	 * FUSE_HANDLE_KILLPRIV_V2 (which libfuse does not know; the channel
 	 * asks for it) here, never by the first protocol's rules. */
 	conn->want &= ~(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS | FUSE_CAP_HANDLE_KILLPRIV);
-	/* Every request and reply must pass the channel's read and writev
-	 * (fuse_channel.h); a spliced one would not. */
-	if (fs->channel)
-		conn->want &=
-			~(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
+	/* Every request must pass the channel's read (fuse_channel.h), which
+	 * a spliced one would not: no SPLICE_READ. Replies with data
+	 * (fuse_reply_data(), which only READ's spliced replies use) may be
+	 * spliced: the channel changes none of them and sees them all
+	 * (its splice_send). No SPLICE_MOVE: the pages are the backing
+	 * file's, which the kernel cannot take. */
+	conn->want &= ~(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
+	atomic_store(&fs->splice_reads, false);
+	if (!fs->splice)
+		fs->splice_why[0] = '\0';
+	else if (!(conn->capable & FUSE_CAP_SPLICE_WRITE) || conn->proto_minor < 14)
+		snprintf(fs->splice_why, sizeof(fs->splice_why),
+			 "libfuse or the kernel cannot splice replies");
+	else if (fs->splice_max_read)
+		atomic_store(&fs->splice_reads, true);
+	if (atomic_load(&fs->splice_reads))
+		conn->want |= FUSE_CAP_SPLICE_WRITE;
+	else if (fs->splice)
+		hy_log(LOG_INFO, "fs: reads are not spliced: %s", fs->splice_why);
 }
 
 const struct fuse_lowlevel_ops hy_fs_operations = {

@@ -355,38 +355,59 @@ void hy_ops_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t m
 
 /* One buffer per worker thread, grown to the largest request seen: a read
  * costs no allocation once the thread has warmed up. libfuse ends idle
- * workers, so the buffer hangs on a thread key whose destructor frees it. */
+ * workers, so the buffer hangs on a thread key whose destructor frees it.
+ * The thread's pipe for spliced replies hangs there too. */
 struct read_buffer {
 	char *data;
 	size_t size;
+	int pipe[2]; /* -1: none yet (made at the thread's first spliced read) */
 };
 
 /* created by hy_fs_init(), before any worker thread */
 pthread_key_t hy_ops_read_buffer_key;
 
+static void reply_pipe_close(struct read_buffer *rb)
+{
+	for (int i = 0; i < 2; i++) {
+		if (rb->pipe[i] >= 0 && close(rb->pipe[i]) != 0)
+			hy_log(LOG_WARNING, "fs: closing a reply pipe: %s", strerror(errno));
+		rb->pipe[i] = -1;
+	}
+}
+
 void hy_ops_read_buffer_free(void *p)
 {
 	struct read_buffer *rb = p;
 
+	reply_pipe_close(rb);
 	free(rb->data);
 	free(rb);
 }
 
+static struct read_buffer *thread_read_buffer(void)
+{
+	struct read_buffer *rb = pthread_getspecific(hy_ops_read_buffer_key);
+
+	if (rb)
+		return rb;
+	rb = calloc(1, sizeof(*rb));
+	if (!rb)
+		return NULL;
+	rb->pipe[0] = rb->pipe[1] = -1;
+	if (pthread_setspecific(hy_ops_read_buffer_key, rb) != 0) {
+		free(rb);
+		return NULL;
+	}
+	return rb;
+}
+
 static char *read_buffer_get(size_t size)
 {
-	struct read_buffer *rb;
+	struct read_buffer *rb = thread_read_buffer();
 	char *grown;
 
-	rb = pthread_getspecific(hy_ops_read_buffer_key);
-	if (!rb) {
-		rb = calloc(1, sizeof(*rb));
-		if (!rb)
-			return NULL;
-		if (pthread_setspecific(hy_ops_read_buffer_key, rb) != 0) {
-			free(rb);
-			return NULL;
-		}
-	}
+	if (!rb)
+		return NULL;
 	if (size > rb->size) {
 		grown = realloc(rb->data, size);
 		if (!grown)
@@ -415,16 +436,210 @@ static void log_request(struct hy_fs *fs, struct hy_file *file, const struct hy_
 	hy_profiler_end(fs->profiler, &file->prof, file->fd, &t, done);
 }
 
+/* ---- spliced replies -------------------------------------------------------
+ *
+ * A read of blocks that are home only (no cache in the file's path, none
+ * relocated: hy_engine_read_direct_as) is answered from the backing file's
+ * pages: splice(2) puts references to them in the thread's pipe, and
+ * fuse_reply_data() has the kernel copy them once into the request's pages,
+ * where a buffered reply copies each byte twice (pread into the daemon's
+ * buffer, writev out of it). BENCHMARKS.md, "Spliced reads". The count is
+ * known before the reply, so the profiler logs what was read, as for a
+ * buffered one. libfuse moves the pipe's pages into its own pipe, behind
+ * the reply's header, and from there to /dev/fuse; where it cannot it
+ * reads them back and writes them (correct, the old cost). A request
+ * larger than the pipe holds, or one of fewer than two pages (libfuse
+ * would write it anyway), goes the buffered way. */
+
+/* The kernel's page: what a pipe's slots hold, and what libfuse reckons
+ * its pipe in. */
+static unsigned page_bytes(void)
+{
+	long page = sysconf(_SC_PAGESIZE);
+
+	return page > 0 ? (unsigned)page : 4096u;
+}
+
+/* Reads smaller than two pages are not worth a splice (fuse_reply_data()
+ * would write them). A pipe holds the READ with a page on either side of
+ * an unaligned one; libfuse's, behind the header, up to three pages more:
+ * four spare pages. */
+#define SPLICE_MIN   (2u * page_bytes())
+#define SPLICE_SPARE (4u * page_bytes())
+
+/* Whether a pipe of @bytes can be had: 0 or -errno. */
+static int try_pipe(unsigned bytes)
+{
+	int p[2], rc = 0;
+
+	if (pipe2(p, O_CLOEXEC) != 0)
+		return -errno;
+	if (fcntl(p[0], F_SETPIPE_SZ, (int)bytes) < 0)
+		rc = -errno;
+	for (int i = 0; i < 2; i++)
+		if (close(p[i]) != 0)
+			hy_log(LOG_WARNING, "fs: closing the splice probe's pipe: %s",
+			       strerror(errno));
+	return rc;
+}
+
+int64_t hy_fs_splice_read_size(char *why, size_t why_size)
+{
+	unsigned pages = 0, max_bytes = 0, page = page_bytes();
+	int rc = try_pipe(HY_FS_READAHEAD + SPLICE_SPARE);
+	FILE *f;
+
+	if (rc == 0)
+		return HY_FS_READAHEAD;
+	if (rc != -EPERM)
+		return hy_log_why(rc, why, why_size, "no pipe for a spliced reply: %s",
+				  strerror(-rc));
+	/* past /proc/sys/fs/pipe-max-size only with CAP_SYS_RESOURCE, which
+	 * a container's root may lack: reads then as large as the largest
+	 * pipe holds, with room for the spare pages (a size the kernel
+	 * rounds up to a power of two pages) */
+	f = fopen("/proc/sys/fs/pipe-max-size", "re");
+	if (!f || fscanf(f, "%u", &max_bytes) != 1)
+		max_bytes = 0;
+	if (f)
+		fclose(f);
+	for (pages = 1; pages * 2u <= max_bytes / page && pages < HY_FS_READAHEAD / page;
+	     pages *= 2)
+		;
+	if (pages * page < 4u * SPLICE_SPARE)
+		return hy_log_why(-EPERM, why, why_size,
+				  "pipes are limited to %u bytes (/proc/sys/fs/pipe-max-size)",
+				  max_bytes);
+	rc = try_pipe(pages * page);
+	if (rc < 0)
+		return hy_log_why(rc, why, why_size, "no pipe of %u KiB for a spliced reply: %s",
+				  pages * page / 1024u, strerror(-rc));
+	return pages * page - SPLICE_SPARE;
+}
+
+/* The thread's pipe, made at its first spliced read: 0, or -errno (then
+ * this read goes the buffered way and the next tries again). */
+static int reply_pipe(struct read_buffer *rb, uint32_t pipe_bytes)
+{
+	if (rb->pipe[0] >= 0)
+		return 0;
+	if (pipe2(rb->pipe, O_CLOEXEC) != 0) {
+		rb->pipe[0] = rb->pipe[1] = -1;
+		return -errno;
+	}
+	if (fcntl(rb->pipe[0], F_SETPIPE_SZ, (int)pipe_bytes) < 0) {
+		int rc = -errno;
+
+		reply_pipe_close(rb);
+		return rc;
+	}
+	return 0;
+}
+
+/* Up to @size bytes at @off of @fd into the (empty) pipe: the count (short
+ * only at the end of the file, or at an error after some bytes) or a
+ * negative errno. */
+static ssize_t splice_in(int fd, int pipe_in, size_t size, off_t off)
+{
+	loff_t at = off;
+	size_t done = 0;
+
+	while (done < size) {
+		ssize_t r = splice(fd, &at, pipe_in, NULL, size - done, SPLICE_F_NONBLOCK);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return done ? (ssize_t)done : -errno;
+		if (r == 0)
+			break;
+		done += (size_t)r;
+	}
+	return (ssize_t)done;
+}
+
+/* Counts and logs a read that was served (@n >= 0) or failed. */
+static void read_done(struct hy_fs *fs, struct hy_file *file, struct hy_engine_request *er,
+		      bool logged, size_t size, off_t off, ssize_t n)
+{
+	if (logged)
+		log_request(fs, file, er, HY_PROFILE_READ, off, size, n);
+	if (n < 0)
+		return;
+	hy_ops_count_op(fs, HY_OP_READ);
+	atomic_fetch_add_explicit(&fs->bytes_read, (uint64_t)n, memory_order_relaxed);
+	if (fs->borg)
+		hy_borg_note_read(fs->borg); /* a chain starting warms its metadata */
+}
+
+/* Answers the read with a spliced reply when its blocks are home only;
+ * false (nothing asked, nothing sent) when it must go the buffered way.
+ * Puts @file back when it answered. */
+static bool read_spliced(struct hy_fs *fs, fuse_req_t req, struct hy_file *file,
+			 struct hy_engine_request *er, bool logged, size_t size, off_t off)
+{
+	struct read_buffer *rb = thread_read_buffer();
+	struct fuse_bufvec data = FUSE_BUFVEC_INIT(0);
+	ssize_t n;
+	int fd;
+
+	if (!rb || reply_pipe(rb, fs->splice_max_read + SPLICE_SPARE) < 0)
+		return false;
+	fd = hy_engine_read_direct_as(fs->engine, &file->engine, logged ? er : NULL, size, off);
+	if (fd < 0)
+		return false;
+	n = splice_in(fd, rb->pipe[1], size, off);
+	if (n == -EINVAL || n == -EOPNOTSUPP || n == -ENOSYS) {
+		/* a backing filesystem that cannot splice: none of its files
+		 * can, so the mount stops trying (ReCA sees this request
+		 * twice, once in the mount's life: the buffered read asks too) */
+		if (atomic_exchange(&fs->splice_reads, false))
+			hy_log(LOG_WARNING,
+			       "fs: the backing filesystem cannot splice (%s): reads "
+			       "are copied through the daemon",
+			       strerror((int)-n));
+		return false;
+	}
+	hy_engine_read_direct_done(fs->engine, &file->engine, off, n);
+	read_done(fs, file, er, logged, size, off, n);
+	hy_ops_file_put(fs, file); /* the pipe holds the pages */
+	if (n < 0) {
+		fuse_reply_err(req, (int)-n);
+		return true;
+	}
+	if (n == 0) {
+		fuse_reply_buf(req, NULL, 0);
+		return true;
+	}
+	atomic_fetch_add_explicit(&fs->spliced_reads, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&fs->spliced_bytes, (uint64_t)n, memory_order_relaxed);
+	data.buf[0].size = (size_t)n;
+	data.buf[0].flags = FUSE_BUF_IS_FD;
+	data.buf[0].fd = rb->pipe[0];
+	/* an error may leave bytes in the pipe, which the next reply must not
+	 * carry: the thread makes a new one */
+	if (fuse_reply_data(req, &data, 0) != 0)
+		reply_pipe_close(rb);
+	return true;
+}
+
 void hy_ops_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct hy_fs *fs = hy_ops_fs_of(req);
 	int rc;
 	struct hy_file *file = hy_ops_file_get(fs, req, ino, fi, HY_KFILE_READ, &rc);
-	char *buf = read_buffer_get(size);
+	char *buf;
 	bool logged = fs->profiler && size > 0;
 	struct hy_engine_request er;
 	ssize_t n;
 
+	if (file && size >= SPLICE_MIN && size <= fs->splice_max_read &&
+	    atomic_load_explicit(&fs->splice_reads, memory_order_relaxed)) {
+		er = (struct hy_engine_request){.pid = request_pid(file, fuse_req_ctx(req)->pid)};
+		if (read_spliced(fs, req, file, &er, logged, size, off))
+			return;
+	}
+	buf = read_buffer_get(size);
 	if (!file || !buf) {
 		hy_ops_file_put(fs, file);
 		fuse_reply_err(req, file ? ENOMEM : -rc);
@@ -434,17 +649,12 @@ void hy_ops_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct 
 	/* the engine classifies it before serving it: the policy of the
 	 * process's category applies to it (ReCA), and the log has its class */
 	n = hy_engine_read_as(fs->engine, &file->engine, logged ? &er : NULL, buf, size, off);
-	if (logged)
-		log_request(fs, file, &er, HY_PROFILE_READ, off, size, n);
+	read_done(fs, file, &er, logged, size, off, n);
 	hy_ops_file_put(fs, file);
 	if (n < 0) {
 		fuse_reply_err(req, (int)-n);
 		return;
 	}
-	hy_ops_count_op(fs, HY_OP_READ);
-	atomic_fetch_add_explicit(&fs->bytes_read, (uint64_t)n, memory_order_relaxed);
-	if (fs->borg)
-		hy_borg_note_read(fs->borg); /* a chain starting warms its metadata */
 	fuse_reply_buf(req, buf, (size_t)n);
 }
 

@@ -83,7 +83,9 @@ static struct json_object *classes_json(uint64_t c[2][HY_CLASS_COUNT])
 
 /* {"killpriv_v2": bool, "killpriv_v2_why": text or null, "passthrough":
  * bool, "passthrough_why": text or null, "passthrough_files": {...} or
- * null (passthrough.h), "requests": {"lookup": n, ...}}: the FUSE requests
+ * null (passthrough.h), "splice": bool, "splice_why": text or null,
+ * "spliced_reads": n, "spliced_bytes": n (fs/ops_files.c), "requests":
+ * {"lookup": n, ...}}: the FUSE requests
  * read, by opcode, those seen at least once (null: the channel is not in;
  * fuse_channel.h). */
 static struct json_object *fuse_status(struct hy_fs *fs)
@@ -106,6 +108,15 @@ static struct json_object *fuse_status(struct hy_fs *fs)
 		: !fs->passthrough ? "the profiler is not running: no exclude rule is known at open"
 				   : NULL);
 	json_object_object_add(o, "passthrough_files", hy_fs_passthrough_status(fs));
+	json_object_object_add(o, "splice",
+			       json_object_new_boolean(atomic_load(&fs->splice_reads)));
+	add_str(o, "splice_why",
+		!fs->splice			 ? "splice=off"
+		: atomic_load(&fs->splice_reads) ? NULL
+		: fs->splice_why[0]		 ? fs->splice_why
+						 : "the backing filesystem cannot splice");
+	add_u64(o, "spliced_reads", atomic_load_explicit(&fs->spliced_reads, memory_order_relaxed));
+	add_u64(o, "spliced_bytes", atomic_load_explicit(&fs->spliced_bytes, memory_order_relaxed));
 	req = fs->channel ? json_object_new_object() : NULL;
 	for (unsigned i = 0; req && i < HY_FUSE_CHANNEL_OPCODES; i++) {
 		uint64_t n = hy_fuse_channel_count(fs->channel, i);

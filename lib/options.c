@@ -347,6 +347,8 @@ static int parse_one_word(struct hy_options *opts, char *word, char *why, size_t
 		return parse_bool(name, value, &opts->writeback_cache, why, why_size);
 	if (strcmp(name, "killpriv_v2") == 0)
 		return parse_bool(name, value, &opts->killpriv_v2, why, why_size);
+	if (strcmp(name, "splice") == 0)
+		return parse_bool(name, value, &opts->splice, why, why_size);
 	if (strcmp(name, "passthrough") == 0) {
 		if (value && (strcmp(value, "off") == 0 || strcmp(value, "excluded") == 0)) {
 			opts->passthrough =
@@ -641,6 +643,7 @@ static void options_reset(struct hy_options *opts)
 	/* off: see docs/reliability.md, "The kernel's write-back cache" */
 	opts->writeback_cache = false;
 	opts->killpriv_v2 = true;
+	opts->splice = true;
 	/* changes through the mount keep the kernel's caches right at any
 	 * length; these bound how long one made in the backing directory
 	 * itself may be missed (fs/kcache.c) */
@@ -1369,6 +1372,8 @@ void hy_options_usage(const char *program, FILE *out)
 		"  writeback_cache=on|off the kernel's write-back page cache (default off)\n"
 		"  killpriv_v2=on|off     the daemon clears setuid, setgid and capabilities on\n"
 		"                         writes, sparing a request per write (default on)\n"
+		"  splice=on|off          reads the kernel copies straight from the backing\n"
+		"                         file's pages, one copy less (default on)\n"
 		"  passthrough=off|excluded  the kernel reads and writes excluded files\n"
 		"                         itself, without the daemon (root; default off)\n"
 		"  opendir=auto|kernel|daemon  who opens folders: the kernel keeps\n"

@@ -182,6 +182,16 @@ int hy_device_writable(struct hy_device *dev, int64_t object, int64_t *out, bool
 int hy_device_hold(struct hy_device *dev, int64_t object, int64_t *out, bool *opened);
 void hy_device_close_object(struct hy_device *dev, int64_t object);
 
+/* A read the kernel copies straight from a backing file's pages
+ * (splice(2), for fs/ops_files.c's READ replies), which no table serves:
+ * the descriptor to read @object through when @dev is the plain device
+ * over open files, else -1 (under emulate=, which must price every
+ * request, or a fault rule, which must see it). The caller then counts
+ * the read with hy_device_count_read() (@done: the bytes, or a negative
+ * errno), as hy_device_read() would have. */
+int hy_device_direct_fd(const struct hy_device *dev, int64_t object);
+void hy_device_count_read(struct hy_device *dev, int64_t object, off_t off, ssize_t done);
+
 void hy_device_get_stats(struct hy_device *dev, struct hy_device_stats *out);
 
 /* Where @object's bytes at @offsets[0..n) (ascending) lie on the disk, into

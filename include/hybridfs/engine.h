@@ -167,6 +167,19 @@ ssize_t hy_engine_read_as(struct hy_engine *engine, struct hy_engine_file *file,
 ssize_t hy_engine_write_as(struct hy_engine *engine, struct hy_engine_file *file,
 			   struct hy_engine_request *req, const void *buf, size_t size, off_t off);
 
+/* A read the caller may have the kernel copy from the home file's pages
+ * (a spliced READ reply, fs/ops_files.c): when no cache is in @file's
+ * path and the indirector finds the range home on a plain backing device
+ * (hy_indirector_home_fd), returns the descriptor to read from at @off,
+ * with @req's answer filled as hy_engine_read_as() fills it; else -1, ReCA
+ * not asked, and the caller reads through hy_engine_read_as(). After the
+ * read, _direct_done() counts it on the backing device (@done: the bytes
+ * read, or a negative errno). */
+int hy_engine_read_direct_as(struct hy_engine *engine, struct hy_engine_file *file,
+			     struct hy_engine_request *req, size_t size, off_t off);
+void hy_engine_read_direct_done(struct hy_engine *engine, struct hy_engine_file *file, off_t off,
+				ssize_t done);
+
 /* Sets the file's size; data past it is forgotten everywhere it is kept. */
 int hy_engine_truncate(struct hy_engine *engine, struct hy_engine_file *file, off_t size);
 

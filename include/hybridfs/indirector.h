@@ -170,6 +170,17 @@ uint64_t hy_indirector_bopt_reads(struct hy_indirector *ind);
 /* The count (short only at the end of the file) or a negative errno. */
 ssize_t hy_indirector_read(struct hy_indirector *ind, uint64_t file_id, int64_t object, void *buf,
 			   size_t len, off_t off);
+/* Where a read of [@off, @off + @len) may be copied by the kernel from
+ * the home file's pages itself (splice): the home file's descriptor when
+ * no block of the range is relocated and the backing device serves plain
+ * files (hy_device_direct_fd), else -1. The check is the one
+ * hy_indirector_read() makes before it reads home without a gate. The
+ * caller counts the read with hy_indirector_home_read_done() (@done: the
+ * bytes, or a negative errno). */
+int hy_indirector_home_fd(struct hy_indirector *ind, uint64_t file_id, int64_t object, size_t len,
+			  off_t off);
+void hy_indirector_home_read_done(struct hy_indirector *ind, int64_t object, off_t off,
+				  ssize_t done);
 ssize_t hy_indirector_write(struct hy_indirector *ind, uint64_t file_id, int64_t object,
 			    const void *buf, size_t len, off_t off);
 /* The home file's stamp, modification time and size. */

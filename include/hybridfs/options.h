@@ -109,6 +109,9 @@ struct hy_options {
 	bool read_only;
 	bool writeback_cache; /* kernel write-back page cache (on by default) */
 	bool killpriv_v2;     /* the daemon clears setuid/setgid (fuse_channel.h; on) */
+	/* splice=: READ replies of blocks that are home only go from the
+	 * backing file's pages to the kernel by splice(2) (fs/ops_files.c; on) */
+	bool splice;
 	/* passthrough=: the files the kernel reads and writes itself
 	 * (passthrough.h): none (off, the default) or those of exclude rules */
 	enum { HY_PASSTHROUGH_OFF, HY_PASSTHROUGH_EXCLUDED } passthrough;

@@ -136,3 +136,8 @@ AM_TESTS_ENVIRONMENT += HY_CRONDIR='$(crondir)' HY_CRONDIR_GIVEN='$(crondir_give
 # sequential read cold in READs of 1 MiB, not 128 KiB (readahead.sh).
 TESTS += tests/integration/readahead.sh
 EXTRA_DIST += tests/integration/readahead.sh
+
+# READ replies spliced from the backing file's pages where its blocks are
+# home only, never where they are relocated; splice=off (splice.sh).
+TESTS += tests/integration/splice.sh
+EXTRA_DIST += tests/integration/splice.sh

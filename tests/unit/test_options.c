@@ -37,6 +37,7 @@ static void test_defaults(void)
 	CU_ASSERT_FALSE(o.mount_helper);
 	CU_ASSERT_FALSE(o.writeback_cache);
 	CU_ASSERT_TRUE(o.killpriv_v2);
+	CU_ASSERT_TRUE(o.splice);
 	CU_ASSERT_DOUBLE_EQUAL(o.attr_timeout, 5.0, 1e-9);
 	CU_ASSERT_DOUBLE_EQUAL(o.entry_timeout, 5.0, 1e-9);
 	CU_ASSERT_DOUBLE_EQUAL(o.negative_timeout, 5.0, 1e-9);
@@ -46,15 +47,16 @@ static void test_defaults(void)
 
 static void test_known_options(void)
 {
-	const char *argv[] = {"hybridfs",
-			      "-o",
-			      "allow_other,state=/s,attr_timeout=2.5",
-			      "/b",
-			      "/m",
-			      "-o",
-			      "nosuid,noatime,writeback_cache=on,max_threads=4,killpriv_v2=off",
-			      "-d",
-			      NULL};
+	const char *argv[] = {
+		"hybridfs",
+		"-o",
+		"allow_other,state=/s,attr_timeout=2.5",
+		"/b",
+		"/m",
+		"-o",
+		"nosuid,noatime,writeback_cache=on,max_threads=4,killpriv_v2=off,splice=off",
+		"-d",
+		NULL};
 	struct hy_options o;
 
 	CU_ASSERT_EQUAL(parse(&o, argv), 0);
@@ -63,6 +65,7 @@ static void test_known_options(void)
 	CU_ASSERT_DOUBLE_EQUAL(o.attr_timeout, 2.5, 1e-9);
 	CU_ASSERT_TRUE(o.writeback_cache);
 	CU_ASSERT_FALSE(o.killpriv_v2);
+	CU_ASSERT_FALSE(o.splice);
 	CU_ASSERT_EQUAL(o.max_threads, 4);
 	CU_ASSERT_TRUE(o.debug);
 	CU_ASSERT_TRUE(o.foreground);
@@ -301,6 +304,17 @@ static void test_open_option(void)
 	expect_bad(kernel_pt, "passthrough needs one");
 	expect_bad(bad, "open=never");
 	expect_bad(bare, "expected auto, kernel or daemon");
+}
+
+/* splice=: on by default (test_defaults), off (test_known_options); a
+ * value that is neither is refused by name */
+static void test_splice_option(void)
+{
+	const char *bad[] = {"hybridfs", "-o", "splice=maybe", "/b", "/m", NULL};
+	const char *bare[] = {"hybridfs", "-o", "splice=", "/b", "/m", NULL};
+
+	expect_bad(bad, "\"splice=maybe\": expected on or off");
+	expect_bad(bare, "splice");
 }
 
 /* readdirplus=: auto by default; always; anything else named */
@@ -917,6 +931,7 @@ int hy_test_add_options(void)
 			 test_opendir_option) ||
 	    !CU_add_test(s, "open: auto, kernel, daemon", test_open_option) ||
 	    !CU_add_test(s, "readdirplus: auto, always", test_readdirplus_option) ||
+	    !CU_add_test(s, "splice: on, off; nothing else", test_splice_option) ||
 	    !CU_add_test(s, "metrics and metrics_interval", test_metrics_options) ||
 	    !CU_add_test(s, "bad SSD cache options name the problem", test_bad_cache_options) ||
 	    !CU_add_test(s, "cache_policy names agree with the policy module",
