@@ -116,6 +116,22 @@ round() {
 	grep -q "touch ro_dir/x => 1 .*Permission denied" "$HY_TMP/mount.out" ||
 		hy_fail "creating in a read-only directory was not refused ($1)"
 
+	# a user's pipes are limited to pipe-max-size: reads are still
+	# spliced, as large as those pipes carry (splice.sh has root's)
+	if [ "$1" = default ] && command -v jq >/dev/null; then
+		local ctl=${HYBRIDCTL:-$(dirname "$HYBRIDFS")/hybridctl} spliced
+		head -c 2097152 /dev/urandom >"$HY_TMP/b/big" && chown 65534:65534 "$HY_TMP/b/big" ||
+			hy_die "cannot make the big file"
+		as_user cat "$HY_TMP/m/big" | cmp -s - "$HY_TMP/b/big" ||
+			hy_fail "a file read through a user's mount is not its bytes"
+		spliced=$(as_user "$ctl" status "$HY_TMP/m" --json |
+			jq -r '.mounts[0].daemon.fuse | "\(.splice) \(.spliced_reads) \(.splice_why)"')
+		case $spliced in
+		"true "[1-9]*) ;;
+		*) hy_fail "a user's mount did not splice its reads: $spliced" ;;
+		esac
+	fi
+
 	# root is not the mounting user: FUSE refuses it without allow_other
 	if ls "$HY_TMP/m" >/dev/null 2>&1; then
 		hy_fail "root got into a user's mount without allow_other ($1)"
