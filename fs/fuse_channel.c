@@ -528,8 +528,8 @@ static ssize_t channel_writev(int fd, struct iovec *iov, int count, void *userda
 }
 
 /* A reply spliced from a pipe (fuse_reply_data(): READ's, fs/ops_files.c):
- * none the channel changes, INIT's and OPEN's being written, so it goes as
- * it is; here so that libfuse calls no device of its own. */
+ * none the channel changes (INIT's and OPEN's are written), so it goes to
+ * the device as it is, through the channel's calls like every other. */
 static ssize_t channel_splice_send(int pipe_out, off_t *pipe_off, int fd, off_t *fd_off, size_t len,
 				   unsigned flags, void *userdata)
 {

@@ -507,8 +507,8 @@ static void hy_init(void *userdata, struct fuse_conn_info *conn)
 	/* Every request must pass the channel's read (fuse_channel.h), which
 	 * a spliced one would not: no SPLICE_READ. Replies with data
 	 * (fuse_reply_data(), which only READ's spliced replies use) may be
-	 * spliced: the channel changes none of them and sees them all
-	 * (its splice_send). No SPLICE_MOVE: the pages are the backing
+	 * spliced: the channel changes none of them (its splice_send
+	 * passes them on as they are). No SPLICE_MOVE: the pages are the backing
 	 * file's, which the kernel cannot take. */
 	conn->want &= ~(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
 	atomic_store(&fs->splice_reads, false);
