@@ -75,7 +75,10 @@
  * the handler: no table by unique, nothing to clean up. A splice read would
  * bypass the read call; libfuse 3.14 splices only for filesystems with
  * write_buf, which hybridfs has not, and fs/ops.c turns
- * FUSE_CAP_SPLICE_READ off anyway while the channel is in.
+ * FUSE_CAP_SPLICE_READ off anyway. Replies may be spliced
+ * (FUSE_CAP_SPLICE_WRITE: the READ replies of fs/ops_files.c, made from
+ * a pipe by fuse_reply_data()); the channel's splice_send passes them to
+ * the device as they are, none being a reply it changes.
  *
  * The request's unique and opcode, and an OPEN or CREATE reply's backing
  * id, are thread-locals too, for the same reason.
