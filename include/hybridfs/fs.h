@@ -8,9 +8,11 @@
  * operation is a thin handler that makes exactly one fuse_reply_* call over
  * a worker that returns 0 or a negative errno (libfuse's passthrough_ll
  * habit). Names are reached through the inode table (inode.h) with the *at
- * system calls; file data goes through the engine (engine.h); everything
- * else (names, attributes, directories, xattrs) goes to the backing
- * filesystem directly.
+ * system calls; file data goes through the engine (engine.h), and a READ
+ * whose blocks the engine finds home only is answered from the backing
+ * file's pages by splice (splice=, fs/ops_files.c); everything else
+ * (names, attributes, directories, xattrs) goes to the backing filesystem
+ * directly.
  *
  * Semantics kept as the plain directory has them: new nodes belong to the
  * caller (the daemon, when root, takes the caller's fsuid, fsgid and
